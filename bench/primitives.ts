@@ -1,0 +1,250 @@
+/**
+ * Every primitive described once for the harness and the tests (nccl-tests style): which buffers
+ * it needs, exact integer-valued inputs unique per rank and index, the expected output, and its
+ * bus-bandwidth factor.
+ * @module
+ */
+
+import type { Communicator } from "../primitives/communicator.ts";
+import type { CommBuffer } from "../primitives/memory/comm_buffer.ts";
+import type { CollectiveName } from "../primitives/registry.ts";
+import type { Dtype, MemoryKind, ReduceOp, TypedArray } from "../primitives/types.ts";
+
+/** Primitive names as the CLI and CSV spell them. */
+export type PrimitiveName =
+  | "sendrecv"
+  | "bcast"
+  | "reduce"
+  | "allreduce"
+  | "allgather"
+  | "reduce_scatter";
+
+/** Options one run of a primitive takes. */
+export interface CaseOptions {
+  dtype: Dtype;
+  memory: MemoryKind;
+  op: ReduceOp;
+  root: number;
+  algorithm: string;
+}
+
+/** A primitive set up on one rank for one size. */
+export interface PreparedCase {
+  /** Writes the inputs (call before a checked run). */
+  fill(): void;
+  /** One operation. */
+  run(): Promise<void>;
+  /** Elements of this rank's output that differ from the exact expected value. */
+  wrong(): number;
+  /** Releases the buffers. */
+  free(): void;
+}
+
+/** What the harness needs to know about a primitive. */
+export interface PrimitiveSpec {
+  name: PrimitiveName;
+  /** Registry name for algorithm choice; undefined for point-to-point. */
+  collective?: CollectiveName;
+  /** nccl-tests' busbw = algbw × factor. */
+  busFactor(ranks: number): number;
+  /** Sets up `count` elements (the larger buffer, as in nccl-tests) on `comm`. */
+  prepare(comm: Communicator, count: number, options: CaseOptions): PreparedCase;
+}
+
+/**
+ * Input element i of rank r: integer-valued, unique per (rank, index) for i·size + r < 2^20, and
+ * small enough that any sum over 8 ranks is exact in f32. `prod` inputs are ±1 and 2 so products
+ * stay exact too.
+ */
+export function inputValue(op: ReduceOp, rank: number, size: number, i: number): number {
+  if (op === "prod") return [1, -1, 2][(i + 2 * rank) % 3];
+  return ((i * size + rank) % 1048576) - 524288;
+}
+
+/** The exact reduction over all ranks of element i, rounded as the dtype stores it. */
+export function expectedReduction(
+  op: ReduceOp,
+  dtype: Dtype,
+  size: number,
+  value: (rank: number) => number,
+): number {
+  let acc = value(0);
+  for (let r = 1; r < size; r++) {
+    const v = value(r);
+    acc = op === "prod"
+      ? acc * v
+      : op === "max"
+      ? Math.max(acc, v)
+      : op === "min"
+      ? Math.min(acc, v)
+      : acc + v;
+  }
+  if (op !== "avg") return acc;
+  return dtype === "i32"
+    ? Math.trunc(acc / size)
+    : dtype === "f32"
+    ? Math.fround(acc / size)
+    : acc / size;
+}
+
+function fillInput(view: TypedArray, op: ReduceOp, rank: number, size: number, offset = 0): void {
+  for (let i = 0; i < view.length; i++) view[i] = inputValue(op, rank, size, offset + i);
+}
+
+function countWrong(view: TypedArray, expected: (i: number) => number): number {
+  let wrong = 0;
+  for (let i = 0; i < view.length; i++) if (view[i] !== expected(i)) wrong++;
+  return wrong;
+}
+
+function alloc(comm: Communicator, count: number, o: CaseOptions): CommBuffer {
+  return comm.alloc(count, { dtype: o.dtype, memory: o.memory });
+}
+
+function freeAll(comm: Communicator, ...bufs: CommBuffer[]): void {
+  for (const b of bufs) comm.free(b);
+}
+
+const sendrecv: PrimitiveSpec = {
+  name: "sendrecv",
+  busFactor: () => 1,
+  prepare(comm, count, o) {
+    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+    const { rank, size } = comm;
+    const right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    return {
+      fill: () => {
+        fillInput(send.view, o.op, rank, size);
+        recv.view.fill(0);
+      },
+      run: async () => {
+        if (size === 1) return recv.view.set(send.view);
+        await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
+      },
+      wrong: () =>
+        countWrong(recv.view, (i) => inputValue(o.op, size === 1 ? rank : left, size, i)),
+      free: () => freeAll(comm, send, recv),
+    };
+  },
+};
+
+const bcast: PrimitiveSpec = {
+  name: "bcast",
+  collective: "bcast",
+  busFactor: () => 1,
+  prepare(comm, count, o) {
+    const buf = alloc(comm, count, o);
+    const { rank, size } = comm;
+    return {
+      fill: () => {
+        if (rank === o.root) fillInput(buf.view, o.op, rank, size);
+        else buf.view.fill(0);
+      },
+      run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
+      wrong: () => countWrong(buf.view, (i) => inputValue(o.op, o.root, size, i)),
+      free: () => freeAll(comm, buf),
+    };
+  },
+};
+
+const reduce: PrimitiveSpec = {
+  name: "reduce",
+  collective: "reduce",
+  busFactor: () => 1,
+  prepare(comm, count, o) {
+    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+    const { rank, size } = comm;
+    return {
+      fill: () => {
+        fillInput(send.view, o.op, rank, size);
+        recv.view.fill(0);
+      },
+      run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
+      wrong: () =>
+        countWrong(send.view, (i) => inputValue(o.op, rank, size, i)) +
+        (rank === o.root
+          ? countWrong(recv.view, (i) =>
+            expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)))
+          : 0),
+      free: () => freeAll(comm, send, recv),
+    };
+  },
+};
+
+const allreduce: PrimitiveSpec = {
+  name: "allreduce",
+  collective: "allreduce",
+  busFactor: (n) => (2 * (n - 1)) / n,
+  prepare(comm, count, o) {
+    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+    const { rank, size } = comm;
+    return {
+      fill: () => {
+        fillInput(send.view, o.op, rank, size);
+        recv.view.fill(0);
+      },
+      run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
+      wrong: () =>
+        countWrong(
+          recv.view,
+          (i) => expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)),
+        ),
+      free: () => freeAll(comm, send, recv),
+    };
+  },
+};
+
+const allgather: PrimitiveSpec = {
+  name: "allgather",
+  collective: "allgather",
+  busFactor: (n) => (n - 1) / n,
+  prepare(comm, count, o) {
+    const { rank, size } = comm;
+    const n = Math.floor(count / size);
+    const send = alloc(comm, n, o), recv = alloc(comm, n * size, o);
+    return {
+      fill: () => {
+        fillInput(send.view, o.op, rank, size);
+        recv.view.fill(0);
+      },
+      run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
+      wrong: () => countWrong(recv.view, (i) => inputValue(o.op, Math.floor(i / n), size, i % n)),
+      free: () => freeAll(comm, send, recv),
+    };
+  },
+};
+
+const reduceScatter: PrimitiveSpec = {
+  name: "reduce_scatter",
+  collective: "reduceScatter",
+  busFactor: (n) => (n - 1) / n,
+  prepare(comm, count, o) {
+    const { rank, size } = comm;
+    const n = Math.floor(count / size);
+    const send = alloc(comm, n * size, o), recv = alloc(comm, n, o);
+    return {
+      fill: () => {
+        fillInput(send.view, o.op, rank, size);
+        recv.view.fill(0);
+      },
+      run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
+      wrong: () =>
+        countWrong(
+          recv.view,
+          (i) =>
+            expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, rank * n + i)),
+        ),
+      free: () => freeAll(comm, send, recv),
+    };
+  },
+};
+
+/** All primitives, by CLI name. */
+export const PRIMITIVES: Readonly<Record<PrimitiveName, PrimitiveSpec>> = {
+  sendrecv,
+  bcast,
+  reduce,
+  allreduce,
+  allgather,
+  reduce_scatter: reduceScatter,
+};

@@ -1,0 +1,75 @@
+/**
+ * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly heaps,
+ * the plain-JS reference otherwise.
+ * @module
+ */
+
+import { memoryOf } from "../primitives/memory/heap.ts";
+import { dtypeOf, type TypedArray } from "../primitives/types.ts";
+import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
+import { divideReference, reduceReference } from "./reduce_reference.ts";
+import type { WasmOp } from "./reduce_wat.ts";
+
+type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
+type DivFn = (dst: number, n: number, k: number) => void;
+
+let compiled: WebAssembly.Module | undefined;
+/** The kernel module, compiled once per worker. */
+export function reduceModule(): WebAssembly.Module {
+  if (!compiled) {
+    const bytes = Uint8Array.from(atob(REDUCE_WASM_BASE64), (c) => c.charCodeAt(0));
+    compiled = new WebAssembly.Module(bytes);
+  }
+  return compiled;
+}
+
+/** Kernel instances per (memory of dst and a, memory of b). */
+const instances = new WeakMap<WebAssembly.Memory, Map<WebAssembly.Memory, WebAssembly.Exports>>();
+
+function kernels(home: WebAssembly.Memory, other: WebAssembly.Memory): WebAssembly.Exports {
+  let byOther = instances.get(home);
+  if (!byOther) instances.set(home, byOther = new Map());
+  let exports = byOther.get(other);
+  if (!exports) {
+    exports = new WebAssembly.Instance(reduceModule(), { heap: { own: home, other } }).exports;
+    byOther.set(other, exports);
+  }
+  return exports;
+}
+
+/**
+ * `dst[i] = a[i] op b[i]` for every element of `dst`; `dst` may alias `a` or `b`.
+ * Runs the SIMD kernel when `dst` and `a` share a heap and `b` lives in any heap (its own rank's or
+ * a peer's), and the JS reference otherwise.
+ */
+export function reduce(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
+  const n = dst.length;
+  const dtype = dtypeOf(dst);
+  if (a.length !== n || b.length !== n || dtypeOf(a) !== dtype || dtypeOf(b) !== dtype) {
+    throw new TypeError(
+      `Cannot reduce ${dtypeOf(a)}[${a.length}] with ${dtypeOf(b)}[${b.length}] into ` +
+        `${dtype}[${n}]: dtypes and lengths must match`,
+    );
+  }
+  if (n === 0) return;
+  const home = memoryOf(dst.buffer);
+  const other = memoryOf(b.buffer);
+  if (home && other && memoryOf(a.buffer) === home) {
+    (kernels(home, other)[`${op}_${dtype}`] as ReduceFn)(
+      dst.byteOffset,
+      a.byteOffset,
+      b.byteOffset,
+      n,
+    );
+  } else {
+    reduceReference(op, dst, a, b);
+  }
+}
+
+/** `dst[i] /= k` (integers truncate toward zero). */
+export function divide(dst: TypedArray, k: number): void {
+  if (dst.length === 0 || k === 1) return;
+  const home = memoryOf(dst.buffer);
+  if (home) (kernels(home, home)[`div_${dtypeOf(dst)}`] as DivFn)(dst.byteOffset, dst.length, k);
+  else divideReference(dst, k);
+}

@@ -1,0 +1,37 @@
+/**
+ * Plain-JS reductions: the reference the WebAssembly kernels are tested against, and the fallback
+ * for buffers that do not live in a WebAssembly heap.
+ * @module
+ */
+
+import type { TypedArray } from "../primitives/types.ts";
+import type { WasmOp } from "./reduce_wat.ts";
+
+/** `dst[i] = a[i] op b[i]` for every element of `dst` (all three the same dtype and length). */
+export function reduceReference(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
+  const n = dst.length;
+  const int = dst instanceof Int32Array;
+  switch (op) {
+    case "sum":
+      if (int) { for (let i = 0; i < n; i++) dst[i] = (a[i] + b[i]) | 0; }
+      else for (let i = 0; i < n; i++) dst[i] = a[i] + b[i];
+      return;
+    case "prod":
+      if (int) { for (let i = 0; i < n; i++) dst[i] = Math.imul(a[i], b[i]); }
+      else for (let i = 0; i < n; i++) dst[i] = a[i] * b[i];
+      return;
+    case "max":
+      for (let i = 0; i < n; i++) dst[i] = Math.max(a[i], b[i]);
+      return;
+    case "min":
+      for (let i = 0; i < n; i++) dst[i] = Math.min(a[i], b[i]);
+      return;
+  }
+}
+
+/** `dst[i] /= k`, truncating toward zero for integers (the second half of `avg`). */
+export function divideReference(dst: TypedArray, k: number): void {
+  if (dst instanceof Int32Array) {
+    for (let i = 0; i < dst.length; i++) dst[i] = Math.trunc(dst[i] / k);
+  } else for (let i = 0; i < dst.length; i++) dst[i] = dst[i] / k;
+}

@@ -1,0 +1,148 @@
+/**
+ * Generates the WebAssembly text of the SIMD reduction kernels.
+ *
+ * The module imports two shared memories: `own` (memory 0, the calling rank's heap) and `other`
+ * (memory 1, the same heap or a peer's). Every `<op>_<dtype>(dst, a, b, n)` computes
+ * `own[dst + i] = own[a + i] op other[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
+ * single-vector loop, then a scalar tail, so any length and any alignment work.
+ * `div_<dtype>(dst, n, k)` divides in place (the second half of `avg`).
+ *
+ * `deno task build:wasm` compiles this text with wabt into `reduce_wasm_bytes.generated.ts`.
+ * @module
+ */
+
+import type { Dtype } from "../primitives/types.ts";
+
+/** Ops implemented in WebAssembly (`avg` is `sum` then `div`). */
+export const WASM_OPS = ["sum", "prod", "max", "min"] as const;
+/** One of {@linkcode WASM_OPS}. */
+export type WasmOp = typeof WASM_OPS[number];
+
+interface DtypeCode {
+  bytes: number;
+  scalar: "f32" | "f64" | "i32";
+  lanes: string;
+  vec: Record<WasmOp, string>;
+  /** Scalar op on two values already on the stack (`$x`, `$y` locals available). */
+  scalar_op: Record<WasmOp, string>;
+}
+
+const CODE: Record<Dtype, DtypeCode> = {
+  f32: {
+    bytes: 4,
+    scalar: "f32",
+    lanes: "f32x4",
+    vec: { sum: "f32x4.add", prod: "f32x4.mul", max: "f32x4.max", min: "f32x4.min" },
+    scalar_op: { sum: "f32.add", prod: "f32.mul", max: "f32.max", min: "f32.min" },
+  },
+  f64: {
+    bytes: 8,
+    scalar: "f64",
+    lanes: "f64x2",
+    vec: { sum: "f64x2.add", prod: "f64x2.mul", max: "f64x2.max", min: "f64x2.min" },
+    scalar_op: { sum: "f64.add", prod: "f64.mul", max: "f64.max", min: "f64.min" },
+  },
+  i32: {
+    bytes: 4,
+    scalar: "i32",
+    lanes: "i32x4",
+    vec: { sum: "i32x4.add", prod: "i32x4.mul", max: "i32x4.max_s", min: "i32x4.min_s" },
+    scalar_op: {
+      sum: "i32.add",
+      prod: "i32.mul",
+      max: "(local.set $y) (local.set $x) (select (local.get $x) (local.get $y) " +
+        "(i32.gt_s (local.get $x) (local.get $y)))",
+      min: "(local.set $y) (local.set $x) (select (local.get $x) (local.get $y) " +
+        "(i32.lt_s (local.get $x) (local.get $y)))",
+    },
+  },
+};
+
+function step(ptrs: string[], by: number): string {
+  return ptrs.map((p) => `(local.set ${p} (i32.add (local.get ${p}) (i32.const ${by})))`).join(
+    "\n      ",
+  );
+}
+
+function reduceFunc(op: WasmOp, dtype: Dtype): string {
+  const c = CODE[dtype];
+  const vec = (off: number) =>
+    `(v128.store $own offset=${off} (local.get $d) (${c.vec[op]} ` +
+    `(v128.load $own offset=${off} (local.get $a)) (v128.load $other offset=${off} (local.get $b))))`;
+  const unrolled = [0, 16, 32, 48].map(vec).join("\n      ");
+  return `
+  (func (export "${op}_${dtype}") (param $d i32) (param $a i32) (param $b i32) (param $n i32)
+    (local $end i32) (local $x ${c.scalar}) (local $y ${c.scalar})
+    ;; 4 vectors per iteration while 64 bytes remain
+    (local.set $end (i32.add (local.get $d)
+      (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const -64))))
+    (block $done4 (loop $loop4
+      (br_if $done4 (i32.ge_u (local.get $d) (local.get $end)))
+      ${unrolled}
+      ${step(["$d", "$a", "$b"], 64)}
+      (br $loop4)))
+    ;; single vectors while 16 bytes remain
+    (local.set $end (i32.add (local.get $end)
+      (i32.and (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const 63)) (i32.const -16))))
+    (block $done1 (loop $loop1
+      (br_if $done1 (i32.ge_u (local.get $d) (local.get $end)))
+      ${vec(0)}
+      ${step(["$d", "$a", "$b"], 16)}
+      (br $loop1)))
+    ;; scalar tail
+    (local.set $end (i32.add (local.get $end)
+      (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const 15))))
+    (block $done0 (loop $loop0
+      (br_if $done0 (i32.ge_u (local.get $d) (local.get $end)))
+      (local.get $d)
+      (${c.scalar}.load $own (local.get $a))
+      (${c.scalar}.load $other (local.get $b))
+      ${c.scalar_op[op].startsWith("(") ? c.scalar_op[op] : `(${c.scalar_op[op]})`}
+      (${c.scalar}.store $own)
+      ${step(["$d", "$a", "$b"], c.bytes)}
+      (br $loop0))))`;
+}
+
+function divFunc(dtype: Dtype): string {
+  const c = CODE[dtype];
+  if (dtype === "i32") {
+    // No SIMD integer division: a scalar loop, truncating toward zero like C and NCCL.
+    return `
+  (func (export "div_i32") (param $d i32) (param $n i32) (param $k i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $d) (i32.mul (local.get $n) (i32.const 4))))
+    (block $done (loop $loop
+      (br_if $done (i32.ge_u (local.get $d) (local.get $end)))
+      (i32.store $own (local.get $d) (i32.div_s (i32.load $own (local.get $d)) (local.get $k)))
+      ${step(["$d"], 4)}
+      (br $loop))))`;
+  }
+  return `
+  (func (export "div_${dtype}") (param $d i32) (param $n i32) (param $k ${c.scalar})
+    (local $end i32) (local $kv v128)
+    (local.set $kv (${c.lanes}.splat (local.get $k)))
+    (local.set $end (i32.add (local.get $d)
+      (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const -16))))
+    (block $done1 (loop $loop1
+      (br_if $done1 (i32.ge_u (local.get $d) (local.get $end)))
+      (v128.store $own (local.get $d) (${c.lanes}.div (v128.load $own (local.get $d)) (local.get $kv)))
+      ${step(["$d"], 16)}
+      (br $loop1)))
+    (local.set $end (i32.add (local.get $end)
+      (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const 15))))
+    (block $done0 (loop $loop0
+      (br_if $done0 (i32.ge_u (local.get $d) (local.get $end)))
+      (${c.scalar}.store $own (local.get $d) (${c.scalar}.div (${c.scalar}.load $own (local.get $d)) (local.get $k)))
+      ${step(["$d"], c.bytes)}
+      (br $loop0))))`;
+}
+
+/** The whole kernel module as WebAssembly text. */
+export function reduceWat(): string {
+  const dtypes: Dtype[] = ["f32", "f64", "i32"];
+  const funcs = dtypes.flatMap((dt) => [...WASM_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
+  return `(module
+  (import "heap" "own" (memory $own 1 65536 shared))
+  (import "heap" "other" (memory $other 1 65536 shared))${funcs.join("\n")}
+)\n`;
+}

@@ -1,0 +1,48 @@
+/**
+ * dccl: communication primitives (send/recv, bcast, reduce, allreduce, allgather,
+ * reduce-scatter, barrier) for Deno ranks running in workers, with a measuring harness.
+ *
+ * @example Four workers allreduce a shared buffer
+ * ```ts ignore
+ * // rank_main.ts
+ * import type { Communicator } from "./mod.ts";
+ * export async function run(comm: Communicator): Promise<number> {
+ *   const buf = comm.alloc(1 << 20, { memory: "shared" });
+ *   buf.view.fill(comm.rank + 1);
+ *   await comm.allreduce(buf, { op: "sum" });
+ *   return buf.view[0]; // 1 + 2 + 3 + 4 = 10 on every rank
+ * }
+ *
+ * // main.ts
+ * import { spawnRanks } from "./mod.ts";
+ * const results = await spawnRanks(new URL("./rank_main.ts", import.meta.url), {
+ *   size: 4,
+ *   transport: "shm",
+ * });
+ * console.log(results); // [10, 10, 10, 10]
+ * ```
+ * @module
+ */
+
+export { Communicator } from "./primitives/communicator.ts";
+export type {
+  AlgorithmOptions,
+  AllocOptions,
+  ReduceOptions,
+  RootOptions,
+  TagOptions,
+} from "./primitives/communicator.ts";
+export { CommBuffer } from "./primitives/memory/comm_buffer.ts";
+export type { BufferLike } from "./primitives/memory/comm_buffer.ts";
+export {
+  CommError,
+  CommTimeoutError,
+  MismatchError,
+  PeerFailedError,
+  RankFailedError,
+} from "./primitives/errors.ts";
+export { ALGORITHMS, algorithmsFor, autoAlgorithm, TRANSPORTS } from "./primitives/registry.ts";
+export type { CollectiveName } from "./primitives/registry.ts";
+export { liveWorkers, spawnRanks, startRanks } from "./primitives/transports/spawn_ranks.ts";
+export type { RankGroup, SpawnOptions } from "./primitives/transports/spawn_ranks.ts";
+export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";

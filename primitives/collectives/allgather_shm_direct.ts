@@ -1,0 +1,16 @@
+import type { TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./shm_direct.ts";
+
+/** Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap. */
+export function allgatherShmDirect(
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+): Promise<void> {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), "allgather"));
+  views.forEach((v, r) => recv.set(v, r * send.length));
+  shared.barrier();
+  return Promise.resolve();
+}

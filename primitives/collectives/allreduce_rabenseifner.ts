@@ -1,0 +1,48 @@
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
+import { chunk, type CollectiveContext } from "./context.ts";
+import { foldIn, foldOut } from "./fold.ts";
+
+/**
+ * Rabenseifner: reduce-scatter by recursive halving, then allgather by recursive doubling, on the
+ * power-of-two group left by the fold. 2·log2(p2) steps; each rank sends about 2(p2−1)/p2 of the
+ * buffer, so it is bandwidth-optimal with logarithmic latency.
+ */
+export async function allreduceRabenseifner(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+): Promise<void> {
+  const fold = await foldIn(ctx, buf, op);
+  const { p2, newRank } = fold;
+  if (newRank >= 0 && p2 > 1) {
+    const range = (lo: number, hi: number) => {
+      const s = chunk(buf.length, p2, lo)[0], e = chunk(buf.length, p2, hi - 1)[1];
+      return buf.subarray(s, e);
+    };
+    // Recursive halving: keep the half of the current chunk range that holds chunk `newRank`.
+    let lo = 0, hi = p2;
+    const steps: { partner: number; lo: number; hi: number }[] = [];
+    for (let mask = p2 >> 1; mask >= 1; mask >>= 1) {
+      const partner = fold.real(newRank ^ mask);
+      const mid = (lo + hi) >> 1;
+      const [keepLo, keepHi, giveLo, giveHi] = newRank & mask
+        ? [mid, hi, lo, mid]
+        : [lo, mid, mid, hi];
+      const keep = range(keepLo, keepHi);
+      const tmp = ctx.scratch(dtypeOf(buf), keep.length, 0);
+      await Promise.all([ctx.send(partner, range(giveLo, giveHi)), ctx.recv(partner, tmp)]);
+      ctx.reduceInto(op, keep, tmp);
+      steps.push({ partner, lo, hi });
+      [lo, hi] = [keepLo, keepHi];
+    }
+    // Recursive doubling allgather: undo the halving steps in reverse.
+    for (const step of steps.reverse()) {
+      const mid = (step.lo + step.hi) >> 1;
+      const other = lo === step.lo ? range(mid, step.hi) : range(step.lo, mid);
+      await Promise.all([ctx.send(step.partner, range(lo, hi)), ctx.recv(step.partner, other)]);
+      [lo, hi] = [step.lo, step.hi];
+    }
+  }
+  await foldOut(ctx, buf, fold);
+}

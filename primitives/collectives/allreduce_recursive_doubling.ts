@@ -1,0 +1,26 @@
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { foldIn, foldOut } from "./fold.ts";
+
+/**
+ * Recursive doubling: log2(p2) rounds in which partners `r ^ mask` swap their whole buffer and
+ * reduce. Latency-optimal (⌈log2 n⌉ + 2 steps with the fold), but every round moves the whole
+ * buffer: n·log2(n) buffers on the wire. Best for small messages.
+ */
+export async function allreduceRecursiveDoubling(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+): Promise<void> {
+  const fold = await foldIn(ctx, buf, op);
+  if (fold.newRank >= 0) {
+    const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);
+    for (let mask = 1; mask < fold.p2; mask <<= 1) {
+      const partner = fold.real(fold.newRank ^ mask);
+      await Promise.all([ctx.send(partner, buf), ctx.recv(partner, tmp)]);
+      ctx.reduceInto(op, buf, tmp);
+    }
+  }
+  await foldOut(ctx, buf, fold);
+}

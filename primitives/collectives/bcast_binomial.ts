@@ -1,0 +1,28 @@
+import type { TypedArray } from "../types.ts";
+import { type CollectiveContext, mod } from "./context.ts";
+
+/**
+ * Binomial-tree broadcast: ⌈log2 n⌉ rounds; in round k the 2^k ranks that have the data send it
+ * to one new rank each. Every non-root receives the buffer once; the root sends it ⌈log2 n⌉ times.
+ */
+export async function bcastBinomial(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  root: number,
+): Promise<void> {
+  const { rank, size } = ctx;
+  const vr = mod(rank - root, size);
+  let mask = 1;
+  while (mask < size) {
+    if (vr & mask) {
+      await ctx.recv(mod(rank - mask, size), buf);
+      break;
+    }
+    mask <<= 1;
+  }
+  const sends: Promise<void>[] = [];
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask < size) sends.push(ctx.send(mod(rank + mask, size), buf));
+  }
+  await Promise.all(sends);
+}

@@ -1,0 +1,119 @@
+/**
+ * What every algorithm is written against: the transport, reusable scratch
+ * and the tag of the current call. Algorithms never learn which transport they run on.
+ * @module
+ */
+
+import { reduce } from "../../kernels/reduce.ts";
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import type { RankHeap } from "../memory/heap.ts";
+import { bytesOf, type Transport } from "../transports/transport.ts";
+import { type Dtype, DTYPE_INFO, dtypeOf, makeView, type TypedArray } from "../types.ts";
+
+/** Per-rank state shared by all collective calls of one communicator. */
+export class CollectiveContext {
+  /** This rank. */
+  readonly rank: number;
+  /** Number of ranks. */
+  readonly size: number;
+  /** Tag of the collective call in progress (unique per call, equal on every rank). */
+  tag = 0;
+  #scratch: (Uint8Array | undefined)[] = [];
+
+  /** Binds a transport and the rank's heap. */
+  constructor(
+    readonly transport: Transport,
+    readonly heap: RankHeap,
+  ) {
+    this.rank = transport.rank;
+    this.size = transport.size;
+  }
+
+  /** Sends a typed array to `peer` under the current tag. */
+  send(peer: number, view: TypedArray): Promise<void> {
+    return this.transport.send(peer, bytesOf(view), this.tag);
+  }
+
+  /** Receives exactly `view.length` elements from `peer` under the current tag. */
+  recv(peer: number, view: TypedArray): Promise<void> {
+    return this.transport.recv(peer, bytesOf(view), this.tag);
+  }
+
+  /** `dst = dst op src`. */
+  reduceInto(op: WasmOp, dst: TypedArray, src: TypedArray): void {
+    reduce(op, dst, dst, src);
+  }
+
+  /**
+   * A heap-backed scratch array of `count` elements, reused across calls (no allocation in the
+   * steady state). Different `slot`s never overlap; the same slot is overwritten by the next call.
+   */
+  scratch(dtype: Dtype, count: number, slot = 0): TypedArray {
+    const bytes = count * DTYPE_INFO[dtype].bytes;
+    let region = this.#scratch[slot];
+    if (!region || region.byteLength < bytes) {
+      if (region) this.heap.free(region as unknown as TypedArray);
+      const grown = Math.max(bytes, (region?.byteLength ?? 0) * 2, 4096);
+      const f = this.heap.alloc("f64", Math.ceil(grown / 8));
+      region = this.#scratch[slot] = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+    }
+    return makeView(dtype, region.buffer, region.byteOffset, count);
+  }
+
+  /** `src` itself when it lives in this rank's heap, else a scratch copy (a bounce buffer). */
+  staged(src: TypedArray, slot: number): TypedArray {
+    if (this.heap.owns(src)) return src;
+    const copy = this.scratch(dtypeOf(src), src.length, slot);
+    copy.set(src);
+    return copy;
+  }
+}
+
+/** `[start, end)` of part `i` when `count` elements are split into `parts` near-equal parts. */
+export function chunk(count: number, parts: number, i: number): [number, number] {
+  return [Math.floor((i * count) / parts), Math.floor(((i + 1) * count) / parts)];
+}
+
+/** A view of part `i` of `view` split into `parts`. */
+export function part(view: TypedArray, parts: number, i: number): TypedArray {
+  const [s, e] = chunk(view.length, parts, i);
+  return view.subarray(s, e);
+}
+
+/** `(a mod n)` in `[0, n)`. */
+export function mod(a: number, n: number): number {
+  return ((a % n) + n) % n;
+}
+
+/** In-place allreduce of `buf` on every rank. */
+export type AllreduceAlgorithm = (
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+) => Promise<void>;
+/** Broadcast of `buf` from `root`. */
+export type BcastAlgorithm = (
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  root: number,
+) => Promise<void>;
+/** Reduction into `buf` on `root`; other ranks' `buf` stay unchanged. */
+export type ReduceAlgorithm = (
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+  root: number,
+) => Promise<void>;
+/** `recv` (size × n) gets every rank's `send` (n), in rank order. */
+export type AllgatherAlgorithm = (
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+) => Promise<void>;
+/** `recv` (n) gets part `rank` of the reduction of every rank's `send` (size × n). */
+export type ReduceScatterAlgorithm = (
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+  op: WasmOp,
+) => Promise<void>;

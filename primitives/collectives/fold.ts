@@ -1,0 +1,49 @@
+/**
+ * MPICH's fold for power-of-two algorithms on any rank count: with p2 the largest power of two
+ * ≤ size and rem = size − p2, ranks 2i and 2i+1 (i < rem) merge their data first so that p2 ranks
+ * take part; the even ones sit out and get the result back at the end.
+ * @module
+ */
+
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import type { TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+
+/** The power-of-two group a rank belongs to after folding. */
+export interface Fold {
+  /** Largest power of two ≤ size. */
+  p2: number;
+  /** Rank inside the power-of-two group, or −1 for a rank that sits out. */
+  newRank: number;
+  /** Real rank of a group member. */
+  real(newRank: number): number;
+}
+
+/** Folds `buf` into the power-of-two group (1 message for the first 2·rem ranks). */
+export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: WasmOp): Promise<Fold> {
+  const { rank, size } = ctx;
+  const p2 = 1 << Math.floor(Math.log2(size));
+  const rem = size - p2;
+  const real = (nr: number) => (nr < rem ? nr * 2 + 1 : nr + rem);
+  if (rank >= 2 * rem) return { p2, newRank: rank - rem, real };
+  if (rank % 2 === 0) {
+    await ctx.send(rank + 1, buf);
+    return { p2, newRank: -1, real };
+  }
+  const tmp = ctx.scratch(dtypeName(buf), buf.length, 1);
+  await ctx.recv(rank - 1, tmp);
+  ctx.reduceInto(op, buf, tmp);
+  return { p2, newRank: rank >> 1, real };
+}
+
+/** Returns the result to the ranks that sat out. */
+export async function foldOut(ctx: CollectiveContext, buf: TypedArray, fold: Fold): Promise<void> {
+  const rem = ctx.size - fold.p2;
+  if (ctx.rank >= 2 * rem) return;
+  if (ctx.rank % 2 === 0) await ctx.recv(ctx.rank + 1, buf);
+  else await ctx.send(ctx.rank - 1, buf);
+}
+
+function dtypeName(buf: TypedArray) {
+  return buf instanceof Float64Array ? "f64" : buf instanceof Int32Array ? "i32" : "f32";
+}

@@ -1,0 +1,34 @@
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
+import { type CollectiveContext, mod, part } from "./context.ts";
+import { ringReduceScatter } from "./ring.ts";
+
+/**
+ * Reduce as ring reduce-scatter then gather to the root (Rabenseifner's reduce): each rank sends
+ * (n−1)/n of the buffer in the ring plus its reduced chunk to the root, so the root's links carry
+ * about 2× the buffer instead of log2(n)× — the large-buffer choice.
+ */
+export async function reduceScatterGather(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+  root: number,
+): Promise<void> {
+  const { rank, size } = ctx;
+  if (size === 1) return;
+  let work = buf;
+  if (rank !== root) {
+    work = ctx.scratch(dtypeOf(buf), buf.length, 2);
+    work.set(buf);
+  }
+  const chunks = Array.from({ length: size }, (_, i) => part(work, size, i));
+  await ringReduceScatter(ctx, chunks, op);
+  const owned = mod(rank + 1, size);
+  if (rank !== root) {
+    await ctx.send(root, chunks[owned]);
+  } else {
+    await Promise.all(
+      chunks.map((c, i) => (i === owned ? Promise.resolve() : ctx.recv(mod(i - 1, size), c))),
+    );
+  }
+}

@@ -1,0 +1,25 @@
+import { reduce } from "../../kernels/reduce.ts";
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./shm_direct.ts";
+
+/** Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. */
+export function reduceScatterShmDirect(
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+  op: WasmOp,
+): Promise<void> {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const { rank, size } = ctx;
+  const n = recv.length;
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), "reduceScatter"));
+  const block = (r: number) => views[r].subarray(rank * n, (rank + 1) * n);
+  const out = ctx.heap.owns(recv) ? recv : ctx.scratch(dtypeOf(recv), n, 3);
+  out.set(block(0));
+  for (let r = 1; r < size; r++) reduce(op, out, out, block(r));
+  if (out !== recv) recv.set(out);
+  shared.barrier();
+  return Promise.resolve();
+}

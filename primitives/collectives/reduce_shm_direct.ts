@@ -1,0 +1,36 @@
+import { reduce } from "../../kernels/reduce.ts";
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import type { TypedArray } from "../types.ts";
+import { chunk, type CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./shm_direct.ts";
+
+/**
+ * Direct shared-memory reduce (`shm` only): rank r reduces chunk r of every rank's buffer straight
+ * into the root's buffer, so all ranks share the work and non-roots' buffers stay untouched.
+ * Small buffers go through the eager slots and the root reduces them in rank order.
+ */
+export function reduceShmDirect(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+  root: number,
+): Promise<void> {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const { rank, size } = ctx;
+  if (buf.byteLength <= shared.eagerBytes) {
+    const slots = shared.eagerExchange(buf, "reduce");
+    if (rank === root) {
+      buf.set(slots[0]);
+      for (let r = 1; r < size; r++) reduce(op, buf, buf, slots[r]);
+    }
+    return Promise.resolve();
+  }
+  const mine = ctx.staged(buf, 2);
+  const views = requireViews(shared.exchangeViews(mine, "reduce"));
+  const [s, e] = chunk(buf.length, size, rank);
+  const dst = views[root].subarray(s, e);
+  for (let r = 0; r < size; r++) if (r !== root) reduce(op, dst, dst, views[r].subarray(s, e));
+  shared.barrier();
+  if (rank === root && mine !== buf) buf.set(mine);
+  return Promise.resolve();
+}

@@ -1,0 +1,66 @@
+/**
+ * The two ring passes shared by ring allreduce, ring reduce-scatter and ring allgather. Each step
+ * moves one chunk to the right neighbour, cut into segments that are all posted at once so the
+ * transport pipelines them while earlier segments are being reduced.
+ * @module
+ */
+
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
+import { type CollectiveContext, mod } from "./context.ts";
+
+/** Bytes per pipelined segment. */
+export const RING_SEGMENT_BYTES = 1 << 20;
+
+function segments(view: TypedArray): TypedArray[] {
+  const per = Math.max(1, Math.floor(RING_SEGMENT_BYTES / view.BYTES_PER_ELEMENT));
+  const out: TypedArray[] = [];
+  for (let s = 0; s < view.length || s === 0; s += per) out.push(view.subarray(s, s + per));
+  return out;
+}
+
+/**
+ * Ring reduce-scatter over `chunks` (one per rank, in rank order, views of the caller's data).
+ * Afterwards chunk `(rank + 1) mod size` holds the full reduction: size − 1 steps, each sending
+ * one chunk; (n−1)/n of the buffer leaves every rank.
+ */
+export async function ringReduceScatter(
+  ctx: CollectiveContext,
+  chunks: TypedArray[],
+  op: WasmOp,
+): Promise<void> {
+  const { rank, size } = ctx;
+  const right = mod(rank + 1, size), left = mod(rank - 1, size);
+  for (let step = 0; step < size - 1; step++) {
+    const out = chunks[mod(rank - step, size)];
+    const into = chunks[mod(rank - step - 1, size)];
+    const tmp = ctx.scratch(dtypeOf(into), into.length, 0);
+    const sends = segments(out).map((s) => ctx.send(right, s));
+    const dst = segments(into), src = segments(tmp);
+    const recvs = src.map((s) => ctx.recv(left, s));
+    for (let i = 0; i < dst.length; i++) {
+      await recvs[i];
+      ctx.reduceInto(op, dst[i], src[i]);
+    }
+    await Promise.all(sends);
+  }
+}
+
+/**
+ * Ring allgather over `chunks`, where chunk `(rank + shift) mod size` is complete on entry
+ * (`shift` 1 after {@linkcode ringReduceScatter}, 0 for a plain allgather).
+ */
+export async function ringAllgather(
+  ctx: CollectiveContext,
+  chunks: TypedArray[],
+  shift: number,
+): Promise<void> {
+  const { rank, size } = ctx;
+  const right = mod(rank + 1, size), left = mod(rank - 1, size);
+  for (let step = 0; step < size - 1; step++) {
+    const out = chunks[mod(rank + shift - step, size)];
+    const into = chunks[mod(rank + shift - step - 1, size)];
+    const sends = segments(out).map((s) => ctx.send(right, s));
+    await Promise.all([...sends, ...segments(into).map((s) => ctx.recv(left, s))]);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Helpers of the direct shared-memory algorithms (`shm_direct`): ranks read each other's heaps
+ * instead of sending messages, so a large buffer crosses memory once.
+ * @module
+ */
+
+import type { SharedAccess } from "../transports/transport.ts";
+import type { TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+
+/** The transport's shared-memory access; throws when the transport has none. */
+export function sharedAccess(ctx: CollectiveContext, algorithm: string): SharedAccess {
+  const shared = ctx.transport.shared;
+  if (!shared) {
+    throw new TypeError(
+      `Algorithm ${algorithm} needs shared memory between ranks; transport ${ctx.transport.name} ` +
+        `has none (use it with transport shm)`,
+    );
+  }
+  return shared;
+}
+
+/** Every rank's view, asserting that each one is readable (was staged into its heap). */
+export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
+  return views.map((v, r) => {
+    if (!v) throw new Error(`Internal error: rank ${r} did not stage its buffer into its heap`);
+    return v;
+  });
+}

@@ -1,0 +1,326 @@
+/**
+ * The Communicator: one rank's handle on a group of ranks. It validates arguments, picks an
+ * algorithm from the registry, and runs it over the transport.
+ * @module
+ */
+
+import { divide } from "../kernels/reduce.ts";
+import type { WasmOp } from "../kernels/reduce_wat.ts";
+import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
+import { CollectiveContext } from "./collectives/context.ts";
+import { CommError } from "./errors.ts";
+import { asCommBuffer, type BufferLike, CommBuffer } from "./memory/comm_buffer.ts";
+import type { RankHeap } from "./memory/heap.ts";
+import {
+  algorithmNeedsSharedMemory,
+  ALGORITHMS,
+  autoAlgorithm,
+  type CollectiveName,
+} from "./registry.ts";
+import { bytesOf, type Transport, TRANSPORT_MEMORY } from "./transports/transport.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  dtypeOf,
+  DTYPES,
+  MAX_BYTES,
+  type MemoryKind,
+  REDUCE_OPS,
+  type ReduceOp,
+  type TransportName,
+  type TypedArray,
+} from "./types.ts";
+
+/** Largest user tag + 1; tags from here on belong to collectives. */
+export const MAX_TAG = 2 ** 30;
+
+/** Options of {@linkcode Communicator.alloc}. */
+export interface AllocOptions {
+  /** Element type. @default {"f32"} */
+  dtype?: Dtype;
+  /** Memory kind: `shared` lives in the rank's heap, `host` in a private ArrayBuffer. @default {"shared"} */
+  memory?: MemoryKind;
+}
+
+/** Options of collectives that pick an algorithm. */
+export interface AlgorithmOptions {
+  /** An algorithm name from the registry, or `auto`. @default {"auto"} */
+  algorithm?: string;
+}
+
+/** Options of reductions. */
+export interface ReduceOptions extends AlgorithmOptions {
+  /** Reduce operator. @default {"sum"} */
+  op?: ReduceOp;
+  /** Out-of-place result buffer; when absent the input buffer is overwritten. */
+  out?: BufferLike;
+}
+
+/** Options of rooted collectives. */
+export interface RootOptions {
+  /** Root rank. @default {0} */
+  root?: number;
+}
+
+/** Options of point-to-point calls. */
+export interface TagOptions {
+  /** Message tag, 0 ≤ tag < 2^30. @default {0} */
+  tag?: number;
+}
+
+/**
+ * One rank's view of a group of `size` ranks.
+ *
+ * @example Allreduce in place
+ * ```ts ignore
+ * export async function run(comm: Communicator) {
+ *   const buf = comm.alloc(1024);
+ *   buf.view.fill(comm.rank + 1);
+ *   await comm.allreduce(buf, { op: "sum" });
+ * }
+ * ```
+ */
+export class Communicator implements AsyncDisposable {
+  /** This rank, 0 ≤ rank < size. */
+  readonly rank: number;
+  /** Number of ranks. */
+  readonly size: number;
+  #transport: Transport;
+  #heap: RankHeap;
+  #ctx: CollectiveContext;
+  #seq = 0;
+  #closed = false;
+
+  /** Wraps a connected transport and this rank's heap. Launchers call this; users get one. */
+  constructor(transport: Transport, heap: RankHeap) {
+    this.rank = transport.rank;
+    this.size = transport.size;
+    this.#transport = transport;
+    this.#heap = heap;
+    this.#ctx = new CollectiveContext(transport, heap);
+  }
+
+  /** Name of the transport underneath. */
+  get transport(): TransportName {
+    return this.#transport.name;
+  }
+
+  /** Allocates a zero-filled buffer of `count` elements. */
+  alloc(count: number, options: AllocOptions = {}): CommBuffer {
+    const dtype = options.dtype ?? "f32";
+    const memory = options.memory ?? "shared";
+    if (!DTYPES.includes(dtype)) {
+      throw new TypeError(`Unknown dtype ${dtype}: expected one of ${DTYPES.join(", ")}`);
+    }
+    checkCount(count, dtype, "allocate");
+    if (!TRANSPORT_MEMORY[this.transport].includes(memory)) {
+      throw new TypeError(
+        `Cannot allocate ${memory} memory on transport ${this.transport}: it carries ` +
+          `${TRANSPORT_MEMORY[this.transport].join(", ")}`,
+      );
+    }
+    if (memory === "shared") return new CommBuffer(this.#heap.alloc(dtype, count), "shared");
+    return new CommBuffer(new DTYPE_INFO[dtype].array(count), "host");
+  }
+
+  /** Returns a `shared` buffer's memory to the rank heap (optional; for long-running programs). */
+  free(buf: CommBuffer): void {
+    if (buf.memory === "shared") this.#heap.free(buf.view);
+  }
+
+  /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
+  async send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
+    const view = this.#check(buf).view;
+    this.#checkPeer(peer, "send to");
+    await this.#transport.send(peer, bytesOf(view), this.#checkTag(options.tag ?? 0));
+  }
+
+  /** Receives the next message from `peer` with the tag into `buf` (lengths must match). */
+  async recv(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
+    const view = this.#check(buf).view;
+    this.#checkPeer(peer, "receive from");
+    await this.#transport.recv(peer, bytesOf(view), this.#checkTag(options.tag ?? 0));
+  }
+
+  /** Copies `buf` on `root` into `buf` on every rank. */
+  async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
+    const view = this.#check(buf).view;
+    const root = this.#checkRoot(options.root ?? 0, "broadcast");
+    const run = this.#pick("bcast", options.algorithm, view.byteLength);
+    if (this.size > 1) await run(this.#begin(), view, root);
+  }
+
+  /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
+  async allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
+    const target = this.#outOfPlace(buf, options.out, "allreduce");
+    const op = checkOp(options.op ?? "sum");
+    const run = this.#pick("allreduce", options.algorithm, target.byteLength);
+    if (this.size > 1) await run(this.#begin(), target, kernelOp(op));
+    if (op === "avg") divide(target, this.size);
+  }
+
+  /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
+  async reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
+    const root = this.#checkRoot(options.root ?? 0, "reduce to");
+    const input = this.#check(buf).view;
+    const target = this.rank === root ? this.#outOfPlace(buf, options.out, "reduce") : input;
+    const op = checkOp(options.op ?? "sum");
+    const run = this.#pick("reduce", options.algorithm, target.byteLength);
+    if (this.size > 1) await run(this.#begin(), target, kernelOp(op), root);
+    if (op === "avg" && this.rank === root) divide(target, this.size);
+  }
+
+  /** Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order. */
+  async allgather(
+    send: BufferLike,
+    recv: BufferLike,
+    options: AlgorithmOptions = {},
+  ): Promise<void> {
+    const s = this.#check(send).view, r = this.#check(recv).view;
+    this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
+    const run = this.#pick("allgather", options.algorithm, r.byteLength);
+    if (this.size > 1) await run(this.#begin(), s, r);
+    else r.set(s);
+  }
+
+  /** Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n). */
+  async reduceScatter(
+    send: BufferLike,
+    recv: BufferLike,
+    options: Omit<ReduceOptions, "out"> = {},
+  ): Promise<void> {
+    const s = this.#check(send).view, r = this.#check(recv).view;
+    this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
+    const op = checkOp(options.op ?? "sum");
+    const run = this.#pick("reduceScatter", options.algorithm, s.byteLength);
+    if (this.size > 1) await run(this.#begin(), s, r, kernelOp(op));
+    else r.set(s);
+    if (op === "avg") divide(r, this.size);
+  }
+
+  /** Resolves once every rank has called `barrier`. */
+  async barrier(): Promise<void> {
+    this.#checkOpen();
+    const ctx = this.#begin();
+    if (this.#transport.shared) this.#transport.shared.barrier();
+    else await barrierDissemination(ctx);
+  }
+
+  /** The algorithm `auto` picks for a collective on a buffer of `bytes` (for reports). */
+  autoAlgorithm(collective: CollectiveName, bytes: number): string {
+    return autoAlgorithm(collective, this.transport, bytes, this.size);
+  }
+
+  /** Closes the transport; later calls throw. */
+  [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#transport.close();
+    }
+    return Promise.resolve();
+  }
+
+  #begin(): CollectiveContext {
+    this.#ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
+    return this.#ctx;
+  }
+
+  #pick<C extends CollectiveName>(
+    collective: C,
+    algorithm: string | undefined,
+    bytes: number,
+  ): typeof ALGORITHMS[C][string] {
+    const name = algorithm === undefined || algorithm === "auto"
+      ? autoAlgorithm(collective, this.transport, bytes, this.size)
+      : algorithm;
+    const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
+    const run = table[name];
+    if (!run || (algorithmNeedsSharedMemory(name) && !this.#transport.shared)) {
+      const accepted = Object.keys(table).filter((a) =>
+        this.#transport.shared || !algorithmNeedsSharedMemory(a)
+      );
+      throw new RangeError(
+        `Unknown ${collective} algorithm ${name} for transport ${this.transport}: expected auto, ` +
+          accepted.join(", "),
+      );
+    }
+    return run;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new CommError(`Communicator of rank ${this.rank} is closed`);
+  }
+
+  #check(buf: BufferLike): CommBuffer {
+    this.#checkOpen();
+    const cb = asCommBuffer(buf);
+    checkCount(cb.length, cb.dtype, "use");
+    if (!TRANSPORT_MEMORY[this.transport].includes(cb.memory)) {
+      throw new TypeError(
+        `Transport ${this.transport} cannot carry ${cb.memory} memory: it carries ` +
+          `${TRANSPORT_MEMORY[this.transport].join(", ")}`,
+      );
+    }
+    return cb;
+  }
+
+  #outOfPlace(buf: BufferLike, out: BufferLike | undefined, what: string): TypedArray {
+    const input = this.#check(buf).view;
+    if (out === undefined) return input;
+    const target = this.#check(out).view;
+    this.#checkPair(input, target, target.length === input.length, what, "out = input length");
+    if (target !== input) target.set(input);
+    return target;
+  }
+
+  #checkPair(a: TypedArray, b: TypedArray, ok: boolean, what: string, rule: string): void {
+    if (dtypeOf(a) !== dtypeOf(b)) {
+      throw new TypeError(`Cannot ${what} ${dtypeOf(a)} into ${dtypeOf(b)}: dtypes must match`);
+    }
+    if (!ok) {
+      throw new RangeError(
+        `Cannot ${what} ${a.length} into ${b.length} elements on ${this.size} ranks: need ${rule}`,
+      );
+    }
+  }
+
+  #checkRoot(root: number, verb: string): number {
+    if (!Number.isInteger(root) || root < 0 || root >= this.size) {
+      throw new RangeError(`Cannot ${verb} root ${root}: communicator size is ${this.size}`);
+    }
+    return root;
+  }
+
+  #checkPeer(peer: number, verb: string): void {
+    if (!Number.isInteger(peer) || peer < 0 || peer >= this.size || peer === this.rank) {
+      throw new RangeError(
+        `Cannot ${verb} rank ${peer}: peers are 0 … ${this.size - 1} other than ${this.rank}`,
+      );
+    }
+  }
+
+  #checkTag(tag: number): number {
+    if (!Number.isInteger(tag) || tag < 0 || tag >= MAX_TAG) {
+      throw new RangeError(`Invalid tag ${tag}: tags are integers 0 … ${MAX_TAG - 1}`);
+    }
+    return tag;
+  }
+}
+
+function checkCount(count: number, dtype: Dtype, verb: string): void {
+  const limit = MAX_BYTES / DTYPE_INFO[dtype].bytes;
+  if (!Number.isInteger(count) || count < 0 || count > limit) {
+    throw new RangeError(`Cannot ${verb} ${count} × ${dtype}: counts are integers 0 … ${limit}`);
+  }
+}
+
+function checkOp(op: ReduceOp): ReduceOp {
+  if (!REDUCE_OPS.includes(op)) {
+    throw new TypeError(`Unknown reduce op ${op}: expected one of ${REDUCE_OPS.join(", ")}`);
+  }
+  return op;
+}
+
+function kernelOp(op: ReduceOp): WasmOp {
+  return op === "avg" ? "sum" : op;
+}

@@ -1,0 +1,122 @@
+/**
+ * A rank's heap: one shared, growable WebAssembly.Memory that holds the rank's `shared` buffers,
+ * bounce buffers and scratch. Living in WebAssembly memory lets the SIMD kernels reduce them in
+ * place, and being shared lets peers on the `shm` transport read them directly.
+ * @module
+ */
+
+import { type Dtype, makeView, type TypedArray } from "../types.ts";
+
+const PAGE = 65536;
+/** One page short of 4 GiB so that `offset + bytes` never wraps a 32-bit address. */
+const MAX_PAGES = 65535;
+const ALIGN = 64;
+
+/** Creates the shared memory behind a heap; launchers make one per rank and hand it to every rank. */
+export function createHeapMemory(initialPages = 16): WebAssembly.Memory {
+  return new WebAssembly.Memory({ initial: initialPages, maximum: MAX_PAGES, shared: true });
+}
+
+/** First-fit allocator over a rank's heap memory. Single-threaded: only its rank allocates. */
+export class RankHeap {
+  /** The shared memory; peers hold the same object. */
+  readonly memory: WebAssembly.Memory;
+  #free: { offset: number; bytes: number }[] = [];
+  #used = new Map<number, number>();
+  #top = ALIGN; // offset 0 stays unused so that 0 never names a buffer
+
+  /** Wraps a heap memory created by {@linkcode createHeapMemory}. */
+  constructor(memory: WebAssembly.Memory) {
+    this.memory = memory;
+  }
+
+  /** Bytes the heap can still grow to hold. */
+  get capacity(): number {
+    return MAX_PAGES * PAGE - this.#top + this.#free.reduce((s, b) => s + b.bytes, 0);
+  }
+
+  /** Allocates `count` elements of `dtype`, zero-filled. Throws `RangeError` when the heap is full. */
+  alloc(dtype: Dtype, count: number): TypedArray {
+    const bytes = Math.max(ALIGN, Math.ceil((count * viewBytes(dtype)) / ALIGN) * ALIGN);
+    const offset = this.#take(bytes);
+    this.#used.set(offset, bytes);
+    const view = makeView(dtype, heapBuffer(this.memory), offset, count);
+    view.fill(0);
+    return view;
+  }
+
+  /** Returns a buffer from {@linkcode alloc} to the heap. */
+  free(view: TypedArray): void {
+    const bytes = this.#used.get(view.byteOffset);
+    if (bytes === undefined) return;
+    this.#used.delete(view.byteOffset);
+    this.#free.push({ offset: view.byteOffset, bytes });
+    this.#free.sort((a, b) => a.offset - b.offset);
+    this.#coalesce();
+  }
+
+  /** Whether a view's bytes live in this heap. */
+  owns(view: ArrayBufferView): boolean {
+    return memoryOf(view.buffer) === this.memory;
+  }
+
+  #take(bytes: number): number {
+    const i = this.#free.findIndex((b) => b.bytes >= bytes);
+    if (i >= 0) {
+      const block = this.#free[i];
+      const offset = block.offset;
+      if (block.bytes === bytes) this.#free.splice(i, 1);
+      else this.#free[i] = { offset: offset + bytes, bytes: block.bytes - bytes };
+      return offset;
+    }
+    const offset = this.#top;
+    const end = offset + bytes;
+    if (end > MAX_PAGES * PAGE) {
+      throw new RangeError(
+        `Cannot allocate ${bytes} bytes: the rank heap holds at most ${MAX_PAGES * PAGE} bytes ` +
+          `and ${this.capacity} are free`,
+      );
+    }
+    const have = heapBuffer(this.memory).byteLength;
+    if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
+    this.#top = end;
+    return offset;
+  }
+
+  #coalesce(): void {
+    const merged: { offset: number; bytes: number }[] = [];
+    for (const b of this.#free) {
+      const last = merged.at(-1);
+      if (last && last.offset + last.bytes === b.offset) last.bytes += b.bytes;
+      else merged.push({ ...b });
+    }
+    const last = merged.at(-1);
+    if (last && last.offset + last.bytes === this.#top) {
+      this.#top = last.offset;
+      merged.pop();
+    }
+    this.#free = merged;
+  }
+}
+
+function viewBytes(dtype: Dtype): number {
+  return dtype === "f64" ? 8 : 4;
+}
+
+const OWNER = new WeakMap<ArrayBufferLike, WebAssembly.Memory>();
+
+/**
+ * The current SharedArrayBuffer of a heap memory. A grown memory hands out a new, longer buffer
+ * object over the same bytes; fetching through here remembers every one of them so that
+ * {@linkcode memoryOf} recognises views made before a growth.
+ */
+export function heapBuffer(memory: WebAssembly.Memory): SharedArrayBuffer {
+  const buffer = memory.buffer as unknown as SharedArrayBuffer;
+  OWNER.set(buffer, memory);
+  return buffer;
+}
+
+/** The heap memory a buffer belongs to, if it came from {@linkcode heapBuffer}. */
+export function memoryOf(buffer: ArrayBufferLike): WebAssembly.Memory | undefined {
+  return OWNER.get(buffer);
+}

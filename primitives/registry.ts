@@ -1,0 +1,102 @@
+/**
+ * The one registry: transports, the algorithms of every collective, and how `auto` picks one.
+ * Tests, benchmarks and the CLI all read these tables, so adding an algorithm is one file plus
+ * one line here.
+ * @module
+ */
+
+import { allgatherRing } from "./collectives/allgather_ring.ts";
+import { allgatherShmDirect } from "./collectives/allgather_shm_direct.ts";
+import { allreduceRabenseifner } from "./collectives/allreduce_rabenseifner.ts";
+import { allreduceRecursiveDoubling } from "./collectives/allreduce_recursive_doubling.ts";
+import { allreduceRing } from "./collectives/allreduce_ring.ts";
+import { allreduceShmDirect } from "./collectives/allreduce_shm_direct.ts";
+import { bcastBinomial } from "./collectives/bcast_binomial.ts";
+import { bcastScatterAllgather } from "./collectives/bcast_scatter_allgather.ts";
+import { bcastShmDirect } from "./collectives/bcast_shm_direct.ts";
+import type {
+  AllgatherAlgorithm,
+  AllreduceAlgorithm,
+  BcastAlgorithm,
+  ReduceAlgorithm,
+  ReduceScatterAlgorithm,
+} from "./collectives/context.ts";
+import { reduceBinomial } from "./collectives/reduce_binomial.ts";
+import { reduceScatterGather } from "./collectives/reduce_scatter_gather.ts";
+import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
+import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
+import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
+import type { TransportName } from "./types.ts";
+
+/** Collectives that have selectable algorithms. */
+export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
+
+/** Algorithms of every collective, by name. */
+export const ALGORITHMS = {
+  allreduce: {
+    recursive_doubling: allreduceRecursiveDoubling,
+    ring: allreduceRing,
+    rabenseifner: allreduceRabenseifner,
+    shm_direct: allreduceShmDirect,
+  } as Record<string, AllreduceAlgorithm>,
+  bcast: {
+    binomial: bcastBinomial,
+    scatter_allgather: bcastScatterAllgather,
+    shm_direct: bcastShmDirect,
+  } as Record<string, BcastAlgorithm>,
+  reduce: {
+    binomial: reduceBinomial,
+    scatter_gather: reduceScatterGather,
+    shm_direct: reduceShmDirect,
+  } as Record<string, ReduceAlgorithm>,
+  allgather: {
+    ring: allgatherRing,
+    shm_direct: allgatherShmDirect,
+  } as Record<string, AllgatherAlgorithm>,
+  reduceScatter: {
+    ring: reduceScatterRing,
+    shm_direct: reduceScatterShmDirect,
+  } as Record<string, ReduceScatterAlgorithm>,
+} as const;
+
+/** Transports implemented so far (the others are planned in DESIGN.md). */
+export const TRANSPORTS: readonly TransportName[] = ["shm", "worker"];
+
+/** Algorithms that only run where ranks share memory. */
+export function algorithmNeedsSharedMemory(name: string): boolean {
+  return name === "shm_direct";
+}
+
+/** Algorithm names of a collective that can run on `transport`. */
+export function algorithmsFor(collective: CollectiveName, transport: TransportName): string[] {
+  return Object.keys(ALGORITHMS[collective]).filter((a) =>
+    transport === "shm" || !algorithmNeedsSharedMemory(a)
+  );
+}
+
+/**
+ * What `auto` picks. Crossovers measured on the 2-vCPU development machine with
+ * `deno task bench` (see README, "Choosing algorithms"): on `shm` the direct algorithms win at
+ * every size; on message transports latency-bound algorithms win below the crossover and
+ * bandwidth-optimal ones above it.
+ */
+export function autoAlgorithm(
+  collective: CollectiveName,
+  transport: TransportName,
+  bytes: number,
+  size: number,
+): string {
+  if (transport === "shm") return "shm_direct";
+  switch (collective) {
+    case "allreduce":
+      if (bytes < 64 * 1024) return "recursive_doubling";
+      return size > 2 && (size & (size - 1)) === 0 ? "rabenseifner" : "ring";
+    case "bcast":
+      return bytes < 512 * 1024 || size <= 2 ? "binomial" : "scatter_allgather";
+    case "reduce":
+      return bytes < 512 * 1024 || size <= 2 ? "binomial" : "scatter_gather";
+    case "allgather":
+    case "reduceScatter":
+      return "ring";
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Entry point of every in-process rank: connects the transport, builds the Communicator, runs
+ * the user's function and reports its result or error to the launcher.
+ * @module
+ */
+
+import { Communicator } from "../communicator.ts";
+import { RankHeap } from "../memory/heap.ts";
+import type { TransportName } from "../types.ts";
+import { ShmTransport } from "./shm.ts";
+import type { ShmSetup } from "./shm_layout.ts";
+import type { Transport } from "./transport.ts";
+import { WorkerTransport } from "./worker.ts";
+
+/** Launcher → rank: everything a rank needs to join. */
+export interface RankInit {
+  type: "init";
+  rank: number;
+  size: number;
+  transport: TransportName;
+  module: string;
+  entry: string;
+  args: unknown;
+  timeoutMs: number;
+  heaps: WebAssembly.Memory[];
+  shm?: ShmSetup;
+  ports: (MessagePort | undefined)[];
+}
+
+/** Rank → launcher: the outcome. */
+export type RankReport =
+  | { type: "done"; result: unknown }
+  | { type: "error"; name: string; message: string; stack?: string; failedRank?: number };
+
+/** Launcher → rank: another rank failed. */
+interface AbortMessage {
+  type: "abort";
+  failedRank: number;
+  reason: string;
+}
+
+const scope = self as unknown as {
+  onmessage: (e: MessageEvent<RankInit | AbortMessage>) => void;
+  postMessage(msg: RankReport): void;
+};
+
+let transport: Transport | undefined;
+
+scope.onmessage = (e) => {
+  const msg = e.data;
+  if (msg.type === "abort") transport?.abort(msg.failedRank, msg.reason);
+  else runRank(msg);
+};
+
+function connect(init: RankInit, heap: RankHeap): Transport {
+  if (init.transport === "shm") {
+    const eager = heap.alloc("f64", ShmTransport.EAGER_AREA_BYTES / 8);
+    return new ShmTransport(init.rank, {
+      ...init.shm!,
+      heaps: init.heaps,
+      eagerOffset: eager.byteOffset,
+    }, {
+      timeoutMs: init.timeoutMs,
+    });
+  }
+  return new WorkerTransport(init.rank, init.ports, { timeoutMs: init.timeoutMs });
+}
+
+async function runRank(init: RankInit): Promise<void> {
+  try {
+    const heap = new RankHeap(init.heaps[init.rank]);
+    transport = connect(init, heap);
+    await using comm = new Communicator(transport, heap);
+    const mod = await import(init.module);
+    const fn = mod[init.entry];
+    if (typeof fn !== "function") {
+      throw new TypeError(`Module ${init.module} has no exported function ${init.entry}`);
+    }
+    const result = await fn(comm, init.args);
+    scope.postMessage({ type: "done", result });
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    scope.postMessage({
+      type: "error",
+      name: e.name,
+      message: e.message,
+      stack: e.stack,
+      failedRank: (e as { failedRank?: number }).failedRank,
+    });
+  }
+}

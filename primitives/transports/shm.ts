@@ -1,0 +1,431 @@
+/**
+ * The `shm` transport: Web Workers exchanging bytes through SharedArrayBuffer rings, synchronised
+ * with Atomics. Waiting spins briefly and then sleeps on a per-rank futex word (DESIGN.md: pure
+ * spinning collapses once ranks outnumber cores). It also gives direct algorithms access to every
+ * peer's heap ({@linkcode SharedAccess}).
+ *
+ * Progress is driven by whichever call is waiting: every wait advances all pending sends and
+ * receives of this rank, and a message nobody has asked for yet is drained into a side buffer, so
+ * two ranks that both send first never deadlock.
+ * @module
+ */
+
+import { CommTimeoutError, MismatchError, PeerFailedError } from "../errors.ts";
+import { heapBuffer, memoryOf } from "../memory/heap.ts";
+import { dtypeOf, DTYPES, makeView, type TypedArray } from "../types.ts";
+import type { SharedAccess, Transport } from "./transport.ts";
+import {
+  CTRL,
+  raiseAbort,
+  RANK_WORD,
+  RING_HEAD,
+  RING_SLOT_HEADERS,
+  RING_TAIL,
+  ringOffset,
+  type ShmSetup,
+  SLOT_BYTES,
+  slotDataOffset,
+  SLOTS,
+} from "./shm_layout.ts";
+
+/** Polls before sleeping. A poll is tens of nanoseconds, so this spins for roughly 10-50 µs. */
+const SPIN_POLLS = 2000;
+/** Longest single sleep, so aborts and timeouts are noticed even without a wake-up. */
+const SLEEP_SLICE_MS = 50;
+/** Payload bytes of one eager slot (small allreduce and friends). */
+const EAGER_BYTES = 16 * 1024;
+
+interface SendRequest {
+  peer: number;
+  tag: number;
+  data: Uint8Array;
+  offset: number;
+  started: boolean;
+  done: boolean;
+}
+
+interface RecvRequest {
+  peer: number;
+  tag: number;
+  into: Uint8Array;
+  done: boolean;
+  error?: Error;
+}
+
+/** A message being copied out of a ring, into a posted receive or a side buffer. */
+interface Incoming {
+  tag: number;
+  target: Uint8Array;
+  offset: number;
+  request?: RecvRequest;
+  unexpected?: Unexpected;
+}
+
+interface Unexpected {
+  tag: number;
+  data: Uint8Array;
+  complete: boolean;
+  waiter?: RecvRequest;
+}
+
+/** One direction of one pair: a ring of slots in shared memory. */
+class Ring {
+  readonly words: Int32Array;
+  readonly slots: Uint8Array[];
+  constructor(buffer: SharedArrayBuffer, offset: number) {
+    this.words = new Int32Array(buffer, offset, RING_SLOT_HEADERS + SLOTS * 4);
+    this.slots = Array.from(
+      { length: SLOTS },
+      (_, i) => new Uint8Array(buffer, offset + slotDataOffset(i), SLOT_BYTES),
+    );
+  }
+}
+
+/** Options of {@linkcode ShmTransport}. */
+export interface ShmTransportOptions {
+  /** Milliseconds a wait may go without progress before it rejects. @default {30000} */
+  timeoutMs?: number;
+}
+
+/** Shared-memory transport between workers of one process. */
+export class ShmTransport implements Transport, SharedAccess {
+  readonly name = "shm" as const;
+  readonly rank: number;
+  readonly size: number;
+  readonly eagerBytes = EAGER_BYTES;
+  readonly shared: SharedAccess = this;
+
+  #ctrl: Int32Array;
+  #control: SharedArrayBuffer;
+  #heaps: WebAssembly.Memory[];
+  #outbound: (Ring | undefined)[];
+  #inbound: (Ring | undefined)[];
+  #sends: SendRequest[][];
+  #recvs: RecvRequest[][];
+  #incoming: (Incoming | undefined)[];
+  #unexpected: Unexpected[][];
+  #timeoutMs: number;
+  #eagerSeq = 0;
+  #viewSeq = 0;
+  #aborted?: Error;
+
+  /**
+   * Connects rank `rank` of `heaps.length` ranks. `heaps[r]` is rank r's heap memory;
+   * `eagerOffset` is where this rank's two eager slots live in its own heap.
+   */
+  constructor(
+    rank: number,
+    setup: ShmSetup & { heaps: WebAssembly.Memory[]; eagerOffset: number },
+    options: ShmTransportOptions = {},
+  ) {
+    const size = setup.heaps.length;
+    this.rank = rank;
+    this.size = size;
+    this.#control = setup.control;
+    this.#ctrl = new Int32Array(setup.control);
+    this.#heaps = setup.heaps;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    const peers = Array.from({ length: size }, (_, p) => p);
+    this.#outbound = peers.map((p) =>
+      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, rank, p))
+    );
+    this.#inbound = peers.map((p) =>
+      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, p, rank))
+    );
+    this.#sends = peers.map(() => []);
+    this.#recvs = peers.map(() => []);
+    this.#incoming = peers.map(() => undefined);
+    this.#unexpected = peers.map(() => []);
+    Atomics.store(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET), setup.eagerOffset);
+  }
+
+  /** Bytes each rank must reserve in its heap for eager slots. */
+  static readonly EAGER_AREA_BYTES = 2 * EAGER_BYTES;
+
+  async send(peer: number, data: Uint8Array, tag: number): Promise<void> {
+    const request: SendRequest = { peer, tag, data, offset: 0, started: false, done: false };
+    this.#sends[peer].push(request);
+    await null; // let sibling calls post before this one blocks
+    this.#waitUntil(
+      () => request.done,
+      () => `send of ${data.byteLength} bytes to rank ${peer}`,
+      peer,
+    );
+  }
+
+  async recv(peer: number, into: Uint8Array, tag: number): Promise<void> {
+    const request: RecvRequest = { peer, tag, into, done: false };
+    const early = this.#unexpected[peer].find((u) => u.tag === tag && !u.waiter);
+    if (early) {
+      early.waiter = request;
+      this.#settleUnexpected(peer, early);
+    } else {
+      this.#recvs[peer].push(request);
+    }
+    await null;
+    this.#waitUntil(
+      () => request.done,
+      () => `receive of ${into.byteLength} bytes from rank ${peer} (tag ${tag})`,
+      peer,
+    );
+    if (request.error) throw request.error;
+  }
+
+  barrier(): void {
+    const gen = Atomics.load(this.#ctrl, CTRL.BARRIER_GEN);
+    if (Atomics.add(this.#ctrl, CTRL.BARRIER_COUNT, 1) === this.size - 1) {
+      Atomics.store(this.#ctrl, CTRL.BARRIER_COUNT, 0);
+      Atomics.add(this.#ctrl, CTRL.BARRIER_GEN, 1);
+      for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+    } else {
+      this.#waitUntil(() => Atomics.load(this.#ctrl, CTRL.BARRIER_GEN) !== gen, () => "barrier");
+    }
+  }
+
+  exchangeViews(view: TypedArray, what: string): (TypedArray | undefined)[] {
+    const parity = this.#viewSeq++ & 1;
+    const desc = (r: number, i: number) => this.#word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
+    const inHeap = memoryOf(view.buffer) === this.#heaps[this.rank];
+    Atomics.store(this.#ctrl, desc(this.rank, 0), inHeap ? view.byteOffset : 0);
+    Atomics.store(this.#ctrl, desc(this.rank, 1), view.length);
+    Atomics.store(this.#ctrl, desc(this.rank, 2), DTYPES.indexOf(dtypeOf(view)));
+    this.barrier();
+    return this.#peerViews(view, what, (r) => ({
+      offset: Atomics.load(this.#ctrl, desc(r, 0)) >>> 0,
+      count: Atomics.load(this.#ctrl, desc(r, 1)),
+      dtype: Atomics.load(this.#ctrl, desc(r, 2)),
+    }));
+  }
+
+  eagerExchange(view: TypedArray, what: string): TypedArray[] {
+    if (view.byteLength > EAGER_BYTES) {
+      throw new RangeError(
+        `Eager exchange holds at most ${EAGER_BYTES} bytes, got ${view.byteLength}`,
+      );
+    }
+    const seq = ++this.#eagerSeq;
+    const parity = seq & 1;
+    const slotOffset = (r: number) =>
+      (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.EAGER_OFFSET)) >>> 0) +
+      parity * EAGER_BYTES;
+    const desc = (r: number, i: number) => this.#word(r, RANK_WORD.EAGER_DESC + parity * 2 + i);
+    new Uint8Array(heapBuffer(this.#heaps[this.rank]), slotOffset(this.rank), view.byteLength)
+      .set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+    Atomics.store(this.#ctrl, desc(this.rank, 0), view.length);
+    Atomics.store(this.#ctrl, desc(this.rank, 1), DTYPES.indexOf(dtypeOf(view)));
+    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.EAGER_SEQ), seq);
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+    let waitingFor = 0;
+    this.#waitUntil(
+      () => {
+        for (; waitingFor < this.size; waitingFor++) {
+          if (Atomics.load(this.#ctrl, this.#word(waitingFor, RANK_WORD.EAGER_SEQ)) - seq < 0) {
+            return false;
+          }
+        }
+        return true;
+      },
+      () => `${what} (eager exchange)`,
+      () => waitingFor,
+    );
+    return this.#peerViews(view, what, (r) => ({
+      offset: slotOffset(r),
+      count: Atomics.load(this.#ctrl, desc(r, 0)),
+      dtype: Atomics.load(this.#ctrl, desc(r, 1)),
+    })) as TypedArray[];
+  }
+
+  abort(failedRank: number, reason: string): void {
+    this.#aborted ??= new PeerFailedError(failedRank, reason);
+    raiseAbort(this.#control, this.size, failedRank);
+  }
+
+  close(): void {
+    this.#sends.forEach((q) => q.length = 0);
+    this.#recvs.forEach((q) => q.length = 0);
+  }
+
+  #peerViews(
+    mine: TypedArray,
+    what: string,
+    read: (r: number) => { offset: number; count: number; dtype: number },
+  ): (TypedArray | undefined)[] {
+    const dtype = dtypeOf(mine);
+    return this.#heaps.map((heap, r) => {
+      const d = read(r);
+      if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
+        throw new MismatchError(
+          `${what}: rank ${this.rank} has ${mine.length} × ${dtype} but rank ${r} has ` +
+            `${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and dtype`,
+          { failedRank: r },
+        );
+      }
+      // Offset 0 never names a heap buffer: that rank published a view outside its heap.
+      return d.offset === 0 ? undefined : makeView(dtype, heapBuffer(heap), d.offset, d.count);
+    });
+  }
+
+  #word(rank: number, word: number): number {
+    return CTRL.RANK_BASE + rank * CTRL.RANK_WORDS + word;
+  }
+
+  /** Wakes `peer` if it sleeps: bump its doorbell first, so a rank about to sleep sees the change. */
+  #ring(peer: number): void {
+    const bell = this.#word(peer, RANK_WORD.DOORBELL);
+    Atomics.add(this.#ctrl, bell, 1);
+    if (Atomics.load(this.#ctrl, this.#word(peer, RANK_WORD.SLEEPING)) !== 0) {
+      Atomics.notify(this.#ctrl, bell);
+    }
+  }
+
+  /** Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or timeout. */
+  #waitUntil(
+    done: () => boolean,
+    describe: () => string,
+    peer?: number | (() => number),
+  ): void {
+    let polls = 0;
+    let idleSince = -1;
+    while (!done()) {
+      if (this.#progress()) {
+        polls = 0;
+        idleSince = -1;
+        continue;
+      }
+      this.#checkAbort();
+      if (++polls < SPIN_POLLS) continue;
+      const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
+      const bell = this.#word(this.rank, RANK_WORD.DOORBELL);
+      Atomics.store(this.#ctrl, sleeping, 1);
+      const seen = Atomics.load(this.#ctrl, bell);
+      if (!this.#progress() && !done()) Atomics.wait(this.#ctrl, bell, seen, SLEEP_SLICE_MS);
+      Atomics.store(this.#ctrl, sleeping, 0);
+      const now = performance.now();
+      if (idleSince < 0) idleSince = now;
+      else if (now - idleSince > this.#timeoutMs) {
+        const who = typeof peer === "function" ? peer() : peer;
+        throw new CommTimeoutError(
+          `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for ` +
+            `${who === undefined ? "all ranks" : `rank ${who}`}: ${describe()}`,
+          { failedRank: who },
+        );
+      }
+    }
+    this.#checkAbort();
+  }
+
+  #checkAbort(): void {
+    if (this.#aborted) throw this.#aborted;
+    const flag = Atomics.load(this.#ctrl, CTRL.ABORT);
+    if (flag !== 0) {
+      this.#aborted = new PeerFailedError(flag - 1, "it stopped while others were waiting for it");
+      throw this.#aborted;
+    }
+  }
+
+  /** One pass over every peer's rings. Returns whether anything moved. */
+  #progress(): boolean {
+    let moved = false;
+    for (let p = 0; p < this.size; p++) {
+      if (p === this.rank) continue;
+      if (this.#sends[p].length > 0 && this.#pushSends(p)) moved = true;
+      if (this.#pullRecvs(p)) moved = true;
+    }
+    return moved;
+  }
+
+  #pushSends(peer: number): boolean {
+    const ring = this.#outbound[peer]!;
+    const words = ring.words;
+    const queue = this.#sends[peer];
+    let moved = false;
+    let head = Atomics.load(words, RING_HEAD);
+    while (queue.length > 0 && ((head - Atomics.load(words, RING_TAIL)) | 0) < SLOTS) {
+      const req = queue[0];
+      const slot = head & (SLOTS - 1);
+      const chunk = Math.min(SLOT_BYTES, req.data.byteLength - req.offset);
+      if (chunk > 0) ring.slots[slot].set(req.data.subarray(req.offset, req.offset + chunk));
+      const h = RING_SLOT_HEADERS + slot * 4;
+      words[h] = req.tag;
+      words[h + 1] = req.data.byteLength;
+      words[h + 2] = chunk;
+      words[h + 3] = req.started ? 0 : 1; // first slot of a message
+      req.started = true;
+      req.offset += chunk;
+      head = (head + 1) | 0;
+      Atomics.store(words, RING_HEAD, head);
+      moved = true;
+      if (req.offset >= req.data.byteLength) {
+        req.done = true;
+        queue.shift();
+      }
+    }
+    if (moved) this.#ring(peer);
+    return moved;
+  }
+
+  #pullRecvs(peer: number): boolean {
+    const ring = this.#inbound[peer]!;
+    const words = ring.words;
+    let tail = Atomics.load(words, RING_TAIL);
+    if (Atomics.load(words, RING_HEAD) === tail) return false;
+    while (Atomics.load(words, RING_HEAD) !== tail) {
+      const slot = tail & (SLOTS - 1);
+      const h = RING_SLOT_HEADERS + slot * 4;
+      const chunk = words[h + 2];
+      let cur = this.#incoming[peer];
+      if (!cur) cur = this.#incoming[peer] = this.#startIncoming(peer, words[h], words[h + 1]);
+      if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);
+      cur.offset += chunk;
+      tail = (tail + 1) | 0;
+      Atomics.store(words, RING_TAIL, tail);
+      if (cur.offset >= cur.target.byteLength) {
+        this.#incoming[peer] = undefined;
+        if (cur.request) cur.request.done = true;
+        if (cur.unexpected) {
+          cur.unexpected.complete = true;
+          this.#settleUnexpected(peer, cur.unexpected);
+        }
+      }
+    }
+    this.#ring(peer);
+    return true;
+  }
+
+  #startIncoming(peer: number, tag: number, total: number): Incoming {
+    const posted = this.#recvs[peer];
+    const i = posted.findIndex((r) => r.tag === tag);
+    if (i >= 0) {
+      const request = posted.splice(i, 1)[0];
+      if (request.into.byteLength === total) {
+        return { tag, target: request.into, offset: 0, request };
+      }
+      // Drain the message anyway so the ring stays usable, then fail the receive.
+      request.error = new MismatchError(
+        `Rank ${this.rank} expected ${request.into.byteLength} bytes from rank ${peer} (tag ${tag}) ` +
+          `but rank ${peer} sent ${total}: counts or dtypes differ between ranks`,
+        { failedRank: peer },
+      );
+      return { tag, target: new Uint8Array(total), offset: 0, request };
+    }
+    const unexpected: Unexpected = { tag, data: new Uint8Array(total), complete: false };
+    this.#unexpected[peer].push(unexpected);
+    return { tag, target: unexpected.data, offset: 0, unexpected };
+  }
+
+  #settleUnexpected(peer: number, u: Unexpected): void {
+    const req = u.waiter;
+    if (!u.complete || !req) return;
+    const list = this.#unexpected[peer];
+    list.splice(list.indexOf(u), 1);
+    if (u.data.byteLength === req.into.byteLength) req.into.set(u.data);
+    else {
+      req.error = new MismatchError(
+        `Rank ${this.rank} expected ${req.into.byteLength} bytes from rank ${peer} (tag ${u.tag}) ` +
+          `but rank ${peer} sent ${u.data.byteLength}: counts or dtypes differ between ranks`,
+        { failedRank: peer },
+      );
+    }
+    req.done = true;
+  }
+}

@@ -1,0 +1,27 @@
+// Rank program for the correctness matrix: runs every case it is given and returns the wrong
+// element counts (one per case), so the test sees every failure at once.
+import { type CaseOptions, type PrimitiveName, PRIMITIVES } from "../../bench/primitives.ts";
+import type { Communicator } from "../../mod.ts";
+
+export interface CheckCase extends CaseOptions {
+  primitive: PrimitiveName;
+  count: number;
+  /** Out-of-place runs twice to check that reused buffers and scratch stay correct. */
+  repeat?: number;
+}
+
+export async function run(comm: Communicator, cases: CheckCase[]): Promise<number[]> {
+  const wrong: number[] = [];
+  for (const c of cases) {
+    const prepared = PRIMITIVES[c.primitive].prepare(comm, c.count, c);
+    let w = 0;
+    for (let k = 0; k < (c.repeat ?? 1); k++) {
+      prepared.fill();
+      await prepared.run();
+      w += prepared.wrong();
+    }
+    prepared.free();
+    wrong.push(w);
+  }
+  return wrong;
+}
