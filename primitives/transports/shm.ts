@@ -28,8 +28,14 @@ import {
   SLOTS,
 } from "./shm_layout.ts";
 
-/** Polls before sleeping. A poll is tens of nanoseconds, so this spins for roughly 10-50 µs. */
-const SPIN_POLLS = 2000;
+/**
+ * Polls before sleeping (a poll is ~50-100 ns). When every rank has a core, spinning for a few
+ * hundred µs keeps handoffs at µs scale; when ranks outnumber cores a spinning rank steals the
+ * core its peer needs, so it gives up after a few µs and sleeps.
+ */
+function spinPolls(size: number): number {
+  return size <= navigator.hardwareConcurrency ? 5000 : 100;
+}
 /** Longest single sleep, so aborts and timeouts are noticed even without a wake-up. */
 const SLEEP_SLICE_MS = 50;
 /** Payload bytes of one eager slot (small allreduce and friends). */
@@ -105,7 +111,9 @@ export class ShmTransport implements Transport, SharedAccess {
   #incoming: (Incoming | undefined)[];
   #unexpected: Unexpected[][];
   #timeoutMs: number;
+  #spinPolls: number;
   #eagerSeq = 0;
+  #barrierSeq = 0;
   #viewSeq = 0;
   #aborted?: Error;
 
@@ -125,6 +133,7 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#ctrl = new Int32Array(setup.control);
     this.#heaps = setup.heaps;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#spinPolls = spinPolls(size);
     const peers = Array.from({ length: size }, (_, p) => p);
     this.#outbound = peers.map((p) =>
       p === rank ? undefined : new Ring(setup.rings, ringOffset(size, rank, p))
@@ -172,14 +181,26 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   barrier(): void {
-    const gen = Atomics.load(this.#ctrl, CTRL.BARRIER_GEN);
-    if (Atomics.add(this.#ctrl, CTRL.BARRIER_COUNT, 1) === this.size - 1) {
-      Atomics.store(this.#ctrl, CTRL.BARRIER_COUNT, 0);
-      Atomics.add(this.#ctrl, CTRL.BARRIER_GEN, 1);
-      for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
-    } else {
-      this.#waitUntil(() => Atomics.load(this.#ctrl, CTRL.BARRIER_GEN) !== gen, () => "barrier");
-    }
+    const seq = ++this.#barrierSeq;
+    this.#arrive(RANK_WORD.BARRIER_SEQ, seq);
+    this.#waitForAll(RANK_WORD.BARRIER_SEQ, seq, () => "barrier");
+  }
+
+  /** Publishes this rank's arrival number `seq` in its own line and wakes sleepers. */
+  #arrive(word: number, seq: number): void {
+    Atomics.store(this.#ctrl, this.#word(this.rank, word), seq);
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+  }
+
+  /** Waits until every rank's arrival number in `word` has reached `seq`. */
+  #waitForAll(word: number, seq: number, describe: () => string): void {
+    let next = 0;
+    this.#waitUntil(() => {
+      for (; next < this.size; next++) {
+        if (Atomics.load(this.#ctrl, this.#word(next, word)) - seq < 0) return false;
+      }
+      return true;
+    }, describe, () => next);
   }
 
   exchangeViews(view: TypedArray, what: string): (TypedArray | undefined)[] {
@@ -213,21 +234,8 @@ export class ShmTransport implements Transport, SharedAccess {
       .set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
     Atomics.store(this.#ctrl, desc(this.rank, 0), view.length);
     Atomics.store(this.#ctrl, desc(this.rank, 1), DTYPES.indexOf(dtypeOf(view)));
-    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.EAGER_SEQ), seq);
-    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
-    let waitingFor = 0;
-    this.#waitUntil(
-      () => {
-        for (; waitingFor < this.size; waitingFor++) {
-          if (Atomics.load(this.#ctrl, this.#word(waitingFor, RANK_WORD.EAGER_SEQ)) - seq < 0) {
-            return false;
-          }
-        }
-        return true;
-      },
-      () => `${what} (eager exchange)`,
-      () => waitingFor,
-    );
+    this.#arrive(RANK_WORD.EAGER_SEQ, seq);
+    this.#waitForAll(RANK_WORD.EAGER_SEQ, seq, () => `${what} (eager exchange)`);
     return this.#peerViews(view, what, (r) => ({
       offset: slotOffset(r),
       count: Atomics.load(this.#ctrl, desc(r, 0)),
@@ -269,13 +277,16 @@ export class ShmTransport implements Transport, SharedAccess {
     return CTRL.RANK_BASE + rank * CTRL.RANK_WORDS + word;
   }
 
-  /** Wakes `peer` if it sleeps: bump its doorbell first, so a rank about to sleep sees the change. */
+  /**
+   * Wakes `peer` if it sleeps. Callers publish their change first; a sleeper sets SLEEPING, reads
+   * its doorbell, re-checks, then waits on the doorbell value — so with sequentially consistent
+   * atomics either it sees the change or this sees SLEEPING (Dekker). Spinning peers cost one load.
+   */
   #ring(peer: number): void {
+    if (Atomics.load(this.#ctrl, this.#word(peer, RANK_WORD.SLEEPING)) === 0) return;
     const bell = this.#word(peer, RANK_WORD.DOORBELL);
     Atomics.add(this.#ctrl, bell, 1);
-    if (Atomics.load(this.#ctrl, this.#word(peer, RANK_WORD.SLEEPING)) !== 0) {
-      Atomics.notify(this.#ctrl, bell);
-    }
+    Atomics.notify(this.#ctrl, bell);
   }
 
   /** Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or timeout. */
@@ -293,7 +304,7 @@ export class ShmTransport implements Transport, SharedAccess {
         continue;
       }
       this.#checkAbort();
-      if (++polls < SPIN_POLLS) continue;
+      if (++polls < this.#spinPolls) continue;
       const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.#word(this.rank, RANK_WORD.DOORBELL);
       Atomics.store(this.#ctrl, sleeping, 1);

@@ -8,25 +8,31 @@
 export const CTRL = {
   /** 0, or 1 + the rank whose failure aborts everyone. */
   ABORT: 0,
-  BARRIER_COUNT: 16,
-  BARRIER_GEN: 17,
-  /** Each rank owns one 64-byte line of words from here on, to avoid false sharing. */
-  RANK_BASE: 32,
-  RANK_WORDS: 16,
+  /**
+   * Each rank owns two 64-byte lines from here on: a sleep line written only around sleeps, and an
+   * arrival line written on every collective. Keeping them apart means polling peers and checking
+   * whether they sleep never pulls a freshly written line across cores.
+   */
+  RANK_BASE: 16,
+  RANK_WORDS: 32,
 } as const;
 
-/** Word offsets inside a rank's line. */
+/** Word offsets inside a rank's two lines. */
 export const RANK_WORD = {
-  /** Futex word: bumped by anyone who may have unblocked this rank. */
+  /** Futex word: bumped by anyone who may have unblocked this rank while it sleeps. */
   DOORBELL: 0,
   /** 1 while the rank sleeps in Atomics.wait, so that others notify only when needed. */
   SLEEPING: 1,
-  EAGER_SEQ: 2,
-  EAGER_OFFSET: 3,
+  /** Barriers this rank has entered. */
+  BARRIER_SEQ: 16,
+  /** Eager exchanges this rank has entered. */
+  EAGER_SEQ: 17,
   /** Two parities each of: count, dtype code. */
-  EAGER_DESC: 4,
+  EAGER_DESC: 18,
   /** Two parities each of: byte offset, count, dtype code. */
-  VIEW_DESC: 8,
+  VIEW_DESC: 22,
+  /** Byte offset of this rank's eager slots in its heap. */
+  EAGER_OFFSET: 28,
 } as const;
 
 /** Slots per ring. */
