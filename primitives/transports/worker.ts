@@ -67,10 +67,11 @@ export class WorkerTransport implements Transport {
     this.size = ports.length;
     this.#ports = ports;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
-    this.#posted = ports.map(() => []);
-    this.#arrivals = ports.map(() => []);
-    this.#current = ports.map(() => undefined);
-    this.#lastData = ports.map(() => performance.now());
+    // Array.from, not map: a rank's own entry may be a hole, which map would skip.
+    this.#posted = Array.from(ports, () => []);
+    this.#arrivals = Array.from(ports, () => []);
+    this.#current = Array.from(ports, () => undefined);
+    this.#lastData = Array.from(ports, () => performance.now());
     ports.forEach((port, peer) => {
       if (port) port.onmessage = (e: MessageEvent<Segment>) => this.#onSegment(peer, e.data);
     });
