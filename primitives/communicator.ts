@@ -145,7 +145,7 @@ export class Communicator implements AsyncDisposable {
   /** Copies `buf` on `root` into `buf` on every rank. */
   async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
     const view = this.#check(buf).view;
-    const root = this.#checkRoot(options.root ?? 0, "broadcast");
+    const root = this.#checkRoot(options.root ?? 0, "broadcast from");
     const run = this.#pick("bcast", options.algorithm, view.byteLength);
     if (this.size > 1) await run(this.#begin(), view, root);
   }

@@ -1,0 +1,65 @@
+// Bad input gets RangeError/TypeError naming the value and the limit; faults (a rank that throws,
+// a worker that is terminated, a rank that never arrives, mismatched counts) make every other rank
+// fail fast with an error naming the failed rank, and leave no worker running.
+import { liveWorkers, spawnRanks, startRanks } from "../mod.ts";
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { RANKS_DIR, runRanks } from "./_spawn_ranks.ts";
+
+const ERRORS = new URL("errors_rank.ts", RANKS_DIR);
+
+for (const transport of ["shm", "worker"] as const) {
+  Deno.test(`bad arguments are RangeError or TypeError with clear messages: ${transport}`, async () => {
+    const [r] = await runRanks<Record<string, string>>("errors_rank.ts", {
+      size: 4,
+      transport,
+      args: "bad-arguments",
+    });
+    assertEquals(r.root, "RangeError: Cannot broadcast from root 5: communicator size is 4");
+    assert_(r.peer.startsWith("RangeError: Cannot send to rank 4: peers are 0 … 3"), r.peer);
+    assert_(r.tag.startsWith("RangeError: Invalid tag -1"), r.tag);
+    assert_(r.count.startsWith("RangeError: Cannot allocate 536870912 × f32"), r.count);
+    assert_(r.dtype.startsWith("TypeError: Cannot allreduce f32 into f64"), r.dtype);
+    assert_(r.outLength.startsWith("RangeError: Cannot allreduce 16 into 15"), r.outLength);
+    assert_(r.algorithm.startsWith("RangeError: Unknown allreduce algorithm bogus"), r.algorithm);
+    assert_(r.op.startsWith("TypeError: Unknown reduce op xor"), r.op);
+    assert_(r.memory.startsWith("TypeError: Cannot allocate gpu memory"), r.memory);
+    assert_(r.allgather.startsWith("RangeError: Cannot allgather 16 into 17"), r.allgather);
+  });
+
+  Deno.test(`mismatched counts across ranks are reported: ${transport}`, async () => {
+    await assertRejects(
+      () => runRanks("errors_rank.ts", { size: 2, transport, args: "count-mismatch" }),
+      { name: "RankFailedError", message: /MismatchError: .*(expected|has) .*counts? or dtypes? differ/ },
+    );
+  });
+
+  Deno.test(`a rank that throws mid-allreduce fails the group fast, naming it: ${transport}`, async () => {
+    const start = performance.now();
+    const err = await assertRejects(
+      () => runRanks("errors_rank.ts", { size: 4, transport, args: "throw-mid-allreduce" }),
+      { name: "RankFailedError", message: /^Rank 1 failed: Error: boom from rank 1/ },
+    );
+    assertEquals((err as { failedRank?: number }).failedRank, 1);
+    assert_(performance.now() - start < 10_000, "took longer than the fail-fast budget");
+  });
+
+  Deno.test(`a terminated worker fails the group fast, naming it: ${transport}`, async () => {
+    const group = startRanks(ERRORS, { size: 3, transport, args: "loop-allreduce" });
+    setTimeout(() => group.kill(2), 300);
+    const start = performance.now();
+    await assertRejects(() => group.results, {
+      name: "RankFailedError",
+      message: /^Rank 2 failed: worker was terminated/,
+    });
+    assert_(performance.now() - start < 10_000, "took longer than the fail-fast budget");
+    assertEquals(liveWorkers(), 0);
+  });
+
+  Deno.test(`a rank that never arrives times out, naming it: ${transport}`, async () => {
+    await assertRejects(
+      () => spawnRanks(ERRORS, { size: 3, transport, args: "skip-collective", timeoutMs: 500 }),
+      { name: "RankFailedError", message: /timed out after 500 ms waiting for rank 2/ },
+    );
+    assertEquals(liveWorkers(), 0);
+  });
+}
