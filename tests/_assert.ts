@@ -25,5 +25,8 @@ export async function assertRejects(
 }
 
 export function assertThrows(fn: () => unknown, ctor: ErrorConstructor, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => e instanceof ctor && (!message || message.test((e as Error).message)));
+  assert.throws(
+    fn,
+    (e: unknown) => e instanceof ctor && (!message || message.test((e as Error).message)),
+  );
 }

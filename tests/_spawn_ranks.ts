@@ -1,7 +1,7 @@
 // Test helper (gloo's shape): run a rank module on `size` ranks over a transport and return every
 // rank's result; the launcher rethrows the first rank error and always tears workers down.
 import { assertEquals } from "./_assert.ts";
-import { liveWorkers, spawnRanks, type SpawnOptions } from "../mod.ts";
+import { liveWorkers, type SpawnOptions, spawnRanks } from "../mod.ts";
 
 export const RANKS_DIR = new URL("./ranks/", import.meta.url);
 

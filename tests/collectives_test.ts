@@ -2,7 +2,7 @@
 // with exact integer-valued inputs, so every algorithm must equal the exact expected result.
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor, type CollectiveName } from "../mod.ts";
-import { PRIMITIVES, type PrimitiveName } from "../bench/primitives.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
 import { assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
@@ -16,8 +16,11 @@ function matrix(transport: TransportName, size: number): CheckCase[] {
     cases.push({ root: size - 1, ...c });
   for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
     const collective = PRIMITIVES[primitive].collective;
-    const algorithms = collective ? ["auto", ...algorithmsFor(collective as CollectiveName, transport)] : ["auto"];
-    const reduces = collective === "allreduce" || collective === "reduce" || collective === "reduceScatter";
+    const algorithms = collective
+      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport)]
+      : ["auto"];
+    const reduces = collective === "allreduce" || collective === "reduce" ||
+      collective === "reduceScatter";
     for (const algorithm of algorithms) {
       for (const count of COUNTS) {
         // Every op on small counts; the large odd count with sum keeps the suite quick.
@@ -48,7 +51,9 @@ for (const transport of ["shm", "worker"] as const) {
       const failures = cases.flatMap((c, i) => {
         const perRank = wrong.map((w) => w[i]);
         return perRank.some((w) => w !== 0)
-          ? [`${c.primitive}/${c.algorithm} ${c.dtype} ${c.memory} ${c.op} count=${c.count}: wrong=${perRank}`]
+          ? [
+            `${c.primitive}/${c.algorithm} ${c.dtype} ${c.memory} ${c.op} count=${c.count}: wrong=${perRank}`,
+          ]
           : [];
       });
       assertEquals(failures, []);
@@ -57,7 +62,15 @@ for (const transport of ["shm", "worker"] as const) {
 
   Deno.test(`allreduce of 2^24 floats is exact: ${transport}, 2 ranks`, async () => {
     const cases: CheckCase[] = [
-      { primitive: "allreduce", algorithm: "auto", count: 2 ** 24, op: "sum", dtype: "f32", memory: "shared", root: 0 },
+      {
+        primitive: "allreduce",
+        algorithm: "auto",
+        count: 2 ** 24,
+        op: "sum",
+        dtype: "f32",
+        memory: "shared",
+        root: 0,
+      },
     ];
     const wrong = await runRanks<number[]>("check_rank.ts", { size: 2, transport, args: cases });
     assertEquals(wrong, [[0], [0]]);

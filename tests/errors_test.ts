@@ -29,7 +29,10 @@ for (const transport of ["shm", "worker"] as const) {
   Deno.test(`mismatched counts across ranks are reported: ${transport}`, async () => {
     await assertRejects(
       () => runRanks("errors_rank.ts", { size: 2, transport, args: "count-mismatch" }),
-      { name: "RankFailedError", message: /MismatchError: .*(expected|has) .*counts? or dtypes? differ/ },
+      {
+        name: "RankFailedError",
+        message: /MismatchError: .*(expected|has) .*counts? or dtypes? differ/,
+      },
     );
   });
 

@@ -35,7 +35,12 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
           reduceReference(op, ref, a, b);
           assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} +${misalign}`);
           // In place, and nothing written past the end.
-          const guard = makeView(dtype, heapBuffer(own), 4096 + 2 * 16384 + misalign + n * width, 1);
+          const guard = makeView(
+            dtype,
+            heapBuffer(own),
+            4096 + 2 * 16384 + misalign + n * width,
+            1,
+          );
           guard[0] = 12345;
           reduce(op, dst, dst, b);
           reduceReference(op, ref, ref, b);
@@ -56,7 +61,9 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
 });
 
 Deno.test("buffers outside a heap fall back to the JS reference", () => {
-  const dst = new Float32Array(5), a = Float32Array.of(1, 2, 3, 4, 5), b = Float32Array.of(5, 4, 3, 2, 1);
+  const dst = new Float32Array(5),
+    a = Float32Array.of(1, 2, 3, 4, 5),
+    b = Float32Array.of(5, 4, 3, 2, 1);
   assert_(memoryOf(dst.buffer) === undefined);
   reduce("max", dst, a, b);
   assertEquals(Array.from(dst), [5, 4, 3, 4, 5]);

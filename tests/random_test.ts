@@ -16,9 +16,14 @@ for (const transport of ["shm", "worker"] as const) {
       for (let i = 0; i < count; i++) {
         const exact = results.reduce((s, r) => s + r.input[i], 0);
         const got = results[0].output[i];
-        assert_(Math.abs(got - exact) <= 4e-7 * 4 * 2000 + 1e-3, `${algorithm}[${i}]: ${got} vs ${exact}`);
+        assert_(
+          Math.abs(got - exact) <= 4e-7 * 4 * 2000 + 1e-3,
+          `${algorithm}[${i}]: ${got} vs ${exact}`,
+        );
       }
-      for (const r of results) assertEquals(r.output, results[0].output, `${algorithm}: ranks differ`);
+      for (const r of results) {
+        assertEquals(r.output, results[0].output, `${algorithm}: ranks differ`);
+      }
     }
   });
 }

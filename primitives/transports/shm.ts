@@ -195,12 +195,16 @@ export class ShmTransport implements Transport, SharedAccess {
   /** Waits until every rank's arrival number in `word` has reached `seq`. */
   #waitForAll(word: number, seq: number, describe: () => string): void {
     let next = 0;
-    this.#waitUntil(() => {
-      for (; next < this.size; next++) {
-        if (Atomics.load(this.#ctrl, this.#word(next, word)) - seq < 0) return false;
-      }
-      return true;
-    }, describe, () => next);
+    this.#waitUntil(
+      () => {
+        for (; next < this.size; next++) {
+          if (Atomics.load(this.#ctrl, this.#word(next, word)) - seq < 0) return false;
+        }
+        return true;
+      },
+      describe,
+      () => next,
+    );
   }
 
   exchangeViews(view: TypedArray, what: string): (TypedArray | undefined)[] {

@@ -36,7 +36,9 @@ export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
         peer: await caughtAsync(() => comm.send(buf, comm.size)),
         tag: await caughtAsync(() => comm.send(buf, (comm.rank + 1) % comm.size, { tag: -1 })),
         count: caught(() => comm.alloc(2 ** 29)),
-        dtype: await caughtAsync(() => comm.allreduce(buf, { out: comm.alloc(16, { dtype: "f64" }) })),
+        dtype: await caughtAsync(() =>
+          comm.allreduce(buf, { out: comm.alloc(16, { dtype: "f64" }) })
+        ),
         outLength: await caughtAsync(() => comm.allreduce(buf, { out: comm.alloc(15) })),
         algorithm: await caughtAsync(() => comm.allreduce(buf, { algorithm: "bogus" })),
         op: await caughtAsync(() => comm.allreduce(buf, { op: "xor" as "sum" })),

@@ -1,0 +1,67 @@
+/**
+ * Time per op and Gb/s of allreduce and bcast over `shm` next to the raw ceilings measured in the
+ * same run: a single-thread Float32Array.set copy and a WASM SIMD sum of the same size.
+ *
+ *     deno run -A bench/shm_probe.ts [--procs 2] [--memory shared]
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { reduce } from "../kernels/reduce.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
+import { spawnRanks } from "../mod.ts";
+import type { MemoryKind } from "../mod.ts";
+import type { ProbeArgs } from "./shm_probe_rank.ts";
+
+const { values } = parseArgs({
+  options: {
+    procs: { type: "string", default: "2" },
+    memory: { type: "string", default: "shared" },
+  },
+});
+const counts = [1, 2 ** 16, 2 ** 22, 2 ** 26];
+const gbps = (n: number, us: number) => (n * 32) / us / 1e3;
+
+function ceiling(n: number, body: () => void): number {
+  const iters = Math.max(5, Math.min(20_000, Math.floor(2e8 / Math.max(n, 10_000))));
+  for (let i = 0; i < 3; i++) body();
+  const start = performance.now();
+  for (let i = 0; i < iters; i++) body();
+  return ((performance.now() - start) * 1000) / iters;
+}
+
+const heap = new RankHeap(createHeapMemory());
+const copy: number[] = [], sum: number[] = [];
+for (const n of counts) {
+  const a = heap.alloc("f32", n), b = heap.alloc("f32", n);
+  copy.push(ceiling(n, () => a.set(b)));
+  sum.push(ceiling(n, () => reduce("sum", a, a, b)));
+  heap.free(a);
+  heap.free(b);
+}
+
+const rows: string[] = [];
+for (const primitive of ["allreduce", "bcast"] as const) {
+  const args: ProbeArgs = { primitive, memory: values.memory as MemoryKind, counts };
+  const perRank = await spawnRanks<number[]>(new URL("./shm_probe_rank.ts", import.meta.url), {
+    size: Number(values.procs),
+    args,
+  });
+  counts.forEach((n, i) => {
+    const us = perRank.reduce((s, r) => s + r[i], 0) / perRank.length;
+    rows.push(
+      [
+        primitive,
+        n,
+        us.toFixed(2),
+        gbps(n, us).toFixed(1),
+        gbps(n, copy[i]).toFixed(1),
+        gbps(n, sum[i]).toFixed(1),
+      ]
+        .join("\t"),
+    );
+  });
+}
+console.log(`# shm, ${values.procs} ranks, ${values.memory} memory; Gb/s = floats·32 / time`);
+console.log("primitive\tfloats\tus/op\tGb/s\tcopy_Gb/s\twasm_sum_Gb/s");
+console.log(rows.join("\n"));
