@@ -2,7 +2,7 @@ import { reduce } from "../../kernels/reduce.ts";
 import type { WasmOp } from "../../kernels/reduce_wat.ts";
 import type { TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./shm_direct.ts";
+import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 
 /**
  * Direct shared-memory allreduce (`shm` only). Small buffers: every rank copies its data into its
@@ -20,9 +20,7 @@ export function allreduceShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   if (buf.byteLength <= shared.eagerBytes) {
-    const slots = shared.eagerExchange(buf, "allreduce");
-    buf.set(slots[0]);
-    for (let r = 1; r < size; r++) reduce(op, buf, buf, slots[r]);
+    reduceSlots(op, buf, shared.eagerExchange(buf, "allreduce"));
     return Promise.resolve();
   }
   const mine = ctx.staged(buf, 2);

@@ -6,7 +6,7 @@
  */
 
 import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import type { TypedArray } from "../types.ts";
+import { dtypeOf, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 
 /** The power-of-two group a rank belongs to after folding. */
@@ -30,7 +30,7 @@ export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: WasmOp
     await ctx.send(rank + 1, buf);
     return { p2, newRank: -1, real };
   }
-  const tmp = ctx.scratch(dtypeName(buf), buf.length, 1);
+  const tmp = ctx.scratch(dtypeOf(buf), buf.length, 1);
   await ctx.recv(rank - 1, tmp);
   ctx.reduceInto(op, buf, tmp);
   return { p2, newRank: rank >> 1, real };
@@ -42,8 +42,4 @@ export async function foldOut(ctx: CollectiveContext, buf: TypedArray, fold: Fol
   if (ctx.rank >= 2 * rem) return;
   if (ctx.rank % 2 === 0) await ctx.recv(ctx.rank + 1, buf);
   else await ctx.send(ctx.rank - 1, buf);
-}
-
-function dtypeName(buf: TypedArray) {
-  return buf instanceof Float64Array ? "f64" : buf instanceof Int32Array ? "i32" : "f32";
 }

@@ -2,7 +2,7 @@ import { reduce } from "../../kernels/reduce.ts";
 import type { WasmOp } from "../../kernels/reduce_wat.ts";
 import type { TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./shm_direct.ts";
+import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 
 /**
  * Direct shared-memory reduce (`shm` only): rank r reduces chunk r of every rank's buffer straight
@@ -19,10 +19,7 @@ export function reduceShmDirect(
   const { rank, size } = ctx;
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, "reduce");
-    if (rank === root) {
-      buf.set(slots[0]);
-      for (let r = 1; r < size; r++) reduce(op, buf, buf, slots[r]);
-    }
+    if (rank === root) reduceSlots(op, buf, slots);
     return Promise.resolve();
   }
   const mine = ctx.staged(buf, 2);

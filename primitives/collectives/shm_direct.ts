@@ -4,6 +4,8 @@
  * @module
  */
 
+import { reduce } from "../../kernels/reduce.ts";
+import type { WasmOp } from "../../kernels/reduce_wat.ts";
 import type { SharedAccess } from "../transports/transport.ts";
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
@@ -26,4 +28,10 @@ export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
     if (!v) throw new Error(`Internal error: rank ${r} did not stage its buffer into its heap`);
     return v;
   });
+}
+
+/** `dst = slots[0] op slots[1] op …` in rank order, so every rank computes identical bits. */
+export function reduceSlots(op: WasmOp, dst: TypedArray, slots: TypedArray[]): void {
+  dst.set(slots[0]);
+  for (let r = 1; r < slots.length; r++) reduce(op, dst, dst, slots[r]);
 }
