@@ -103,8 +103,8 @@ export function startRanks<T = unknown>(module: URL | string, options: SpawnOpti
       Deno.unrefTimer(grace);
     }
   };
+  // An abort is not a rank failure: terminating every worker is the whole teardown.
   const onSignal = () => {
-    fail(-1, `aborted: ${options.signal?.reason}`);
     pending = 0;
     terminateAll();
     settle.reject(options.signal?.reason);

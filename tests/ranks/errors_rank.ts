@@ -56,7 +56,7 @@ export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
         await comm.allreduce(buf);
       }
     case "loop-allreduce":
-      for (;;) await comm.allreduce(comm.rank === 0 ? buf : buf);
+      for (;;) await comm.allreduce(buf);
     case "skip-collective":
       if (comm.rank !== 2) await comm.allreduce(buf, { algorithm: "ring" });
       return "done";
