@@ -29,13 +29,22 @@ export interface CaseOptions {
 }
 
 /** A primitive set up on one rank for one size. */
-export interface PreparedCase {
+export interface SizedCase {
   /** Writes the inputs (call before a checked run). */
   fill(): void;
   /** One operation. */
   run(): Promise<void>;
   /** Elements of this rank's output that differ from the exact expected value. */
   wrong(): number;
+}
+
+/**
+ * A primitive's buffers allocated once for the largest size (as nccl-tests does), so a sweep
+ * neither reallocates nor page-faults fresh memory between sizes.
+ */
+export interface PreparedCase {
+  /** The case on the first `count` elements (at most the prepared count). */
+  sized(count: number): SizedCase;
   /** Releases the buffers. */
   free(): void;
 }
@@ -47,8 +56,15 @@ export interface PrimitiveSpec {
   collective?: CollectiveName;
   /** nccl-tests' busbw = algbw × factor. */
   busFactor(ranks: number): number;
-  /** Sets up `count` elements (the larger buffer, as in nccl-tests) on `comm`. */
-  prepare(comm: Communicator, count: number, options: CaseOptions): PreparedCase;
+  /** Elements this primitive holds per rank for a `count`-element case (for memory checks). */
+  footprint(count: number, ranks: number): number;
+  /**
+   * Largest count not above `count` the primitive can run on `ranks` (allgather and reduce-scatter
+   * need a multiple of the rank count).
+   */
+  fit(count: number, ranks: number): number;
+  /** Allocates buffers for up to `maxCount` elements (the larger buffer, as in nccl-tests). */
+  prepare(comm: Communicator, maxCount: number, options: CaseOptions): PreparedCase;
 }
 
 /**
@@ -101,30 +117,41 @@ function alloc(comm: Communicator, count: number, o: CaseOptions): CommBuffer {
   return comm.alloc(count, { dtype: o.dtype, memory: o.memory });
 }
 
-function freeAll(comm: Communicator, ...bufs: CommBuffer[]): void {
-  for (const b of bufs) comm.free(b);
+/** The first `count` elements of `buf`, as a typed array the communicator accepts. */
+function head(buf: CommBuffer, count: number): TypedArray {
+  return buf.view.subarray(0, count) as TypedArray;
 }
+
+function prepared(comm: Communicator, bufs: CommBuffer[], sized: PreparedCase["sized"]) {
+  return { sized, free: () => bufs.forEach((b) => comm.free(b)) };
+}
+
+const whole = (count: number) => count;
+const multipleOfRanks = (count: number, ranks: number) => count - (count % ranks);
 
 const sendrecv: PrimitiveSpec = {
   name: "sendrecv",
   busFactor: () => 1,
-  prepare(comm, count, o) {
-    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+  footprint: (count) => 2 * count,
+  fit: whole,
+  prepare(comm, maxCount, o) {
+    const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
     const right = (rank + 1) % size, left = (rank - 1 + size) % size;
-    return {
-      fill: () => {
-        fillInput(send.view, o.op, rank, size);
-        recv.view.fill(0);
-      },
-      run: async () => {
-        if (size === 1) return recv.view.set(send.view);
-        await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
-      },
-      wrong: () =>
-        countWrong(recv.view, (i) => inputValue(o.op, size === 1 ? rank : left, size, i)),
-      free: () => freeAll(comm, send, recv),
-    };
+    return prepared(comm, [sendBuf, recvBuf], (count) => {
+      const send = head(sendBuf, count), recv = head(recvBuf, count);
+      return {
+        fill: () => {
+          fillInput(send, o.op, rank, size);
+          recv.fill(0);
+        },
+        run: async () => {
+          if (size === 1) return recv.set(send);
+          await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
+        },
+        wrong: () => countWrong(recv, (i) => inputValue(o.op, size === 1 ? rank : left, size, i)),
+      };
+    });
   },
 };
 
@@ -132,18 +159,22 @@ const bcast: PrimitiveSpec = {
   name: "bcast",
   collective: "bcast",
   busFactor: () => 1,
-  prepare(comm, count, o) {
-    const buf = alloc(comm, count, o);
+  footprint: (count) => count,
+  fit: whole,
+  prepare(comm, maxCount, o) {
+    const full = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return {
-      fill: () => {
-        if (rank === o.root) fillInput(buf.view, o.op, rank, size);
-        else buf.view.fill(0);
-      },
-      run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
-      wrong: () => countWrong(buf.view, (i) => inputValue(o.op, o.root, size, i)),
-      free: () => freeAll(comm, buf),
-    };
+    return prepared(comm, [full], (count) => {
+      const buf = head(full, count);
+      return {
+        fill: () => {
+          if (rank === o.root) fillInput(buf, o.op, rank, size);
+          else buf.fill(0);
+        },
+        run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
+        wrong: () => countWrong(buf, (i) => inputValue(o.op, o.root, size, i)),
+      };
+    });
   },
 };
 
@@ -151,23 +182,27 @@ const reduce: PrimitiveSpec = {
   name: "reduce",
   collective: "reduce",
   busFactor: () => 1,
-  prepare(comm, count, o) {
-    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+  footprint: (count) => 2 * count,
+  fit: whole,
+  prepare(comm, maxCount, o) {
+    const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return {
-      fill: () => {
-        fillInput(send.view, o.op, rank, size);
-        recv.view.fill(0);
-      },
-      run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
-      wrong: () =>
-        countWrong(send.view, (i) => inputValue(o.op, rank, size, i)) +
-        (rank === o.root
-          ? countWrong(recv.view, (i) =>
-            expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)))
-          : 0),
-      free: () => freeAll(comm, send, recv),
-    };
+    return prepared(comm, [sendBuf, recvBuf], (count) => {
+      const send = head(sendBuf, count), recv = head(recvBuf, count);
+      return {
+        fill: () => {
+          fillInput(send, o.op, rank, size);
+          recv.fill(0);
+        },
+        run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
+        wrong: () =>
+          countWrong(send, (i) => inputValue(o.op, rank, size, i)) +
+          (rank === o.root
+            ? countWrong(recv, (i) =>
+              expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)))
+            : 0),
+      };
+    });
   },
 };
 
@@ -175,22 +210,26 @@ const allreduce: PrimitiveSpec = {
   name: "allreduce",
   collective: "allreduce",
   busFactor: (n) => (2 * (n - 1)) / n,
-  prepare(comm, count, o) {
-    const send = alloc(comm, count, o), recv = alloc(comm, count, o);
+  footprint: (count) => 2 * count,
+  fit: whole,
+  prepare(comm, maxCount, o) {
+    const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return {
-      fill: () => {
-        fillInput(send.view, o.op, rank, size);
-        recv.view.fill(0);
-      },
-      run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
-      wrong: () =>
-        countWrong(
-          recv.view,
-          (i) => expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)),
-        ),
-      free: () => freeAll(comm, send, recv),
-    };
+    return prepared(comm, [sendBuf, recvBuf], (count) => {
+      const send = head(sendBuf, count), recv = head(recvBuf, count);
+      return {
+        fill: () => {
+          fillInput(send, o.op, rank, size);
+          recv.fill(0);
+        },
+        run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
+        wrong: () =>
+          countWrong(
+            recv,
+            (i) => expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, i)),
+          ),
+      };
+    });
   },
 };
 
@@ -198,19 +237,24 @@ const allgather: PrimitiveSpec = {
   name: "allgather",
   collective: "allgather",
   busFactor: (n) => (n - 1) / n,
-  prepare(comm, count, o) {
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    const n = Math.floor(count / size);
-    const send = alloc(comm, n, o), recv = alloc(comm, n * size, o);
-    return {
-      fill: () => {
-        fillInput(send.view, o.op, rank, size);
-        recv.view.fill(0);
-      },
-      run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
-      wrong: () => countWrong(recv.view, (i) => inputValue(o.op, Math.floor(i / n), size, i % n)),
-      free: () => freeAll(comm, send, recv),
-    };
+    const sendBuf = alloc(comm, Math.floor(maxCount / size), o);
+    const recvBuf = alloc(comm, maxCount, o);
+    return prepared(comm, [sendBuf, recvBuf], (count) => {
+      const n = Math.floor(count / size);
+      const send = head(sendBuf, n), recv = head(recvBuf, n * size);
+      return {
+        fill: () => {
+          fillInput(send, o.op, rank, size);
+          recv.fill(0);
+        },
+        run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
+        wrong: () => countWrong(recv, (i) => inputValue(o.op, Math.floor(i / n), size, i % n)),
+      };
+    });
   },
 };
 
@@ -218,24 +262,29 @@ const reduceScatter: PrimitiveSpec = {
   name: "reduce_scatter",
   collective: "reduceScatter",
   busFactor: (n) => (n - 1) / n,
-  prepare(comm, count, o) {
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    const n = Math.floor(count / size);
-    const send = alloc(comm, n * size, o), recv = alloc(comm, n, o);
-    return {
-      fill: () => {
-        fillInput(send.view, o.op, rank, size);
-        recv.view.fill(0);
-      },
-      run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
-      wrong: () =>
-        countWrong(
-          recv.view,
-          (i) =>
-            expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, rank * n + i)),
-        ),
-      free: () => freeAll(comm, send, recv),
-    };
+    const sendBuf = alloc(comm, maxCount, o);
+    const recvBuf = alloc(comm, Math.floor(maxCount / size), o);
+    return prepared(comm, [sendBuf, recvBuf], (count) => {
+      const n = Math.floor(count / size);
+      const send = head(sendBuf, n * size), recv = head(recvBuf, n);
+      return {
+        fill: () => {
+          fillInput(send, o.op, rank, size);
+          recv.fill(0);
+        },
+        run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
+        wrong: () =>
+          countWrong(
+            recv,
+            (i) =>
+              expectedReduction(o.op, o.dtype, size, (r) => inputValue(o.op, r, size, rank * n + i)),
+          ),
+      };
+    });
   },
 };
 

@@ -10,6 +10,8 @@ import { type Dtype, makeView, type TypedArray } from "../types.ts";
 const PAGE = 65536;
 /** One page short of 4 GiB so that `offset + bytes` never wraps a 32-bit address. */
 const MAX_PAGES = 65535;
+/** Largest heap a rank can have, bytes. */
+export const HEAP_MAX_BYTES: number = MAX_PAGES * PAGE;
 const ALIGN = 64;
 
 /** Creates the shared memory behind a heap; launchers make one per rank and hand it to every rank. */

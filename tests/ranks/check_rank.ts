@@ -14,11 +14,12 @@ export async function run(comm: Communicator, cases: CheckCase[]): Promise<numbe
   const wrong: number[] = [];
   for (const c of cases) {
     const prepared = PRIMITIVES[c.primitive].prepare(comm, c.count, c);
+    const sized = prepared.sized(c.count);
     let w = 0;
     for (let k = 0; k < (c.repeat ?? 1); k++) {
-      prepared.fill();
-      await prepared.run();
-      w += prepared.wrong();
+      sized.fill();
+      await sized.run();
+      w += sized.wrong();
     }
     prepared.free();
     wrong.push(w);

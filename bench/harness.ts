@@ -1,0 +1,205 @@
+/**
+ * The one measuring harness every primitive goes through (nccl-tests style). Each rank runs
+ * {@linkcode measureSweep}: per size it fills exact inputs, warms up, agrees with the other ranks
+ * on an iteration count, times the loop after a barrier, counts wrong elements, and gathers every
+ * rank's numbers to rank 0, which turns them into a {@linkcode ResultRow}.
+ * @module
+ */
+
+import type { Communicator } from "../primitives/communicator.ts";
+import { DTYPE_INFO, type TransportName } from "../primitives/types.ts";
+import { type ResultRow, metrics, percentile } from "./metrics.ts";
+import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
+
+/** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
+export type Timing = "back-to-back" | "per-iter";
+
+/** Timing modes, as the CLI spells them. */
+export const TIMINGS: readonly Timing[] = ["back-to-back", "per-iter"];
+
+/** What one sweep measures. */
+export interface SweepOptions extends CaseOptions {
+  primitive: PrimitiveName;
+  transport: TransportName;
+  /** Element counts, ascending, each already fitted to the primitive. */
+  counts: number[];
+  /** Timed iterations per size; adaptive (a time budget per size) when undefined. */
+  iters?: number;
+  /** Untimed iterations per size; adaptive when undefined. */
+  warmup?: number;
+  timing: Timing;
+  /** Time budget per size for adaptive iterations, ms. @default {200} */
+  budgetMs?: number;
+}
+
+/** One size's row plus its per-iteration samples (µs). */
+export interface SizeResult {
+  row: ResultRow;
+  /**
+   * `per-iter`: each iteration's time, the slowest rank's. `back-to-back`: the mean time per op of
+   * consecutive batches (at most {@linkcode MAX_BATCHES}), averaged over ranks, so timestamps never
+   * perturb small-message timings.
+   */
+  samplesUs: number[];
+}
+
+/** Most timestamped batches per rank in back-to-back mode. */
+export const MAX_BATCHES = 100;
+const MIN_ITERS = 2;
+const MAX_ITERS = 10_000;
+const WARMUP_MS = 20;
+const MAX_WARMUP = 100;
+
+/**
+ * Measures every size on this rank; calls `onResult` on rank 0 after each size and resolves with
+ * the wrong elements summed over sizes and ranks (0 on other ranks).
+ */
+export async function measureSweep(
+  comm: Communicator,
+  options: SweepOptions,
+  onResult: (result: SizeResult) => void | Promise<void>,
+): Promise<number> {
+  const spec = PRIMITIVES[options.primitive];
+  if (options.counts.length === 0) return 0;
+  const prepared = spec.prepare(comm, Math.max(...options.counts), options);
+  const agreed = new Float64Array(1);
+  // Every rank must run the same number of iterations: take the slowest rank's estimate.
+  const slowest = async (us: number) => {
+    agreed[0] = us;
+    await comm.allreduce(agreed, { op: "max" });
+    return agreed[0];
+  };
+  let wrongTotal = 0;
+  try {
+    for (const count of options.counts) {
+      const sized = prepared.sized(count);
+      sized.fill();
+      await comm.barrier();
+      let estimate = await slowest(await timeOps(sized, 1)); // the cold first op
+      const warmup = options.warmup ??
+        Math.min(MAX_WARMUP, Math.floor((WARMUP_MS * 1e3) / Math.max(estimate, 1)));
+      if (warmup > 0) {
+        const warm = await timeOps(sized, warmup);
+        if (options.iters === undefined) estimate = await slowest(warm / warmup);
+      }
+      const budgetUs = (options.budgetMs ?? 200) * 1e3;
+      const iters = options.iters ??
+        Math.max(MIN_ITERS, Math.min(MAX_ITERS, Math.round(budgetUs / Math.max(estimate, 0.01))));
+      const timed = options.timing === "per-iter"
+        ? await timePerIteration(comm, sized, iters)
+        : await timeBackToBack(comm, sized, iters);
+      const wrong = sized.wrong();
+      const all = await gather(comm, [timed.totalUs, wrong, ...timed.samplesUs]);
+      if (comm.rank !== 0) continue;
+      const result = summarize(comm, options, count, iters, all);
+      wrongTotal += result.row.wrong;
+      await onResult(result);
+    }
+  } finally {
+    prepared.free();
+  }
+  return wrongTotal;
+}
+
+async function timeOps(sized: SizedCase, n: number): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < n; i++) await sized.run();
+  return (performance.now() - start) * 1e3;
+}
+
+async function timeBackToBack(comm: Communicator, sized: SizedCase, iters: number) {
+  const stride = Math.ceil(iters / MAX_BATCHES);
+  const marks = new Float64Array(Math.ceil(iters / stride) + 1);
+  await comm.barrier();
+  let m = 0;
+  marks[m++] = performance.now();
+  for (let i = 1; i <= iters; i++) {
+    await sized.run();
+    if (i % stride === 0 || i === iters) marks[m++] = performance.now();
+  }
+  const samplesUs: number[] = [];
+  for (let k = 1; k < m; k++) {
+    const batch = Math.min(stride, iters - (k - 1) * stride);
+    samplesUs.push(((marks[k] - marks[k - 1]) * 1e3) / batch);
+  }
+  return { totalUs: (marks[m - 1] - marks[0]) * 1e3, samplesUs };
+}
+
+async function timePerIteration(comm: Communicator, sized: SizedCase, iters: number) {
+  const samplesUs: number[] = [];
+  for (let i = 0; i < iters; i++) {
+    await comm.barrier();
+    const start = performance.now();
+    await sized.run();
+    samplesUs.push((performance.now() - start) * 1e3);
+  }
+  return { totalUs: samplesUs.reduce((s, t) => s + t, 0), samplesUs };
+}
+
+/** Every rank's `values` (same length on every rank), by rank. */
+async function gather(comm: Communicator, values: number[]): Promise<Float64Array[]> {
+  const mine = Float64Array.from(values);
+  const all = new Float64Array(mine.length * comm.size);
+  await comm.allgather(mine, all);
+  return Array.from({ length: comm.size }, (_, r) => all.subarray(r * mine.length, (r + 1) * mine.length));
+}
+
+function summarize(
+  comm: Communicator,
+  o: SweepOptions,
+  count: number,
+  iters: number,
+  perRank: Float64Array[],
+): SizeResult {
+  const spec = PRIMITIVES[o.primitive];
+  const bytes = count * DTYPE_INFO[o.dtype].bytes;
+  const samples = perRank[0].length - 2;
+  const samplesUs = Array.from({ length: samples }, (_, k) => {
+    const atK = perRank.map((r) => r[2 + k]);
+    return o.timing === "per-iter"
+      ? Math.max(...atK)
+      : atK.reduce((s, t) => s + t, 0) / atK.length;
+  });
+  const picked = spec.collective && o.algorithm === "auto"
+    ? comm.autoAlgorithm(spec.collective, bytes)
+    : o.algorithm;
+  const row: ResultRow = {
+    primitive: o.primitive,
+    transport: o.transport,
+    memory: o.memory,
+    algorithm: o.algorithm,
+    procs: comm.size,
+    floats: count,
+    bytes,
+    iters,
+    ...metrics({
+      rankTotalsUs: perRank.map((r) => r[0]),
+      iters,
+      bytes,
+      busFactor: spec.busFactor(comm.size),
+    }),
+    wrong: perRank.reduce((s, r) => s + r[1], 0),
+    timing: o.timing,
+    p50_us: percentile(samplesUs, 0.5),
+    p99_us: percentile(samplesUs, 0.99),
+    picked,
+  };
+  return { row, samplesUs };
+}
+
+/** Memory a sweep needs: its buffers plus scratch, for all ranks and per rank heap. */
+export function memoryNeeded(
+  o: Pick<SweepOptions, "primitive" | "transport" | "memory" | "dtype">,
+  procs: number,
+  maxCount: number,
+): { totalBytes: number; heapBytesPerRank: number } {
+  const elementBytes = DTYPE_INFO[o.dtype].bytes;
+  const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
+  // Direct shared-memory algorithms work in the buffers themselves; everything else stages or
+  // accumulates through scratch as large as the buffer.
+  const scratch = o.transport === "shm" && o.memory === "shared" ? 0 : maxCount * elementBytes;
+  return {
+    totalBytes: procs * (buffers + scratch),
+    heapBytesPerRank: (o.memory === "shared" ? buffers : 0) + scratch,
+  };
+}

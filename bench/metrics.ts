@@ -1,0 +1,95 @@
+/**
+ * The metric formulas of DESIGN.md ("Metrics"), in one place: time per operation averaged over
+ * ranks, Gb/s, nccl-tests' algbw and busbw, and the percentiles of per-iteration samples.
+ * @module
+ */
+
+/** One row of results: the CSV columns of DESIGN.md, in order, then the appended extras. */
+export interface ResultRow {
+  primitive: string;
+  transport: string;
+  memory: string;
+  algorithm: string;
+  procs: number;
+  floats: number;
+  bytes: number;
+  iters: number;
+  /** Sum over ranks of each rank's total time / (ranks × iters), µs. */
+  time_us: number;
+  /** Fastest rank's total time / iters, µs. */
+  min_us: number;
+  /** Slowest rank's total time / iters, µs. */
+  max_us: number;
+  /** Payload bits per second / 1e9. */
+  gbps: number;
+  /** Payload bytes per second / 1e9. */
+  algbw_gbs: number;
+  /** algbw × the primitive's bus factor. */
+  busbw_gbs: number;
+  /** Elements, summed over ranks, that differ from the exact expected result. */
+  wrong: number;
+  /** `back-to-back` or `per-iter`. */
+  timing: string;
+  /** Median and 99th percentile of the per-iteration samples, µs. */
+  p50_us: number;
+  p99_us: number;
+  /** The algorithm that ran (what `auto` picked at this size). */
+  picked: string;
+}
+
+/** CSV columns fixed by DESIGN.md; never renamed or reordered. */
+export const CSV_COLUMNS = [
+  "primitive",
+  "transport",
+  "memory",
+  "algorithm",
+  "procs",
+  "floats",
+  "bytes",
+  "iters",
+  "time_us",
+  "min_us",
+  "max_us",
+  "gbps",
+  "algbw_gbs",
+  "busbw_gbs",
+  "wrong",
+] as const;
+
+/** Columns appended after the fixed ones. */
+export const EXTRA_COLUMNS = ["timing", "p50_us", "p99_us", "picked"] as const;
+
+/** What one size's measurement produced across ranks. */
+export interface Measured {
+  /** Each rank's total time over the timed iterations, µs. */
+  rankTotalsUs: number[];
+  iters: number;
+  bytes: number;
+  busFactor: number;
+}
+
+/** The time and bandwidth columns from per-rank totals. */
+export function metrics(m: Measured): Pick<
+  ResultRow,
+  "time_us" | "min_us" | "max_us" | "gbps" | "algbw_gbs" | "busbw_gbs"
+> {
+  const ranks = m.rankTotalsUs.length;
+  const timeUs = m.rankTotalsUs.reduce((s, t) => s + t, 0) / (ranks * m.iters);
+  const algbw = timeUs > 0 ? m.bytes / (timeUs * 1e3) : 0; // bytes/µs / 1e3 = GB/s
+  return {
+    time_us: timeUs,
+    min_us: Math.min(...m.rankTotalsUs) / m.iters,
+    max_us: Math.max(...m.rankTotalsUs) / m.iters,
+    gbps: algbw * 8,
+    algbw_gbs: algbw,
+    busbw_gbs: algbw * m.busFactor,
+  };
+}
+
+/** The `q`-quantile (0 … 1) of `samples` by nearest rank; NaN when there are none. */
+export function percentile(samples: ArrayLike<number>, q: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = Float64Array.from(samples).sort();
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index];
+}

@@ -1,0 +1,134 @@
+/**
+ * Rank 0's output of a sweep: the aligned table on stdout, the CSV (complete rows only, appended
+ * as each size finishes), the JSON sidecar (rewritten atomically after each size) and a progress
+ * bar on stderr when it is a terminal.
+ * @module
+ */
+
+import { stringify } from "csv-stringify/sync";
+import type { SizeResult } from "./harness.ts";
+import { CSV_COLUMNS, EXTRA_COLUMNS, type ResultRow } from "./metrics.ts";
+
+/** Where a run came from; stored in the JSON sidecar. */
+export interface RunMetadata {
+  tool: string;
+  deno: string;
+  v8: string;
+  os: string;
+  cpu: string;
+  cpus: number;
+  memoryBytes: number;
+  gpuAdapter: string | null;
+  date: string;
+  command: string[];
+  options: Record<string, unknown>;
+}
+
+/** Options of {@linkcode Reporter}. */
+export interface ReportOptions {
+  /** Lines printed (each after `# `) above the table: what ran, the method and the units. */
+  header: string[];
+  /** Print the table to stdout. */
+  table: boolean;
+  csv?: string;
+  json?: string;
+  /** Number of sizes, for the progress bar. */
+  sizes: number;
+  metadata: RunMetadata;
+}
+
+const COLUMNS: { title: string; width: number; cell: (r: ResultRow) => string }[] = [
+  { title: "floats", width: 11, cell: (r) => String(r.floats) },
+  { title: "bytes", width: 12, cell: (r) => String(r.bytes) },
+  { title: "iters", width: 6, cell: (r) => String(r.iters) },
+  { title: "time_us", width: 12, cell: (r) => r.time_us.toFixed(2) },
+  { title: "min_us", width: 12, cell: (r) => r.min_us.toFixed(2) },
+  { title: "max_us", width: 12, cell: (r) => r.max_us.toFixed(2) },
+  { title: "Gb/s", width: 9, cell: (r) => r.gbps.toFixed(2) },
+  { title: "algbw_GB/s", width: 11, cell: (r) => r.algbw_gbs.toFixed(3) },
+  { title: "busbw_GB/s", width: 11, cell: (r) => r.busbw_gbs.toFixed(3) },
+  { title: "wrong", width: 6, cell: (r) => String(r.wrong) },
+  { title: "algorithm", width: 0, cell: (r) => "  " + r.picked },
+];
+
+/** The row as CSV values: DESIGN.md's columns, then the extras. */
+export function csvValues(row: ResultRow): (string | number)[] {
+  return [...CSV_COLUMNS, ...EXTRA_COLUMNS].map((c) => {
+    const v = row[c];
+    return typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v;
+  });
+}
+
+/** Writes one sweep's results as they arrive. */
+export class Reporter {
+  #o: ReportOptions;
+  #results: SizeResult[] = [];
+  #bar: boolean;
+
+  constructor(options: ReportOptions) {
+    this.#o = options;
+    this.#bar = Deno.stderr.isTerminal();
+  }
+
+  /** Prints the header and creates the files (the CSV with its header row). */
+  start(): void {
+    if (this.#o.table) {
+      console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
+      console.log("#" + COLUMNS.map((c) => c.title.padStart(c.width)).join(" ").slice(1));
+    }
+    if (this.#o.csv) {
+      Deno.writeTextFileSync(this.#o.csv, stringify([[...CSV_COLUMNS, ...EXTRA_COLUMNS]]));
+    }
+    this.#writeJson();
+    this.#drawBar();
+  }
+
+  /** Adds one size's result everywhere. */
+  add(result: SizeResult): void {
+    this.#results.push(result);
+    this.#clearBar();
+    if (this.#o.table) {
+      console.log(COLUMNS.map((c) => c.cell(result.row).padStart(c.width)).join(" "));
+    }
+    if (this.#o.csv) {
+      Deno.writeTextFileSync(this.#o.csv, stringify([csvValues(result.row)]), { append: true });
+    }
+    this.#writeJson();
+    this.#drawBar();
+  }
+
+  /** Removes the progress bar. */
+  finish(): void {
+    this.#clearBar();
+  }
+
+  #writeJson(): void {
+    const path = this.#o.json;
+    if (!path) return;
+    const doc = {
+      metadata: this.#o.metadata,
+      columns: [...CSV_COLUMNS, ...EXTRA_COLUMNS],
+      units: { time: "µs", gbps: "1e9 bits/s", algbw_gbs: "1e9 bytes/s", busbw_gbs: "1e9 bytes/s" },
+      rows: this.#results.map(({ row, samplesUs }) => ({
+        ...row,
+        samples_us: samplesUs.map((s) => Number(s.toPrecision(6))),
+      })),
+    };
+    // Write then rename, so the sidecar is always a complete document.
+    Deno.writeTextFileSync(`${path}.tmp`, JSON.stringify(doc, null, 1));
+    Deno.renameSync(`${path}.tmp`, path);
+  }
+
+  #drawBar(): void {
+    if (!this.#bar) return;
+    const done = this.#results.length, total = this.#o.sizes, width = 30;
+    const filled = Math.round((done / Math.max(total, 1)) * width);
+    const bar = "#".repeat(filled) + ".".repeat(width - filled);
+    const encoder = new TextEncoder();
+    Deno.stderr.writeSync(encoder.encode(`\r\x1b[2K[${bar}] ${done}/${total} sizes`));
+  }
+
+  #clearBar(): void {
+    if (this.#bar) Deno.stderr.writeSync(new TextEncoder().encode("\r\x1b[2K"));
+  }
+}

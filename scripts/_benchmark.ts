@@ -1,0 +1,284 @@
+/**
+ * One primitive's benchmark as a task (`deno task allreduce …`): flags → a validated plan (sizes,
+ * memory check) → ranks running the harness → exit code. `sweep` reuses {@linkcode planRun} and
+ * {@linkcode runPlan} for each combination it measures.
+ * @module
+ */
+
+import { type HarnessArgs, type HarnessSummary } from "../bench/harness_rank.ts";
+import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import type { RunMetadata } from "../bench/report.ts";
+import { RankFailedError } from "../primitives/errors.ts";
+import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
+import { algorithmsFor, TRANSPORTS } from "../primitives/registry.ts";
+import { startRanks } from "../primitives/transports/spawn_ranks.ts";
+import { TRANSPORT_MEMORY } from "../primitives/transports/transport.ts";
+import { DTYPES, type MemoryKind, REDUCE_OPS, type TransportName } from "../primitives/types.ts";
+import {
+  type FlagSpec,
+  integer,
+  oneOf,
+  parseFlags,
+  positive,
+  size,
+  UsageError,
+  usage,
+} from "./_flags.ts";
+import { collectMetadata } from "./_metadata.ts";
+
+/** Most ranks one machine runs. */
+export const MAX_PROCS = 256;
+const DEFAULT_MAX = 268_435_456;
+
+/** The memory kind each transport does best with (DESIGN.md: "best for the transport"). */
+export const BEST_MEMORY: Readonly<Record<TransportName, MemoryKind>> = {
+  shm: "shared",
+  worker: "host",
+  ws: "host",
+  gpu: "gpu",
+};
+
+/** Flags of the primitive tasks (DESIGN.md, "CLI"). */
+export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
+  procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
+  transport: { help: `transport: ${TRANSPORTS.join(", ")}`, default: "shm" },
+  memory: { help: "memory kind: host, shared (default: best for the transport)" },
+  algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
+  min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
+  max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
+  iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
+  warmup: { help: "untimed iterations per size (default: adaptive, ~20 ms)" },
+  op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
+  dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
+  root: { help: "root rank of bcast and reduce", default: "0" },
+  timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  timeout: { help: "seconds an operation may wait without progress", default: "30" },
+  csv: { help: "write the rows to this CSV file" },
+  json: { help: "write rows, samples and run metadata to this JSON file" },
+};
+
+/** A validated benchmark run. */
+export interface RunPlan {
+  sweep: SweepOptions;
+  procs: number;
+  timeoutMs: number;
+  csv?: string;
+  json?: string;
+  /** Said on stderr before running (e.g. a lowered default --max). */
+  notes: string[];
+}
+
+/** Turns flag values into a plan; throws UsageError for anything not accepted. */
+export function planRun(
+  primitive: PrimitiveName,
+  v: Record<string, string | undefined>,
+  availableBytes = Deno.systemMemoryInfo().available,
+): RunPlan {
+  const spec = PRIMITIVES[primitive];
+  const transport = oneOf("transport", v.transport!, TRANSPORTS);
+  const procs = primitive === "sendrecv"
+    ? integer("procs", v.procs!, 2, 2)
+    : integer("procs", v.procs!, 1, MAX_PROCS);
+  const memory = oneOf("memory", v.memory ?? BEST_MEMORY[transport], TRANSPORT_MEMORY[transport]);
+  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport) : [];
+  const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
+  const dtype = oneOf("dtype", v.dtype!, DTYPES);
+  const op = oneOf("op", v.op!, REDUCE_OPS);
+  const root = integer("root", v.root!, 0, procs - 1);
+  const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
+  const min = size("min", v.min!, dtype);
+  let max = size("max", v.max!, dtype);
+  if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
+  const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
+  const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
+  const timeoutMs = positive("timeout", v.timeout!) * 1000;
+  for (const flag of ["csv", "json"] as const) {
+    const path = v[flag];
+    if (path !== undefined && (path === "" || isDirectory(path))) {
+      throw new UsageError(`--${flag} ${path} is not accepted: expected a file path`);
+    }
+  }
+
+  const notes: string[] = [];
+  const shape = { primitive, transport, memory, dtype };
+  const fits = (count: number) => {
+    const need = memoryNeeded(shape, procs, count);
+    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
+  };
+  if (!fits(max)) {
+    const need = memoryNeeded(shape, procs, max);
+    const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
+      ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
+      : `${gb(need.totalBytes)} for ${procs} ranks (buffers and scratch); ${
+        gb(availableBytes)
+      } available`;
+    if (v.max !== String(DEFAULT_MAX)) {
+      throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
+    }
+    while (max > min && !fits(max)) max = Math.floor(max / 2);
+    if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
+    notes.push(`--max lowered to ${max} floats: ${DEFAULT_MAX} needs ${problem}`);
+  }
+
+  const counts: number[] = [];
+  for (let c = min; c <= max; c *= 2) {
+    const fitted = spec.fit(c, procs);
+    if (fitted > 0 && fitted !== counts.at(-1)) counts.push(fitted);
+  }
+  if (counts.length === 0) {
+    throw new UsageError(
+      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} floats`,
+    );
+  }
+  return {
+    sweep: { primitive, transport, memory, algorithm, dtype, op, root, counts, iters, warmup, timing },
+    procs,
+    timeoutMs,
+    csv: v.csv,
+    json: v.json,
+    notes,
+  };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+function gb(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(1)} GB`;
+}
+
+/** The lines above the table: what ran, how it was timed, and the units. */
+export function describe(plan: RunPlan): string[] {
+  const s = plan.sweep;
+  const factor = { allreduce: "2(n-1)/n", allgather: "(n-1)/n", reduce_scatter: "(n-1)/n" }[
+    s.primitive as string
+  ] ?? "1";
+  return [
+    `dccl ${s.primitive}: ${plan.procs} ranks, transport ${s.transport}, memory ${s.memory}, ` +
+    `algorithm ${s.algorithm}, op ${s.op}, dtype ${s.dtype}, root ${s.root}`,
+    s.timing === "per-iter"
+      ? "timing per-iter: a barrier, then each op timed alone on every rank"
+      : "timing back-to-back: after a barrier every rank times `iters` consecutive ops",
+    `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
+      s.warmup ?? "adaptive"
+    }; time_us = sum of rank times / (ranks * iters); min/max: fastest/slowest rank`,
+    `Gb/s = bytes*8/time/1e9; algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw * ${factor}; ` +
+    "wrong = elements != exact result, all ranks",
+  ];
+}
+
+/** Output choices of {@linkcode runPlan}. */
+export interface RunOutput {
+  table: boolean;
+  metadata: RunMetadata;
+  signal?: AbortSignal;
+}
+
+/** Runs a plan on in-process ranks; resolves with rank 0's summary. */
+export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSummary> {
+  const args: HarnessArgs = {
+    sweep: plan.sweep,
+    report: {
+      header: describe(plan),
+      table: out.table,
+      csv: plan.csv,
+      json: plan.json,
+      sizes: plan.sweep.counts.length,
+      metadata: out.metadata,
+    },
+  };
+  const transport = plan.sweep.transport;
+  if (transport !== "shm" && transport !== "worker") {
+    throw new UsageError(`--transport ${transport} has no in-process launcher`);
+  }
+  const group = startRanks<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
+    size: plan.procs,
+    transport,
+    timeoutMs: plan.timeoutMs,
+    args,
+    signal: out.signal,
+  });
+  return (await group.results)[0];
+}
+
+/** Why a run stopped early: Ctrl-C or SIGTERM. */
+export class Interrupted extends Error {
+  override name = "Interrupted";
+}
+
+/** Aborts `controller` on SIGINT/SIGTERM while `body` runs. */
+export async function interruptible<T>(
+  body: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  const handlers = signals.map((s) => {
+    const h = () => controller.abort(new Interrupted(`interrupted by ${s}`));
+    Deno.addSignalListener(s, h);
+    return [s, h] as const;
+  });
+  try {
+    return await body(controller.signal);
+  } finally {
+    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  }
+}
+
+/** Entry point of `deno task <primitive>`; returns the exit code. */
+export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): Promise<number> {
+  const command = `dccl ${primitive}`;
+  let plan: RunPlan;
+  try {
+    const values = parseFlags(BENCHMARK_FLAGS, argv);
+    if (values.help) {
+      console.log(usage(primitive, `Measures ${primitive} over a size sweep.`, BENCHMARK_FLAGS));
+      return 0;
+    }
+    plan = planRun(primitive, values);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`${command}: ${e.message}`);
+    return 2;
+  }
+  for (const note of plan.notes) console.error(`${command}: note: ${note}`);
+  const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
+  try {
+    const summary = await interruptible((signal) => runPlan(plan, { table: true, metadata, signal }));
+    if (summary.wrong > 0) {
+      console.error(`${command}: ${summary.wrong} wrong elements; see the wrong column`);
+      return 1;
+    }
+    return 0;
+  } catch (e) {
+    return reportFailure(command, plan, e);
+  }
+}
+
+/** Prints why a run stopped as one line; returns the exit code. */
+export function reportFailure(command: string, plan: RunPlan, e: unknown): number {
+  if (plan.json) removeIfPresent(`${plan.json}.tmp`);
+  if (e instanceof Interrupted) {
+    const kept = plan.csv ? `; ${plan.csv} holds the complete rows` : "";
+    console.error(`${command}: ${e.message}${kept}`);
+    return 130;
+  }
+  if (e instanceof RankFailedError || e instanceof Error) {
+    console.error(`${command}: ${e.message.split("\n")[0]}`);
+    return 1;
+  }
+  throw e;
+}
+
+function removeIfPresent(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}

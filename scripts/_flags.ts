@@ -1,0 +1,119 @@
+/**
+ * Command-line parsing shared by the tasks: flags in, validated values out, and every mistake a
+ * one-line {@linkcode UsageError} naming the flag and what it accepts (the tasks exit 2 on it).
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { DTYPE_INFO, type Dtype, MAX_BYTES } from "../primitives/types.ts";
+
+/** Bad command-line input. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** A flag: its help line and default (undefined: none). */
+export interface FlagSpec {
+  help: string;
+  default?: string;
+  /** A switch without a value. */
+  boolean?: boolean;
+}
+
+/** Parses `argv` against `flags`; throws UsageError on unknown flags, positionals or missing values. */
+export function parseFlags(
+  flags: Record<string, FlagSpec>,
+  argv: string[],
+): Record<string, string | undefined> & { help?: boolean } {
+  const options = Object.fromEntries(
+    Object.entries(flags).map(([name, f]) => [name, { type: f.boolean ? "boolean" : "string" }]),
+  ) as Record<string, { type: "string" | "boolean" }>;
+  options.help = { type: "boolean" };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  } catch (e) {
+    const message = (e as Error).message.split("\n")[0];
+    const unknown = message.match(/Unknown option '([^']+)'/);
+    if (unknown) {
+      throw new UsageError(
+        `unknown flag ${unknown[1]}; accepted: ${Object.keys(flags).map((f) => `--${f}`).join(", ")}`,
+      );
+    }
+    const positional = message.match(/Unexpected argument '([^']+)'/);
+    if (positional) throw new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
+    throw new UsageError(message.replace(/\.$/, ""));
+  }
+  const values: Record<string, string | undefined> = {};
+  for (const [name, f] of Object.entries(flags)) {
+    const v = parsed.values[name];
+    values[name] = typeof v === "string" ? v : v === true ? "true" : f.default;
+  }
+  return Object.assign(values, { help: parsed.values.help === true });
+}
+
+/** The help text of a task. */
+export function usage(command: string, summary: string, flags: Record<string, FlagSpec>): string {
+  const lines = Object.entries(flags).map(([name, f]) => {
+    const left = `  --${name}${f.boolean ? "" : " X"}`.padEnd(20);
+    return `${left}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`;
+  });
+  return `usage: deno task ${command} [flags]\n${summary}\n\n${lines.join("\n")}`;
+}
+
+/** `value` if it is one of `accepted`. */
+export function oneOf<T extends string>(flag: string, value: string, accepted: readonly T[]): T {
+  if ((accepted as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`--${flag} ${value} is not accepted; accepted: ${accepted.join(", ")}`);
+}
+
+/** A comma-separated list, each item one of `accepted`. */
+export function listOf<T extends string>(flag: string, value: string, accepted: readonly T[]): T[] {
+  const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (items.length === 0) throw new UsageError(`--${flag} needs at least one of ${accepted.join(", ")}`);
+  return [...new Set(items.map((v) => oneOf(flag, v, accepted)))];
+}
+
+/** An integer in [min, max]. */
+export function integer(flag: string, value: string, min: number, max: number): number {
+  const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${flag} ${value} is not accepted: expected an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+/** A positive number. */
+export function positive(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`--${flag} ${value} is not accepted: expected a number > 0`);
+  }
+  return n;
+}
+
+const SUFFIX: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };
+
+/**
+ * A buffer size in elements: `2^20`, `1M` (= 2^20), `4K`, `1G` or a plain integer, from 1 to the
+ * largest buffer of `dtype` (1 GiB).
+ */
+export function size(flag: string, value: string, dtype: Dtype): number {
+  const limit = MAX_BYTES / DTYPE_INFO[dtype].bytes;
+  const power = value.match(/^(\d+)\^(\d+)$/);
+  const suffixed = value.match(/^(\d+)([KMG])$/i);
+  const n = power
+    ? Number(power[1]) ** Number(power[2])
+    : suffixed
+    ? Number(suffixed[1]) * SUFFIX[suffixed[2].toUpperCase()]
+    : /^\d+$/.test(value)
+    ? Number(value)
+    : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > limit) {
+    throw new UsageError(
+      `--${flag} ${value} is not accepted: expected a size from 1 to ${limit} ${dtype} elements ` +
+        `(1 GiB), written like 2^20, 1M, 4K or 1048576`,
+    );
+  }
+  return n;
+}
