@@ -8,7 +8,7 @@
 
 import type { Communicator } from "../primitives/communicator.ts";
 import { DTYPE_INFO, type TransportName } from "../primitives/types.ts";
-import { type ResultRow, metrics, percentile } from "./metrics.ts";
+import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
@@ -75,7 +75,8 @@ export async function measureSweep(
       const sized = prepared.sized(count);
       sized.fill();
       await comm.barrier();
-      let estimate = await slowest(await timeOps(sized, 1)); // the cold first op
+      await sized.run(); // the cold first op: page faults, scratch, JIT
+      let estimate = await slowest(await timeOps(sized, 1));
       const warmup = options.warmup ??
         Math.min(MAX_WARMUP, Math.floor((WARMUP_MS * 1e3) / Math.max(estimate, 1)));
       if (warmup > 0) {
@@ -141,7 +142,10 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
   const mine = Float64Array.from(values);
   const all = new Float64Array(mine.length * comm.size);
   await comm.allgather(mine, all);
-  return Array.from({ length: comm.size }, (_, r) => all.subarray(r * mine.length, (r + 1) * mine.length));
+  return Array.from(
+    { length: comm.size },
+    (_, r) => all.subarray(r * mine.length, (r + 1) * mine.length),
+  );
 }
 
 function summarize(
@@ -156,9 +160,7 @@ function summarize(
   const samples = perRank[0].length - 2;
   const samplesUs = Array.from({ length: samples }, (_, k) => {
     const atK = perRank.map((r) => r[2 + k]);
-    return o.timing === "per-iter"
-      ? Math.max(...atK)
-      : atK.reduce((s, t) => s + t, 0) / atK.length;
+    return o.timing === "per-iter" ? Math.max(...atK) : atK.reduce((s, t) => s + t, 0) / atK.length;
   });
   const picked = spec.collective && o.algorithm === "auto"
     ? comm.autoAlgorithm(spec.collective, bytes)

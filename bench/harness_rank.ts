@@ -6,7 +6,7 @@
 
 import type { Communicator } from "../primitives/communicator.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
-import { type ReportOptions, Reporter } from "./report.ts";
+import { Reporter, type ReportOptions } from "./report.ts";
 
 /** What the launcher hands every rank. */
 export interface HarnessArgs {

@@ -22,8 +22,8 @@ import {
   parseFlags,
   positive,
   size,
-  UsageError,
   usage,
+  UsageError,
 } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 
@@ -77,9 +77,10 @@ export function planRun(
 ): RunPlan {
   const spec = PRIMITIVES[primitive];
   const transport = oneOf("transport", v.transport!, TRANSPORTS);
-  const procs = primitive === "sendrecv"
-    ? integer("procs", v.procs!, 2, 2)
-    : integer("procs", v.procs!, 1, MAX_PROCS);
+  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  if (primitive === "sendrecv" && procs !== 2) {
+    throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
+  }
   const memory = oneOf("memory", v.memory ?? BEST_MEMORY[transport], TRANSPORT_MEMORY[transport]);
   const algorithms = spec.collective ? algorithmsFor(spec.collective, transport) : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
@@ -132,7 +133,19 @@ export function planRun(
     );
   }
   return {
-    sweep: { primitive, transport, memory, algorithm, dtype, op, root, counts, iters, warmup, timing },
+    sweep: {
+      primitive,
+      transport,
+      memory,
+      algorithm,
+      dtype,
+      op,
+      root,
+      counts,
+      iters,
+      warmup,
+      timing,
+    },
     procs,
     timeoutMs,
     csv: v.csv,
@@ -249,7 +262,9 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
   for (const note of plan.notes) console.error(`${command}: note: ${note}`);
   const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
   try {
-    const summary = await interruptible((signal) => runPlan(plan, { table: true, metadata, signal }));
+    const summary = await interruptible((signal) =>
+      runPlan(plan, { table: true, metadata, signal })
+    );
     if (summary.wrong > 0) {
       console.error(`${command}: ${summary.wrong} wrong elements; see the wrong column`);
       return 1;

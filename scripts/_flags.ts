@@ -5,7 +5,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { DTYPE_INFO, type Dtype, MAX_BYTES } from "../primitives/types.ts";
+import { type Dtype, DTYPE_INFO, MAX_BYTES } from "../primitives/types.ts";
 
 /** Bad command-line input. */
 export class UsageError extends Error {
@@ -20,11 +20,14 @@ export interface FlagSpec {
   boolean?: boolean;
 }
 
-/** Parses `argv` against `flags`; throws UsageError on unknown flags, positionals or missing values. */
+/**
+ * Parses `argv` against `flags` (plus `--help`, returned as `help: "true"`); throws UsageError on
+ * unknown flags, positionals or missing values.
+ */
 export function parseFlags(
   flags: Record<string, FlagSpec>,
   argv: string[],
-): Record<string, string | undefined> & { help?: boolean } {
+): Record<string, string | undefined> {
   const options = Object.fromEntries(
     Object.entries(flags).map(([name, f]) => [name, { type: f.boolean ? "boolean" : "string" }]),
   ) as Record<string, { type: "string" | "boolean" }>;
@@ -37,11 +40,15 @@ export function parseFlags(
     const unknown = message.match(/Unknown option '([^']+)'/);
     if (unknown) {
       throw new UsageError(
-        `unknown flag ${unknown[1]}; accepted: ${Object.keys(flags).map((f) => `--${f}`).join(", ")}`,
+        `unknown flag ${unknown[1]}; accepted: ${
+          Object.keys(flags).map((f) => `--${f}`).join(", ")
+        }`,
       );
     }
     const positional = message.match(/Unexpected argument '([^']+)'/);
-    if (positional) throw new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
+    if (positional) {
+      throw new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
+    }
     throw new UsageError(message.replace(/\.$/, ""));
   }
   const values: Record<string, string | undefined> = {};
@@ -49,7 +56,8 @@ export function parseFlags(
     const v = parsed.values[name];
     values[name] = typeof v === "string" ? v : v === true ? "true" : f.default;
   }
-  return Object.assign(values, { help: parsed.values.help === true });
+  if (parsed.values.help === true) values.help = "true";
+  return values;
 }
 
 /** The help text of a task. */
@@ -70,7 +78,9 @@ export function oneOf<T extends string>(flag: string, value: string, accepted: r
 /** A comma-separated list, each item one of `accepted`. */
 export function listOf<T extends string>(flag: string, value: string, accepted: readonly T[]): T[] {
   const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (items.length === 0) throw new UsageError(`--${flag} needs at least one of ${accepted.join(", ")}`);
+  if (items.length === 0) {
+    throw new UsageError(`--${flag} needs at least one of ${accepted.join(", ")}`);
+  }
   return [...new Set(items.map((v) => oneOf(flag, v, accepted)))];
 }
 
@@ -78,7 +88,9 @@ export function listOf<T extends string>(flag: string, value: string, accepted: 
 export function integer(flag: string, value: string, min: number, max: number): number {
   const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new UsageError(`--${flag} ${value} is not accepted: expected an integer from ${min} to ${max}`);
+    throw new UsageError(
+      `--${flag} ${value} is not accepted: expected an integer from ${min} to ${max}`,
+    );
   }
   return n;
 }

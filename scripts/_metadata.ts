@@ -41,8 +41,7 @@ async function gpuAdapter(): Promise<string | null> {
     const adapter = await Promise.race([gpu.requestAdapter(), timeout]);
     if (!adapter) return null;
     const i = adapter.info;
-    return [i.vendor, i.architecture, i.device, i.description].filter((s) => s).join(" ") ||
-      "unknown adapter";
+    return i.description || i.device || i.architecture || "unnamed adapter";
   } catch {
     return null;
   } finally {
