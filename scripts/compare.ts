@@ -1,0 +1,82 @@
+/**
+ * `deno task compare A.csv B.csv … [--out report.html]`: overlays bandwidth curves from dccl
+ * CSV/JSON, OSU and nccl-tests output as SVG and an HTML report, and prints which curve is fastest
+ * over which sizes.
+ * @module
+ */
+
+import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
+import { type Point, readResults, ResultFormatError } from "../bench/compare/results.ts";
+import { MAX_PROCS } from "./_benchmark.ts";
+import { type FlagSpec, integer, usage, UsageError } from "./_flags.ts";
+import { parseArgs } from "node:util";
+
+const FLAGS: Record<string, FlagSpec> = {
+  out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
+  procs: { help: "ranks of OSU inputs (their output does not say)", default: "2" },
+};
+
+async function main(argv: string[]): Promise<number> {
+  let files: string[], out: string, procs: number;
+  try {
+    const { values, positionals } = parse(argv);
+    if (values.help) {
+      console.log(
+        usage("compare A.csv B.csv …", "Overlays curves and prints the crossovers.", FLAGS),
+      );
+      return 0;
+    }
+    files = positionals;
+    if (files.length === 0) {
+      throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
+    }
+    out = values.out ?? FLAGS.out.default!;
+    if (!out.endsWith(".html")) {
+      throw new UsageError(`--out ${out} is not accepted: expected *.html`);
+    }
+    procs = integer("procs", values.procs ?? FLAGS.procs.default!, 1, MAX_PROCS);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`dccl compare: ${e.message}`);
+    return 2;
+  }
+
+  const points: Point[] = [];
+  try {
+    for (const file of files) points.push(...readResults(file, Deno.readTextFileSync(file), procs));
+  } catch (e) {
+    if (!(e instanceof ResultFormatError || e instanceof Deno.errors.NotFound)) throw e;
+    console.error(`dccl compare: ${e.message.split("\n")[0]}`);
+    return 2;
+  }
+  const curves = toCurves(points);
+  const rows = crossovers(curves);
+  console.log(formatCrossovers(rows));
+  const svg = await renderSvg(curves);
+  const svgPath = out.replace(/\.html$/, ".svg");
+  const dir = out.includes("/") ? out.slice(0, out.lastIndexOf("/")) : ".";
+  Deno.mkdirSync(dir, { recursive: true });
+  Deno.writeTextFileSync(svgPath, svg);
+  Deno.writeTextFileSync(out, renderHtml(svg, rows, files));
+  console.log(`\nchart: ${svgPath}\nreport: ${out}`);
+  return 0;
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: { out: { type: "string" }, procs: { type: "string" }, help: { type: "boolean" } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (e) {
+    const flag = (e as Error).message.match(/Unknown option '([^']+)'/)?.[1];
+    throw new UsageError(
+      flag ? `unknown flag ${flag}; accepted: --out, --procs` : (e as Error).message.split("\n")[0],
+    );
+  }
+}
+
+Deno.exit(await main(Deno.args));
