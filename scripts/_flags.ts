@@ -49,6 +49,12 @@ export function parseFlags(
     if (positional) {
       throw new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
     }
+    const valueless = message.match(/Option '(--[\w-]+)[^']*' argument (?:missing|is ambiguous)/);
+    if (valueless) {
+      throw new UsageError(
+        `${valueless[1]} needs a value (write --flag=-x for values starting with -)`,
+      );
+    }
     throw new UsageError(message.replace(/\.$/, ""));
   }
   const values: Record<string, string | undefined> = {};

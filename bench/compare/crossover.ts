@@ -44,7 +44,7 @@ export function toCurves(points: Point[]): Curve[] {
   );
   const fields = varying.length > 0 ? varying : ["transport" as const];
   return [...groups.values()].map((g) => ({
-    label: fields.map((f) => g[0][f]).join(" "),
+    label: fields.map((f) => g[0][f]).filter((v) => v !== "").join(" "),
     primitive: g[0].primitive,
     procs: g[0].procs,
     points: new Map(g.map((p) => [p.floats, p])),

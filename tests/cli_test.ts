@@ -1,0 +1,221 @@
+// The primitive tasks' command line: every flag, every bad value → a one-line error and exit 2,
+// sizes, memory refusal, and what the subprocess prints and writes.
+import { assert_, assertEquals, assertThrows } from "./_assert.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark.ts";
+import { parseFlags, size, UsageError } from "../scripts/_flags.ts";
+
+const plan = (argv: string[], available = 64e9) =>
+  planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), available);
+
+Deno.test("cli: defaults follow DESIGN.md", () => {
+  const p = plan([]);
+  assertEquals(p.procs, 2);
+  assertEquals(p.sweep.transport, "shm");
+  assertEquals(p.sweep.memory, "shared");
+  assertEquals(p.sweep.algorithm, "auto");
+  assertEquals([p.sweep.op, p.sweep.dtype, p.sweep.root], ["sum", "f32", 0]);
+  assertEquals(p.sweep.counts[0], 1);
+  assertEquals(p.sweep.counts.at(-1), 268435456);
+  assertEquals(p.sweep.counts.length, 29);
+  assertEquals([p.sweep.iters, p.sweep.warmup, p.sweep.timing], [
+    undefined,
+    undefined,
+    "back-to-back",
+  ]);
+  assertEquals(plan(["--transport", "worker"]).sweep.memory, "host");
+});
+
+Deno.test("cli: every flag is honoured", () => {
+  const p = plan([
+    ...["--procs", "4", "--transport", "worker", "--memory", "shared", "--algorithm", "ring"],
+    ...["--min", "1K", "--max", "2^12", "--iters", "100", "--warmup", "3", "--op", "max"],
+    ...["--dtype", "f64", "--root", "3", "--timing", "per-iter", "--timeout", "5"],
+    ...["--csv", "x.csv", "--json", "x.json"],
+  ]);
+  assertEquals(p.procs, 4);
+  assertEquals(p.sweep, {
+    primitive: "allreduce",
+    transport: "worker",
+    memory: "shared",
+    algorithm: "ring",
+    dtype: "f64",
+    op: "max",
+    root: 3,
+    counts: [1024, 2048, 4096],
+    iters: 100,
+    warmup: 3,
+    timing: "per-iter",
+  });
+  assertEquals([p.timeoutMs, p.csv, p.json], [5000, "x.csv", "x.json"]);
+});
+
+Deno.test("cli: sizes", () => {
+  assertEquals(size("max", "2^20", "f32"), 1048576);
+  assertEquals(size("max", "1M", "f32"), 1048576);
+  assertEquals(size("max", "4k", "f32"), 4096);
+  assertEquals(size("max", "256M", "i32"), 268435456);
+  assertEquals(size("max", "268435456", "f32"), 268435456);
+  for (const bad of ["0", "-1", "1.5", "2^29", "512M", "x", "", "1T"]) {
+    assertThrows(() => size("max", bad, "f32"), UsageError as ErrorConstructor, /--max/);
+  }
+  assertThrows(() => size("max", "2^28", "f64"), UsageError as ErrorConstructor, /134217728 f64/);
+  // allgather and reduce-scatter sizes are multiples of the ranks; too-small ones are dropped.
+  const ag = planRun(
+    "allgather",
+    parseFlags(BENCHMARK_FLAGS, ["--procs", "3", "--max", "16"]),
+    1e10,
+  );
+  assertEquals(ag.sweep.counts, [3, 6, 15]);
+});
+
+Deno.test("cli: bad input is a one-line UsageError naming the flag and what it accepts", () => {
+  const cases: [string[], RegExp][] = [
+    [["--bogus", "1"], /unknown flag --bogus; accepted: --procs, /],
+    [["stray"], /unexpected argument stray/],
+    [["--procs", "0"], /--procs 0 .* from 1 to 256/],
+    [["--procs", "two"], /--procs two/],
+    [["--transport", "carrier-pigeon"], /--transport carrier-pigeon .*accepted: shm, worker/],
+    [["--transport", "worker", "--algorithm", "shm_direct"], /accepted: auto, recursive_doubling/],
+    [["--memory", "gpu"], /--memory gpu .*accepted: host, shared/],
+    [["--op", "xor"], /accepted: sum, prod, max, min, avg/],
+    [["--dtype", "f16"], /accepted: f32, f64, i32/],
+    [["--root", "2"], /--root 2 .* from 0 to 1/],
+    [["--min", "8", "--max", "4"], /--max 4 is below --min 8/],
+    [["--iters", "0"], /--iters 0/],
+    [["--warmup=-1"], /--warmup -1/],
+    [["--warmup", "-1"], /--warmup needs a value/],
+    [["--timing", "sometimes"], /accepted: back-to-back, per-iter/],
+    [["--timeout", "0"], /--timeout 0 .* > 0/],
+    [["--csv", "tests"], /--csv tests .* file path/],
+    [["--procs"], /--procs needs a value/],
+  ];
+  for (const [argv, message] of cases) {
+    try {
+      plan(argv);
+      throw new Error(`${argv.join(" ")} was accepted`);
+    } catch (e) {
+      assert_(e instanceof UsageError, `${argv.join(" ")}: ${e}`);
+      assert_(message.test(e.message), `${argv.join(" ")}: ${e.message}`);
+      assert_(!e.message.includes("\n"), "one line");
+    }
+  }
+  assertThrows(
+    () => planRun("sendrecv", parseFlags(BENCHMARK_FLAGS, ["--procs", "4"]), 1e10),
+    UsageError as ErrorConstructor,
+    /sendrecv runs on 2 ranks/,
+  );
+});
+
+Deno.test("cli: sizes the machine cannot hold are refused, or the default lowered", () => {
+  // 4 ranks × (send + recv) × 2^24 floats × 4 B = 537 MB > 90% of 400 MB.
+  assertThrows(
+    () => plan(["--procs", "4", "--max", "2^24"], 400e6),
+    UsageError as ErrorConstructor,
+    /--max 2\^24 does not fit: it needs 0\.5 GB for 4 ranks .*; 0\.4 GB available/,
+  );
+  const lowered = plan(["--procs", "4"], 400e6);
+  assertEquals(lowered.sweep.counts.at(-1), 2 ** 23);
+  assert_(/--max lowered to 8388608 floats/.test(lowered.notes[0]));
+  // Host memory on a message transport also needs scratch as large as the buffer.
+  assertThrows(
+    () => plan(["--transport", "worker", "--max", "2^26"], 1e9),
+    UsageError as ErrorConstructor,
+    /does not fit/,
+  );
+});
+
+async function task(args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../scripts/allreduce.ts", import.meta.url).pathname, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+Deno.test("cli: a bad flag exits 2 with one line on stderr and writes nothing", async () => {
+  const dir = Deno.makeTempDirSync();
+  const r = await task(["--procs", "0", "--csv", `${dir}/a.csv`, "--json", `${dir}/a.json`]);
+  assertEquals(r.code, 2);
+  assertEquals(r.stdout, "");
+  assertEquals(r.stderr.trim().split("\n").length, 1);
+  assert_(r.stderr.startsWith("dccl allreduce: --procs 0"), r.stderr);
+  assertEquals([...Deno.readDirSync(dir)].length, 0);
+  const help = await task(["--help"]);
+  assertEquals(help.code, 0);
+  assert_(help.stdout.includes("--timing"));
+});
+
+Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () => {
+  const dir = Deno.makeTempDirSync();
+  const r = await task([
+    ...["--procs", "3", "--max", "64", "--iters", "5", "--warmup", "1"],
+    ...["--csv", `${dir}/a.csv`, "--json", `${dir}/a.json`],
+  ]);
+  assertEquals(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  assert_(lines[0].startsWith("# dccl allreduce: 3 ranks, transport shm"), lines[0]);
+  const table = lines.filter((l) => !l.startsWith("#"));
+  assertEquals(table.length, 7); // 1 … 64 floats
+  assertEquals(table.map((l) => Number(l.trim().split(/\s+/)[0])), [1, 2, 4, 8, 16, 32, 64]);
+  const csv = Deno.readTextFileSync(`${dir}/a.csv`).trim().split("\n");
+  assertEquals(
+    csv[0],
+    "primitive,transport,memory,algorithm,procs,floats,bytes,iters,time_us,min_us,max_us,gbps," +
+      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked",
+  );
+  assertEquals(csv.length, 8);
+  const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
+  assertEquals(json.rows.length, 7);
+  assertEquals(json.metadata.deno, Deno.version.deno);
+  assert_(typeof json.metadata.cpu === "string" && json.metadata.date.length > 0);
+  for (const [i, row] of json.rows.entries()) {
+    const cells = csv[i + 1].split(",");
+    assertEquals(cells.slice(0, 8), [
+      "allreduce",
+      "shm",
+      "shared",
+      "auto",
+      "3",
+      String(row.floats),
+      String(row.floats * 4),
+      "5",
+    ]);
+    assertEquals(row.wrong, 0);
+    assertEquals(row.samples_us.length, 5); // back-to-back batches of one op each at 5 iters
+    assert_(row.min_us <= row.time_us && row.time_us <= row.max_us);
+    assert_(Math.abs(row.gbps - (row.bytes * 8) / row.time_us / 1e3) < 1e-9 * row.gbps + 1e-12);
+  }
+});
+
+Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", async () => {
+  const dir = Deno.makeTempDirSync();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      ...["run", "-A", new URL("../scripts/allreduce.ts", import.meta.url).pathname],
+      ...["--procs", "2", "--min", "2^10", "--max", "2^26", "--csv", `${dir}/a.csv`],
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const rows = () => {
+    try {
+      return Deno.readTextFileSync(`${dir}/a.csv`).split("\n").length - 2;
+    } catch {
+      return 0;
+    }
+  };
+  const deadline = Date.now() + 60_000;
+  while (rows() < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  child.kill("SIGINT");
+  const out = await child.output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assertEquals(out.code, 130, stderr);
+  assert_(/interrupted by SIGINT; .*a\.csv holds the complete rows/.test(stderr), stderr);
+  const text = Deno.readTextFileSync(`${dir}/a.csv`);
+  assert_(text.endsWith("\n"));
+  const lines = text.trim().split("\n");
+  assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
+  for (const l of lines) assertEquals(l.split(",").length, 19, l);
+});

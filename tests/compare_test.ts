@@ -1,0 +1,82 @@
+// `compare` on fixture CSVs and on recorded OSU and nccl-tests output: the crossover table computed
+// from the data, and a chart that is an SVG with one line per curve.
+import { assert_, assertEquals } from "./_assert.ts";
+import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
+import { readResults, ResultFormatError } from "../bench/compare/results.ts";
+import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+
+const fixture = (name: string) => {
+  const url = new URL(`./fixtures/${name}`, import.meta.url);
+  return readResults(url.pathname, Deno.readTextFileSync(url));
+};
+
+Deno.test("compare: crossover table from dccl CSVs", async () => {
+  const curves = toCurves([...fixture("allreduce_shm.csv"), ...fixture("allreduce_worker.csv")]);
+  assertEquals(curves.map((c) => `${c.label}@${c.procs}`).sort(), [
+    "shm shared@2",
+    "shm shared@4",
+    "worker host@2",
+    "worker host@4",
+  ]);
+  const rows = crossovers(curves);
+  assertEquals(
+    rows.map((r) => [r.procs, r.fromFloats, r.toFloats, r.fastest, Number(r.margin.toFixed(2))]),
+    [
+      [2, 1, 64, "shm shared", 7.5],
+      [2, 256, 1024, "worker host", 2],
+      [4, 1, 1024, "shm shared", 6.25],
+    ],
+  );
+  const text = formatCrossovers(rows);
+  assert_(
+    text.includes(
+      "For allreduce at 2 ranks, below 256 floats shm shared is fastest; from 256 floats worker host.",
+    ),
+    text,
+  );
+  assert_(text.includes("For allreduce at 4 ranks, shm shared is fastest at every size."), text);
+
+  const svg = await renderSvg(curves);
+  assert_(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"));
+  // Line marks in a panel per rank count, a legend entry per curve, the unit on the axis.
+  assert_(svg.includes("mark-line role-mark"));
+  for (
+    const text of ["allreduce, 2 ranks", "allreduce, 4 ranks", "shm shared", "worker host", "Gb/s"]
+  ) {
+    assert_(svg.includes(`>${text}`), text);
+  }
+  const html = renderHtml(svg, rows, ["a.csv"]);
+  assert_(html.startsWith("<!doctype html>") && html.includes("<td>worker host</td>"));
+});
+
+Deno.test("compare: reads OSU and nccl-tests output next to dccl", () => {
+  const osu = fixture("osu_allreduce.txt");
+  assertEquals(osu.length, 6);
+  assertEquals([osu[0].primitive, osu[0].procs, osu[0].floats, osu[0].time_us], [
+    "allreduce",
+    2,
+    1,
+    0.72,
+  ]);
+  const nccl = fixture("all_reduce_perf.txt");
+  assertEquals(nccl.length, 6);
+  assertEquals([nccl[5].primitive, nccl[5].procs, nccl[5].floats, nccl[5].time_us], [
+    "allreduce",
+    2,
+    1024,
+    10,
+  ]);
+  assertEquals(nccl[5].gbps, (4096 * 8) / 10 / 1e3);
+  const rows = crossovers(toCurves([...fixture("allreduce_shm.csv"), ...osu, ...nccl]))
+    .filter((r) => r.procs === 2);
+  assertEquals(rows.map((r) => [r.fromFloats, r.toFloats, r.fastest]), [[1, 1024, "mpi host"]]);
+});
+
+Deno.test("compare: unreadable input is a one-line error", () => {
+  try {
+    readResults("notes.txt", "hello\n");
+    throw new Error("accepted");
+  } catch (e) {
+    assert_(e instanceof ResultFormatError && /notes\.txt: not a dccl CSV/.test(e.message));
+  }
+});

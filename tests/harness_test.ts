@@ -1,0 +1,72 @@
+// A small real sweep per primitive and transport, end to end through the harness and reporter:
+// every size a row, every row exact; and a corrupted result shows up in `wrong`.
+import { parse } from "csv-parse/sync";
+import { assert_, assertEquals } from "./_assert.ts";
+import { runRanks } from "./_spawn_ranks.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import type { RunMetadata } from "../bench/report.ts";
+import { BENCHMARK_FLAGS, planRun, runPlan } from "../scripts/_benchmark.ts";
+import { parseFlags } from "../scripts/_flags.ts";
+import { liveWorkers } from "../mod.ts";
+
+const metadata: RunMetadata = {
+  tool: "dccl",
+  deno: Deno.version.deno,
+  v8: Deno.version.v8,
+  os: "test",
+  cpu: "test",
+  cpus: 1,
+  memoryBytes: 0,
+  gpuAdapter: null,
+  date: new Date().toISOString(),
+  command: [],
+  options: {},
+};
+
+for (const transport of ["shm", "worker"] as const) {
+  for (const timing of ["back-to-back", "per-iter"] as const) {
+    Deno.test(`harness: every primitive over ${transport}, ${timing}, rows exact`, async () => {
+      const dir = Deno.makeTempDirSync();
+      for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
+        const procs = primitive === "sendrecv" ? "2" : "3";
+        const flags = parseFlags(BENCHMARK_FLAGS, [
+          ...["--procs", procs, "--transport", transport, "--max", "5000", "--timing", timing],
+          // Fixed iterations keep the suite quick; allreduce back-to-back keeps the adaptive path.
+          ...(timing === "per-iter" || primitive !== "allreduce"
+            ? ["--iters", "4", "--warmup", "1"]
+            : []),
+          ...["--csv", `${dir}/${primitive}.csv`, "--json", `${dir}/${primitive}.json`],
+        ]);
+        const plan = planRun(primitive, flags, 1e10);
+        const summary = await runPlan(plan, { table: false, metadata });
+        assertEquals(liveWorkers(), 0);
+        assertEquals(summary, { wrong: 0, rows: plan.sweep.counts.length });
+        const rows = parse(Deno.readTextFileSync(plan.csv!), { columns: true }) as Record<
+          string,
+          string
+        >[];
+        assertEquals(rows.map((r) => Number(r.floats)), plan.sweep.counts);
+        for (const r of rows) {
+          assertEquals([r.primitive, r.transport, r.procs, r.wrong, r.timing], [
+            primitive,
+            transport,
+            procs,
+            "0",
+            timing,
+          ]);
+          assert_(Number(r.time_us) > 0 && Number(r.iters) >= 1, JSON.stringify(r));
+          assert_(Number(r.p50_us) <= Number(r.p99_us), JSON.stringify(r));
+        }
+        const json = JSON.parse(Deno.readTextFileSync(plan.json!));
+        if (primitive !== "allreduce" || timing === "per-iter") {
+          for (const row of json.rows) assertEquals(row.samples_us.length, 4);
+        }
+      }
+    });
+  }
+}
+
+Deno.test("harness: a wrong result is counted on every rank", async () => {
+  const [wrong] = await runRanks<number[]>("corrupting_rank.ts", { size: 3, transport: "shm" });
+  assertEquals(wrong, [3, 3, 3]);
+});

@@ -1,0 +1,30 @@
+// Rank program that measures allreduce through the harness while corrupting one element of every
+// result, to prove the `wrong` column counts what is wrong.
+import { measureSweep } from "../../bench/harness.ts";
+import type { Communicator } from "../../mod.ts";
+
+export async function run(comm: Communicator): Promise<number[]> {
+  const allreduce = comm.allreduce.bind(comm);
+  comm.allreduce = async (buf, options) => {
+    await allreduce(buf, options);
+    const out = (options?.out ?? buf) as Float32Array;
+    out[out.length - 1] += 1;
+  };
+  const wrong: number[] = [];
+  await measureSweep(comm, {
+    primitive: "allreduce",
+    transport: "shm",
+    memory: "shared",
+    algorithm: "auto",
+    dtype: "f32",
+    op: "sum",
+    root: 0,
+    counts: [1, 100, 5000],
+    iters: 3,
+    warmup: 0,
+    timing: "back-to-back",
+  }, (r) => {
+    wrong.push(r.row.wrong);
+  });
+  return wrong;
+}
