@@ -1,0 +1,153 @@
+/**
+ * The receive side shared by message transports (`worker`, `ws`): segments of tagged messages
+ * arrive in order per peer and are matched to posted receives (copied straight in) or kept as
+ * unexpected messages until one is posted. Also detects length mismatches and receive timeouts.
+ * @module
+ */
+
+import { CommTimeoutError, MismatchError } from "../errors.ts";
+
+/** One piece of a message: `data` goes at `offset` of a `total`-byte message with `tag`. */
+export interface Segment {
+  tag: number;
+  total: number;
+  offset: number;
+  data: Uint8Array;
+}
+
+interface PendingRecv {
+  tag: number;
+  into: Uint8Array;
+  received: number;
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+interface Arrival {
+  tag: number;
+  data: Uint8Array;
+  received: number;
+  waiter?: PendingRecv;
+}
+
+/** Matches arriving segments to receives for one rank. */
+export class Inbox {
+  readonly rank: number;
+  #posted: PendingRecv[][];
+  #arrivals: Arrival[][];
+  /** The message currently arriving from each peer. */
+  #current: (Arrival | PendingRecv | undefined)[];
+  #lastData: number[];
+  #timeoutMs: number;
+  #failed?: Error;
+  #watchdog: ReturnType<typeof setInterval>;
+
+  /** An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. */
+  constructor(rank: number, size: number, timeoutMs: number) {
+    this.rank = rank;
+    this.#posted = Array.from({ length: size }, () => []);
+    this.#arrivals = Array.from({ length: size }, () => []);
+    this.#current = new Array(size).fill(undefined);
+    this.#lastData = new Array(size).fill(performance.now());
+    this.#timeoutMs = timeoutMs;
+    this.#watchdog = setInterval(() => this.#checkTimeouts(), Math.min(1000, timeoutMs / 4));
+    Deno.unrefTimer(this.#watchdog as unknown as number);
+  }
+
+  /** Receives the next message from `peer` with `tag` into `into`. */
+  post(peer: number, into: Uint8Array, tag: number): Promise<void> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    return new Promise((resolve, reject) => {
+      const pending: PendingRecv = { tag, into, received: 0, resolve, reject };
+      const early = this.#arrivals[peer].find((a) => a.tag === tag && !a.waiter);
+      if (!early) {
+        this.#posted[peer].push(pending);
+        this.#lastData[peer] = Math.max(this.#lastData[peer], performance.now());
+        return;
+      }
+      early.waiter = pending;
+      this.#settleArrival(peer, early);
+    });
+  }
+
+  /** Takes one segment from `peer` (segments of one message arrive contiguously, in order). */
+  deliver(peer: number, seg: Segment): void {
+    this.#lastData[peer] = performance.now();
+    let cur = this.#current[peer];
+    if (seg.offset === 0) {
+      const posted = this.#posted[peer];
+      const i = posted.findIndex((p) => p.tag === seg.tag);
+      if (i >= 0) {
+        cur = posted.splice(i, 1)[0];
+        if (cur.into.byteLength !== seg.total) {
+          cur.reject(this.#mismatch(peer, seg.tag, cur.into.byteLength, seg.total));
+          cur = { tag: seg.tag, data: new Uint8Array(seg.total), received: 0 }; // drained, dropped
+        }
+      } else {
+        cur = { tag: seg.tag, data: new Uint8Array(seg.total), received: 0 };
+        this.#arrivals[peer].push(cur);
+      }
+      this.#current[peer] = cur;
+    }
+    if (!cur) return;
+    const target = "into" in cur ? cur.into : cur.data;
+    target.set(seg.data, seg.offset);
+    cur.received += seg.data.byteLength;
+    if (cur.received < seg.total) return;
+    this.#current[peer] = undefined;
+    if ("into" in cur) cur.resolve();
+    else this.#settleArrival(peer, cur);
+  }
+
+  /** Rejects every pending and future receive with `error`. */
+  fail(error: Error): void {
+    if (this.#failed) return;
+    this.#failed = error;
+    for (const list of this.#posted) for (const p of list.splice(0)) p.reject(error);
+    for (const list of this.#arrivals) for (const a of list) a.waiter?.reject(error);
+    for (const cur of this.#current) if (cur && "into" in cur) cur.reject(error);
+  }
+
+  /** Stops the timeout watchdog. */
+  close(): void {
+    clearInterval(this.#watchdog);
+  }
+
+  #settleArrival(peer: number, a: Arrival): void {
+    const waiter = a.waiter;
+    if (!waiter || a.received < a.data.byteLength) return;
+    const list = this.#arrivals[peer];
+    list.splice(list.indexOf(a), 1);
+    if (a.data.byteLength !== waiter.into.byteLength) {
+      waiter.reject(this.#mismatch(peer, a.tag, waiter.into.byteLength, a.data.byteLength));
+    } else {
+      waiter.into.set(a.data);
+      waiter.resolve();
+    }
+  }
+
+  #mismatch(peer: number, tag: number, expected: number, got: number): MismatchError {
+    return new MismatchError(
+      `Rank ${this.rank} expected ${expected} bytes from rank ${peer} (tag ${tag}) but rank ` +
+        `${peer} sent ${got}: counts or dtypes differ between ranks`,
+      { failedRank: peer },
+    );
+  }
+
+  #checkTimeouts(): void {
+    const now = performance.now();
+    for (let peer = 0; peer < this.#posted.length; peer++) {
+      const waiting = this.#posted[peer].length > 0 ||
+        this.#arrivals[peer].some((a) => a.waiter) || this.#current[peer] !== undefined;
+      if (!waiting || now - this.#lastData[peer] <= this.#timeoutMs) continue;
+      const error = new CommTimeoutError(
+        `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for rank ${peer}`,
+        { failedRank: peer },
+      );
+      for (const p of this.#posted[peer].splice(0)) p.reject(error);
+      for (const a of this.#arrivals[peer]) a.waiter?.reject(error);
+      const cur = this.#current[peer];
+      if (cur && "into" in cur) cur.reject(error);
+    }
+  }
+}
