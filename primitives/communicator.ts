@@ -212,12 +212,11 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Closes the transport; later calls throw. */
-  [Symbol.asyncDispose](): Promise<void> {
+  async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#transport.close();
+      await this.#transport.close();
     }
-    return Promise.resolve();
   }
 
   #begin(): CollectiveContext {

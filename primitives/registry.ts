@@ -60,7 +60,7 @@ export const ALGORITHMS = {
 } as const;
 
 /** Transports implemented so far (the others are planned in DESIGN.md). */
-export const TRANSPORTS: readonly TransportName[] = ["shm", "worker"];
+export const TRANSPORTS: readonly TransportName[] = ["shm", "worker", "ws"];
 
 /** Algorithms that only run where ranks share memory. */
 export function algorithmNeedsSharedMemory(name: string): boolean {

@@ -40,6 +40,8 @@ export class Inbox {
   #lastData: number[];
   #timeoutMs: number;
   #failed?: Error;
+  /** Peers that closed their end gracefully: what they sent is still delivered, nothing more. */
+  #closed: (Error | undefined)[];
   #watchdog: ReturnType<typeof setInterval>;
 
   /** An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. */
@@ -50,6 +52,7 @@ export class Inbox {
     this.#current = new Array(size).fill(undefined);
     this.#lastData = new Array(size).fill(performance.now());
     this.#timeoutMs = timeoutMs;
+    this.#closed = new Array(size).fill(undefined);
     this.#watchdog = setInterval(() => this.#checkTimeouts(), Math.min(1000, timeoutMs / 4));
     Deno.unrefTimer(this.#watchdog as unknown as number);
   }
@@ -61,6 +64,7 @@ export class Inbox {
       const pending: PendingRecv = { tag, into, received: 0, resolve, reject };
       const early = this.#arrivals[peer].find((a) => a.tag === tag && !a.waiter);
       if (!early) {
+        if (this.#closed[peer]) return reject(this.#closed[peer]);
         this.#posted[peer].push(pending);
         this.#lastData[peer] = Math.max(this.#lastData[peer], performance.now());
         return;
@@ -106,6 +110,15 @@ export class Inbox {
     for (const list of this.#posted) for (const p of list.splice(0)) p.reject(error);
     for (const list of this.#arrivals) for (const a of list) a.waiter?.reject(error);
     for (const cur of this.#current) if (cur && "into" in cur) cur.reject(error);
+  }
+
+  /**
+   * `peer` will send nothing more (it closed its end after finishing): receives from it that no
+   * arrived message can satisfy reject with `error`.
+   */
+  closePeer(peer: number, error: Error): void {
+    this.#closed[peer] = error;
+    for (const p of this.#posted[peer].splice(0)) p.reject(error);
   }
 
   /** Stops the timeout watchdog. */

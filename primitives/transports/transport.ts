@@ -27,8 +27,8 @@ export interface Transport {
   readonly shared?: SharedAccess;
   /** Makes every pending and future operation reject: `failedRank` died or threw. */
   abort(failedRank: number, reason: string): void;
-  /** Releases the transport's resources. */
-  close(): void;
+  /** Releases the transport's resources; resolves once peers have been told (if they must be). */
+  close(): void | Promise<void>;
 }
 
 /**

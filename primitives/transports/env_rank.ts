@@ -1,0 +1,94 @@
+/**
+ * Joining a `ws` group from an existing launcher's environment: torchrun (`RANK`, `WORLD_SIZE`,
+ * `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`), PMI (`PMI_RANK`/
+ * `PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus `DCCL_TOKEN`.
+ * @module
+ */
+
+import { Communicator } from "../communicator.ts";
+import { createHeapMemory, RankHeap } from "../memory/heap.ts";
+import { connectWs } from "./ws_connect.ts";
+
+/** Where a rank stands, read from the environment. */
+export interface EnvRank {
+  rank: number;
+  size: number;
+  masterAddr: string;
+  masterPort: number;
+  token: string;
+  /** Which convention supplied rank and size. */
+  source: string;
+}
+
+const CONVENTIONS: [string, string, string][] = [
+  ["torchrun", "RANK", "WORLD_SIZE"],
+  ["Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"],
+  ["PMI", "PMI_RANK", "PMI_SIZE"],
+  ["Slurm", "SLURM_PROCID", "SLURM_NTASKS"],
+];
+
+/** Reads rank, size, rendezvous and token; throws a one-line Error naming what is missing. */
+export function rankFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): EnvRank {
+  const found = CONVENTIONS.find(([, r, s]) => env[r] !== undefined && env[s] !== undefined);
+  if (!found) {
+    throw new Error(
+      `no rank in the environment: set RANK and WORLD_SIZE, or run under mpirun (OMPI_COMM_WORLD_*), ` +
+        `an MPI with PMI_RANK/PMI_SIZE, or srun (SLURM_PROCID/SLURM_NTASKS)`,
+    );
+  }
+  const [source, rankVar, sizeVar] = found;
+  const size = Number(env[sizeVar]), rank = Number(env[rankVar]);
+  if (!Number.isInteger(size) || size < 1) {
+    throw new Error(`${sizeVar}=${env[sizeVar]} is not a size ≥ 1`);
+  }
+  if (!Number.isInteger(rank) || rank < 0 || rank >= size) {
+    throw new Error(`${rankVar}=${env[rankVar]} is not a rank from 0 to ${size - 1}`);
+  }
+  const masterPort = Number(env.MASTER_PORT ?? 29500);
+  if (!Number.isInteger(masterPort) || masterPort < 1 || masterPort > 65535) {
+    throw new Error(`MASTER_PORT=${env.MASTER_PORT} is not a port from 1 to 65535`);
+  }
+  const token = env.DCCL_TOKEN;
+  if (!token) {
+    throw new Error("DCCL_TOKEN is not set: export the same secret for every rank of the run");
+  }
+  return { rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token, source };
+}
+
+/** Options of {@linkcode joinFromEnv}. */
+export interface JoinOptions {
+  /** Address to listen on. @default {"127.0.0.1"} */
+  bind?: string;
+  /** Milliseconds for rendezvous and each wait. @default {30000} */
+  timeoutMs?: number;
+  /** Environment to read. @default {Deno.env.toObject()} */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * Joins the group the environment describes and returns a Communicator over `ws`.
+ *
+ * @example
+ * ```ts ignore
+ * // RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 DCCL_TOKEN=secret deno run -A main.ts
+ * await using comm = await joinFromEnv({ bind: "0.0.0.0" });
+ * ```
+ */
+export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicator> {
+  const env = options.env ?? Deno.env.toObject();
+  const me = rankFromEnv(env);
+  if (env.DCCL_WATCH_PARENT === "1") watchParent();
+  const transport = await connectWs({ ...me, bind: options.bind, timeoutMs: options.timeoutMs });
+  return new Communicator(transport, new RankHeap(createHeapMemory()));
+}
+
+/** Exits when the launching process goes away (its end of our stdin closes): no orphans. */
+function watchParent(): void {
+  (async () => {
+    const buf = new Uint8Array(64);
+    while ((await Deno.stdin.read(buf)) !== null) { /* the launcher never writes */ }
+    Deno.exit(137);
+  })();
+}

@@ -1,0 +1,191 @@
+/**
+ * The local process launcher for `ws`: starts `size` Deno subprocesses on this machine with
+ * torchrun-style variables (a rendezvous on 127.0.0.1 at a free port, a random per-run token),
+ * prefixes their output with their rank, and fails the whole group — killing every other child —
+ * as soon as one exits non-zero.
+ * @module
+ */
+
+import { RankFailedError } from "../errors.ts";
+import type { RankGroup } from "./spawn_ranks.ts";
+
+/** Options of {@linkcode launchProcesses}. */
+export interface LaunchOptions {
+  size: number;
+  /** Extra environment for every child. */
+  env?: Record<string, string>;
+  /** Rendezvous host. @default {"127.0.0.1"} */
+  masterAddr?: string;
+  /** Aborting kills every child and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Receives each output line; the default prints it with a `[rank r]` prefix. */
+  onLine?: (rank: number, stream: "stdout" | "stderr", line: string) => void;
+}
+
+let live = 0;
+/** Child processes started by this module that are still running (for leak checks). */
+export function liveProcesses(): number {
+  return live;
+}
+
+/** A free TCP port on `host` (the OS picks; a tiny race with other programs is possible). */
+export function freePort(host = "127.0.0.1"): number {
+  const listener = Deno.listen({ hostname: host, port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Prints rank 0's stdout as is (the program's output) and prefixes every other line. */
+export function printLine(rank: number, stream: "stdout" | "stderr", line: string): void {
+  if (rank === 0 && stream === "stdout") console.log(line);
+  else if (stream === "stdout") console.log(`[rank ${rank}] ${line}`);
+  else console.error(`[rank ${rank}] ${line}`);
+}
+
+/**
+ * Runs `deno <denoArgs>` as ranks 0 … size−1; `results` resolves when all exit 0 (with each
+ * rank's stdout line marked as a result, if any) and rejects with the first failure.
+ */
+export function launchProcesses(denoArgs: string[], options: LaunchOptions): RankGroup<string> {
+  const size = options.size;
+  const masterAddr = options.masterAddr ?? "127.0.0.1";
+  const token = Array.from(
+    crypto.getRandomValues(new Uint8Array(24)),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+  const port = freePort(masterAddr);
+  const onLine = options.onLine ?? printLine;
+  const children: (Deno.ChildProcess | undefined)[] = [];
+  const results: string[] = new Array(size).fill("");
+  let failure: RankFailedError | undefined;
+  let settle!: { resolve: (v: string[]) => void; reject: (e: unknown) => void };
+  const done = new Promise<string[]>((resolve, reject) => settle = { resolve, reject });
+
+  const killAll = (signal: Deno.Signal) => {
+    for (const c of children) {
+      try {
+        c?.kill(signal);
+      } catch { /* already gone */ }
+    }
+  };
+  const fail = (rank: number, message: string) => {
+    if (failure) return;
+    failure = new RankFailedError(rank, message);
+    killAll("SIGTERM");
+    const hard = setTimeout(() => killAll("SIGKILL"), 2000);
+    Deno.unrefTimer(hard);
+  };
+  const onAbort = () => {
+    if (!failure) failure = Object.assign(new RankFailedError(-1, "aborted"), { aborted: true });
+    killAll("SIGKILL");
+  };
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  const exits = Array.from({ length: size }, async (_, rank) => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: denoArgs,
+      env: {
+        ...options.env,
+        RANK: String(rank),
+        LOCAL_RANK: String(rank),
+        WORLD_SIZE: String(size),
+        MASTER_ADDR: masterAddr,
+        MASTER_PORT: String(port),
+        DCCL_TOKEN: token,
+        DCCL_WATCH_PARENT: "1",
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    live++;
+    children[rank] = child;
+    const pumps = [
+      pump(child.stdout, (line) => {
+        if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
+        else onLine(rank, "stdout", line);
+      }),
+      pump(child.stderr, (line) => onLine(rank, "stderr", line)),
+    ];
+    const status = await child.status;
+    live--;
+    children[rank] = undefined;
+    await Promise.all(pumps);
+    if (!status.success && !failure) {
+      fail(
+        rank,
+        status.signal
+          ? `rank ${rank} was killed by ${status.signal}`
+          : `rank ${rank} exited with code ${status.code}`,
+      );
+    }
+  });
+  Promise.all(exits).then(() => {
+    options.signal?.removeEventListener("abort", onAbort);
+    if (options.signal?.aborted) settle.reject(options.signal.reason);
+    else if (failure) settle.reject(failure);
+    else settle.resolve(results);
+  });
+
+  return {
+    results: done,
+    kill(rank: number) {
+      children[rank]?.kill("SIGKILL");
+    },
+  };
+}
+
+/** A child's stdout line starting with this carries its result (not printed). */
+export const RESULT_MARK = "\u0001dccl-result ";
+
+async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop()!;
+    lines.forEach(onLine);
+  }
+  if (rest) onLine(rest);
+}
+
+/** Options of {@linkcode spawnProcesses}. */
+export interface SpawnProcessesOptions extends Omit<LaunchOptions, "env"> {
+  /** Passed, as JSON, to every rank's function. */
+  args?: unknown;
+  /** Milliseconds for rendezvous and each wait. @default {30000} */
+  timeoutMs?: number;
+}
+
+/**
+ * Like `spawnRanks`, with ranks as processes over `ws`: runs `module`'s `run(comm, args)` in
+ * `size` subprocesses and resolves with what each returns (JSON).
+ *
+ * @example
+ * ```ts ignore
+ * const sums = await spawnProcesses(new URL("./rank_main.ts", import.meta.url), { size: 4 });
+ * ```
+ */
+export async function spawnProcesses<T = unknown>(
+  module: URL | string,
+  options: SpawnProcessesOptions,
+): Promise<T[]> {
+  const group = startProcesses(module, options);
+  return (await group.results).map((r) => (r === "" ? undefined : JSON.parse(r)) as T);
+}
+
+/** Like {@linkcode spawnProcesses}, returning a handle that can also kill a rank. */
+export function startProcesses(
+  module: URL | string,
+  options: SpawnProcessesOptions,
+): RankGroup<string> {
+  const entry = new URL("./process_rank.ts", import.meta.url).href;
+  return launchProcesses(["run", "-A", entry], {
+    ...options,
+    env: {
+      DCCL_MODULE: module.toString(),
+      DCCL_ARGS: JSON.stringify(options.args ?? null),
+      DCCL_TIMEOUT_MS: String(options.timeoutMs ?? 30_000),
+    },
+  });
+}

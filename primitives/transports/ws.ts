@@ -1,0 +1,218 @@
+/**
+ * The `ws` transport: ranks in separate processes (or hosts) linked by WebSockets (npm `ws`).
+ * Each ordered pair has its own connection and data always flows from that connection's server
+ * to its client, so no frame is ever masked (client→server masking costs a pass over every byte).
+ * Messages go in frames of at most {@linkcode WS_SEGMENT_BYTES} through a few reusable frame
+ * buffers per peer, so a 1 GiB message streams through bounded memory.
+ * @module
+ */
+
+import type { WebSocket } from "ws";
+import { CommError, PeerFailedError } from "../errors.ts";
+import { MAX_BYTES } from "../types.ts";
+import { Inbox } from "./inbox.ts";
+import type { Transport } from "./transport.ts";
+
+/** Largest payload of one frame. */
+export const WS_SEGMENT_BYTES = 1024 * 1024;
+/** Frame header: magic, tag, message length, offset (little-endian u32, u32, f64, f64). */
+export const WS_HEADER_BYTES = 24;
+const MAGIC = 0xdcc1;
+/** Frame buffers in flight per peer. */
+const FRAMES_IN_FLIGHT = 4;
+
+/** Options of {@linkcode WsTransport}. */
+export interface WsTransportOptions {
+  /** Milliseconds a receive may go without data before it rejects. @default {30000} */
+  timeoutMs?: number;
+}
+
+/** The sockets of one rank: `sendTo[p]` carries data to p, `recvFrom[p]` brings p's data. */
+export interface WsLinks {
+  sendTo: (WebSocket | undefined)[];
+  recvFrom: (WebSocket | undefined)[];
+}
+
+/** One peer's outgoing side: its socket, free frame buffers and the queue of pending sends. */
+class Outbox {
+  #socket: WebSocket;
+  #free: Uint8Array[] = [];
+  #allocated = 0;
+  #waiting: ((frame: Uint8Array) => void)[] = [];
+  #tail: Promise<void> = Promise.resolve();
+
+  constructor(socket: WebSocket) {
+    this.#socket = socket;
+  }
+
+  /** Queues `data` as one message; resolves when every byte is copied into frames. */
+  send(data: Uint8Array, tag: number, fail: () => Error | undefined): Promise<void> {
+    const run = this.#tail.then(async () => {
+      let offset = 0;
+      do {
+        const failed = fail();
+        if (failed) throw failed;
+        const len = Math.min(WS_SEGMENT_BYTES, data.byteLength - offset);
+        const frame = await this.#frame();
+        const head = new DataView(frame.buffer, frame.byteOffset, WS_HEADER_BYTES);
+        head.setUint32(0, MAGIC, true);
+        head.setUint32(4, tag, true);
+        head.setFloat64(8, data.byteLength, true);
+        head.setFloat64(16, offset, true);
+        frame.set(data.subarray(offset, offset + len), WS_HEADER_BYTES);
+        this.#socket.send(
+          frame.subarray(0, WS_HEADER_BYTES + len),
+          { binary: true },
+          () => this.#release(frame),
+        );
+        offset += len;
+      } while (offset < data.byteLength);
+    });
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  #frame(): Promise<Uint8Array> | Uint8Array {
+    const free = this.#free.pop();
+    if (free) return free;
+    if (this.#allocated < FRAMES_IN_FLIGHT) {
+      this.#allocated++;
+      return new Uint8Array(WS_HEADER_BYTES + WS_SEGMENT_BYTES);
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #release(frame: Uint8Array): void {
+    const next = this.#waiting.shift();
+    if (next) next(frame);
+    else this.#free.push(frame);
+  }
+}
+
+/** Message transport over a WebSocket mesh (see the module docs). */
+export class WsTransport implements Transport {
+  readonly name = "ws" as const;
+  readonly rank: number;
+  readonly size: number;
+  #links: WsLinks;
+  #outboxes: (Outbox | undefined)[];
+  #inbox: Inbox;
+  #failed?: Error;
+  #closing = false;
+
+  /** Runs over connected `links` (see {@linkcode connectWs} for making them). */
+  constructor(rank: number, links: WsLinks, options: WsTransportOptions = {}) {
+    this.rank = rank;
+    this.size = links.sendTo.length;
+    this.#links = links;
+    this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? 30_000);
+    this.#outboxes = links.sendTo.map((s) => s && new Outbox(s));
+    links.recvFrom.forEach((socket, peer) => {
+      socket?.on(
+        "message",
+        (data: Uint8Array, isBinary: boolean) => this.#onFrame(peer, data, isBinary),
+      );
+    });
+    for (const list of [links.sendTo, links.recvFrom]) {
+      list.forEach((socket, peer) => {
+        socket?.on(
+          "close",
+          (code: number, reason: Uint8Array) => this.#onClose(peer, code, reason),
+        );
+        socket?.on(
+          "error",
+          (e: Error) => this.abort(peer, `connection to rank ${peer} failed: ${e.message}`),
+        );
+      });
+    }
+  }
+
+  send(peer: number, data: Uint8Array, tag: number): Promise<void> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    const socket = this.#links.sendTo[peer]!;
+    if (socket.readyState !== socket.OPEN) {
+      return Promise.reject(new PeerFailedError(peer, `connection to rank ${peer} is closed`));
+    }
+    return this.#outboxes[peer]!.send(data, tag, () => this.#failed);
+  }
+
+  recv(peer: number, into: Uint8Array, tag: number): Promise<void> {
+    return this.#inbox.post(peer, into, tag);
+  }
+
+  abort(failedRank: number, reason: string): void {
+    if (this.#failed) return;
+    this.#failed = new PeerFailedError(failedRank, reason);
+    this.#inbox.fail(this.#failed);
+  }
+
+  /** Closes every connection with 1000 ("this rank finished") once queued frames are out. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#inbox.close();
+    const sockets = [...this.#links.sendTo, ...this.#links.recvFrom].filter((s) => s !== undefined);
+    await Promise.all(sockets.map((s) =>
+      new Promise<void>((resolve) => {
+        if (s.readyState === s.CLOSED) return resolve();
+        s.once("close", () => resolve());
+        s.close(1000, "done");
+        // A peer that never answers the close handshake must not hold this rank up.
+        const timer = setTimeout(() => {
+          s.terminate();
+          resolve();
+        }, 2000);
+        s.once("close", () => clearTimeout(timer));
+      })
+    ));
+  }
+
+  /**
+   * A peer that finished closes with 1000: what it sent is still delivered, later receives from
+   * it fail. Any other close (a killed process shows as 1006) fails every operation at once.
+   */
+  #onClose(peer: number, code: number, reason: Uint8Array): void {
+    if (this.#closing) return;
+    const why = new TextDecoder().decode(reason);
+    const message = `connection to rank ${peer} closed (code ${code}${why ? `: ${why}` : ""})`;
+    if (code === 1000) this.#inbox.closePeer(peer, new PeerFailedError(peer, message));
+    else this.abort(peer, message);
+  }
+
+  /** Validates a frame from `peer`; anything malformed closes that connection and fails the rank. */
+  #onFrame(peer: number, data: Uint8Array, isBinary: boolean): void {
+    const problem = frameProblem(data, isBinary);
+    if (problem) {
+      const reason = `malformed frame from rank ${peer}: ${problem}`;
+      this.#links.recvFrom[peer]?.close(1002, reason.slice(0, 120));
+      this.#failed ??= new CommError(reason, { failedRank: peer });
+      this.#inbox.fail(this.#failed);
+      return;
+    }
+    const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
+    this.#inbox.deliver(peer, {
+      tag: head.getUint32(4, true),
+      total: head.getFloat64(8, true),
+      offset: head.getFloat64(16, true),
+      data: data.subarray(WS_HEADER_BYTES),
+    });
+  }
+}
+
+/** Why a frame cannot be a dccl data frame, or undefined when it can. */
+export function frameProblem(data: Uint8Array, isBinary: boolean): string | undefined {
+  if (!isBinary) return "text frame";
+  if (data.byteLength < WS_HEADER_BYTES) {
+    return `${data.byteLength}-byte frame is shorter than its header`;
+  }
+  const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
+  if (head.getUint32(0, true) !== MAGIC) return "bad magic";
+  const total = head.getFloat64(8, true), offset = head.getFloat64(16, true);
+  const payload = data.byteLength - WS_HEADER_BYTES;
+  if (!Number.isSafeInteger(total) || total < 0 || total > MAX_BYTES) {
+    return `message length ${total}`;
+  }
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset + payload > total) {
+    return `segment ${offset}+${payload} outside a ${total}-byte message`;
+  }
+  return undefined;
+}
