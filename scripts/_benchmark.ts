@@ -5,7 +5,9 @@
  * @module
  */
 
-import { type HarnessArgs, type HarnessSummary } from "../bench/harness_rank.ts";
+import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
+import { joinFromEnv, rankFromEnv } from "../primitives/transports/env_rank.ts";
+import { spawnProcesses } from "../primitives/transports/spawn_processes.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
@@ -54,15 +56,26 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   root: { help: "root rank of bcast and reduce", default: "0" },
   timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
   timeout: { help: "seconds an operation may wait without progress", default: "30" },
+  launcher: {
+    help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
+      "started by torchrun/mpirun/srun; implies --transport ws)",
+    default: "local",
+  },
+  bind: { help: "address ws ranks listen on", default: "127.0.0.1" },
   csv: { help: "write the rows to this CSV file" },
   json: { help: "write rows, samples and run metadata to this JSON file" },
 };
+
+/** Launchers: start ranks here, or join a group an external launcher started. */
+export const LAUNCHERS = ["local", "env"] as const;
 
 /** A validated benchmark run. */
 export interface RunPlan {
   sweep: SweepOptions;
   procs: number;
   timeoutMs: number;
+  launcher: typeof LAUNCHERS[number];
+  bind: string;
   csv?: string;
   json?: string;
   /** Said on stderr before running (e.g. a lowered default --max). */
@@ -76,7 +89,13 @@ export function planRun(
   availableBytes = Deno.systemMemoryInfo().available,
 ): RunPlan {
   const spec = PRIMITIVES[primitive];
-  const transport = oneOf("transport", v.transport!, TRANSPORTS);
+  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
+  const transport = oneOf("transport", launcher === "env" ? "ws" : v.transport!, TRANSPORTS);
+  if (
+    launcher === "env" && v.transport !== "ws" && v.transport !== BENCHMARK_FLAGS.transport.default
+  ) {
+    throw new UsageError(`--launcher env runs over ws; --transport ${v.transport} is not accepted`);
+  }
   const procs = integer("procs", v.procs!, 1, MAX_PROCS);
   if (primitive === "sendrecv" && procs !== 2) {
     throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
@@ -148,6 +167,8 @@ export function planRun(
     },
     procs,
     timeoutMs,
+    launcher,
+    bind: v.bind!,
     csv: v.csv,
     json: v.json,
     notes,
@@ -206,11 +227,21 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       metadata: out.metadata,
     },
   };
+  const harness = new URL("../bench/harness_rank.ts", import.meta.url);
   const transport = plan.sweep.transport;
-  if (transport !== "shm" && transport !== "worker") {
-    throw new UsageError(`--transport ${transport} has no in-process launcher`);
+  if (plan.launcher === "env") {
+    // This process is one rank of a group started elsewhere.
+    await using comm = await joinFromEnv({ bind: plan.bind, timeoutMs: plan.timeoutMs });
+    return await runHarness(comm, args);
   }
-  const group = startRanks<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
+  if (transport === "ws") {
+    const options = { size: plan.procs, timeoutMs: plan.timeoutMs, args, signal: out.signal };
+    return (await spawnProcesses<HarnessSummary>(harness, options))[0];
+  }
+  if (transport !== "shm" && transport !== "worker") {
+    throw new UsageError(`--transport ${transport} has no launcher`);
+  }
+  const group = startRanks<HarnessSummary>(harness, {
     size: plan.procs,
     transport,
     timeoutMs: plan.timeoutMs,
@@ -253,6 +284,14 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
       console.log(usage(primitive, `Measures ${primitive} over a size sweep.`, BENCHMARK_FLAGS));
       return 0;
     }
+    if (values.launcher === "env") {
+      // The external launcher decides the group's size; --procs, if given, must agree.
+      const size = envSize();
+      if (argv.some((a) => a.startsWith("--procs")) && values.procs !== String(size)) {
+        throw new UsageError(`--procs ${values.procs} disagrees with the launcher's ${size} ranks`);
+      }
+      values.procs = String(size);
+    }
     plan = planRun(primitive, values);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
@@ -272,6 +311,14 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
     return 0;
   } catch (e) {
     return reportFailure(command, plan, e);
+  }
+}
+
+function envSize(): number {
+  try {
+    return rankFromEnv().size;
+  } catch (e) {
+    throw new UsageError(`--launcher env: ${(e as Error).message}`);
   }
 }
 

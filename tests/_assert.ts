@@ -2,11 +2,11 @@
 import assert from "node:assert/strict";
 
 export function assertEquals<T>(actual: T, expected: T, message?: string): void {
-  assert.deepStrictEqual(actual, expected, message);
+  assert.deepStrictEqual(actual, expected, message as string);
 }
 
 export function assert_(condition: unknown, message?: string): asserts condition {
-  assert.ok(condition, message);
+  assert.ok(condition, message as string);
 }
 
 export async function assertRejects(

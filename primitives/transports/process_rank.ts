@@ -13,7 +13,8 @@ try {
   await using comm = await joinFromEnv({ timeoutMs: Number(env.DCCL_TIMEOUT_MS ?? 30_000) });
   const mod = await import(env.DCCL_MODULE!);
   if (typeof mod.run !== "function") throw new TypeError(`${env.DCCL_MODULE} exports no run()`);
-  const result = await mod.run(comm, JSON.parse(env.DCCL_ARGS ?? "null"));
+  const args = env.DCCL_ARGS_FILE ? JSON.parse(Deno.readTextFileSync(env.DCCL_ARGS_FILE)) : null;
+  const result = await mod.run(comm, args);
   console.log(RESULT_MARK + JSON.stringify(result ?? null));
 } catch (e) {
   console.error(`${(e as Error).name}: ${(e as Error).message}`);

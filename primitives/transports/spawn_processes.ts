@@ -180,12 +180,17 @@ export function startProcesses(
   options: SpawnProcessesOptions,
 ): RankGroup<string> {
   const entry = new URL("./process_rank.ts", import.meta.url).href;
-  return launchProcesses(["run", "-A", entry], {
+  // Arguments go through a file: environment strings are limited to 128 KiB on Linux.
+  const argsFile = Deno.makeTempFileSync({ prefix: "dccl-args-", suffix: ".json" });
+  Deno.writeTextFileSync(argsFile, JSON.stringify(options.args ?? null));
+  const group = launchProcesses(["run", "-A", entry], {
     ...options,
     env: {
       DCCL_MODULE: module.toString(),
-      DCCL_ARGS: JSON.stringify(options.args ?? null),
+      DCCL_ARGS_FILE: argsFile,
       DCCL_TIMEOUT_MS: String(options.timeoutMs ?? 30_000),
     },
   });
+  group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
+  return group;
 }

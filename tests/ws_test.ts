@@ -1,0 +1,251 @@
+// The ws transport with real processes: the correctness matrix, a 2^24-float allreduce, every
+// fault of the issue (killed rank, missing rank, mismatch, port in use, unreachable master, bad
+// token, malformed frames) and the env launcher driven by variables the test sets itself.
+import { WebSocket } from "ws";
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { failures, matrix } from "./_matrix.ts";
+import type { CheckCase } from "./ranks/check_rank.ts";
+import { rankFromEnv } from "../primitives/transports/env_rank.ts";
+import {
+  freePort,
+  liveProcesses,
+  spawnProcesses,
+  startProcesses,
+} from "../primitives/transports/spawn_processes.ts";
+import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
+
+const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
+const processRank = new URL("../primitives/transports/process_rank.ts", import.meta.url).pathname;
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+
+for (const size of [1, 2, 3, 4, 7, 8]) {
+  Deno.test(`ws: every primitive, algorithm, op and count is exact, ${size} processes`, async () => {
+    const cases = matrix("ws", size);
+    const wrong = await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
+      size,
+      args: cases,
+    });
+    assertEquals(failures(cases, wrong), []);
+    assertEquals(liveProcesses(), 0);
+  });
+}
+
+Deno.test("ws: allreduce of 2^24 floats is exact, 2 processes", async () => {
+  const cases: CheckCase[] = [{
+    primitive: "allreduce",
+    algorithm: "auto",
+    count: 2 ** 24,
+    op: "sum",
+    dtype: "f32",
+    memory: "host",
+    root: 0,
+  }];
+  assertEquals(
+    await spawnProcesses<number[]>(rankModule("check_rank.ts"), { size: 2, args: cases }),
+    [[0], [0]],
+  );
+});
+
+Deno.test("ws: a killed process fails the launcher, naming it; no child survives", async () => {
+  const group = startProcesses(rankModule("loop_rank.ts"), { size: 3, onLine: () => {} });
+  await new Promise((r) => setTimeout(r, 1500));
+  group.kill(2);
+  await assertRejects(() => group.results, {
+    name: "RankFailedError",
+    message: /rank 2 was killed/,
+  });
+  assertEquals(liveProcesses(), 0);
+});
+
+Deno.test("ws: when a rank dies mid-collective every other rank fails fast, naming it", async () => {
+  const port = String(freePort());
+  const ranks = [0, 1, 2].map((rank) =>
+    envRank({ RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port }).spawn()
+  );
+  await new Promise((r) => setTimeout(r, 1500));
+  const killedAt = performance.now();
+  ranks[2].kill("SIGKILL");
+  for (const rank of [0, 1]) {
+    const out = await ranks[rank].output();
+    assertEquals(out.code, 1);
+    assert_(
+      /PeerFailedError: Rank 2 failed: connection to rank 2 closed/.test(decode(out.stderr)),
+      decode(out.stderr),
+    );
+  }
+  await ranks[2].output();
+  assert_(performance.now() - killedAt < 5000, "well within the 30 s timeout");
+});
+
+Deno.test("ws: mismatched counts are detected from the message headers", async () => {
+  const lines: string[] = [];
+  await assertRejects(
+    () =>
+      spawnProcesses(rankModule("mismatch_rank.ts"), {
+        size: 2,
+        onLine: (rank, _s, line) => lines.push(`${rank}: ${line}`),
+      }),
+    { name: "RankFailedError" },
+  );
+  assert_(lines.some((l) => /MismatchError: .*counts or dtypes differ/.test(l)), lines.join("\n"));
+});
+
+function envRank(env: Record<string, string>, args = [processRank]) {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", ...args],
+    env: { DCCL_MODULE: rankModule("loop_rank.ts").href, DCCL_TOKEN: "t0ken", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+Deno.test("ws: a rank that never arrives is a timeout listing the missing ranks", async () => {
+  const port = String(freePort());
+  const out = await envRank({
+    RANK: "0",
+    WORLD_SIZE: "3",
+    MASTER_PORT: port,
+    DCCL_TIMEOUT_MS: "1000",
+  }).output();
+  assertEquals(out.code, 1);
+  assert_(
+    /ranks 1, 2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
+    decode(out.stderr),
+  );
+});
+
+Deno.test("ws: port in use and unreachable master are one-line errors", async () => {
+  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = String((busy.addr as Deno.NetAddr).port);
+  try {
+    const inUse = await envRank({ RANK: "0", WORLD_SIZE: "2", MASTER_PORT: port }).output();
+    assertEquals(inUse.code, 1);
+    assertEquals(
+      decode(inUse.stderr).trim(),
+      `Error: port ${port} on 127.0.0.1 is already in use; pick another MASTER_PORT`,
+    );
+  } finally {
+    busy.close();
+  }
+  const unreachable = await envRank({
+    RANK: "1",
+    WORLD_SIZE: "2",
+    MASTER_PORT: String(freePort()),
+    DCCL_TIMEOUT_MS: "800",
+  }).output();
+  assertEquals(unreachable.code, 1);
+  const line = decode(unreachable.stderr).trim();
+  assert_(/^CommTimeoutError: rank 1 cannot reach rank 0 at 127\.0\.0\.1:\d+/.test(line), line);
+  assert_(!line.includes("\n"));
+});
+
+Deno.test("ws: a connection without the run's token is refused before it sends data", async () => {
+  const port = freePort();
+  const rank0 = envRank({
+    RANK: "0",
+    WORLD_SIZE: "2",
+    MASTER_PORT: String(port),
+    DCCL_TIMEOUT_MS: "5000",
+  })
+    .spawn();
+  try {
+    let refused = "";
+    for (let i = 0; i < 100 && !refused.includes("401"); i++) {
+      refused = await new Promise<string>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${port}`, {
+          headers: { "x-dccl-token": "wrong", "x-dccl-rank": "1" },
+        });
+        ws.on("open", () => resolve("opened"));
+        ws.on("error", (e: Error) => resolve(e.message));
+      });
+      if (!refused.includes("401")) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert_(refused.includes("401"), refused);
+  } finally {
+    rank0.kill("SIGKILL");
+    await rank0.output();
+  }
+});
+
+Deno.test("ws: malformed frames are named, never delivered", () => {
+  const frame = (bytes: number, fill: (v: DataView) => void) => {
+    const b = new Uint8Array(bytes);
+    fill(new DataView(b.buffer));
+    return b;
+  };
+  const good = (v: DataView) => {
+    v.setUint32(0, 0xdcc1, true);
+    v.setFloat64(8, 8, true);
+    v.setFloat64(16, 0, true);
+  };
+  assertEquals(frameProblem(frame(WS_HEADER_BYTES + 8, good), true), undefined);
+  assertEquals(frameProblem(frame(WS_HEADER_BYTES + 8, good), false), "text frame");
+  assert_(/shorter than its header/.test(frameProblem(new Uint8Array(5), true)!));
+  assertEquals(frameProblem(frame(WS_HEADER_BYTES, () => {}), true), "bad magic");
+  assert_(/outside a 8-byte message/.test(frameProblem(frame(WS_HEADER_BYTES + 16, good), true)!));
+  const huge = (v: DataView) => {
+    good(v);
+    v.setFloat64(8, 2 ** 40, true);
+  };
+  assert_(/message length/.test(frameProblem(frame(WS_HEADER_BYTES, huge), true)!));
+});
+
+Deno.test("ws: rank and size from torchrun, Open MPI, PMI and Slurm variables", () => {
+  const base = { DCCL_TOKEN: "x" };
+  assertEquals(
+    rankFromEnv({
+      ...base,
+      RANK: "2",
+      WORLD_SIZE: "4",
+      MASTER_ADDR: "10.0.0.1",
+      MASTER_PORT: "1234",
+    }),
+    {
+      rank: 2,
+      size: 4,
+      masterAddr: "10.0.0.1",
+      masterPort: 1234,
+      token: "x",
+      source: "torchrun",
+    },
+  );
+  assertEquals(
+    rankFromEnv({ ...base, OMPI_COMM_WORLD_RANK: "1", OMPI_COMM_WORLD_SIZE: "2" }).source,
+    "Open MPI",
+  );
+  assertEquals(rankFromEnv({ ...base, PMI_RANK: "0", PMI_SIZE: "3" }).size, 3);
+  assertEquals(rankFromEnv({ ...base, SLURM_PROCID: "7", SLURM_NTASKS: "8" }).rank, 7);
+  for (
+    const [env, message] of [
+      [{ ...base }, /no rank in the environment/],
+      [{ RANK: "0", WORLD_SIZE: "2" }, /DCCL_TOKEN is not set/],
+      [{ ...base, RANK: "2", WORLD_SIZE: "2" }, /RANK=2 is not a rank from 0 to 1/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "99999" }, /MASTER_PORT=99999/],
+    ] as const
+  ) {
+    try {
+      rankFromEnv(env);
+      throw new Error("accepted");
+    } catch (e) {
+      assert_(message.test((e as Error).message), (e as Error).message);
+    }
+  }
+});
+
+Deno.test("ws: the env launcher runs the CLI as 3 processes started by the test", async () => {
+  const port = String(freePort());
+  const script = new URL("../scripts/allreduce.ts", import.meta.url).pathname;
+  const outputs = await Promise.all([0, 1, 2].map((rank) =>
+    envRank(
+      { RANK: String(rank), WORLD_SIZE: "3", MASTER_ADDR: "127.0.0.1", MASTER_PORT: port },
+      [script, "--launcher", "env", "--max", "1K", "--iters", "3", "--warmup", "1"],
+    ).output()
+  ));
+  for (const o of outputs) assertEquals(o.code, 0, decode(o.stderr));
+  const table = decode(outputs[0].stdout);
+  assert_(table.startsWith("# dccl allreduce: 3 ranks, transport ws, memory host"), table);
+  const rows = table.trim().split("\n").filter((l) => !l.startsWith("#"));
+  assertEquals(rows.length, 11);
+  for (const row of rows) assertEquals(row.trim().split(/\s+/)[9], "0");
+  assertEquals(decode(outputs[1].stdout), "");
+});
