@@ -46,3 +46,14 @@ export type { CollectiveName } from "./primitives/registry.ts";
 export { liveWorkers, spawnRanks, startRanks } from "./primitives/transports/spawn_ranks.ts";
 export type { RankGroup, SpawnOptions } from "./primitives/transports/spawn_ranks.ts";
 export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";
+export {
+  liveProcesses,
+  spawnProcesses,
+  startProcesses,
+} from "./primitives/transports/spawn_processes.ts";
+export type {
+  LaunchOptions,
+  SpawnProcessesOptions,
+} from "./primitives/transports/spawn_processes.ts";
+export { joinFromEnv, rankFromEnv } from "./primitives/transports/env_rank.ts";
+export type { EnvRank, JoinOptions } from "./primitives/transports/env_rank.ts";

@@ -11,10 +11,15 @@ import { connectWs } from "./ws_connect.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
+  /** This process's rank. */
   rank: number;
+  /** Ranks in the group. */
   size: number;
+  /** Rank 0's host (`MASTER_ADDR`). */
   masterAddr: string;
+  /** Rank 0's rendezvous port (`MASTER_PORT`). */
   masterPort: number;
+  /** The run's secret (`DCCL_TOKEN`). */
   token: string;
   /** Which convention supplied rank and size. */
   source: string;
