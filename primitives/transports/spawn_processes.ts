@@ -11,6 +11,7 @@ import type { RankGroup } from "./spawn_ranks.ts";
 
 /** Options of {@linkcode launchProcesses}. */
 export interface LaunchOptions {
+  /** Number of ranks (processes). */
   size: number;
   /** Extra environment for every child. */
   env?: Record<string, string>;
