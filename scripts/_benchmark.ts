@@ -11,7 +11,6 @@ import { spawnProcesses } from "../primitives/transports/spawn_processes.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { RankFailedError } from "../primitives/errors.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import { algorithmsFor, TRANSPORTS } from "../primitives/registry.ts";
 import { startRanks } from "../primitives/transports/spawn_ranks.ts";
@@ -330,7 +329,7 @@ export function reportFailure(command: string, plan: RunPlan, e: unknown): numbe
     console.error(`${command}: ${e.message}${kept}`);
     return 130;
   }
-  if (e instanceof RankFailedError || e instanceof Error) {
+  if (e instanceof Error) {
     console.error(`${command}: ${e.message.split("\n")[0]}`);
     return 1;
   }
