@@ -31,6 +31,8 @@ export interface WsTransportOptions {
 export interface WsLinks {
   sendTo: (WebSocket | undefined)[];
   recvFrom: (WebSocket | undefined)[];
+  /** Frames that arrived from each peer before the transport existed, in order. */
+  backlog: ([Uint8Array, boolean][] | undefined)[];
 }
 
 /** One peer's outgoing side: its socket, free frame buffers and the queue of pending sends. */
@@ -38,7 +40,7 @@ class Outbox {
   #socket: WebSocket;
   #free: Uint8Array[] = [];
   #allocated = 0;
-  #waiting: ((frame: Uint8Array) => void)[] = [];
+  #waiting: { resolve: (frame: Uint8Array) => void; reject: (e: Error) => void }[] = [];
   #tail: Promise<void> = Promise.resolve();
 
   constructor(socket: WebSocket) {
@@ -79,13 +81,18 @@ class Outbox {
       this.#allocated++;
       return new Uint8Array(WS_HEADER_BYTES + WS_SEGMENT_BYTES);
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
   }
 
   #release(frame: Uint8Array): void {
     const next = this.#waiting.shift();
-    if (next) next(frame);
+    if (next) next.resolve(frame);
     else this.#free.push(frame);
+  }
+
+  /** Fails sends waiting for a frame buffer (their socket will never free one). */
+  fail(error: Error): void {
+    for (const w of this.#waiting.splice(0)) w.reject(error);
   }
 }
 
@@ -108,16 +115,19 @@ export class WsTransport implements Transport {
     this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? 30_000);
     this.#outboxes = links.sendTo.map((s) => s && new Outbox(s));
     links.recvFrom.forEach((socket, peer) => {
-      socket?.on(
+      if (!socket) return;
+      socket.removeAllListeners("message");
+      for (const [data, isBinary] of links.backlog[peer] ?? []) this.#onFrame(peer, data, isBinary);
+      socket.on(
         "message",
         (data: Uint8Array, isBinary: boolean) => this.#onFrame(peer, data, isBinary),
       );
     });
-    for (const list of [links.sendTo, links.recvFrom]) {
+    for (const [list, carriesData] of [[links.sendTo, false], [links.recvFrom, true]] as const) {
       list.forEach((socket, peer) => {
         socket?.on(
           "close",
-          (code: number, reason: Uint8Array) => this.#onClose(peer, code, reason),
+          (code: number, reason: Uint8Array) => this.#onClose(peer, carriesData, code, reason),
         );
         socket?.on(
           "error",
@@ -144,6 +154,7 @@ export class WsTransport implements Transport {
     if (this.#failed) return;
     this.#failed = new PeerFailedError(failedRank, reason);
     this.#inbox.fail(this.#failed);
+    for (const outbox of this.#outboxes) outbox?.fail(this.#failed);
   }
 
   /** Closes every connection with 1000 ("this rank finished") once queued frames are out. */
@@ -167,15 +178,17 @@ export class WsTransport implements Transport {
   }
 
   /**
-   * A peer that finished closes with 1000: what it sent is still delivered, later receives from
-   * it fail. Any other close (a killed process shows as 1006) fails every operation at once.
+   * A peer that finished closes with 1000: what it sent is still delivered, and once the
+   * connection carrying its data closes, later receives from it fail (its other connection may
+   * close first: the two are separate TCP streams). Any other close (a killed process shows as
+   * 1006) fails every operation at once.
    */
-  #onClose(peer: number, code: number, reason: Uint8Array): void {
+  #onClose(peer: number, carriesData: boolean, code: number, reason: Uint8Array): void {
     if (this.#closing) return;
     const why = new TextDecoder().decode(reason);
     const message = `connection to rank ${peer} closed (code ${code}${why ? `: ${why}` : ""})`;
-    if (code === 1000) this.#inbox.closePeer(peer, new PeerFailedError(peer, message));
-    else this.abort(peer, message);
+    if (code !== 1000) this.abort(peer, message);
+    else if (carriesData) this.#inbox.closePeer(peer, new PeerFailedError(peer, message));
   }
 
   /** Validates a frame from `peer`; anything malformed closes that connection and fails the rank. */

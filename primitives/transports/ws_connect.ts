@@ -43,8 +43,13 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
   const deadline = Date.now() + timeoutMs;
   const sendTo: (WebSocket | undefined)[] = new Array(o.size).fill(undefined);
   const recvFrom: (WebSocket | undefined)[] = new Array(o.size).fill(undefined);
-  if (o.size === 1) return new WsTransport(o.rank, { sendTo, recvFrom }, { timeoutMs });
+  if (o.size === 1) {
+    return new WsTransport(o.rank, { sendTo, recvFrom, backlog: [] }, { timeoutMs });
+  }
 
+  // Peers may send as soon as they are connected, before this rank has its transport: hold
+  // what arrives until the transport takes over.
+  const backlog: [Uint8Array, boolean][][] = new Array(o.size);
   const arrived = new Map<number, { socket: WebSocket; address?: Address }>();
   let onArrival = () => {};
   const server = await listen(o, (socket, peer) => {
@@ -81,13 +86,18 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
         return t;
       });
     } else {
-      const master = await dial(o, 0, o.masterAddr, o.masterPort, deadline);
+      // The first message is the table; data may follow in the same TCP read, so hold it.
+      let gotTable!: (t: Address[]) => void;
+      const tableArrived = new Promise<Address[]>((resolve) => gotTable = resolve);
+      const master = await dial(o, 0, o.masterAddr, o.masterPort, deadline, (d, isBinary) => {
+        if (backlog[0] === undefined) {
+          backlog[0] = [];
+          gotTable(JSON.parse(new TextDecoder().decode(d)));
+        } else backlog[0].push([d, isBinary]);
+      });
       recvFrom[0] = master;
       const local =
         (master as unknown as { _socket: { localAddress: string } })._socket.localAddress;
-      const tableArrived = new Promise<Address[]>((resolve) =>
-        master.once("message", (d: Uint8Array) => resolve(JSON.parse(new TextDecoder().decode(d))))
-      );
       master.send(
         JSON.stringify({
           host: o.bind === "0.0.0.0" || !o.bind ? local : o.bind,
@@ -100,7 +110,10 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
     await Promise.all(
       table.map(async (a, peer) => {
         if (peer === o.rank || recvFrom[peer]) return;
-        recvFrom[peer] = await dial(o, peer, a.host, a.port, deadline);
+        backlog[peer] = [];
+        recvFrom[peer] = await dial(o, peer, a.host, a.port, deadline, (d, isBinary) => {
+          backlog[peer].push([d, isBinary]);
+        });
       }),
     );
     await waitFor(
@@ -121,7 +134,7 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
   }
   // The listening socket is no longer needed; the accepted connections stay open.
   server.close();
-  return new WsTransport(o.rank, { sendTo, recvFrom } satisfies WsLinks, { timeoutMs });
+  return new WsTransport(o.rank, { sendTo, recvFrom, backlog } satisfies WsLinks, { timeoutMs });
 }
 
 function listen(
@@ -164,13 +177,17 @@ function listen(
   });
 }
 
-/** Connects to `peer`'s server, retrying until the deadline (it may still be starting). */
+/**
+ * Connects to `peer`'s server, retrying until the deadline (it may still be starting).
+ * `onMessage` is attached before the handshake completes: frames can arrive in the same read.
+ */
 async function dial(
   o: WsConnectOptions,
   peer: number,
   host: string,
   port: number,
   deadline: number,
+  onMessage: (data: Uint8Array, isBinary: boolean) => void,
 ): Promise<WebSocket> {
   let last = "";
   while (Date.now() < deadline) {
@@ -182,6 +199,7 @@ async function dial(
           maxPayload: WS_HEADER_BYTES + WS_SEGMENT_BYTES,
           handshakeTimeout: Math.max(100, deadline - Date.now()),
         });
+        socket.on("message", onMessage);
         socket.once("open", () => resolve(socket));
         socket.once("error", reject);
       });
