@@ -41,7 +41,8 @@ if ((self as { name?: string }).name !== "tcp-peer") {
   listener.close();
   worker.terminate();
 } else {
-  self.onmessage = async (e: MessageEvent<number>) => {
+  globalThis.addEventListener("message", async (event) => {
+    const e = event as MessageEvent<number>;
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: e.data });
     conn.setNoDelay(true);
     const one = new Uint8Array(4);
@@ -57,7 +58,7 @@ if ((self as { name?: string }).name !== "tcp-peer") {
         await conn.write(one);
       }
     }
-  };
+  });
 }
 
 async function readFull(conn: Deno.Conn, into: Uint8Array): Promise<void> {

@@ -83,6 +83,16 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   };
   options.signal?.addEventListener("abort", onAbort, { once: true });
 
+  const exited: { rank: number; status: Deno.CommandStatus }[] = [];
+  const blame = () => {
+    const dead = exited.find((e) => e.status.signal) ?? exited[0];
+    fail(
+      dead.rank,
+      dead.status.signal
+        ? `rank ${dead.rank} was killed by ${dead.status.signal}`
+        : `rank ${dead.rank} exited with code ${dead.status.code}`,
+    );
+  };
   const exits = Array.from({ length: size }, async (_, rank) => {
     const child = new Deno.Command(Deno.execPath(), {
       args: denoArgs,
@@ -113,16 +123,15 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     live--;
     children[rank] = undefined;
     await Promise.all(pumps);
-    if (!status.success && !failure) {
-      fail(
-        rank,
-        status.signal
-          ? `rank ${rank} was killed by ${status.signal}`
-          : `rank ${rank} exited with code ${status.code}`,
-      );
+    if (!status.success) exited.push({ rank, status });
+    if (exited.length === 1 && !status.success) {
+      // Survivors of a dead rank exit with errors too, possibly first: give the dead one a
+      // moment to be reaped, then blame a rank killed by a signal over one that exited.
+      setTimeout(blame, 200);
     }
   });
   Promise.all(exits).then(() => {
+    if (exited.length > 0) blame();
     options.signal?.removeEventListener("abort", onAbort);
     if (options.signal?.aborted) settle.reject(options.signal.reason);
     else if (failure) settle.reject(failure);
