@@ -56,6 +56,8 @@ export interface PrimitiveSpec {
   collective?: CollectiveName;
   /** nccl-tests' busbw = algbw × factor. */
   busFactor(ranks: number): number;
+  /** The same factor as text for table headers, in terms of n ranks. */
+  busFormula: string;
   /** Elements this primitive holds per rank for a `count`-element case (for memory checks). */
   footprint(count: number, ranks: number): number;
   /**
@@ -108,6 +110,18 @@ function average(sum: number, size: number, dtype: Dtype): number {
 
 function fillInput(view: TypedArray, op: ReduceOp, rank: number, size: number): void {
   for (let i = 0; i < view.length; i++) view[i] = inputValue(op, rank, size, i);
+}
+
+/** The usual set-up: this rank's inputs in `send`, zeros in `recv` (so stale results show). */
+function fillSendClearRecv(
+  send: TypedArray,
+  recv: TypedArray,
+  op: ReduceOp,
+  rank: number,
+  size: number,
+): void {
+  fillInput(send, op, rank, size);
+  recv.fill(0);
 }
 
 /** Elements of `view` that differ from rank `rank`'s inputs. */
@@ -174,6 +188,7 @@ const multipleOfRanks = (count: number, ranks: number) => count - (count % ranks
 const sendrecv: PrimitiveSpec = {
   name: "sendrecv",
   busFactor: () => 1,
+  busFormula: "1",
   footprint: (count) => 2 * count,
   fit: whole,
   prepare(comm, maxCount, o) {
@@ -183,10 +198,7 @@ const sendrecv: PrimitiveSpec = {
     return prepared(comm, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
-        fill: () => {
-          fillInput(send, o.op, rank, size);
-          recv.fill(0);
-        },
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: async () => {
           if (size === 1) return recv.set(send);
           await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
@@ -201,6 +213,7 @@ const bcast: PrimitiveSpec = {
   name: "bcast",
   collective: "bcast",
   busFactor: () => 1,
+  busFormula: "1",
   footprint: (count) => count,
   fit: whole,
   prepare(comm, maxCount, o) {
@@ -224,6 +237,7 @@ const reduce: PrimitiveSpec = {
   name: "reduce",
   collective: "reduce",
   busFactor: () => 1,
+  busFormula: "1",
   footprint: (count) => 2 * count,
   fit: whole,
   prepare(comm, maxCount, o) {
@@ -232,10 +246,7 @@ const reduce: PrimitiveSpec = {
     return prepared(comm, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
-        fill: () => {
-          fillInput(send, o.op, rank, size);
-          recv.fill(0);
-        },
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
         wrong: () =>
           wrongInputs(send, o.op, rank, size) +
@@ -249,6 +260,7 @@ const allreduce: PrimitiveSpec = {
   name: "allreduce",
   collective: "allreduce",
   busFactor: (n) => (2 * (n - 1)) / n,
+  busFormula: "2(n-1)/n",
   footprint: (count) => 2 * count,
   fit: whole,
   prepare(comm, maxCount, o) {
@@ -257,10 +269,7 @@ const allreduce: PrimitiveSpec = {
     return prepared(comm, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
-        fill: () => {
-          fillInput(send, o.op, rank, size);
-          recv.fill(0);
-        },
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
         wrong: () => wrongReduced(recv, o.op, o.dtype, size),
       };
@@ -272,6 +281,7 @@ const allgather: PrimitiveSpec = {
   name: "allgather",
   collective: "allgather",
   busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
   footprint: (count, ranks) => count + count / ranks,
   fit: multipleOfRanks,
   prepare(comm, maxCount, o) {
@@ -282,10 +292,7 @@ const allgather: PrimitiveSpec = {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n), recv = head(recvBuf, n * size);
       return {
-        fill: () => {
-          fillInput(send, o.op, rank, size);
-          recv.fill(0);
-        },
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
         wrong: () => {
           let wrong = 0;
@@ -303,6 +310,7 @@ const reduceScatter: PrimitiveSpec = {
   name: "reduce_scatter",
   collective: "reduceScatter",
   busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
   footprint: (count, ranks) => count + count / ranks,
   fit: multipleOfRanks,
   prepare(comm, maxCount, o) {
@@ -313,10 +321,7 @@ const reduceScatter: PrimitiveSpec = {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n * size), recv = head(recvBuf, n);
       return {
-        fill: () => {
-          fillInput(send, o.op, rank, size);
-          recv.fill(0);
-        },
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
         wrong: () => wrongReduced(recv, o.op, o.dtype, size, rank * n),
       };

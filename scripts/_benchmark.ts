@@ -189,9 +189,7 @@ function gb(bytes: number): string {
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
   const s = plan.sweep;
-  const factor = { allreduce: "2(n-1)/n", allgather: "(n-1)/n", reduce_scatter: "(n-1)/n" }[
-    s.primitive as string
-  ] ?? "1";
+  const factor = PRIMITIVES[s.primitive].busFormula;
   return [
     `dccl ${s.primitive}: ${plan.procs} ranks, transport ${s.transport}, memory ${s.memory}, ` +
     `algorithm ${s.algorithm}, op ${s.op}, dtype ${s.dtype}, root ${s.root}`,

@@ -22,11 +22,13 @@ export interface FlagSpec {
 
 /**
  * Parses `argv` against `flags` (plus `--help`, returned as `help: "true"`); throws UsageError on
- * unknown flags, positionals or missing values.
+ * unknown flags or missing values, and on positional arguments unless `positionals` is given to
+ * collect them.
  */
 export function parseFlags(
   flags: Record<string, FlagSpec>,
   argv: string[],
+  positionals?: string[],
 ): Record<string, string | undefined> {
   const options = Object.fromEntries(
     Object.entries(flags).map(([name, f]) => [name, { type: f.boolean ? "boolean" : "string" }]),
@@ -34,7 +36,7 @@ export function parseFlags(
   options.help = { type: "boolean" };
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: !!positionals });
   } catch (e) {
     const message = (e as Error).message.split("\n")[0];
     const unknown = message.match(/Unknown option '([^']+)'/);
@@ -57,6 +59,7 @@ export function parseFlags(
     }
     throw new UsageError(message.replace(/\.$/, ""));
   }
+  positionals?.push(...parsed.positionals);
   const values: Record<string, string | undefined> = {};
   for (const [name, f] of Object.entries(flags)) {
     const v = parsed.values[name];

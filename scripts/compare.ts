@@ -9,8 +9,7 @@ import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
 import { type Point, readResults, ResultFormatError } from "../bench/compare/results.ts";
 import { MAX_PROCS } from "./_benchmark.ts";
-import { type FlagSpec, integer, usage, UsageError } from "./_flags.ts";
-import { parseArgs } from "node:util";
+import { type FlagSpec, integer, parseFlags, usage, UsageError } from "./_flags.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
   out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
@@ -20,7 +19,8 @@ const FLAGS: Record<string, FlagSpec> = {
 async function main(argv: string[]): Promise<number> {
   let files: string[], out: string, procs: number;
   try {
-    const { values, positionals } = parse(argv);
+    const positionals: string[] = [];
+    const values = parseFlags(FLAGS, argv, positionals);
     if (values.help) {
       console.log(
         usage("compare A.csv B.csv …", "Overlays curves and prints the crossovers.", FLAGS),
@@ -31,11 +31,11 @@ async function main(argv: string[]): Promise<number> {
     if (files.length === 0) {
       throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
     }
-    out = values.out ?? FLAGS.out.default!;
+    out = values.out!;
     if (!out.endsWith(".html")) {
       throw new UsageError(`--out ${out} is not accepted: expected *.html`);
     }
-    procs = integer("procs", values.procs ?? FLAGS.procs.default!, 1, MAX_PROCS);
+    procs = integer("procs", values.procs!, 1, MAX_PROCS);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`dccl compare: ${e.message}`);
@@ -61,22 +61,6 @@ async function main(argv: string[]): Promise<number> {
   Deno.writeTextFileSync(out, renderHtml(svg, rows, files));
   console.log(`\nchart: ${svgPath}\nreport: ${out}`);
   return 0;
-}
-
-function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { out: { type: "string" }, procs: { type: "string" }, help: { type: "boolean" } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (e) {
-    const flag = (e as Error).message.match(/Unknown option '([^']+)'/)?.[1];
-    throw new UsageError(
-      flag ? `unknown flag ${flag}; accepted: --out, --procs` : (e as Error).message.split("\n")[0],
-    );
-  }
 }
 
 Deno.exit(await main(Deno.args));
