@@ -7,8 +7,8 @@ import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { rankFromEnv } from "../primitives/transports/env_rank.ts";
 import {
-  freePort,
   liveProcesses,
+  PORT_MARK,
   spawnProcesses,
   startProcesses,
 } from "../primitives/transports/spawn_processes.ts";
@@ -58,22 +58,22 @@ Deno.test("ws: a killed process fails the launcher, naming it; no child survives
 });
 
 Deno.test("ws: when a rank dies mid-collective every other rank fails fast, naming it", async () => {
-  const port = String(freePort());
-  const ranks = [0, 1, 2].map((rank) =>
+  const rank0 = envRank0({ WORLD_SIZE: "3" });
+  const port = await rank0.port;
+  const others = [1, 2].map((rank) =>
     envRank({ RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port }).spawn()
   );
   await new Promise((r) => setTimeout(r, 1500));
   const killedAt = performance.now();
-  ranks[2].kill("SIGKILL");
-  for (const rank of [0, 1]) {
-    const out = await ranks[rank].output();
+  others[1].kill("SIGKILL");
+  for (const out of [await rank0.output(), await others[0].output()]) {
     assertEquals(out.code, 1);
     assert_(
       /PeerFailedError: Rank 2 failed: connection to rank 2 closed/.test(decode(out.stderr)),
       decode(out.stderr),
     );
   }
-  await ranks[2].output();
+  await others[1].output();
   assert_(performance.now() - killedAt < 5000, "well within the 30 s timeout");
 });
 
@@ -99,14 +99,37 @@ function envRank(env: Record<string, string>, args = [processRank]) {
   });
 }
 
+/**
+ * Starts rank 0 with MASTER_PORT=0, as the local launcher does: `port` is the port it picked
+ * (a port chosen by the test and handed over could be taken by a test running beside it).
+ */
+function envRank0(env: Record<string, string>, args?: string[]) {
+  const child = envRank({ ...env, RANK: "0", MASTER_PORT: "0" }, args).spawn();
+  const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  const port = (async () => {
+    for (;;) {
+      const { value, done } = await stdout.read();
+      if (done) throw new Error(`rank 0 exited before listening`);
+      text += value;
+      const line = text.split("\n").find((l) => l.startsWith(PORT_MARK));
+      if (line !== undefined) return line.slice(PORT_MARK.length);
+    }
+  })();
+  const output = async () => {
+    await port.catch(() => {});
+    for (let r = await stdout.read(); !r.done; r = await stdout.read()) text += r.value;
+    return {
+      code: (await child.status).code,
+      stdout: text.split("\n").filter((l) => !l.startsWith(PORT_MARK)).join("\n"),
+      stderr: await new Response(child.stderr).bytes(),
+    };
+  };
+  return { port, output, kill: () => child.kill("SIGKILL") };
+}
+
 Deno.test("ws: a rank that never arrives is a timeout listing the missing ranks", async () => {
-  const port = String(freePort());
-  const out = await envRank({
-    RANK: "0",
-    WORLD_SIZE: "3",
-    MASTER_PORT: port,
-    DCCL_TIMEOUT_MS: "1000",
-  }).output();
+  const out = await envRank0({ WORLD_SIZE: "3", DCCL_TIMEOUT_MS: "1000" }).output();
   assertEquals(out.code, 1);
   assert_(
     /ranks 1, 2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
@@ -130,7 +153,7 @@ Deno.test("ws: port in use and unreachable master are one-line errors", async ()
   const unreachable = await envRank({
     RANK: "1",
     WORLD_SIZE: "2",
-    MASTER_PORT: String(freePort()),
+    MASTER_PORT: "1", // nothing listens on tcpmux
     DCCL_TIMEOUT_MS: "800",
   }).output();
   assertEquals(unreachable.code, 1);
@@ -140,14 +163,8 @@ Deno.test("ws: port in use and unreachable master are one-line errors", async ()
 });
 
 Deno.test("ws: a connection without the run's token is refused before it sends data", async () => {
-  const port = freePort();
-  const rank0 = envRank({
-    RANK: "0",
-    WORLD_SIZE: "2",
-    MASTER_PORT: String(port),
-    DCCL_TIMEOUT_MS: "5000",
-  })
-    .spawn();
+  const rank0 = envRank0({ WORLD_SIZE: "2", DCCL_TIMEOUT_MS: "5000" });
+  const port = await rank0.port;
   try {
     let refused = "";
     for (let i = 0; i < 100 && !refused.includes("401"); i++) {
@@ -162,7 +179,7 @@ Deno.test("ws: a connection without the run's token is refused before it sends d
     }
     assert_(refused.includes("401"), refused);
   } finally {
-    rank0.kill("SIGKILL");
+    rank0.kill();
     await rank0.output();
   }
 });
@@ -221,6 +238,7 @@ Deno.test("ws: rank and size from torchrun, Open MPI, PMI and Slurm variables", 
       [{ RANK: "0", WORLD_SIZE: "2" }, /DCCL_TOKEN is not set/],
       [{ ...base, RANK: "2", WORLD_SIZE: "2" }, /RANK=2 is not a rank from 0 to 1/],
       [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "99999" }, /MASTER_PORT=99999/],
+      [{ ...base, RANK: "1", WORLD_SIZE: "2", MASTER_PORT: "0" }, /only works for rank 0/],
     ] as const
   ) {
     try {
@@ -233,16 +251,19 @@ Deno.test("ws: rank and size from torchrun, Open MPI, PMI and Slurm variables", 
 });
 
 Deno.test("ws: the env launcher runs the CLI as 3 processes started by the test", async () => {
-  const port = String(freePort());
   const script = new URL("../scripts/allreduce.ts", import.meta.url).pathname;
-  const outputs = await Promise.all([0, 1, 2].map((rank) =>
-    envRank(
-      { RANK: String(rank), WORLD_SIZE: "3", MASTER_ADDR: "127.0.0.1", MASTER_PORT: port },
-      [script, "--launcher", "env", "--max", "1K", "--iters", "3", "--warmup", "1"],
-    ).output()
-  ));
+  const args = [script, "--launcher", "env", "--max", "1K", "--iters", "3", "--warmup", "1"];
+  const env = { WORLD_SIZE: "3", MASTER_ADDR: "127.0.0.1" };
+  const rank0 = envRank0(env, args);
+  const port = await rank0.port;
+  const outputs = await Promise.all([
+    rank0.output(),
+    ...[1, 2].map((rank) =>
+      envRank({ ...env, RANK: String(rank), MASTER_PORT: port }, args).output()
+    ),
+  ]);
   for (const o of outputs) assertEquals(o.code, 0, decode(o.stderr));
-  const table = decode(outputs[0].stdout);
+  const table = outputs[0].stdout;
   assert_(table.startsWith("# dccl allreduce: 3 ranks, transport ws, memory host"), table);
   const rows = table.trim().split("\n").filter((l) => !l.startsWith("#"));
   assertEquals(rows.length, 11);

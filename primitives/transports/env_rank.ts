@@ -7,6 +7,7 @@
 
 import { Communicator } from "../communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
+import { PORT_MARK } from "./spawn_processes.ts";
 import { connectWs } from "./ws_connect.ts";
 
 /** Where a rank stands, read from the environment. */
@@ -17,7 +18,7 @@ export interface EnvRank {
   size: number;
   /** Rank 0's host (`MASTER_ADDR`). */
   masterAddr: string;
-  /** Rank 0's rendezvous port (`MASTER_PORT`). */
+  /** Rank 0's rendezvous port (`MASTER_PORT`); 0 on rank 0 lets the OS pick one. */
   masterPort: number;
   /** The run's secret (`DCCL_TOKEN`). */
   token: string;
@@ -52,8 +53,14 @@ export function rankFromEnv(
     throw new Error(`${rankVar}=${env[rankVar]} is not a rank from 0 to ${size - 1}`);
   }
   const masterPort = Number(env.MASTER_PORT ?? 29500);
-  if (!Number.isInteger(masterPort) || masterPort < 1 || masterPort > 65535) {
+  if (!Number.isInteger(masterPort) || masterPort < 0 || masterPort > 65535) {
     throw new Error(`MASTER_PORT=${env.MASTER_PORT} is not a port from 1 to 65535`);
+  }
+  if (masterPort === 0 && rank !== 0) {
+    throw new Error(
+      `MASTER_PORT=0 only works for rank 0 (it picks a free port and prints it); ` +
+        `rank ${rank} needs the port rank 0 picked`,
+    );
   }
   const token = env.DCCL_TOKEN;
   if (!token) {
@@ -85,7 +92,13 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
-  const transport = await connectWs({ ...me, bind: options.bind, timeoutMs: options.timeoutMs });
+  const transport = await connectWs({
+    ...me,
+    bind: options.bind,
+    timeoutMs: options.timeoutMs,
+    // A launcher that let rank 0 pick the port reads it from this line and starts the others.
+    onListening: (port) => me.masterPort === 0 && console.log(PORT_MARK + port),
+  });
   return new Communicator(transport, new RankHeap(createHeapMemory()));
 }
 

@@ -1,6 +1,7 @@
 /**
  * The local process launcher for `ws`: starts `size` Deno subprocesses on this machine with
- * torchrun-style variables (a rendezvous on 127.0.0.1 at a free port, a random per-run token),
+ * torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a random per-run
+ * token),
  * prefixes their output with their rank, and fails the whole group — killing every other child —
  * as soon as one exits non-zero.
  * @module
@@ -29,14 +30,6 @@ export function liveProcesses(): number {
   return live;
 }
 
-/** A free TCP port on `host` (the OS picks; a tiny race with other programs is possible). */
-export function freePort(host = "127.0.0.1"): number {
-  const listener = Deno.listen({ hostname: host, port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 /** Prints rank 0's stdout as is (the program's output) and prefixes every other line. */
 export function printLine(rank: number, stream: "stdout" | "stderr", line: string): void {
   if (rank === 0 && stream === "stdout") console.log(line);
@@ -55,7 +48,6 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     crypto.getRandomValues(new Uint8Array(24)),
     (b) => b.toString(16).padStart(2, "0"),
   ).join("");
-  const port = freePort(masterAddr);
   const onLine = options.onLine ?? printLine;
   const children: (Deno.ChildProcess | undefined)[] = [];
   const results: string[] = new Array(size).fill("");
@@ -93,7 +85,15 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
         : `rank ${dead.rank} exited with code ${dead.status.code}`,
     );
   };
-  const exits = Array.from({ length: size }, async (_, rank) => {
+  // Rank 0 binds an ephemeral port itself and announces it; only then do the others start.
+  // (Picking a free port here and handing it over would race with every other program.)
+  const exits: Promise<void>[] = [];
+  const start = (rank: number, port: number) => exits.push(runRank(rank, port));
+  const onPort = (port: number) => {
+    if (failure) return;
+    for (let rank = 1; rank < size; rank++) start(rank, port);
+  };
+  const runRank = async (rank: number, port: number) => {
     const child = new Deno.Command(Deno.execPath(), {
       args: denoArgs,
       env: {
@@ -115,7 +115,9 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     const pumps = [
       pump(child.stdout, (line) => {
         if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
-        else onLine(rank, "stdout", line);
+        else if (rank === 0 && line.startsWith(PORT_MARK)) {
+          onPort(Number(line.slice(PORT_MARK.length)));
+        } else onLine(rank, "stdout", line);
       }),
       pump(child.stderr, (line) => onLine(rank, "stderr", line)),
     ];
@@ -129,14 +131,20 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       // moment to be reaped, then blame a rank killed by a signal over one that exited.
       setTimeout(blame, 200);
     }
-  });
-  Promise.all(exits).then(() => {
+  };
+  start(0, 0);
+  (async () => {
+    // Rank 0's output is read before its exit counts, so the others have started by then.
+    for (let waited = 0; waited < exits.length;) {
+      waited = exits.length;
+      await Promise.all(exits);
+    }
     if (exited.length > 0) blame();
     options.signal?.removeEventListener("abort", onAbort);
     if (options.signal?.aborted) settle.reject(options.signal.reason);
     else if (failure) settle.reject(failure);
     else settle.resolve(results);
-  });
+  })();
 
   return {
     results: done,
@@ -148,6 +156,8 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
 
 /** A child's stdout line starting with this carries its result (not printed). */
 export const RESULT_MARK = "\u0001dccl-result ";
+/** Rank 0's stdout line starting with this carries the port it picked (not printed). */
+export const PORT_MARK = "\u0001dccl-port ";
 
 async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
   let rest = "";

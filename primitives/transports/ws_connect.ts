@@ -27,6 +27,8 @@ export interface WsConnectOptions {
   bind?: string;
   /** Milliseconds for the whole rendezvous, and each later wait. @default {30000} */
   timeoutMs?: number;
+  /** Called with the port this rank listens on, once it listens (for `masterPort` 0). */
+  onListening?: (port: number) => void;
 }
 
 interface Address {
@@ -63,6 +65,7 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
     });
   });
   const serverPort = (server.address() as { port: number }).port;
+  o.onListening?.(serverPort);
 
   try {
     let table: Address[];
@@ -77,10 +80,10 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
           return `rendezvous timed out after ${timeoutMs} ms: rank${
             missing.length > 1 ? "s" : ""
           } ` +
-            `${missing.join(", ")} of ${o.size} never arrived at ${o.masterAddr}:${o.masterPort}`;
+            `${missing.join(", ")} of ${o.size} never arrived at ${o.masterAddr}:${serverPort}`;
         },
       ).then(() => {
-        const t: Address[] = [{ host: o.masterAddr, port: o.masterPort }];
+        const t: Address[] = [{ host: o.masterAddr, port: serverPort }];
         for (const [r, a] of arrived) t[r] = a.address!;
         for (const { socket } of arrived.values()) socket.send(JSON.stringify(t));
         return t;
