@@ -4,13 +4,16 @@ import type { TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 
+/** Block of a chunk reduced and then written to the peers while it is in cache. */
+const BLOCK_BYTES = 128 * 1024;
+
 /**
  * Direct shared-memory allreduce (`shm` only). Small buffers: every rank copies its data into its
  * eager slot, one arrival flag per rank, then every rank reduces all slots in rank order — one
  * handoff. Large buffers: ranks publish their heap buffers; rank r reduces chunk r by reading
- * every peer's chunk r in place, then copies every other reduced chunk from its owner — 3 barriers,
- * each byte read n times and written twice, no messages. `host` buffers go through a heap bounce
- * buffer.
+ * every rank's chunk r in place and writes the result into chunk r of every rank's buffer, block
+ * by block — 2 barriers, each byte read once and written once, no messages. `host` buffers go
+ * through a heap bounce buffer.
  */
 export function allreduceShmDirect(
   ctx: CollectiveContext,
@@ -26,13 +29,15 @@ export function allreduceShmDirect(
   const mine = ctx.staged(buf, 2);
   const views = requireViews(shared.exchangeViews(mine, "allreduce"));
   const [s, e] = chunk(buf.length, size, rank);
-  const own = mine.subarray(s, e);
-  for (let r = 0; r < size; r++) if (r !== rank) reduce(op, own, own, views[r].subarray(s, e));
-  shared.barrier();
-  for (let r = 0; r < size; r++) {
-    if (r === rank) continue;
-    const [rs, re] = chunk(buf.length, size, r);
-    mine.set(views[r].subarray(rs, re), rs);
+  // Only this rank touches chunk `rank` of any buffer, so it can write each reduced block into
+  // every peer's buffer at once, while the block is still in cache: one barrier, each byte of
+  // the chunk read and written once per rank.
+  const block = BLOCK_BYTES / buf.BYTES_PER_ELEMENT;
+  for (let b = s; b < e; b += block) {
+    const be = Math.min(e, b + block);
+    const own = mine.subarray(b, be);
+    for (let r = 0; r < size; r++) if (r !== rank) reduce(op, own, own, views[r].subarray(b, be));
+    for (let r = 0; r < size; r++) if (r !== rank) views[r].set(own, b);
   }
   shared.barrier();
   if (mine !== buf) buf.set(mine);
