@@ -1,6 +1,6 @@
 // WASM SIMD kernels against the JS reference: every op × dtype, odd lengths, unaligned offsets,
 // operands in a second (peer) heap; and the committed binary matches the kernel source.
-import { divide, reduce } from "../kernels/reduce.ts";
+import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
 import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
 import { WASM_OPS } from "../kernels/reduce_wat.ts";
@@ -31,7 +31,7 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
             a[i] = values(i, 1, dtype === "i32");
             b[i] = values(i, 2, dtype === "i32");
           }
-          reduce(op, dst, a, b);
+          assert_(reduceWasm(op, dst, a, b), "the kernel runs on heap buffers");
           reduceReference(op, ref, a, b);
           assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} +${misalign}`);
           // In place, and nothing written past the end.
@@ -42,7 +42,7 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
             1,
           );
           guard[0] = 12345;
-          reduce(op, dst, dst, b);
+          assert_(reduceWasm(op, dst, dst, b));
           reduceReference(op, ref, ref, b);
           assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} in place`);
           assertEquals(guard[0], 12345, `${op} ${dtype} n=${n} wrote past the end`);
@@ -65,6 +65,7 @@ Deno.test("buffers outside a heap fall back to the JS reference", () => {
     a = Float32Array.of(1, 2, 3, 4, 5),
     b = Float32Array.of(5, 4, 3, 2, 1);
   assert_(memoryOf(dst.buffer) === undefined);
+  assert_(!reduceWasm("max", dst, a, b));
   reduce("max", dst, a, b);
   assertEquals(Array.from(dst), [5, 4, 3, 4, 5]);
 });

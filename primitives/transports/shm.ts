@@ -12,7 +12,7 @@
 
 import { CommTimeoutError, MismatchError, PeerFailedError } from "../errors.ts";
 import { heapBuffer, memoryOf } from "../memory/heap.ts";
-import { dtypeOf, DTYPES, makeView, type TypedArray } from "../types.ts";
+import { type Dtype, dtypeOf, DTYPES, makeView, type TypedArray } from "../types.ts";
 import type { SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
@@ -115,6 +115,7 @@ export class ShmTransport implements Transport, SharedAccess {
   #eagerSeq = 0;
   #barrierSeq = 0;
   #viewSeq = 0;
+  #eagerViews: (TypedArray[] | undefined)[] = [];
   #aborted?: Error;
 
   /**
@@ -230,21 +231,40 @@ export class ShmTransport implements Transport, SharedAccess {
     }
     const seq = ++this.#eagerSeq;
     const parity = seq & 1;
-    const slotOffset = (r: number) =>
-      (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.EAGER_OFFSET)) >>> 0) +
-      parity * EAGER_BYTES;
-    const desc = (r: number, i: number) => this.#word(r, RANK_WORD.EAGER_DESC + parity * 2 + i);
-    new Uint8Array(heapBuffer(this.#heaps[this.rank]), slotOffset(this.rank), view.byteLength)
-      .set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
-    Atomics.store(this.#ctrl, desc(this.rank, 0), view.length);
-    Atomics.store(this.#ctrl, desc(this.rank, 1), DTYPES.indexOf(dtypeOf(view)));
+    const dtype = dtypeOf(view);
+    const slots = this.#eagerSlots(parity, dtype, view.length);
+    slots[this.rank].set(view);
+    const desc = RANK_WORD.EAGER_DESC + parity * 2;
+    Atomics.store(this.#ctrl, this.#word(this.rank, desc), view.length);
+    Atomics.store(this.#ctrl, this.#word(this.rank, desc + 1), DTYPES.indexOf(dtype));
     this.#arrive(RANK_WORD.EAGER_SEQ, seq);
     this.#waitForAll(RANK_WORD.EAGER_SEQ, seq, () => `${what} (eager exchange)`);
-    return this.#peerViews(view, what, (r) => ({
-      offset: slotOffset(r),
-      count: Atomics.load(this.#ctrl, desc(r, 0)),
-      dtype: Atomics.load(this.#ctrl, desc(r, 1)),
-    })) as TypedArray[];
+    for (let r = 0; r < this.size; r++) {
+      const count = Atomics.load(this.#ctrl, this.#word(r, desc));
+      const peerDtype = DTYPES[Atomics.load(this.#ctrl, this.#word(r, desc + 1))];
+      if (count !== view.length || peerDtype !== dtype) {
+        throw this.#mismatch(view, what, r, count, peerDtype);
+      }
+    }
+    return slots;
+  }
+
+  /**
+   * Every rank's eager slot of `parity` viewed as `count` × `dtype`; kept while calls repeat the
+   * shape, so a small collective creates no views.
+   */
+  #eagerSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
+    const cached = this.#eagerViews[parity];
+    if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    return this.#eagerViews[parity] = this.#heaps.map((heap, r) =>
+      makeView(
+        dtype,
+        heapBuffer(heap),
+        (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.EAGER_OFFSET)) >>> 0) +
+          parity * EAGER_BYTES,
+        count,
+      )
+    );
   }
 
   abort(failedRank: number, reason: string): void {
@@ -266,15 +286,19 @@ export class ShmTransport implements Transport, SharedAccess {
     return this.#heaps.map((heap, r) => {
       const d = read(r);
       if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
-        throw new MismatchError(
-          `${what}: rank ${this.rank} has ${mine.length} × ${dtype} but rank ${r} has ` +
-            `${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and dtype`,
-          { failedRank: r },
-        );
+        throw this.#mismatch(mine, what, r, d.count, DTYPES[d.dtype]);
       }
       // Offset 0 never names a heap buffer: that rank published a view outside its heap.
       return d.offset === 0 ? undefined : makeView(dtype, heapBuffer(heap), d.offset, d.count);
     });
+  }
+
+  #mismatch(mine: TypedArray, what: string, r: number, count: number, dtype: Dtype): Error {
+    return new MismatchError(
+      `${what}: rank ${this.rank} has ${mine.length} × ${dtypeOf(mine)} but rank ${r} has ` +
+        `${count} × ${dtype}; every rank must pass the same count and dtype`,
+      { failedRank: r },
+    );
   }
 
   #word(rank: number, word: number): number {
