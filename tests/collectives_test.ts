@@ -29,4 +29,30 @@ for (const transport of ["shm", "worker"] as const) {
     const wrong = await runRanks<number[]>("check_rank.ts", { size: 2, transport, args: cases });
     assertEquals(wrong, [[0], [0]]);
   });
+
+  Deno.test(`buffers past the caches, odd counts, every root, both memory kinds: ${transport}, 3 ranks`, async () => {
+    const count = 2 ** 20 + 3;
+    const cases: CheckCase[] = (["shared", "host"] as const).flatMap((memory) => [
+      {
+        primitive: "allreduce",
+        algorithm: "auto",
+        count,
+        op: "sum",
+        dtype: "f32",
+        memory,
+        root: 0,
+      },
+      ...[0, 1, 2].map((root): CheckCase => ({
+        primitive: "bcast",
+        algorithm: "auto",
+        count,
+        op: "sum",
+        dtype: "f32",
+        memory,
+        root,
+      })),
+    ]);
+    const wrong = await runRanks<number[]>("check_rank.ts", { size: 3, transport, args: cases });
+    assertEquals(failures(cases, wrong), []);
+  });
 }

@@ -1,11 +1,14 @@
 import type { TypedArray } from "../types.ts";
-import type { CollectiveContext } from "./context.ts";
+import { chunk, type CollectiveContext } from "./context.ts";
 import { sharedAccess } from "./shm_direct.ts";
+
+/** Size from which the root copies part of the data into the receivers. */
+const ROOT_HELPS_BYTES = 1024 * 1024;
 
 /**
  * Direct shared-memory broadcast (`shm` only): every rank copies straight from the root's buffer
- * (through its eager slot when small, a heap bounce buffer when the root's buffer is `host`).
- * One copy per receiver, 2 barriers.
+ * (through its eager slot when small, a heap bounce buffer when the root's buffer is `host`), and
+ * the root writes one part of every receiver's buffer meanwhile. One copy per receiver, 2 barriers.
  */
 export function bcastShmDirect(
   ctx: CollectiveContext,
@@ -18,10 +21,23 @@ export function bcastShmDirect(
     if (ctx.rank !== root) buf.set(slots[root]);
     return Promise.resolve();
   }
-  const mine = ctx.rank === root ? ctx.staged(buf, 2) : buf;
-  const source = shared.exchangeViews(mine, "bcast")[root];
+  const { rank, size } = ctx;
+  const mine = rank === root ? ctx.staged(buf, 2) : buf;
+  const views = shared.exchangeViews(mine, "bcast");
+  const source = views[root];
   if (!source) throw new Error("Internal error: the root's buffer is not in its heap");
-  if (ctx.rank !== root) buf.set(source);
+  // Beyond the caches the root would idle while the others copy, so it copies part `root` into
+  // every receiver whose buffer is in its heap and each receiver copies the rest: (n−1)/n of N
+  // each. (Below, writing into a buffer another core has cached costs more than it saves.)
+  const [s, e] = buf.byteLength >= ROOT_HELPS_BYTES ? chunk(buf.length, size, root) : [0, 0];
+  if (rank === root) {
+    const part = source.subarray(s, e);
+    for (let r = 0; r < size; r++) if (r !== root) views[r]?.set(part, s);
+  } else {
+    buf.set(source.subarray(0, s));
+    buf.set(source.subarray(e), e);
+    if (!views[rank]) buf.set(source.subarray(s, e), s);
+  }
   shared.barrier();
   return Promise.resolve();
 }
