@@ -1,12 +1,19 @@
 /**
- * The raw ceiling of the `ws` transport: a plain `Deno.connect` TCP stream on 127.0.0.1 between
- * this process and a worker, at the sizes the ws closing numbers use, plus a 4-byte ping-pong.
+ * The raw ceilings of the `ws` transport: a plain `Deno.connect` TCP stream on 127.0.0.1 between
+ * this process and a worker, at the sizes the ws closing numbers use, plus a 4-byte ping-pong;
+ * then the same stream through npm `ws` alone (1 MiB unmasked frames, server to client), which is
+ * what dccl's framing, matching and copies add to.
  *
  *     deno run -A bench/tcp_probe.ts
  * @module
  */
 
+import { WebSocket, WebSocketServer } from "ws";
+
 const SIZES = [2 ** 16, 2 ** 20, 2 ** 24].map((floats) => floats * 4);
+const FRAME = 1024 * 1024;
+const itersFor = (bytes: number) => Math.max(3, Math.floor(2e8 / bytes));
+const gbps = (bytes: number, us: number) => ((bytes * 8) / us / 1e3).toFixed(2);
 
 // The worker runs this same module under a name (import.meta.main is true in workers too).
 if ((self as { name?: string }).name !== "tcp-peer") {
@@ -28,21 +35,45 @@ if ((self as { name?: string }).name !== "tcp-peer") {
   );
   for (const bytes of SIZES) {
     const data = new Uint8Array(bytes);
-    const iters = Math.max(3, Math.floor(2e8 / bytes));
+    const iters = itersFor(bytes);
     const start = performance.now();
     for (let i = 0; i < iters; i++) {
       await writeFull(conn, data);
       await readFull(conn, one);
     }
     const us = ((performance.now() - start) * 1e3) / iters;
-    console.log(`stream ${bytes / 4} floats: ${((bytes * 8) / us / 1e3).toFixed(2)} Gb/s`);
+    console.log(`stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`);
   }
   conn.close();
   listener.close();
+
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
+  await new Promise((r) => server.once("listening", r));
+  worker.postMessage({ ws: (server.address() as { port: number }).port });
+  const [socket] = await new Promise<[WebSocket]>((r) => server.once("connection", (s) => r([s])));
+  let acked = () => {};
+  socket.on("message", () => acked());
+  const frame = new Uint8Array(FRAME);
+  for (const bytes of SIZES) {
+    const iters = itersFor(bytes);
+    const start = performance.now();
+    for (let i = 0; i < iters; i++) {
+      const ack = new Promise<void>((r) => acked = r);
+      for (let sent = 0; sent < bytes; sent += FRAME) {
+        socket.send(frame.subarray(0, Math.min(FRAME, bytes - sent)), { binary: true });
+      }
+      await ack;
+    }
+    const us = ((performance.now() - start) * 1e3) / iters;
+    console.log(`npm ws stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`);
+  }
+  socket.close();
+  server.close();
   worker.terminate();
 } else {
   globalThis.addEventListener("message", async (event) => {
-    const e = event as MessageEvent<number>;
+    const e = event as MessageEvent<number | { ws: number }>;
+    if (typeof e.data === "object") return wsClient(e.data.ws);
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: e.data });
     conn.setNoDelay(true);
     const one = new Uint8Array(4);
@@ -52,7 +83,7 @@ if ((self as { name?: string }).name !== "tcp-peer") {
     }
     for (const bytes of SIZES) {
       const data = new Uint8Array(bytes);
-      const iters = Math.max(3, Math.floor(2e8 / bytes));
+      const iters = itersFor(bytes);
       for (let i = 0; i < iters; i++) {
         await readFull(conn, data);
         await conn.write(one);
@@ -71,4 +102,18 @@ async function readFull(conn: Deno.Conn, into: Uint8Array): Promise<void> {
 
 async function writeFull(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   for (let sent = 0; sent < data.length;) sent += await conn.write(data.subarray(sent));
+}
+
+/** Receives each size's stream of frames and acknowledges every whole message. */
+function wsClient(port: number): void {
+  const socket = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false });
+  const one = new Uint8Array(4);
+  let size = 0, got = 0, count = 0;
+  socket.on("message", (d: Uint8Array) => {
+    got += d.byteLength;
+    if (got < SIZES[size]) return;
+    got = 0;
+    socket.send(one);
+    if (++count === itersFor(SIZES[size])) [size, count] = [size + 1, 0];
+  });
 }
