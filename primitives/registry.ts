@@ -75,10 +75,11 @@ export function algorithmsFor(collective: CollectiveName, transport: TransportNa
 }
 
 /**
- * What `auto` picks. Crossovers measured on the 2-vCPU development machine with
- * `deno task bench` (see README, "Choosing algorithms"): on `shm` the direct algorithms win at
- * every size; on message transports latency-bound algorithms win below the crossover and
- * bandwidth-optimal ones above it.
+ * What `auto` picks, from crossovers measured on the 2-vCPU development machine with the harness
+ * and `deno task compare` (README, "Algorithms"): on `shm` the direct algorithms win at every size;
+ * on message transports recursive doubling wins below 512 KiB, Rabenseifner up to 4 MiB on
+ * power-of-two groups, the ring above; binomial trees beat the scatter forms of bcast and reduce
+ * at every size measured (1 float … 16 MiB, 2 and 4 ranks).
  */
 export function autoAlgorithm(
   collective: CollectiveName,
@@ -89,12 +90,14 @@ export function autoAlgorithm(
   if (transport === "shm") return "shm_direct";
   switch (collective) {
     case "allreduce":
-      if (bytes < 64 * 1024) return "recursive_doubling";
-      return size > 2 && (size & (size - 1)) === 0 ? "rabenseifner" : "ring";
+      if (bytes < 512 * 1024) return "recursive_doubling";
+      return bytes < 4 * 1024 * 1024 && size > 2 && (size & (size - 1)) === 0
+        ? "rabenseifner"
+        : "ring";
     case "bcast":
-      return bytes < 512 * 1024 || size <= 2 ? "binomial" : "scatter_allgather";
+      return "binomial";
     case "reduce":
-      return bytes < 512 * 1024 || size <= 2 ? "binomial" : "scatter_gather";
+      return "binomial";
     case "allgather":
     case "reduceScatter":
       return "ring";
