@@ -95,7 +95,6 @@ export function autoAlgorithm(
         ? "rabenseifner"
         : "ring";
     case "bcast":
-      return "binomial";
     case "reduce":
       return "binomial";
     case "allgather":
