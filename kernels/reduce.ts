@@ -42,8 +42,8 @@ function kernels(home: WebAssembly.Memory, other: WebAssembly.Memory): WebAssemb
 
 /**
  * `dst[i] = a[i] op b[i]` for every element of `dst`; `dst` may alias `a` or `b`.
- * Runs the SIMD kernel when `dst` and `a` share a heap and `b` lives in any heap (its own rank's or
- * a peer's), and the JS reference for short arrays and buffers outside heaps.
+ * Runs the SIMD kernel when `dst` shares a heap with `a` or `b` and the other lives in any heap (its
+ * own rank's or a peer's), and the JS reference for short arrays and buffers outside heaps.
  */
 export function reduce(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
@@ -61,16 +61,20 @@ export function reduce(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray
 
 /**
  * The SIMD kernel alone, for operands already checked by {@linkcode reduce}: false (and nothing
- * done) unless `dst` and `a` share a heap and `b` lives in one.
+ * done) unless `dst` shares a heap with `a` or `b` and the other operand lives in a heap too.
  */
 export function reduceWasm(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
   const home = memoryOf(dst.buffer);
-  const other = memoryOf(b.buffer);
-  if (!home || !other || memoryOf(a.buffer) !== home) return false;
+  if (!home) return false;
+  // The kernel reads its first operand from dst's heap; every op commutes, so the operands may
+  // trade places.
+  const [near, far] = memoryOf(a.buffer) === home ? [a, b] : [b, a];
+  const other = memoryOf(far.buffer);
+  if (!other || memoryOf(near.buffer) !== home) return false;
   (kernels(home, other)[`${op}_${dtypeOf(dst)}`] as ReduceFn)(
     dst.byteOffset,
-    a.byteOffset,
-    b.byteOffset,
+    near.byteOffset,
+    far.byteOffset,
     dst.length,
   );
   return true;

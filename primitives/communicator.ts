@@ -147,7 +147,8 @@ export class Communicator implements AsyncDisposable {
     const view = this.#check(buf).view;
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
     const run = this.#pick("bcast", options.algorithm, view.byteLength);
-    if (this.size > 1) await run(this.#begin(), view, root);
+    const pending = this.size > 1 ? run(this.#begin(), view, root) : undefined;
+    if (pending) await pending;
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
@@ -155,7 +156,8 @@ export class Communicator implements AsyncDisposable {
     const target = this.#outOfPlace(buf, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
     const run = this.#pick("allreduce", options.algorithm, target.byteLength);
-    if (this.size > 1) await run(this.#begin(), target, kernelOp(op));
+    const pending = this.size > 1 ? run(this.#begin(), target, kernelOp(op)) : undefined;
+    if (pending) await pending;
     if (op === "avg") divide(target, this.size);
   }
 
@@ -166,7 +168,8 @@ export class Communicator implements AsyncDisposable {
     const target = this.rank === root ? this.#outOfPlace(buf, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
     const run = this.#pick("reduce", options.algorithm, target.byteLength);
-    if (this.size > 1) await run(this.#begin(), target, kernelOp(op), root);
+    const pending = this.size > 1 ? run(this.#begin(), target, kernelOp(op), root) : undefined;
+    if (pending) await pending;
     if (op === "avg" && this.rank === root) divide(target, this.size);
   }
 
@@ -179,8 +182,9 @@ export class Communicator implements AsyncDisposable {
     const s = this.#check(send).view, r = this.#check(recv).view;
     this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
     const run = this.#pick("allgather", options.algorithm, r.byteLength);
-    if (this.size > 1) await run(this.#begin(), s, r);
-    else r.set(s);
+    const pending = this.size > 1 ? run(this.#begin(), s, r) : undefined;
+    if (pending) await pending;
+    if (this.size === 1) r.set(s);
   }
 
   /** Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n). */
@@ -193,8 +197,9 @@ export class Communicator implements AsyncDisposable {
     this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
     const op = checkOp(options.op ?? "sum");
     const run = this.#pick("reduceScatter", options.algorithm, s.byteLength);
-    if (this.size > 1) await run(this.#begin(), s, r, kernelOp(op));
-    else r.set(s);
+    const pending = this.size > 1 ? run(this.#begin(), s, r, kernelOp(op)) : undefined;
+    if (pending) await pending;
+    if (this.size === 1) r.set(s);
     if (op === "avg") divide(r, this.size);
   }
 

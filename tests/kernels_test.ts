@@ -46,6 +46,10 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
           reduceReference(op, ref, ref, b);
           assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} in place`);
           assertEquals(guard[0], 12345, `${op} ${dtype} n=${n} wrote past the end`);
+          // First operand in the peer heap: the kernel takes the operands in the other order.
+          assert_(reduceWasm(op, dst, b, a), "the kernel runs with a peer's first operand");
+          reduceReference(op, ref, b, a);
+          assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} swapped`);
         }
       }
     }

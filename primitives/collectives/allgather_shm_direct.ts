@@ -7,10 +7,9 @@ export function allgatherShmDirect(
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
-): Promise<void> {
+): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), "allgather"));
   views.forEach((v, r) => recv.set(v, r * send.length));
   shared.barrier();
-  return Promise.resolve();
 }

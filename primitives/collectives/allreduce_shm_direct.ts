@@ -18,12 +18,12 @@ export function allreduceShmDirect(
   ctx: CollectiveContext,
   buf: TypedArray,
   op: WasmOp,
-): Promise<void> {
+): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   if (buf.byteLength <= shared.eagerBytes) {
     reduceSlots(op, buf, shared.eagerExchange(buf, "allreduce"));
-    return Promise.resolve();
+    return;
   }
   // `host` buffers go through a heap bounce buffer. Peers read every chunk but this rank's own,
   // so only those are staged up front; the own chunk is staged and copied back block by block.
@@ -45,7 +45,6 @@ export function allreduceShmDirect(
   }
   shared.barrier();
   if (host) copyOutside(buf, mine, s, e);
-  return Promise.resolve();
 }
 
 /** Copies `src` into `dst` except for elements `[s, e)`. */

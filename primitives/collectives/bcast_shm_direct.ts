@@ -14,12 +14,12 @@ export function bcastShmDirect(
   ctx: CollectiveContext,
   buf: TypedArray,
   root: number,
-): Promise<void> {
+): void {
   const shared = sharedAccess(ctx, "shm_direct");
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, "bcast");
     if (ctx.rank !== root) buf.set(slots[root]);
-    return Promise.resolve();
+    return;
   }
   const { rank, size } = ctx;
   const mine = rank === root ? ctx.staged(buf, 2) : buf;
@@ -39,5 +39,4 @@ export function bcastShmDirect(
     if (!views[rank]) buf.set(source.subarray(s, e), s);
   }
   shared.barrier();
-  return Promise.resolve();
 }

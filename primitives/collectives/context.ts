@@ -85,35 +85,41 @@ export function mod(a: number, n: number): number {
   return ((a % n) + n) % n;
 }
 
+/**
+ * What an algorithm returns: a promise when it waits for messages, nothing when it ran to the end
+ * synchronously (the shared-memory algorithms), which spares small calls a microtask turn.
+ */
+export type Completion = Promise<void> | void;
+
 /** In-place allreduce of `buf` on every rank. */
 export type AllreduceAlgorithm = (
   ctx: CollectiveContext,
   buf: TypedArray,
   op: WasmOp,
-) => Promise<void>;
+) => Completion;
 /** Broadcast of `buf` from `root`. */
 export type BcastAlgorithm = (
   ctx: CollectiveContext,
   buf: TypedArray,
   root: number,
-) => Promise<void>;
+) => Completion;
 /** Reduction into `buf` on `root`; other ranks' `buf` stay unchanged. */
 export type ReduceAlgorithm = (
   ctx: CollectiveContext,
   buf: TypedArray,
   op: WasmOp,
   root: number,
-) => Promise<void>;
+) => Completion;
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
 export type AllgatherAlgorithm = (
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
-) => Promise<void>;
+) => Completion;
 /** `recv` (n) gets part `rank` of the reduction of every rank's `send` (size × n). */
 export type ReduceScatterAlgorithm = (
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
   op: WasmOp,
-) => Promise<void>;
+) => Completion;

@@ -10,7 +10,7 @@ export function reduceScatterShmDirect(
   send: TypedArray,
   recv: TypedArray,
   op: WasmOp,
-): Promise<void> {
+): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   const n = recv.length;
@@ -21,5 +21,4 @@ export function reduceScatterShmDirect(
   for (let r = 1; r < size; r++) reduce(op, out, out, block(r));
   if (out !== recv) recv.set(out);
   shared.barrier();
-  return Promise.resolve();
 }

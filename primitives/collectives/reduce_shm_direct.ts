@@ -14,13 +14,13 @@ export function reduceShmDirect(
   buf: TypedArray,
   op: WasmOp,
   root: number,
-): Promise<void> {
+): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, "reduce");
     if (rank === root) reduceSlots(op, buf, slots);
-    return Promise.resolve();
+    return;
   }
   const mine = ctx.staged(buf, 2);
   const views = requireViews(shared.exchangeViews(mine, "reduce"));
@@ -29,5 +29,4 @@ export function reduceShmDirect(
   for (let r = 0; r < size; r++) if (r !== root) reduce(op, dst, dst, views[r].subarray(s, e));
   shared.barrier();
   if (rank === root && mine !== buf) buf.set(mine);
-  return Promise.resolve();
 }

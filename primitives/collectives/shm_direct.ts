@@ -32,6 +32,7 @@ export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
 
 /** `dst = slots[0] op slots[1] op …` in rank order, so every rank computes identical bits. */
 export function reduceSlots(op: WasmOp, dst: TypedArray, slots: TypedArray[]): void {
-  dst.set(slots[0]);
-  for (let r = 1; r < slots.length; r++) reduce(op, dst, dst, slots[r]);
+  if (slots.length === 1) return dst.set(slots[0]);
+  reduce(op, dst, slots[0], slots[1]);
+  for (let r = 2; r < slots.length; r++) reduce(op, dst, dst, slots[r]);
 }

@@ -27,12 +27,12 @@ export const RANK_WORD = {
   BARRIER_SEQ: 16,
   /** Eager exchanges this rank has entered. */
   EAGER_SEQ: 17,
-  /** Two parities each of: count, dtype code. */
+  /** Two parities each of: count × 3 + dtype code. */
   EAGER_DESC: 18,
   /** Two parities each of: byte offset, count, dtype code. */
-  VIEW_DESC: 22,
+  VIEW_DESC: 20,
   /** Byte offset of this rank's eager slots in its heap. */
-  EAGER_OFFSET: 28,
+  EAGER_OFFSET: 26,
 } as const;
 
 /** Slots per ring. */
