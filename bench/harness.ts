@@ -47,8 +47,9 @@ export interface SizeResult {
 export const MAX_BATCHES = 100;
 const MIN_ITERS = 2;
 const MAX_ITERS = 10_000;
-const WARMUP_MS = 20;
-const MAX_WARMUP = 100;
+const WARMUP_MS = 50;
+/** The first size also warms the code every later size shares, through the JIT's tiers. */
+const FIRST_WARMUP_MS = 300;
 
 /**
  * Measures every size on this rank; calls `onResult` on rank 0 after each size and resolves with
@@ -77,11 +78,14 @@ export async function measureSweep(
       await comm.barrier();
       await sized.run(); // the cold first op: page faults, scratch, JIT
       let estimate = await slowest(await timeOps(sized, 1));
-      const warmup = options.warmup ??
-        Math.min(MAX_WARMUP, Math.floor((WARMUP_MS * 1e3) / Math.max(estimate, 1)));
-      if (warmup > 0) {
-        const warm = await timeOps(sized, warmup);
-        if (options.iters === undefined) estimate = await slowest(warm / warmup);
+      if (options.warmup !== undefined) {
+        const warm = await timeOps(sized, options.warmup);
+        if (options.warmup > 0 && options.iters === undefined) {
+          estimate = await slowest(warm / options.warmup);
+        }
+      } else {
+        const ms = count === options.counts[0] ? FIRST_WARMUP_MS : WARMUP_MS;
+        estimate = await warmUp(sized, estimate, ms, slowest);
       }
       const budgetUs = (options.budgetMs ?? 200) * 1e3;
       const iters = options.iters ??
@@ -100,6 +104,28 @@ export async function measureSweep(
     prepared.free();
   }
   return wrongTotal;
+}
+
+/**
+ * Adaptive warm-up: rounds of doubling length until the slowest rank has spent `ms` in them — the
+ * JIT and its compiler threads (which compete with the ranks for cores) settle only after tens to
+ * hundreds of milliseconds of small ops, whatever their count. Every rank runs the same rounds,
+ * because each round's length follows from times agreed by `slowest`. Returns the last round's µs
+ * per op.
+ */
+async function warmUp(
+  sized: SizedCase,
+  coldUs: number,
+  ms: number,
+  slowest: (us: number) => Promise<number>,
+): Promise<number> {
+  let perOpUs = coldUs, spentUs = 0;
+  for (let n = 1; spentUs + perOpUs < ms * 1e3; n *= 2) {
+    const roundUs = await slowest(await timeOps(sized, n));
+    spentUs += roundUs;
+    perOpUs = roundUs / n;
+  }
+  return perOpUs;
 }
 
 async function timeOps(sized: SizedCase, n: number): Promise<number> {

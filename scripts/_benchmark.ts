@@ -49,7 +49,9 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
   max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
   iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
-  warmup: { help: "untimed iterations per size (default: adaptive, ~20 ms)" },
+  warmup: {
+    help: "untimed iterations per size (default: adaptive, ~50 ms; 300 ms at the first size)",
+  },
   op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
   root: { help: "root rank of bcast and reduce", default: "0" },

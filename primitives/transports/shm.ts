@@ -29,13 +29,16 @@ import {
 } from "./shm_layout.ts";
 
 /**
- * Polls before sleeping (a poll is ~50-100 ns). When every rank has a core, spinning for a few
- * hundred µs keeps handoffs at µs scale; when ranks outnumber cores a spinning rank steals the
- * core its peer needs, so it gives up after a few µs and sleeps.
+ * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
+ * sleeping peer's wake-up (0.3–1 ms on a VM), or two ranks fall into a convoy in which every op
+ * costs one wake-up; when ranks outnumber cores a spinning rank steals the core its peer needs, so
+ * it sleeps after a few µs.
  */
-function spinPolls(size: number): number {
-  return size <= navigator.hardwareConcurrency ? 5000 : 100;
+function spinMs(size: number): number {
+  return size <= navigator.hardwareConcurrency ? 2 : 0;
 }
+/** Polls between clock readings while spinning (a poll is ~50-100 ns). */
+const POLLS_PER_CLOCK = 64;
 /** Longest single sleep, so aborts and timeouts are noticed even without a wake-up. */
 const SLEEP_SLICE_MS = 50;
 /** Payload bytes of one eager slot (small allreduce and friends). */
@@ -111,7 +114,7 @@ export class ShmTransport implements Transport, SharedAccess {
   #incoming: (Incoming | undefined)[];
   #unexpected: Unexpected[][];
   #timeoutMs: number;
-  #spinPolls: number;
+  #spinMs: number;
   #eagerSeq = 0;
   #barrierSeq = 0;
   #viewSeq = 0;
@@ -134,7 +137,7 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#ctrl = new Int32Array(setup.control);
     this.#heaps = setup.heaps;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
-    this.#spinPolls = spinPolls(size);
+    this.#spinMs = spinMs(size);
     const peers = Array.from({ length: size }, (_, p) => p);
     this.#outbound = peers.map((p) =>
       p === rank ? undefined : new Ring(setup.rings, ringOffset(size, rank, p))
@@ -333,15 +336,19 @@ export class ShmTransport implements Transport, SharedAccess {
     peer?: number | (() => number),
   ): void {
     let polls = 0;
+    let spinSince = -1;
     let idleSince = -1;
     while (!done()) {
       if (this.#progress()) {
         polls = 0;
-        idleSince = -1;
+        spinSince = idleSince = -1;
         continue;
       }
       this.#checkAbort();
-      if (++polls < this.#spinPolls) continue;
+      if (++polls % POLLS_PER_CLOCK !== 0) continue;
+      const spun = performance.now();
+      if (spinSince < 0) spinSince = spun;
+      if (spun - spinSince < this.#spinMs) continue;
       const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.#word(this.rank, RANK_WORD.DOORBELL);
       Atomics.store(this.#ctrl, sleeping, 1);
