@@ -1,6 +1,7 @@
 // The correctness matrix: transports × ranks × counts × algorithms × ops × dtypes × memory kinds,
 // with exact integer-valued inputs, so every algorithm must equal the exact expected result.
 import type { CheckCase } from "./ranks/check_rank.ts";
+import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assertEquals } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
@@ -54,5 +55,18 @@ for (const transport of ["shm", "worker"] as const) {
     ]);
     const wrong = await runRanks<number[]>("check_rank.ts", { size: 3, transport, args: cases });
     assertEquals(failures(cases, wrong), []);
+  });
+
+  Deno.test(`a sent buffer may be overwritten once send resolves: ${transport}`, async () => {
+    // 1000 floats fit one cloned segment; 2^20 floats are transferred in several segments.
+    for (const count of [1000, 2 ** 20]) {
+      const [, got] = await runRanks<number[][]>("reuse_rank.ts", {
+        size: 2,
+        transport,
+        args: count,
+      });
+      const sent = Array.from({ length: ROUNDS }, (_, round) => [round + 1, round + 1]);
+      assertEquals(got, sent, `${count} floats`);
+    }
   });
 }

@@ -51,10 +51,15 @@ export class WorkerTransport implements Transport {
     let offset = 0;
     do {
       const len = Math.min(SEGMENT_BYTES, data.byteLength - offset);
-      const piece = data.slice(offset, offset + len); // a copy the sender may reuse at once
-      const segment: Segment = { tag, total: data.byteLength, offset, data: piece };
-      if (len >= TRANSFER_MIN_BYTES) port.postMessage(segment, [piece.buffer]);
-      else port.postMessage(segment);
+      if (len >= TRANSFER_MIN_BYTES) {
+        const piece = data.slice(offset, offset + len); // a copy the sender may reuse at once
+        port.postMessage({ tag, total: data.byteLength, offset, data: piece }, [piece.buffer]);
+      } else {
+        // Cloning copies the view's whole buffer, or shares a SharedArrayBuffer: clone a private
+        // buffer the message covers exactly as it is, and a slice of anything else.
+        const piece = coversPrivateBuffer(data, len) ? data : data.slice(offset, offset + len);
+        port.postMessage({ tag, total: data.byteLength, offset, data: piece } satisfies Segment);
+      }
       offset += len;
     } while (offset < data.byteLength);
     return Promise.resolve();
@@ -74,4 +79,9 @@ export class WorkerTransport implements Transport {
     this.#inbox.close();
     for (const port of this.#ports) port?.close();
   }
+}
+
+/** Whether `data` is all of a non-shared ArrayBuffer and goes in one segment of `len` bytes. */
+function coversPrivateBuffer(data: Uint8Array, len: number): boolean {
+  return len === data.buffer.byteLength && !(data.buffer instanceof SharedArrayBuffer);
 }
