@@ -153,20 +153,23 @@ export class Communicator implements AsyncDisposable {
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
   async allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
-    const target = this.#outOfPlace(buf, options.out, "allreduce");
+    const input = this.#check(buf).view;
+    const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
-    const run = this.#pick("allreduce", options.algorithm, target.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), target, kernelOp(op)) : undefined;
+    const run = this.#pick("allreduce", options.algorithm, input.byteLength);
+    const pending = this.size > 1 ? run(this.#begin(), input, output, kernelOp(op)) : undefined;
     if (pending) await pending;
-    if (op === "avg") divide(target, this.size);
+    if (this.size === 1 && output !== input) output.set(input);
+    if (op === "avg") divide(output, this.size);
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
   async reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
     const root = this.#checkRoot(options.root ?? 0, "reduce to");
     const input = this.#check(buf).view;
-    const target = this.rank === root ? this.#outOfPlace(buf, options.out, "reduce") : input;
+    const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
+    if (target !== input) target.set(input);
     const run = this.#pick("reduce", options.algorithm, target.byteLength);
     const pending = this.size > 1 ? run(this.#begin(), target, kernelOp(op), root) : undefined;
     if (pending) await pending;
@@ -268,13 +271,12 @@ export class Communicator implements AsyncDisposable {
     return cb;
   }
 
-  #outOfPlace(buf: BufferLike, out: BufferLike | undefined, what: string): TypedArray {
-    const input = this.#check(buf).view;
+  /** The checked `out` buffer for `input`, or `input` itself when there is none. */
+  #output(input: TypedArray, out: BufferLike | undefined, what: string): TypedArray {
     if (out === undefined) return input;
-    const target = this.#check(out).view;
-    this.#checkPair(input, target, target.length === input.length, what, "out = input length");
-    if (target !== input) target.set(input);
-    return target;
+    const output = this.#check(out).view;
+    this.#checkPair(input, output, output.length === input.length, what, "out = input length");
+    return output;
   }
 
   #checkPair(a: TypedArray, b: TypedArray, ok: boolean, what: string, rule: string): void {

@@ -69,4 +69,10 @@ for (const transport of ["shm", "worker"] as const) {
       assertEquals(got, sent, `${count} floats`);
     }
   });
+
+  Deno.test(`ranks may mix in place, out of place and memory kinds in one allreduce: ${transport}`, async () => {
+    const counts = [1, 1000, 2 ** 18 + 5]; // eager, and past the eager slots on shm
+    const wrong = await runRanks<number>("placement_rank.ts", { size: 4, transport, args: counts });
+    assertEquals(wrong, [0, 0, 0, 0]);
+  });
 }

@@ -8,43 +8,51 @@ import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 const BLOCK_BYTES = 128 * 1024;
 
 /**
- * Direct shared-memory allreduce (`shm` only). Small buffers: every rank copies its data into its
+ * Direct shared-memory allreduce (`shm` only). Small buffers: every rank copies its input into its
  * eager slot, one arrival flag per rank, then every rank reduces all slots in rank order — one
  * handoff. Large buffers: ranks publish their heap buffers; rank r reduces chunk r by reading
- * every rank's chunk r in place and writes the result into chunk r of every rank's buffer, block
- * by block — 2 barriers, each byte read once and written once, no messages.
+ * every rank's input chunk r in place and writes the result into chunk r of every rank's output,
+ * block by block — each byte read once and written once, no messages, no copy out of place.
  */
 export function allreduceShmDirect(
   ctx: CollectiveContext,
-  buf: TypedArray,
+  input: TypedArray,
+  output: TypedArray,
   op: WasmOp,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
-  if (buf.byteLength <= shared.eagerBytes) {
-    reduceSlots(op, buf, shared.eagerExchange(buf, "allreduce"));
+  if (input.byteLength <= shared.eagerBytes) {
+    reduceSlots(op, output, shared.eagerExchange(input, "allreduce"));
     return;
   }
-  // `host` buffers go through a heap bounce buffer. Peers read every chunk but this rank's own,
-  // so only those are staged up front; the own chunk is staged and copied back block by block.
-  const host = !ctx.heap.owns(buf);
-  const mine = host ? ctx.scratch(dtypeOf(buf), buf.length, 2) : buf;
-  const [s, e] = chunk(buf.length, size, rank);
-  if (host) copyOutside(mine, buf, s, e);
-  const views = requireViews(shared.exchangeViews(mine, "allreduce"));
+  // Peers read `source` and write `target`: the buffers themselves when both live in the heap.
+  // Otherwise (`host` memory) one heap bounce buffer is both; peers read every chunk of it but
+  // this rank's own, so only those are staged up front, and the own chunk block by block.
+  const direct = ctx.heap.owns(input) && ctx.heap.owns(output);
+  const bounce = direct ? undefined : ctx.scratch(dtypeOf(input), input.length, 2);
+  const [s, e] = chunk(input.length, size, rank);
+  if (bounce) copyOutside(bounce, input, s, e);
+  const sources = requireViews(shared.exchangeViews(bounce ?? input, "allreduce"));
+  const targets = requireViews(shared.exchangeViews(bounce ?? output, "allreduce"));
   // Only this rank touches chunk `rank` of any buffer, so it can write each reduced block into
-  // every peer's buffer at once, while the block is still in cache.
-  const block = BLOCK_BYTES / buf.BYTES_PER_ELEMENT;
+  // every peer's output at once, while the block is still in cache.
+  const block = BLOCK_BYTES / input.BYTES_PER_ELEMENT;
   for (let b = s; b < e; b += block) {
     const be = Math.min(e, b + block);
-    const own = mine.subarray(b, be);
-    if (host) own.set(buf.subarray(b, be));
-    for (let r = 0; r < size; r++) if (r !== rank) reduce(op, own, own, views[r].subarray(b, be));
-    for (let r = 0; r < size; r++) if (r !== rank) views[r].set(own, b);
-    if (host) buf.set(own, b);
+    const own = targets[rank].subarray(b, be);
+    if (bounce) own.set(input.subarray(b, be)); // the kernel needs its first operand in a heap
+    let first = bounce ? own : sources[rank].subarray(b, be);
+    for (let r = 0; r < size; r++) {
+      if (r === rank) continue;
+      reduce(op, own, first, sources[r].subarray(b, be));
+      first = own;
+    }
+    for (let r = 0; r < size; r++) if (r !== rank) targets[r].set(own, b);
+    if (bounce) output.set(own, b);
   }
   shared.barrier();
-  if (host) copyOutside(buf, mine, s, e);
+  if (bounce) copyOutside(output, bounce, s, e);
 }
 
 /** Copies `src` into `dst` except for elements `[s, e)`. */

@@ -91,10 +91,14 @@ export function mod(a: number, n: number): number {
  */
 export type Completion = Promise<void> | void;
 
-/** In-place allreduce of `buf` on every rank. */
+/**
+ * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
+ * (in place) and is otherwise a distinct buffer of the same length and dtype.
+ */
 export type AllreduceAlgorithm = (
   ctx: CollectiveContext,
-  buf: TypedArray,
+  input: TypedArray,
+  output: TypedArray,
   op: WasmOp,
 ) => Completion;
 /** Broadcast of `buf` from `root`. */

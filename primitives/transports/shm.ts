@@ -150,6 +150,9 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#incoming = peers.map(() => undefined);
     this.#unexpected = peers.map(() => []);
     Atomics.store(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET), setup.eagerOffset);
+    // Joining is collective: a rank's first eager exchange reads every peer's slot offset, so no
+    // rank may start before all have published theirs.
+    this.barrier();
   }
 
   /** Bytes each rank must reserve in its heap for eager slots. */
