@@ -14,12 +14,13 @@ import { allreduceShmDirect } from "./collectives/allreduce_shm_direct.ts";
 import { bcastBinomial } from "./collectives/bcast_binomial.ts";
 import { bcastScatterAllgather } from "./collectives/bcast_scatter_allgather.ts";
 import { bcastShmDirect } from "./collectives/bcast_shm_direct.ts";
-import type {
-  AllgatherAlgorithm,
-  AllreduceAlgorithm,
-  BcastAlgorithm,
-  ReduceAlgorithm,
-  ReduceScatterAlgorithm,
+import {
+  type AllgatherAlgorithm,
+  type AllreduceAlgorithm,
+  type BcastAlgorithm,
+  type ReduceAlgorithm,
+  type ReduceScatterAlgorithm,
+  viaOutput,
 } from "./collectives/context.ts";
 import { reduceBinomial } from "./collectives/reduce_binomial.ts";
 import { reduceScatterGather } from "./collectives/reduce_scatter_gather.ts";
@@ -34,9 +35,9 @@ export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "r
 /** Algorithms of every collective, by name. */
 export const ALGORITHMS = {
   allreduce: {
-    recursive_doubling: allreduceRecursiveDoubling,
-    ring: allreduceRing,
-    rabenseifner: allreduceRabenseifner,
+    recursive_doubling: viaOutput(allreduceRecursiveDoubling),
+    ring: viaOutput(allreduceRing),
+    rabenseifner: viaOutput(allreduceRabenseifner),
     shm_direct: allreduceShmDirect,
   } as Record<string, AllreduceAlgorithm>,
   bcast: {

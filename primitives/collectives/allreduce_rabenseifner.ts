@@ -10,11 +10,9 @@ import { foldIn, foldOut } from "./fold.ts";
  */
 export async function allreduceRabenseifner(
   ctx: CollectiveContext,
-  input: TypedArray,
   buf: TypedArray,
   op: WasmOp,
 ): Promise<void> {
-  if (buf !== input) buf.set(input); // then in place on the output
   const fold = await foldIn(ctx, buf, op);
   const { p2, newRank } = fold;
   if (newRank >= 0 && p2 > 1) {

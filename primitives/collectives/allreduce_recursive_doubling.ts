@@ -10,11 +10,9 @@ import { foldIn, foldOut } from "./fold.ts";
  */
 export async function allreduceRecursiveDoubling(
   ctx: CollectiveContext,
-  input: TypedArray,
   buf: TypedArray,
   op: WasmOp,
 ): Promise<void> {
-  if (buf !== input) buf.set(input); // then in place on the output
   const fold = await foldIn(ctx, buf, op);
   if (fold.newRank >= 0) {
     const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);

@@ -9,11 +9,9 @@ import { ringAllgather, ringReduceScatter } from "./ring.ts";
  */
 export async function allreduceRing(
   ctx: CollectiveContext,
-  input: TypedArray,
   buf: TypedArray,
   op: WasmOp,
 ): Promise<void> {
-  if (buf !== input) buf.set(input); // then in place on the output
   if (ctx.size === 1) return;
   const chunks = Array.from({ length: ctx.size }, (_, i) => part(buf, ctx.size, i));
   await ringReduceScatter(ctx, chunks, op);

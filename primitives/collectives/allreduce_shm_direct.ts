@@ -26,9 +26,10 @@ export function allreduceShmDirect(
     reduceSlots(op, output, shared.eagerExchange(input, "allreduce"));
     return;
   }
-  // Peers read `source` and write `target`: the buffers themselves when both live in the heap.
-  // Otherwise (`host` memory) one heap bounce buffer is both; peers read every chunk of it but
-  // this rank's own, so only those are staged up front, and the own chunk block by block.
+  // Peers read this rank's `sources` view and write its `targets` view: input and output when
+  // both live in the heap. Otherwise (`host` memory) one heap bounce buffer is both; peers read
+  // every chunk of it but this rank's own, so only those are staged up front, the own chunk block
+  // by block.
   const direct = ctx.heap.owns(input) && ctx.heap.owns(output);
   const bounce = direct ? undefined : ctx.scratch(dtypeOf(input), input.length, 2);
   const [s, e] = chunk(input.length, size, rank);

@@ -101,6 +101,21 @@ export type AllreduceAlgorithm = (
   output: TypedArray,
   op: WasmOp,
 ) => Completion;
+/** An allreduce that works in place on `buf` (the message algorithms). */
+export type InPlaceAllreduce = (
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: WasmOp,
+) => Promise<void>;
+
+/** An in-place allreduce as an {@linkcode AllreduceAlgorithm}: it copies input into output first. */
+export function viaOutput(run: InPlaceAllreduce): AllreduceAlgorithm {
+  return (ctx, input, output, op) => {
+    if (output !== input) output.set(input);
+    return run(ctx, output, op);
+  };
+}
+
 /** Broadcast of `buf` from `root`. */
 export type BcastAlgorithm = (
   ctx: CollectiveContext,
