@@ -2,8 +2,13 @@
 // definition they shortcut.
 import { assert_, assertEquals } from "./_assert.ts";
 import { metrics, percentile } from "../bench/metrics.ts";
-import { expectedReduction, inputValue, wrongReduced } from "../bench/primitives.ts";
-import { PRIMITIVES } from "../bench/primitives.ts";
+import {
+  expectedReduction,
+  fillInput,
+  inputValue,
+  PRIMITIVES,
+  wrongReduced,
+} from "../bench/primitives.ts";
 import { REDUCE_OPS } from "../primitives/types.ts";
 
 Deno.test("metrics: study's time formula, Gb/s, algbw, busbw", () => {
@@ -34,7 +39,7 @@ Deno.test("metrics: percentiles by nearest rank", () => {
   assert_(Number.isNaN(percentile([], 0.5)));
 });
 
-Deno.test("checks: closed-form expected values equal the per-rank definition, wraps included", () => {
+Deno.test("checks: periodic expected values equal the per-rank definition, wraps included", () => {
   for (const op of REDUCE_OPS) {
     for (const dtype of ["f32", "f64", "i32"] as const) {
       for (const size of [1, 3, 4, 7, 8]) {
@@ -50,6 +55,27 @@ Deno.test("checks: closed-form expected values equal the per-rank definition, wr
         view[39] = NaN;
         assertEquals(wrongReduced(view, op, dtype, size, offset), 2, `${op} ${dtype} ${size}`);
       }
+    }
+  }
+});
+
+Deno.test("checks: fills and checks that work on one period hold over several", () => {
+  for (const op of ["sum", "prod"] as const) {
+    for (const size of [3, 4]) {
+      // 2.5 periods of the inputs (2^20 elements for 3 ranks, 2^18 for 4, 3 for prod).
+      const length = op === "prod" ? 8 : (5 * 1048576) / (size === 3 ? 2 : 8);
+      const input = new Float32Array(length);
+      fillInput(input, op, 1, size);
+      const differs = input.findIndex((v, i) => v !== inputValue(op, 1, size, i));
+      assertEquals(differs, -1, `${op} ${size}: first input that differs`);
+
+      const result = Float32Array.from(
+        { length },
+        (_, i) => expectedReduction(op, "f32", size, (r) => inputValue(op, r, size, i)),
+      );
+      assertEquals(wrongReduced(result, op, "f32", size), 0, `${op} ${size}`);
+      result[length - 1] += 1; // in the last, partial period
+      assertEquals(wrongReduced(result, op, "f32", size), 1, `${op} ${size}`);
     }
   }
 });

@@ -26,6 +26,8 @@ export class RankHeap {
   #free: { offset: number; bytes: number }[] = [];
   #used = new Map<number, number>();
   #top = ALIGN; // offset 0 stays unused so that 0 never names a buffer
+  /** End of the highest buffer ever handed out: memory above it is still as grown, all zeros. */
+  #highWater = ALIGN;
 
   /** Wraps a heap memory created by {@linkcode createHeapMemory}. */
   constructor(memory: WebAssembly.Memory) {
@@ -43,7 +45,12 @@ export class RankHeap {
     const offset = this.#take(bytes);
     this.#used.set(offset, bytes);
     const view = makeView(dtype, heapBuffer(this.memory), offset, count);
-    view.fill(0);
+    // Only reused bytes need zeroing: touching fresh pages would fault them all in up front
+    // (seconds for a 1 GiB buffer), long before the buffer is used.
+    if (offset < this.#highWater) {
+      view.fill(0, 0, Math.ceil((this.#highWater - offset) / viewBytes(dtype)));
+    }
+    this.#highWater = Math.max(this.#highWater, offset + bytes);
     return view;
   }
 
