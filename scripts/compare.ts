@@ -14,10 +14,14 @@ import { type FlagSpec, integer, parseFlags, usage, UsageError } from "./_flags.
 const FLAGS: Record<string, FlagSpec> = {
   out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
   procs: { help: "ranks of OSU inputs (their output does not say)", default: "2" },
+  tolerance: {
+    help: "percent a curve may trail the fastest at a size and still count as fastest there",
+    default: "10",
+  },
 };
 
 async function main(argv: string[]): Promise<number> {
-  let files: string[], out: string, procs: number;
+  let files: string[], out: string, procs: number, tolerance: number;
   try {
     const positionals: string[] = [];
     const values = parseFlags(FLAGS, argv, positionals);
@@ -36,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(`--out ${out} is not accepted: expected *.html`);
     }
     procs = integer("procs", values.procs!, 1, MAX_PROCS);
+    tolerance = integer("tolerance", values.tolerance!, 0, 100) / 100;
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`dccl compare: ${e.message}`);
@@ -51,14 +56,14 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const curves = toCurves(points);
-  const rows = crossovers(curves);
+  const rows = crossovers(curves, { tolerance });
   console.log(formatCrossovers(rows));
   const svg = await renderSvg(curves);
   const svgPath = out.replace(/\.html$/, ".svg");
   const dir = out.includes("/") ? out.slice(0, out.lastIndexOf("/")) : ".";
   Deno.mkdirSync(dir, { recursive: true });
   Deno.writeTextFileSync(svgPath, svg);
-  Deno.writeTextFileSync(out, renderHtml(svg, rows, files));
+  Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance));
   console.log(`\nchart: ${svgPath}\nreport: ${out}`);
   return 0;
 }

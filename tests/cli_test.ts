@@ -124,9 +124,9 @@ Deno.test("cli: sizes the machine cannot hold are refused, or the default lowere
   );
 });
 
-async function task(args: string[]) {
+async function task(args: string[], script = "allreduce") {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../scripts/allreduce.ts", import.meta.url).pathname, ...args],
+    args: ["run", "-A", new URL(`../scripts/${script}.ts`, import.meta.url).pathname, ...args],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -218,4 +218,64 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
   for (const l of lines) assertEquals(l.split(",").length, 19, l);
+});
+
+Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {
+  const dir = Deno.makeTempDirSync();
+  const cases: [string, string[], RegExp][] = [
+    ["sweep", ["--primitives", "allreduce,gossip"], /--primitives gossip .*accepted: sendrecv, /],
+    ["sweep", ["--transports", ""], /--transports needs at least one of shm, worker, ws/],
+    ["sweep", ["--procs", "2,x"], /--procs x .* from 1 to 256/],
+    ["sweep", ["--op", "xor"], /--op xor .*accepted: sum/],
+    ["sweep", ["--transport", "shm"], /unknown flag --transport; accepted: --primitives/],
+    ["compare", [], /no input files/],
+    ["compare", ["a.csv", "--out", `${dir}/r.svg`], /--out .*r\.svg .* expected \*\.html/],
+    ["compare", ["a.csv", "--tolerance", "150"], /--tolerance 150 .* from 0 to 100/],
+    ["compare", [`${dir}/missing.csv`], /missing\.csv/],
+  ];
+  for (const [script, argv, message] of cases) {
+    const r = await task([...argv, ...(script === "sweep" ? ["--out", dir] : [])], script);
+    const what = `${script} ${argv.join(" ")}`;
+    assertEquals(r.code, 2, `${what}: ${r.stderr}`);
+    assertEquals(r.stderr.trim().split("\n").length, 1, what);
+    assert_(message.test(r.stderr), `${what}: ${r.stderr}`);
+  }
+  assertEquals([...Deno.readDirSync(dir)].length, 0);
+});
+
+Deno.test("cli: sweep runs the matrix and says which combinations it skipped and why", async () => {
+  const dir = Deno.makeTempDirSync();
+  const r = await task([
+    ...["--primitives", "sendrecv,allreduce", "--transports", "shm", "--memory", "host,gpu"],
+    ...["--procs", "2,3", "--max", "64", "--iters", "3", "--warmup", "1", "--out", dir],
+  ], "sweep");
+  assertEquals(r.code, 0, r.stderr);
+  const index = Deno.readTextFileSync(`${dir}/index.csv`).trim().split("\n")
+    .map((l) => l.split(",").slice(0, 6).join(" "));
+  assertEquals(index, [
+    "primitive transport memory procs status rows",
+    "sendrecv shm host 2 ok 7",
+    "sendrecv shm host 3 skipped 0",
+    "sendrecv shm gpu 2 skipped 0",
+    "sendrecv shm gpu 3 skipped 0",
+    "allreduce shm host 2 ok 7",
+    "allreduce shm host 3 ok 7",
+    "allreduce shm gpu 2 skipped 0",
+    "allreduce shm gpu 3 skipped 0",
+  ]);
+  assert_(r.stdout.includes("skip sendrecv-shm-host-3: --procs 3 is not accepted"), r.stdout);
+  assert_(r.stdout.includes("skip allreduce-shm-gpu-2: shm carries host, shared memory"), r.stdout);
+  const csv = Deno.readTextFileSync(`${dir}/allreduce-shm-host-3.csv`).trim().split("\n");
+  assertEquals(csv.length, 8);
+  assert_(csv.slice(1).every((l) => l.split(",")[14] === "0"), "wrong = 0 on every row");
+  const json = JSON.parse(Deno.readTextFileSync(`${dir}/allreduce-shm-host-3.json`));
+  assertEquals([json.metadata.options.procs, json.rows.length], [3, 7]);
+
+  // compare reads what sweep wrote and writes the chart and the report.
+  const c = await task([`${dir}/allreduce-shm-host-2.csv`, "--out", `${dir}/c.html`], "compare");
+  assertEquals(c.code, 0, c.stderr);
+  assert_(c.stdout.startsWith("primitive  procs  from_floats  to_floats  fastest"), c.stdout);
+  assert_(c.stdout.includes("For allreduce at 2 ranks, shm is fastest at every size."), c.stdout);
+  assert_(Deno.readTextFileSync(`${dir}/c.svg`).startsWith("<svg"));
+  assert_(Deno.readTextFileSync(`${dir}/c.html`).startsWith("<!doctype html>"));
 });

@@ -45,8 +45,50 @@ Deno.test("compare: crossover table from dccl CSVs", async () => {
   ) {
     assert_(svg.includes(`>${text}`), text);
   }
-  const html = renderHtml(svg, rows, ["a.csv"]);
+  const html = renderHtml(svg, rows, ["a.csv"], 0.1);
   assert_(html.startsWith("<!doctype html>") && html.includes("<td>worker host</td>"));
+});
+
+/** Curves A and B at 1, 2, 4, … floats with these µs per op. */
+function twoCurves(a: number[], b: number[]) {
+  const point = (transport: string, us: number, i: number) => ({
+    source: "t.csv",
+    primitive: "allreduce",
+    procs: 2,
+    transport,
+    memory: "host",
+    algorithm: "auto",
+    floats: 2 ** i,
+    time_us: us,
+    gbps: 1,
+  });
+  return toCurves([...a.map((us, i) => point("A", us, i)), ...b.map((us, i) => point("B", us, i))]);
+}
+
+const ranges = (curves: ReturnType<typeof toCurves>, tolerance?: number) =>
+  crossovers(curves, { tolerance }).map((r) => `${r.fastest}:${r.fromFloats}-${r.toFloats}`);
+
+Deno.test("compare: differences within the tolerance are not crossovers", () => {
+  // B is 5% faster at 2 floats, A everywhere else; the curves then cross for real at 16.
+  const curves = twoCurves([10, 10.5, 10, 10, 20, 20], [12, 10, 12, 12, 10, 10]);
+  assertEquals(ranges(curves), ["A:1-8", "B:16-32"]);
+  assertEquals(ranges(curves, 0), ["A:1-1", "B:2-2", "A:4-8", "B:16-32"]);
+  // A leads the first size by 2%, B every later size by 20%: B is fastest throughout.
+  assertEquals(ranges(twoCurves([10, 12, 12], [10.2, 10, 10])), ["B:1-4"]);
+  // Level all the way: the one closer to the fastest on average leads, the other is level.
+  const level = crossovers(twoCurves([10, 10.5, 10], [10.4, 10, 10.8]));
+  assertEquals(level.map((r) => [r.fastest, r.level]), [["A", ["B"]]]);
+  assert_(formatCrossovers(level).includes("A is fastest at every size (level with B)."));
+});
+
+Deno.test("compare: one size led by another curve between two ranges of one curve is noise", () => {
+  const curves = twoCurves([10, 10, 20, 10, 10], [15, 15, 12, 15, 15]);
+  assertEquals(ranges(curves), ["A:1-16"]);
+  assertEquals(ranges(curves, 0), ["A:1-2", "B:4-4", "A:8-16"]);
+  // Two sizes are a range of their own.
+  assertEquals(ranges(twoCurves([10, 20, 20, 10], [15, 12, 12, 15])), ["A:1-1", "B:2-4", "A:8-8"]);
+  const text = formatCrossovers(crossovers(curves, { tolerance: 0 }));
+  assert_(text.includes("below 4 floats A is fastest; at 4 B; from 8 floats A."), text);
 });
 
 Deno.test("compare: reads OSU and nccl-tests output next to dccl", () => {

@@ -35,7 +35,11 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
           field: "floats",
           type: "quantitative",
           scale: { type: "log", base: 2 },
-          axis: { title: "buffer size (floats)", format: "~s" },
+          axis: {
+            title: "buffer size (floats; K = 2^10, M = 2^20)",
+            values: sizeTicks(values.map((v) => v.floats)),
+            labelExpr: BINARY_SIZE,
+          },
         },
         y: {
           field: "gbps",
@@ -56,6 +60,26 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   };
 }
 
+/** Powers of two across the sizes, every one or every few, for at most ~10 ticks. */
+function sizeTicks(floats: number[]): number[] {
+  if (floats.length === 0) return [];
+  const lo = Math.floor(Math.log2(Math.min(...floats)));
+  const hi = Math.ceil(Math.log2(Math.max(...floats)));
+  const step = Math.max(1, Math.ceil((hi - lo) / 10));
+  return Array.from({ length: Math.floor((hi - lo) / step) + 1 }, (_, k) => 2 ** (lo + k * step));
+}
+
+/** A Vega expression writing a power of two as the CLI's sizes: 512, 4K, 16M, 1G. */
+const BINARY_SIZE = [
+  [2 ** 30, "G"],
+  [2 ** 20, "M"],
+  [2 ** 10, "K"],
+].reduceRight(
+  (rest, [unit, suffix]) =>
+    `datum.value >= ${unit} ? format(datum.value / ${unit}, "d") + "${suffix}" : ${rest}`,
+  'format(datum.value, "d")',
+);
+
 /** Renders the chart to an SVG document. */
 export async function renderSvg(curves: Curve[]): Promise<string> {
   const compiled = vegaLite.compile(chartSpec(curves)).spec;
@@ -71,15 +95,36 @@ const escape = (s: string) =>
   s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 
 /** A self-contained HTML page: title, inputs, the SVG inline, and the crossover table. */
-export function renderHtml(svg: string, rows: Crossover[], inputs: string[]): string {
-  const table = rows.map((r) =>
-    `<tr><td>${
-      escape(r.primitive)
-    }</td><td>${r.procs}</td><td>${r.fromFloats}</td><td>${r.toFloats}</td>` +
-    `<td>${escape(r.fastest)}</td><td>${
-      Number.isNaN(r.margin) ? "-" : r.margin.toFixed(2) + "×"
-    }</td></tr>`
-  ).join("\n");
+export function renderHtml(
+  svg: string,
+  rows: Crossover[],
+  inputs: string[],
+  tolerance: number,
+): string {
+  const cells = (tag: string, values: (string | number)[]) =>
+    `<tr>${values.map((v) => `<${tag}>${escape(String(v))}</${tag}>`).join("")}</tr>`;
+  const table = [
+    cells("th", [
+      "primitive",
+      "procs",
+      "from floats",
+      "to floats",
+      "fastest",
+      "margin",
+      "level with",
+    ]),
+    ...rows.map((r) =>
+      cells("td", [
+        r.primitive,
+        r.procs,
+        r.fromFloats,
+        r.toFloats,
+        r.fastest,
+        Number.isNaN(r.margin) ? "-" : `${r.margin.toFixed(2)}×`,
+        r.level.join(", ") || "-",
+      ])
+    ),
+  ].join("\n");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>dccl compare</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
@@ -88,8 +133,10 @@ td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}</style></head>
 <p>Inputs: ${inputs.map(escape).join(", ")}</p>
 ${svg}
 <h2>Fastest per size range</h2>
-<p>margin: median of runner-up time / fastest time over the range.</p>
-<table><tr><th>primitive</th><th>procs</th><th>from floats</th><th>to floats</th><th>fastest</th><th>margin</th></tr>
+<p>A curve within ${Math.round(tolerance * 100)}% of the fastest at a size counts as fastest
+there (level with it). margin: median over the range of the runner-up's time / this curve's
+time.</p>
+<table>
 ${table}
 </table></body></html>
 `;

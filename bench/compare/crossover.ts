@@ -24,8 +24,20 @@ export interface Crossover {
   fromFloats: number;
   toFloats: number;
   fastest: string;
-  /** Median over the range of (runner-up time / fastest time); NaN when nothing else ran. */
+  /** Other curves that were within the tolerance of the fastest at every size of the range. */
+  level: string[];
+  /** Median over the range of (runner-up time / this curve's time); NaN when nothing else ran. */
   margin: number;
+}
+
+/** Options of {@linkcode crossovers}. */
+export interface CrossoverOptions {
+  /**
+   * How much slower than the fastest (a fraction) a curve may be at a size and still count as
+   * fastest there: measurements this close are noise, not a crossover. 0 reports every change.
+   * @default {0.1}
+   */
+  tolerance?: number;
 }
 
 const LABEL_FIELDS = ["transport", "memory", "algorithm", "source"] as const;
@@ -51,8 +63,15 @@ export function toCurves(points: Point[]): Curve[] {
   }));
 }
 
-/** Per primitive and rank count, the size ranges over which each curve is fastest. */
-export function crossovers(curves: Curve[]): Crossover[] {
+/**
+ * Per primitive and rank count, the size ranges over which each curve is fastest. At each size the
+ * curves within `tolerance` of the fastest contend for it; a range lasts while some curve contends
+ * at every one of its sizes (so the fewest ranges cover the sizes) and names, among those, the
+ * curve closest to the fastest on average; the others are level with it. With a tolerance, one size led by another curve between two
+ * ranges of the same curve is taken for noise and joins them.
+ */
+export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Crossover[] {
+  const tolerance = options.tolerance ?? 0.1;
   const panels = new Map<string, Curve[]>();
   for (const c of curves) {
     const k = `${c.primitive}\u0000${c.procs}`;
@@ -61,36 +80,97 @@ export function crossovers(curves: Curve[]): Crossover[] {
   const out: Crossover[] = [];
   for (const panel of panels.values()) {
     const sizes = [...new Set(panel.flatMap((c) => [...c.points.keys()]))].sort((a, b) => a - b);
-    let run: { from: number; to: number; fastest: string; ratios: number[] } | undefined;
-    const flush = () => {
-      if (!run) return;
+    const rows = sizes
+      .map((floats) => ({
+        floats,
+        us: panel.map((c) => c.points.get(floats)?.time_us ?? NaN).map((t) => t > 0 ? t : NaN),
+      }))
+      .filter((row) => row.us.some((t) => !Number.isNaN(t)));
+    let ranges = leadRanges(rows, tolerance);
+    if (tolerance > 0) ranges = joinBlips(ranges);
+    for (const r of ranges) {
       out.push({
         primitive: panel[0].primitive,
         procs: panel[0].procs,
-        fromFloats: run.from,
-        toFloats: run.to,
-        fastest: run.fastest,
-        margin: median(run.ratios),
+        fromFloats: r.rows[0].floats,
+        toFloats: r.rows.at(-1)!.floats,
+        fastest: panel[r.lead].label,
+        level: panel.flatMap((c, i) =>
+          i !== r.lead && r.rows.every((row) => row.us[i] <= fastest(row.us) * (1 + tolerance))
+            ? [c.label]
+            : []
+        ),
+        margin: median(r.rows.map((row) => runnerUp(row.us, r.lead) / row.us[r.lead])),
       });
-    };
-    for (const size of sizes) {
-      const times = panel
-        .map((c) => ({ label: c.label, us: c.points.get(size)?.time_us }))
-        .filter((t): t is { label: string; us: number } => t.us !== undefined && t.us > 0)
-        .sort((a, b) => a.us - b.us);
-      if (times.length === 0) continue;
-      const ratio = times.length > 1 ? times[1].us / times[0].us : NaN;
-      if (run?.fastest === times[0].label) {
-        run.to = size;
-        run.ratios.push(ratio);
-      } else {
-        flush();
-        run = { from: size, to: size, fastest: times[0].label, ratios: [ratio] };
-      }
     }
-    flush();
   }
   return out;
+}
+
+/** One size: every curve's µs per op (NaN where a curve has no point). */
+interface SizeRow {
+  floats: number;
+  us: number[];
+}
+
+/** Consecutive sizes led by curve index `lead`. */
+interface LeadRange {
+  lead: number;
+  rows: SizeRow[];
+}
+
+function leadRanges(rows: SizeRow[], tolerance: number): LeadRange[] {
+  const ranges: LeadRange[] = [];
+  let rangeRows: SizeRow[] = [], candidates: number[] = [];
+  const close = () => {
+    if (rangeRows.length === 0) return;
+    // Of the curves that contended throughout, the one closest to the fastest on (log) average.
+    const behind = (c: number) =>
+      rangeRows.reduce((sum, row) => sum + Math.log(row.us[c] / fastest(row.us)), 0);
+    const lead = candidates.reduce((best, c) => behind(c) < behind(best) ? c : best);
+    ranges.push({ lead, rows: rangeRows });
+  };
+  for (const row of rows) {
+    const limit = fastest(row.us) * (1 + tolerance);
+    const contenders = row.us.flatMap((t, c) => t <= limit ? [c] : []);
+    const kept = candidates.filter((c) => contenders.includes(c));
+    if (kept.length > 0) {
+      candidates = kept;
+      rangeRows.push(row);
+    } else {
+      close();
+      candidates = contenders;
+      rangeRows = [row];
+    }
+  }
+  close();
+  return ranges;
+}
+
+/** Joins A | one size of B | A into one range of A. */
+function joinBlips(ranges: LeadRange[]): LeadRange[] {
+  const out: LeadRange[] = [];
+  for (const r of ranges) {
+    const [before, blip] = [out.at(-2), out.at(-1)];
+    const joins = before && blip && blip.rows.length === 1 && before.lead === r.lead &&
+      !Number.isNaN(blip.rows[0].us[r.lead]);
+    if (joins) {
+      out.splice(-2, 2, { lead: r.lead, rows: [...before.rows, ...blip.rows, ...r.rows] });
+    } else {
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+function fastest(us: number[]): number {
+  return Math.min(...us.filter((t) => !Number.isNaN(t)));
+}
+
+/** The fastest time among the curves other than `lead`; NaN when none ran. */
+function runnerUp(us: number[], lead: number): number {
+  const others = us.filter((t, c) => c !== lead && !Number.isNaN(t));
+  return others.length > 0 ? Math.min(...others) : NaN;
 }
 
 function median(values: number[]): number {
@@ -100,7 +180,15 @@ function median(values: number[]): number {
 
 /** The crossovers as an aligned text table plus one sentence per primitive and rank count. */
 export function formatCrossovers(rows: Crossover[]): string {
-  const header = ["primitive", "procs", "from_floats", "to_floats", "fastest", "margin"];
+  const header = [
+    "primitive",
+    "procs",
+    "from_floats",
+    "to_floats",
+    "fastest",
+    "margin",
+    "level_with",
+  ];
   const cells = rows.map((r) => [
     r.primitive,
     String(r.procs),
@@ -108,6 +196,7 @@ export function formatCrossovers(rows: Crossover[]): string {
     String(r.toFloats),
     r.fastest,
     Number.isNaN(r.margin) ? "-" : `${r.margin.toFixed(2)}x`,
+    r.level.join(", ") || "-",
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd();
@@ -118,15 +207,18 @@ export function formatCrossovers(rows: Crossover[]): string {
     panels.set(k, [...(panels.get(k) ?? []), r]);
   }
   for (const [panel, ranges] of panels) {
-    const parts = ranges.map((r, i) =>
-      ranges.length === 1
+    const parts = ranges.map((r, i) => {
+      const level = r.level.length > 0 ? ` (level with ${r.level.join(", ")})` : "";
+      return (ranges.length === 1
         ? `${r.fastest} is fastest at every size`
         : i === 0
         ? `below ${ranges[1].fromFloats} floats ${r.fastest} is fastest`
         : i === ranges.length - 1
         ? `from ${r.fromFloats} floats ${r.fastest}`
-        : `from ${r.fromFloats} to ${r.toFloats} ${r.fastest}`
-    );
+        : r.fromFloats === r.toFloats
+        ? `at ${r.fromFloats} ${r.fastest}`
+        : `from ${r.fromFloats} to ${r.toFloats} ${r.fastest}`) + level;
+    });
     sentences.push(`For ${panel}, ${parts.join("; ")}.`);
   }
   return [line(header), ...cells.map(line), "", ...sentences].join("\n");
