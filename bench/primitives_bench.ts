@@ -1,14 +1,25 @@
 /**
- * `deno bench`: every primitive at 1 float, 64 KiB, 4 MiB and 64 MiB over each in-process
- * transport, 2 ranks. Groups are per primitive and size, so transports compare side by side.
+ * `deno bench`: every primitive at 1 float, 64 KiB, 4 MiB and 64 MiB over each transport (shm,
+ * worker, ws), 2 ranks. Groups are per primitive and size, so transports compare side by side.
  * Ranks and buffers are set up outside the timed region; small sizes run a batch of operations
  * per benchmark iteration (named in the benchmark) so the launcher→ranks handoff (~tens of µs)
  * does not swamp them. For latency curves use the CLI (`deno task allreduce`).
  * @module
  */
 
-import { startRanks } from "../primitives/transports/spawn_ranks.ts";
-import { type BenchCase, type BenchRankArgs, COMMAND, MAILBOX } from "./bench_ranks.ts";
+import { Communicator } from "../primitives/communicator.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
+import { randomToken, startProcesses } from "../primitives/transports/spawn_processes.ts";
+import { type RankGroup, startRanks } from "../primitives/transports/spawn_ranks.ts";
+import { connectWs } from "../primitives/transports/ws_connect.ts";
+import {
+  type BenchCase,
+  type BenchRankArgs,
+  CaseRunner,
+  COMMAND,
+  COMMAND_TAG,
+  MAILBOX,
+} from "./bench_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "./primitives.ts";
 
 const RANKS = 2;
@@ -18,42 +29,45 @@ const SIZES = [
   { label: "4 MiB", count: 1_048_576, ops: 1 },
   { label: "64 MiB", count: 16_777_216, ops: 1 },
 ];
-const TRANSPORTS = [
-  { transport: "shm", memory: "shared" },
-  { transport: "worker", memory: "host" },
-] as const;
 
 const cases: BenchCase[] = (Object.keys(PRIMITIVES) as PrimitiveName[]).flatMap((primitive) =>
   SIZES.map((s) => ({ primitive, count: s.count }))
 );
+const RANK_MODULE = new URL("./bench_ranks.ts", import.meta.url);
 
-/** A group of ranks waiting for commands. */
-class BenchGroup {
-  readonly #box = new Int32Array(new SharedArrayBuffer((MAILBOX.DONE + RANKS) * 4));
-  readonly #results: Promise<unknown>;
-  #seq = 0;
+/** Ranks that stay up between benchmarks and carry out commands. */
+abstract class BenchGroup {
   #prepared = -1;
-
-  constructor(transport: "shm" | "worker", memory: "shared" | "host") {
-    const args: BenchRankArgs = { mailbox: this.#box.buffer as SharedArrayBuffer, cases, memory };
-    this.#results = startRanks(new URL("./bench_ranks.ts", import.meta.url), {
-      size: RANKS,
-      transport,
-      args,
-    }).results;
-    this.#results.catch(() => {}); // surfaced by the next command
-  }
 
   /** Sets up case `index` on every rank (outside any timed region). */
   async prepare(index: number): Promise<void> {
     if (this.#prepared === index) return;
-    await this.#command(COMMAND.PREPARE, index, 0);
+    await this.command(COMMAND.PREPARE, index, 0);
     this.#prepared = index;
   }
 
   /** Runs `ops` operations of the prepared case on every rank. */
   run(ops: number): Promise<void> {
-    return this.#command(COMMAND.RUN, this.#prepared, ops);
+    return this.command(COMMAND.RUN, this.#prepared, ops);
+  }
+
+  abstract stop(): Promise<void>;
+
+  /** Has every rank carry out a command; resolves when all have. */
+  protected abstract command(command: number, index: number, ops: number): Promise<void>;
+}
+
+/** Worker ranks (shm, worker), commanded through a SharedArrayBuffer mailbox. */
+class WorkerGroup extends BenchGroup {
+  readonly #box = new Int32Array(new SharedArrayBuffer((MAILBOX.DONE + RANKS) * 4));
+  readonly #results: Promise<unknown>;
+  #seq = 0;
+
+  constructor(transport: "shm" | "worker", memory: "shared" | "host") {
+    super();
+    const args: BenchRankArgs = { mailbox: this.#box.buffer as SharedArrayBuffer, cases, memory };
+    this.#results = startRanks(RANK_MODULE, { size: RANKS, transport, args }).results;
+    this.#results.catch(() => {}); // surfaced by the next command
   }
 
   async stop(): Promise<void> {
@@ -63,7 +77,7 @@ class BenchGroup {
     await this.#results;
   }
 
-  async #command(command: number, index: number, ops: number): Promise<void> {
+  protected async command(command: number, index: number, ops: number): Promise<void> {
     const box = this.#box;
     box[MAILBOX.COMMAND] = command;
     box[MAILBOX.CASE] = index;
@@ -86,16 +100,64 @@ class BenchGroup {
   }
 }
 
-const groups = TRANSPORTS.map(({ transport, memory }) => ({
-  transport,
-  memory,
-  group: new BenchGroup(transport, memory),
-}));
-globalThis.addEventListener("unload", () => groups.forEach((g) => g.group.stop()));
+/**
+ * Process ranks over ws: this process is rank 0 and runs its part itself; it sends every other
+ * rank (a subprocess) each command first. A dead process fails rank 0's next operation.
+ */
+class WsGroup extends BenchGroup {
+  readonly #comm: Communicator;
+  readonly #runner: CaseRunner;
+  readonly #others: RankGroup<string>;
+
+  private constructor(comm: Communicator, others: RankGroup<string>) {
+    super();
+    this.#comm = comm;
+    this.#runner = new CaseRunner(comm, { cases, memory: "host" });
+    this.#others = others;
+  }
+
+  static async start(): Promise<WsGroup> {
+    const token = randomToken();
+    let others: RankGroup<string> | undefined;
+    const transport = await connectWs({
+      rank: 0,
+      size: RANKS,
+      masterAddr: "127.0.0.1",
+      masterPort: 0,
+      token,
+      onListening: (port) => {
+        const args: BenchRankArgs = { cases, memory: "host" };
+        others = startProcesses(RANK_MODULE, { size: RANKS, args, joinRank0: { port, token } });
+        others.results.catch(() => {}); // a failed rank also closes its sockets: rank 0 sees it
+      },
+    });
+    return new WsGroup(new Communicator(transport, new RankHeap(createHeapMemory())), others!);
+  }
+
+  async stop(): Promise<void> {
+    await this.command(COMMAND.STOP, 0, 0);
+    await this.#others.results;
+    await this.#comm[Symbol.asyncDispose]();
+  }
+
+  protected async command(command: number, index: number, ops: number): Promise<void> {
+    const message = Int32Array.of(command, index, ops);
+    for (let r = 1; r < RANKS; r++) await this.#comm.send(message, r, { tag: COMMAND_TAG });
+    await this.#runner.do(command, index, ops);
+  }
+}
+
+const TRANSPORTS = [
+  { transport: "shm", memory: "shared", group: new WorkerGroup("shm", "shared") },
+  { transport: "worker", memory: "host", group: new WorkerGroup("worker", "host") },
+  { transport: "ws", memory: "host", group: await WsGroup.start() },
+] as const;
+
+globalThis.addEventListener("unload", () => TRANSPORTS.forEach((t) => t.group.stop()));
 
 for (const [index, c] of cases.entries()) {
   const size = SIZES.find((s) => s.count === c.count)!;
-  for (const { transport, memory, group } of groups) {
+  for (const { transport, memory, group } of TRANSPORTS) {
     Deno.bench({
       name: `${c.primitive} ${size.label} ${transport}/${memory}` +
         (size.ops > 1 ? ` (${size.ops} ops per iteration)` : ""),

@@ -6,12 +6,17 @@ import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { rankFromEnv } from "../primitives/transports/env_rank.ts";
+import { run as checkRank } from "./ranks/check_rank.ts";
+import { Communicator } from "../primitives/communicator.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import {
   liveProcesses,
   PORT_MARK,
+  randomToken,
   spawnProcesses,
   startProcesses,
 } from "../primitives/transports/spawn_processes.ts";
+import { connectWs } from "../primitives/transports/ws_connect.ts";
 import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
 
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
@@ -44,6 +49,26 @@ Deno.test("ws: allreduce of 2^24 floats is exact, 2 processes", async () => {
     await spawnProcesses<number[]>(rankModule("check_rank.ts"), { size: 2, args: cases }),
     [[0], [0]],
   );
+});
+
+Deno.test("ws: this process as rank 0, with processes started to join it", async () => {
+  const size = 3, cases = matrix("ws", size).filter((c) => c.count === 1000);
+  assert_(cases.length > 10, `${cases.length} cases`);
+  const token = randomToken();
+  let others: Promise<string[]> | undefined;
+  const transport = await connectWs({
+    ...{ rank: 0, size, masterAddr: "127.0.0.1", masterPort: 0, token },
+    onListening: (port) => {
+      const joinRank0 = { port, token };
+      others = startProcesses(rankModule("check_rank.ts"), { size, args: cases, joinRank0 })
+        .results;
+    },
+  });
+  await using comm = new Communicator(transport, new RankHeap(createHeapMemory()));
+  const mine = await checkRank(comm, cases);
+  const theirs = (await others!).slice(1).map((r) => JSON.parse(r) as number[]);
+  assertEquals(failures(cases, [mine, ...theirs]), []);
+  assertEquals(liveProcesses(), 0);
 });
 
 Deno.test("ws: a killed process fails the launcher, naming it; no child survives", async () => {

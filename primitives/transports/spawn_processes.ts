@@ -22,6 +22,11 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** Receives each output line; the default prints it with a `[rank r]` prefix. */
   onLine?: (rank: number, stream: "stdout" | "stderr", line: string) => void;
+  /**
+   * Rank 0 runs in this process and already listens on `port` with `token`: start ranks 1 …
+   * size−1 only, to join it.
+   */
+  joinRank0?: { port: number; token: string };
 }
 
 let live = 0;
@@ -44,10 +49,7 @@ export function printLine(rank: number, stream: "stdout" | "stderr", line: strin
 export function launchProcesses(denoArgs: string[], options: LaunchOptions): RankGroup<string> {
   const size = options.size;
   const masterAddr = options.masterAddr ?? "127.0.0.1";
-  const token = Array.from(
-    crypto.getRandomValues(new Uint8Array(24)),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
+  const token = options.joinRank0?.token ?? randomToken();
   const onLine = options.onLine ?? printLine;
   const children: (Deno.ChildProcess | undefined)[] = [];
   const results: string[] = new Array(size).fill("");
@@ -132,7 +134,8 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       setTimeout(blame, 200);
     }
   };
-  start(0, 0);
+  if (options.joinRank0) onPort(options.joinRank0.port);
+  else start(0, 0);
   (async () => {
     // Rank 0's output is read before its exit counts, so the others have started by then.
     for (let waited = 0; waited < exits.length;) {
@@ -152,6 +155,15 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       children[rank]?.kill("SIGKILL");
     },
   };
+}
+
+/** A fresh secret for one run's connections. */
+export function randomToken(): string {
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(24)),
+    (b) => b.toString(16).padStart(2, "0"),
+  )
+    .join("");
 }
 
 /** A child's stdout line starting with this carries its result (not printed). */
