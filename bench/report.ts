@@ -32,8 +32,8 @@ export interface ReportOptions {
   table: boolean;
   csv?: string;
   json?: string;
-  /** Number of sizes, for the progress bar. */
-  sizes: number;
+  /** Element counts in the order they are measured, for the progress bar. */
+  counts: number[];
   metadata: RunMetadata;
 }
 
@@ -57,6 +57,14 @@ export function csvValues(row: ResultRow): (string | number)[] {
     const v = row[c];
     return typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v;
   });
+}
+
+/** A count as the CLI accepts it: 512, 4K, 16M; other counts as they are. */
+export function sizeName(count: number): string {
+  for (const [unit, suffix] of [[2 ** 30, "G"], [2 ** 20, "M"], [2 ** 10, "K"]] as const) {
+    if (count >= unit && count % unit === 0) return `${count / unit}${suffix}`;
+  }
+  return String(count);
 }
 
 /** Writes one sweep's results as they arrive. */
@@ -121,11 +129,12 @@ export class Reporter {
 
   #drawBar(): void {
     if (!this.#bar) return;
-    const done = this.#results.length, total = this.#o.sizes, width = 30;
-    const filled = Math.round((done / Math.max(total, 1)) * width);
+    const done = this.#results.length, counts = this.#o.counts, width = 30;
+    const filled = Math.round((done / Math.max(counts.length, 1)) * width);
     const bar = "#".repeat(filled) + ".".repeat(width - filled);
-    const encoder = new TextEncoder();
-    Deno.stderr.writeSync(encoder.encode(`\r\x1b[2K[${bar}] ${done}/${total} sizes`));
+    const next = done < counts.length ? `, measuring ${sizeName(counts[done])} floats` : "";
+    const line = `\r\x1b[2K[${bar}] ${done}/${counts.length} sizes${next}`;
+    Deno.stderr.writeSync(new TextEncoder().encode(line));
   }
 
   #clearBar(): void {

@@ -222,7 +222,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       table: out.table,
       csv: plan.csv,
       json: plan.json,
-      sizes: plan.sweep.counts.length,
+      counts: plan.sweep.counts,
       metadata: out.metadata,
     },
   };

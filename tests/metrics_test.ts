@@ -9,6 +9,7 @@ import {
   PRIMITIVES,
   wrongReduced,
 } from "../bench/primitives.ts";
+import { sizeName } from "../bench/report.ts";
 import { REDUCE_OPS } from "../primitives/types.ts";
 
 Deno.test("metrics: study's time formula, Gb/s, algbw, busbw", () => {
@@ -78,4 +79,17 @@ Deno.test("checks: fills and checks that work on one period hold over several", 
       assertEquals(wrongReduced(result, op, "f32", size), 1, `${op} ${size}`);
     }
   }
+});
+
+Deno.test("report: sizes named as the CLI accepts them", () => {
+  assertEquals([1, 512, 1024, 3072, 1536, 2 ** 20, 2 ** 28, 2 ** 30].map(sizeName), [
+    "1",
+    "512",
+    "1K",
+    "3K",
+    "1536",
+    "1M",
+    "256M",
+    "1G",
+  ]);
 });
