@@ -64,7 +64,10 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   },
   bind: { help: "address ws ranks listen on", default: "127.0.0.1" },
   csv: { help: "write the rows to this CSV file" },
-  json: { help: "write rows, samples and run metadata to this JSON file" },
+  json: {
+    help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
+      "CSV's path with .json)",
+  },
 };
 
 /** Launchers: start ranks here, or join a group an external launcher started. */
@@ -120,6 +123,8 @@ export function planRun(
       throw new UsageError(`--${flag} ${path} is not accepted: expected a file path`);
     }
   }
+  // The run's metadata always travels with a CSV, in its JSON sidecar (DESIGN.md).
+  const json = v.json ?? (v.csv === undefined ? undefined : v.csv.replace(/(\.csv)?$/i, ".json"));
 
   const notes: string[] = [];
   const shape = { primitive, transport, memory, dtype };
@@ -171,7 +176,7 @@ export function planRun(
     launcher,
     bind: v.bind!,
     csv: v.csv,
-    json: v.json,
+    json,
     notes,
   };
 }

@@ -31,7 +31,10 @@ async function main(argv: string[]): Promise<number> {
       );
       return 0;
     }
-    files = positionals;
+    // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
+    files = positionals.filter((f) =>
+      !(/\.json$/i.test(f) && positionals.includes(f.replace(/\.json$/i, ".csv")))
+    );
     if (files.length === 0) {
       throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
     }

@@ -47,6 +47,11 @@ Deno.test("cli: every flag is honoured", () => {
     timing: "per-iter",
   });
   assertEquals([p.timeoutMs, p.csv, p.json], [5000, "x.csv", "x.json"]);
+  // A CSV always gets its metadata sidecar.
+  assertEquals(plan(["--csv", "out/run.csv"]).json, "out/run.json");
+  assertEquals(plan(["--csv", "run.data"]).json, "run.data.json");
+  assertEquals(plan(["--csv", "a.csv", "--json", "b.json"]).json, "b.json");
+  assertEquals(plan([]).json, undefined);
 });
 
 Deno.test("cli: sizes", () => {
@@ -271,8 +276,10 @@ Deno.test("cli: sweep runs the matrix and says which combinations it skipped and
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/allreduce-shm-host-3.json`));
   assertEquals([json.metadata.options.procs, json.rows.length], [3, 7]);
 
-  // compare reads what sweep wrote and writes the chart and the report.
-  const c = await task([`${dir}/allreduce-shm-host-2.csv`, "--out", `${dir}/c.html`], "compare");
+  // compare reads what sweep wrote (a CSV and its sidecar are one run) and writes the chart and
+  // the report.
+  const run = `${dir}/allreduce-shm-host-2`;
+  const c = await task([`${run}.csv`, `${run}.json`, "--out", `${dir}/c.html`], "compare");
   assertEquals(c.code, 0, c.stderr);
   assert_(c.stdout.startsWith("primitive  procs  from_floats  to_floats  fastest"), c.stdout);
   assert_(c.stdout.includes("For allreduce at 2 ranks, shm is fastest at every size."), c.stdout);
