@@ -25,6 +25,7 @@ import {
   size,
   usage,
   UsageError,
+  userPath,
 } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 
@@ -296,6 +297,7 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
       }
       values.procs = String(size);
     }
+    for (const flag of ["csv", "json"]) if (values[flag]) values[flag] = userPath(values[flag]);
     plan = planRun(primitive, values);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;

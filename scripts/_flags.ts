@@ -4,6 +4,7 @@
  * @module
  */
 
+import { isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type Dtype, DTYPE_INFO, MAX_BYTES } from "../primitives/types.ts";
 
@@ -137,4 +138,13 @@ export function size(flag: string, value: string, dtype: Dtype): number {
     );
   }
   return n;
+}
+
+/**
+ * A file path as the user meant it: `deno task` runs scripts in the project folder, so a relative
+ * path is taken from the folder the task was started in (`INIT_CWD`).
+ */
+export function userPath(path: string): string {
+  const from = Deno.env.get("INIT_CWD");
+  return from && path !== "" && !isAbsolute(path) ? resolve(from, path) : path;
 }

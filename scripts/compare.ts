@@ -9,7 +9,7 @@ import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
 import { type Point, readResults, ResultFormatError } from "../bench/compare/results.ts";
 import { MAX_PROCS } from "./_benchmark.ts";
-import { type FlagSpec, integer, parseFlags, usage, UsageError } from "./_flags.ts";
+import { type FlagSpec, integer, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
   out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
@@ -32,13 +32,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
-    files = positionals.filter((f) =>
-      !(/\.json$/i.test(f) && positionals.includes(f.replace(/\.json$/i, ".csv")))
+    const inputs = positionals.map(userPath);
+    files = inputs.filter((f) =>
+      !(/\.json$/i.test(f) && inputs.includes(f.replace(/\.json$/i, ".csv")))
     );
     if (files.length === 0) {
       throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
     }
-    out = values.out!;
+    out = userPath(values.out!);
     if (!out.endsWith(".html")) {
       throw new UsageError(`--out ${out} is not accepted: expected *.html`);
     }

@@ -18,7 +18,15 @@ import {
   reportFailure,
   runPlan,
 } from "./_benchmark.ts";
-import { type FlagSpec, integer, listOf, parseFlags, usage, UsageError } from "./_flags.ts";
+import {
+  type FlagSpec,
+  integer,
+  listOf,
+  parseFlags,
+  usage,
+  UsageError,
+  userPath,
+} from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 
 const PRIMITIVE_NAMES = Object.keys(PRIMITIVES) as PrimitiveName[];
@@ -58,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const out = values.out!;
+  const out = userPath(values.out!);
   Deno.mkdirSync(out, { recursive: true });
   const indexPath = `${out}/index.csv`;
   const indexColumns = [

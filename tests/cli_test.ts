@@ -2,7 +2,7 @@
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark.ts";
-import { parseFlags, size, UsageError } from "../scripts/_flags.ts";
+import { parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
 
 const plan = (argv: string[], available = 64e9) =>
   planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), available);
@@ -127,6 +127,21 @@ Deno.test("cli: sizes the machine cannot hold are refused, or the default lowere
     UsageError as ErrorConstructor,
     /does not fit/,
   );
+});
+
+Deno.test("cli: relative paths are taken from the folder deno task was started in", () => {
+  const before = Deno.env.get("INIT_CWD");
+  try {
+    Deno.env.set("INIT_CWD", "/home/me/runs");
+    assertEquals(userPath("a.csv"), "/home/me/runs/a.csv");
+    assertEquals(userPath("../b/a.csv"), "/home/me/b/a.csv");
+    assertEquals(userPath("/tmp/a.csv"), "/tmp/a.csv");
+    Deno.env.delete("INIT_CWD"); // deno run: the working directory is the user's
+    assertEquals(userPath("a.csv"), "a.csv");
+  } finally {
+    if (before === undefined) Deno.env.delete("INIT_CWD");
+    else Deno.env.set("INIT_CWD", before);
+  }
 });
 
 async function task(args: string[], script = "allreduce") {
