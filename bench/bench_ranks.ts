@@ -43,7 +43,7 @@ export class CaseRunner {
   }
 
   /** Sets up case `index` and checks one run of it. */
-  async prepare(index: number): Promise<void> {
+  async #prepare(index: number): Promise<void> {
     const c = this.#args.cases[index];
     // Buffers are allocated once per primitive at its largest benchmarked size.
     if (this.#prepared?.primitive !== c.primitive) {
@@ -69,7 +69,7 @@ export class CaseRunner {
   }
 
   /** Runs the prepared case `ops` times. */
-  async run(ops: number): Promise<void> {
+  async #run(ops: number): Promise<void> {
     for (let i = ops; i > 0; i--) await this.#current!.run();
   }
 
@@ -79,8 +79,8 @@ export class CaseRunner {
       this.#prepared?.buffers.free();
       return false;
     }
-    if (command === COMMAND.PREPARE) await this.prepare(index);
-    else await this.run(ops);
+    if (command === COMMAND.PREPARE) await this.#prepare(index);
+    else await this.#run(ops);
     return true;
   }
 }
@@ -90,10 +90,10 @@ export async function run(comm: Communicator, args: BenchRankArgs): Promise<void
   const runner = new CaseRunner(comm, args);
   if (!args.mailbox) {
     const command = new Int32Array(3);
-    do await comm.recv(command, 0, { tag: COMMAND_TAG }); while (
-      await runner.do(command[0], command[1], command[2])
-    );
-    return;
+    for (;;) {
+      await comm.recv(command, 0, { tag: COMMAND_TAG });
+      if (!await runner.do(command[0], command[1], command[2])) return;
+    }
   }
   const box = new Int32Array(args.mailbox);
   for (let seen = 0;;) {

@@ -67,8 +67,9 @@ export function toCurves(points: Point[]): Curve[] {
  * Per primitive and rank count, the size ranges over which each curve is fastest. At each size the
  * curves within `tolerance` of the fastest contend for it; a range lasts while some curve contends
  * at every one of its sizes (so the fewest ranges cover the sizes) and names, among those, the
- * curve closest to the fastest on average; the others are level with it. With a tolerance, one size led by another curve between two
- * ranges of the same curve is taken for noise and joins them.
+ * curve closest to the fastest on average; the others are level with it. With a tolerance, one
+ * size led by another curve between two ranges of the same curve is taken for noise and joins
+ * them.
  */
 export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Crossover[] {
   const tolerance = options.tolerance ?? 0.1;

@@ -159,11 +159,8 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
 
 /** A fresh secret for one run's connections. */
 export function randomToken(): string {
-  return Array.from(
-    crypto.getRandomValues(new Uint8Array(24)),
-    (b) => b.toString(16).padStart(2, "0"),
-  )
-    .join("");
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** A child's stdout line starting with this carries its result (not printed). */
