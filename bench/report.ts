@@ -30,6 +30,8 @@ export interface ReportOptions {
   header: string[];
   /** Print the table to stdout. */
   table: boolean;
+  /** Also print the p50/p99 columns (per-iteration timing, as OMB users expect). */
+  percentiles?: boolean;
   csv?: string;
   json?: string;
   /** Element counts in the order they are measured, for the progress bar. */
@@ -37,13 +39,23 @@ export interface ReportOptions {
   metadata: RunMetadata;
 }
 
-const COLUMNS: { title: string; width: number; cell: (r: ResultRow) => string }[] = [
+interface Column {
+  title: string;
+  width: number;
+  cell: (r: ResultRow) => string;
+  /** Shown only with {@linkcode ReportOptions.percentiles}. */
+  percentile?: boolean;
+}
+
+const COLUMNS: Column[] = [
   { title: "floats", width: 11, cell: (r) => String(r.floats) },
   { title: "bytes", width: 12, cell: (r) => String(r.bytes) },
   { title: "iters", width: 6, cell: (r) => String(r.iters) },
   { title: "time_us", width: 12, cell: (r) => r.time_us.toFixed(2) },
   { title: "min_us", width: 12, cell: (r) => r.min_us.toFixed(2) },
   { title: "max_us", width: 12, cell: (r) => r.max_us.toFixed(2) },
+  { title: "p50_us", width: 12, cell: (r) => r.p50_us.toFixed(2), percentile: true },
+  { title: "p99_us", width: 12, cell: (r) => r.p99_us.toFixed(2), percentile: true },
   { title: "Gb/s", width: 9, cell: (r) => r.gbps.toFixed(2) },
   { title: "algbw_GB/s", width: 11, cell: (r) => r.algbw_gbs.toFixed(3) },
   { title: "busbw_GB/s", width: 11, cell: (r) => r.busbw_gbs.toFixed(3) },
@@ -70,11 +82,13 @@ export function sizeName(count: number): string {
 /** Writes one sweep's results as they arrive. */
 export class Reporter {
   #o: ReportOptions;
+  #columns: Column[];
   #results: SizeResult[] = [];
   #bar: boolean;
 
   constructor(options: ReportOptions) {
     this.#o = options;
+    this.#columns = COLUMNS.filter((c) => !c.percentile || options.percentiles);
     this.#bar = Deno.stderr.isTerminal();
   }
 
@@ -82,7 +96,7 @@ export class Reporter {
   start(): void {
     if (this.#o.table) {
       console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
-      console.log("#" + COLUMNS.map((c) => c.title.padStart(c.width)).join(" ").slice(1));
+      console.log("#" + this.#columns.map((c) => c.title.padStart(c.width)).join(" ").slice(1));
     }
     if (this.#o.csv) {
       Deno.writeTextFileSync(this.#o.csv, stringify([[...CSV_COLUMNS, ...EXTRA_COLUMNS]]));
@@ -96,7 +110,7 @@ export class Reporter {
     this.#results.push(result);
     this.#clearBar();
     if (this.#o.table) {
-      console.log(COLUMNS.map((c) => c.cell(result.row).padStart(c.width)).join(" "));
+      console.log(this.#columns.map((c) => c.cell(result.row).padStart(c.width)).join(" "));
     }
     if (this.#o.csv) {
       Deno.writeTextFileSync(this.#o.csv, stringify([csvValues(result.row)]), { append: true });

@@ -226,6 +226,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     report: {
       header: describe(plan),
       table: out.table,
+      percentiles: plan.sweep.timing === "per-iter",
       csv: plan.csv,
       json: plan.json,
       counts: plan.sweep.counts,

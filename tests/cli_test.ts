@@ -176,6 +176,8 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n");
   assert_(lines[0].startsWith("# dccl allreduce: 3 ranks, transport shm"), lines[0]);
+  const columns = lines.find((l) => l.startsWith("#    floats"))!;
+  assert_(columns.includes("busbw_GB/s") && !columns.includes("p50_us"), columns);
   const table = lines.filter((l) => !l.startsWith("#"));
   assertEquals(table.length, 7); // 1 … 64 floats
   assertEquals(table.map((l) => Number(l.trim().split(/\s+/)[0])), [1, 2, 4, 8, 16, 32, 64]);
@@ -206,6 +208,18 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
     assertEquals(row.samples_us.length, 5); // back-to-back batches of one op each at 5 iters
     assert_(row.min_us <= row.time_us && row.time_us <= row.max_us);
     assert_(Math.abs(row.gbps - (row.bytes * 8) / row.time_us / 1e3) < 1e-9 * row.gbps + 1e-12);
+  }
+});
+
+Deno.test("cli: per-iteration timing adds p50 and p99 to the table", async () => {
+  const r = await task(["--timing", "per-iter", "--max", "4", "--iters", "20", "--warmup", "1"]);
+  assertEquals(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  const columns = lines.find((l) => l.startsWith("#    floats"))!.slice(1).trim().split(/\s+/);
+  assertEquals(columns.slice(3, 8), ["time_us", "min_us", "max_us", "p50_us", "p99_us"]);
+  for (const row of lines.filter((l) => !l.startsWith("#"))) {
+    const [p50, p99] = row.trim().split(/\s+/).slice(6, 8).map(Number);
+    assert_(p50 > 0 && p50 <= p99, row);
   }
 });
 
