@@ -174,6 +174,7 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
     ...["--csv", `${dir}/a.csv`, "--json", `${dir}/a.json`],
   ]);
   assertEquals(r.code, 0, r.stderr);
+  assertEquals(r.stderr, ""); // no progress bar when stderr is not a terminal
   const lines = r.stdout.trim().split("\n");
   assert_(lines[0].startsWith("# dccl allreduce: 3 ranks, transport shm"), lines[0]);
   const columns = lines.find((l) => l.startsWith("#    floats"))!;
