@@ -47,6 +47,7 @@ export { liveWorkers, spawnRanks, startRanks } from "./primitives/transports/spa
 export type { RankGroup, SpawnOptions } from "./primitives/transports/spawn_ranks.ts";
 export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";
 export {
+  leadProcesses,
   liveProcesses,
   spawnProcesses,
   startProcesses,

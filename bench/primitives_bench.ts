@@ -7,11 +7,9 @@
  * @module
  */
 
-import { Communicator } from "../primitives/communicator.ts";
-import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
-import { randomToken, startProcesses } from "../primitives/transports/spawn_processes.ts";
+import type { Communicator } from "../primitives/communicator.ts";
+import { leadProcesses } from "../primitives/transports/spawn_processes.ts";
 import { type RankGroup, startRanks } from "../primitives/transports/spawn_ranks.ts";
-import { connectWs } from "../primitives/transports/ws_connect.ts";
 import {
   type BenchCase,
   type BenchRankArgs,
@@ -117,21 +115,9 @@ class WsGroup extends BenchGroup {
   }
 
   static async start(): Promise<WsGroup> {
-    const token = randomToken();
-    let others: RankGroup<string> | undefined;
-    const transport = await connectWs({
-      rank: 0,
-      size: RANKS,
-      masterAddr: "127.0.0.1",
-      masterPort: 0,
-      token,
-      onListening: (port) => {
-        const args: BenchRankArgs = { cases, memory: "host" };
-        others = startProcesses(RANK_MODULE, { size: RANKS, args, joinRank0: { port, token } });
-        others.results.catch(() => {}); // a failed rank also closes its sockets: rank 0 sees it
-      },
-    });
-    return new WsGroup(new Communicator(transport, new RankHeap(createHeapMemory())), others!);
+    const args: BenchRankArgs = { cases, memory: "host" };
+    const { comm, others } = await leadProcesses(RANK_MODULE, { size: RANKS, args });
+    return new WsGroup(comm, others);
   }
 
   async stop(): Promise<void> {

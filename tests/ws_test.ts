@@ -7,16 +7,13 @@ import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { rankFromEnv } from "../primitives/transports/env_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
-import { Communicator } from "../primitives/communicator.ts";
-import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import {
+  leadProcesses,
   liveProcesses,
   PORT_MARK,
-  randomToken,
   spawnProcesses,
   startProcesses,
 } from "../primitives/transports/spawn_processes.ts";
-import { connectWs } from "../primitives/transports/ws_connect.ts";
 import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
 
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
@@ -54,19 +51,10 @@ Deno.test("ws: allreduce of 2^24 floats is exact, 2 processes", async () => {
 Deno.test("ws: this process as rank 0, with processes started to join it", async () => {
   const size = 3, cases = matrix("ws", size).filter((c) => c.count === 1000);
   assert_(cases.length > 10, `${cases.length} cases`);
-  const token = randomToken();
-  let others: Promise<string[]> | undefined;
-  const transport = await connectWs({
-    ...{ rank: 0, size, masterAddr: "127.0.0.1", masterPort: 0, token },
-    onListening: (port) => {
-      const joinRank0 = { port, token };
-      others = startProcesses(rankModule("check_rank.ts"), { size, args: cases, joinRank0 })
-        .results;
-    },
-  });
-  await using comm = new Communicator(transport, new RankHeap(createHeapMemory()));
+  const lead = await leadProcesses(rankModule("check_rank.ts"), { size, args: cases });
+  await using comm = lead.comm;
   const mine = await checkRank(comm, cases);
-  const theirs = (await others!).slice(1).map((r) => JSON.parse(r) as number[]);
+  const theirs = (await lead.others.results).slice(1).map((r) => JSON.parse(r) as number[]);
   assertEquals(failures(cases, [mine, ...theirs]), []);
   assertEquals(liveProcesses(), 0);
 });

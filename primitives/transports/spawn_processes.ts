@@ -7,8 +7,11 @@
  * @module
  */
 
+import { Communicator } from "../communicator.ts";
 import { RankFailedError } from "../errors.ts";
+import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import type { RankGroup } from "./spawn_ranks.ts";
+import { connectWs } from "./ws_connect.ts";
 
 /** Options of {@linkcode launchProcesses}. */
 export interface LaunchOptions {
@@ -158,7 +161,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
 }
 
 /** A fresh secret for one run's connections. */
-export function randomToken(): string {
+function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -222,4 +225,35 @@ export function startProcesses(
   });
   group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
   return group;
+}
+
+/**
+ * Makes this process rank 0 of a `ws` group and starts ranks 1 … size−1 as subprocesses running
+ * `module`'s `run(comm, args)`; resolves once all are connected. `others` settles when they exit.
+ *
+ * @example
+ * ```ts ignore
+ * const { comm, others } = await leadProcesses(new URL("./rank_main.ts", import.meta.url), {
+ *   size: 4,
+ * });
+ * await comm.allreduce(buf); // rank 0's part, here
+ * await others.results;
+ * ```
+ */
+export async function leadProcesses(
+  module: URL | string,
+  options: SpawnProcessesOptions,
+): Promise<{ comm: Communicator; others: RankGroup<string> }> {
+  const token = randomToken();
+  let others: RankGroup<string> | undefined;
+  const transport = await connectWs({
+    ...{ rank: 0, size: options.size, masterAddr: "127.0.0.1", masterPort: 0, token },
+    timeoutMs: options.timeoutMs,
+    onListening: (port) => {
+      others = startProcesses(module, { ...options, joinRank0: { port, token } });
+      // A rank that fails closes its sockets too, so rank 0's operations fail, naming it.
+      others.results.catch(() => {});
+    },
+  });
+  return { comm: new Communicator(transport, new RankHeap(createHeapMemory())), others: others! };
 }
