@@ -43,18 +43,15 @@ export {
 } from "./primitives/errors.ts";
 export { ALGORITHMS, algorithmsFor, autoAlgorithm, TRANSPORTS } from "./primitives/registry.ts";
 export type { CollectiveName } from "./primitives/registry.ts";
-export { liveWorkers, spawnRanks, startRanks } from "./primitives/transports/spawn_ranks.ts";
-export type { RankGroup, SpawnOptions } from "./primitives/transports/spawn_ranks.ts";
+export { liveWorkers, spawnRanks, startRanks } from "./primitives/launch/spawn_ranks.ts";
+export type { RankGroup, SpawnOptions } from "./primitives/launch/spawn_ranks.ts";
 export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";
 export {
   leadProcesses,
   liveProcesses,
   spawnProcesses,
   startProcesses,
-} from "./primitives/transports/spawn_processes.ts";
-export type {
-  LaunchOptions,
-  SpawnProcessesOptions,
-} from "./primitives/transports/spawn_processes.ts";
-export { joinFromEnv, rankFromEnv } from "./primitives/transports/env_rank.ts";
-export type { EnvRank, JoinOptions } from "./primitives/transports/env_rank.ts";
+} from "./primitives/launch/spawn_processes.ts";
+export type { LaunchOptions, SpawnProcessesOptions } from "./primitives/launch/spawn_processes.ts";
+export { joinFromEnv, rankFromEnv } from "./primitives/launch/env_rank.ts";
+export type { EnvRank, JoinOptions } from "./primitives/launch/env_rank.ts";

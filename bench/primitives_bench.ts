@@ -8,8 +8,8 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
-import { leadProcesses } from "../primitives/transports/spawn_processes.ts";
-import { type RankGroup, startRanks } from "../primitives/transports/spawn_ranks.ts";
+import { leadProcesses } from "../primitives/launch/spawn_processes.ts";
+import { type RankGroup, startRanks } from "../primitives/launch/spawn_ranks.ts";
 import {
   type BenchCase,
   type BenchRankArgs,

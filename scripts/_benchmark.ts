@@ -6,14 +6,14 @@
  */
 
 import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
-import { joinFromEnv, rankFromEnv } from "../primitives/transports/env_rank.ts";
-import { spawnProcesses } from "../primitives/transports/spawn_processes.ts";
+import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
+import { spawnProcesses } from "../primitives/launch/spawn_processes.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import { algorithmsFor, TRANSPORTS } from "../primitives/registry.ts";
-import { startRanks } from "../primitives/transports/spawn_ranks.ts";
+import { startRanks } from "../primitives/launch/spawn_ranks.ts";
 import { TRANSPORT_MEMORY } from "../primitives/transports/transport.ts";
 import { DTYPES, type MemoryKind, REDUCE_OPS, type TransportName } from "../primitives/types.ts";
 import {

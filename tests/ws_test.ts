@@ -5,7 +5,7 @@ import { WebSocket } from "ws";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
-import { rankFromEnv } from "../primitives/transports/env_rank.ts";
+import { rankFromEnv } from "../primitives/launch/env_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
 import {
   leadProcesses,
@@ -13,11 +13,11 @@ import {
   PORT_MARK,
   spawnProcesses,
   startProcesses,
-} from "../primitives/transports/spawn_processes.ts";
+} from "../primitives/launch/spawn_processes.ts";
 import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
 
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
-const processRank = new URL("../primitives/transports/process_rank.ts", import.meta.url).pathname;
+const processRank = new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname;
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
 for (const size of [1, 2, 3, 4, 7, 8]) {

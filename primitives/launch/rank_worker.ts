@@ -7,10 +7,10 @@
 import { Communicator } from "../communicator.ts";
 import { RankHeap } from "../memory/heap.ts";
 import type { TransportName } from "../types.ts";
-import { ShmTransport } from "./shm.ts";
-import type { ShmSetup } from "./shm_layout.ts";
-import type { Transport } from "./transport.ts";
-import { WorkerTransport } from "./worker.ts";
+import { ShmTransport } from "../transports/shm.ts";
+import type { ShmSetup } from "../transports/shm_layout.ts";
+import type { Transport } from "../transports/transport.ts";
+import { WorkerTransport } from "../transports/worker.ts";
 
 /** Launcher → rank: everything a rank needs to join. */
 export interface RankInit {

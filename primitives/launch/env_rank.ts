@@ -8,7 +8,7 @@
 import { Communicator } from "../communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { PORT_MARK } from "./spawn_processes.ts";
-import { connectWs } from "./ws_connect.ts";
+import { connectWs } from "../transports/ws_connect.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {

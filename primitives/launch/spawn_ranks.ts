@@ -9,7 +9,7 @@ import { RankFailedError } from "../errors.ts";
 import { createHeapMemory } from "../memory/heap.ts";
 import type { TransportName } from "../types.ts";
 import type { RankInit, RankReport } from "./rank_worker.ts";
-import { createShmSetup, raiseAbort } from "./shm_layout.ts";
+import { createShmSetup, raiseAbort } from "../transports/shm_layout.ts";
 
 /** Options of {@linkcode spawnRanks}. */
 export interface SpawnOptions {

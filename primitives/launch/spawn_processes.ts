@@ -11,7 +11,7 @@ import { Communicator } from "../communicator.ts";
 import { RankFailedError } from "../errors.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import type { RankGroup } from "./spawn_ranks.ts";
-import { connectWs } from "./ws_connect.ts";
+import { connectWs } from "../transports/ws_connect.ts";
 
 /** Options of {@linkcode launchProcesses}. */
 export interface LaunchOptions {
