@@ -6,17 +6,20 @@
 
 import { divide } from "../kernels/reduce.ts";
 import type { WasmOp } from "../kernels/reduce_wat.ts";
+import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
-import { CollectiveContext } from "./collectives/context.ts";
-import { CommError } from "./errors.ts";
+import { CollectiveContext, type Completion } from "./collectives/context.ts";
+import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
 import { asCommBuffer, type BufferLike, CommBuffer } from "./memory/comm_buffer.ts";
 import type { RankHeap } from "./memory/heap.ts";
 import {
+  algorithmIndex,
   algorithmNeedsSharedMemory,
   ALGORITHMS,
   autoAlgorithm,
   type CollectiveName,
 } from "./registry.ts";
+import { type CallShape, stampOf } from "./stamp.ts";
 import { bytesOf, type Transport, TRANSPORT_MEMORY } from "./transports/transport.ts";
 import {
   type Dtype,
@@ -31,8 +34,7 @@ import {
   type TypedArray,
 } from "./types.ts";
 
-/** Largest user tag + 1; tags from here on belong to collectives. */
-export const MAX_TAG = 2 ** 30;
+export { MAX_TAG };
 
 /** Options of {@linkcode Communicator.alloc}. */
 export interface AllocOptions {
@@ -88,8 +90,11 @@ export class Communicator implements AsyncDisposable {
   #transport: Transport;
   #heap: RankHeap;
   #ctx: CollectiveContext;
+  #calls: CallBook;
   #seq = 0;
   #closed = false;
+  /** The failure that broke this communicator: every later call throws it. */
+  #broken?: Error;
 
   /** Wraps a connected transport and this rank's heap. Launchers call this; users get one. */
   constructor(transport: Transport, heap: RankHeap) {
@@ -98,6 +103,8 @@ export class Communicator implements AsyncDisposable {
     this.#transport = transport;
     this.#heap = heap;
     this.#ctx = new CollectiveContext(transport, heap);
+    this.#calls = new CallBook(transport.rank);
+    transport.calls = this.#calls;
   }
 
   /** Name of the transport underneath. */
@@ -130,24 +137,45 @@ export class Communicator implements AsyncDisposable {
 
   /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
   async send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const view = this.#check(buf).view;
+    const cb = this.#check(buf);
     this.#checkPeer(peer, "send to");
-    await this.#transport.send(peer, bytesOf(view), this.#checkTag(options.tag ?? 0));
+    const tag = this.#checkTag(options.tag ?? 0);
+    try {
+      await this.#transport.send(peer, bytesOf(cb.view), tag, P2P_STAMPS[cb.dtype]);
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
-  /** Receives the next message from `peer` with the tag into `buf` (lengths must match). */
+  /** Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must match). */
   async recv(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const view = this.#check(buf).view;
+    const cb = this.#check(buf);
     this.#checkPeer(peer, "receive from");
-    await this.#transport.recv(peer, bytesOf(view), this.#checkTag(options.tag ?? 0));
+    const tag = this.#checkTag(options.tag ?? 0);
+    let stamp;
+    try {
+      stamp = await this.#transport.recv(peer, bytesOf(cb.view), tag);
+    } catch (e) {
+      throw this.#broke(e);
+    }
+    if (stamp !== P2P_STAMPS[cb.dtype]) {
+      throw this.#broke(
+        new MismatchError(
+          `Rank ${this.rank} received ${this.#calls.describe(stamp)} from rank ${peer} (tag ` +
+            `${tag}) into ${cb.dtype}: sender and receiver must use the same dtype`,
+          { failedRank: peer },
+        ),
+      );
+    }
   }
 
   /** Copies `buf` on `root` into `buf` on every rank. */
   async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
     const view = this.#check(buf).view;
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
-    const run = this.#pick("bcast", options.algorithm, view.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), view, root) : undefined;
+    const [run, algorithm] = this.#pick("bcast", options.algorithm, view.byteLength);
+    const shape = { kind: "bcast", ...shapeOf(view), op: "sum", root, algorithm } as const;
+    const pending = this.#call(shape, (ctx) => run(ctx, view, root));
     if (pending) await pending;
   }
 
@@ -156,8 +184,9 @@ export class Communicator implements AsyncDisposable {
     const input = this.#check(buf).view;
     const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
-    const run = this.#pick("allreduce", options.algorithm, input.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), input, output, kernelOp(op)) : undefined;
+    const [run, algorithm] = this.#pick("allreduce", options.algorithm, input.byteLength);
+    const shape = { kind: "allreduce", ...shapeOf(input), op, root: 0, algorithm } as const;
+    const pending = this.#call(shape, (ctx) => run(ctx, input, output, kernelOp(op)));
     if (pending) await pending;
     if (this.size === 1 && output !== input) output.set(input);
     if (op === "avg") divide(output, this.size);
@@ -170,8 +199,9 @@ export class Communicator implements AsyncDisposable {
     const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
     if (target !== input) target.set(input);
-    const run = this.#pick("reduce", options.algorithm, target.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), target, kernelOp(op), root) : undefined;
+    const [run, algorithm] = this.#pick("reduce", options.algorithm, target.byteLength);
+    const shape = { kind: "reduce", ...shapeOf(input), op, root, algorithm } as const;
+    const pending = this.#call(shape, (ctx) => run(ctx, target, kernelOp(op), root));
     if (pending) await pending;
     if (op === "avg" && this.rank === root) divide(target, this.size);
   }
@@ -184,8 +214,9 @@ export class Communicator implements AsyncDisposable {
   ): Promise<void> {
     const s = this.#check(send).view, r = this.#check(recv).view;
     this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
-    const run = this.#pick("allgather", options.algorithm, r.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), s, r) : undefined;
+    const [run, algorithm] = this.#pick("allgather", options.algorithm, r.byteLength);
+    const shape = { kind: "allgather", ...shapeOf(s), op: "sum", root: 0, algorithm } as const;
+    const pending = this.#call(shape, (ctx) => run(ctx, s, r));
     if (pending) await pending;
     if (this.size === 1) r.set(s);
   }
@@ -199,8 +230,9 @@ export class Communicator implements AsyncDisposable {
     const s = this.#check(send).view, r = this.#check(recv).view;
     this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
     const op = checkOp(options.op ?? "sum");
-    const run = this.#pick("reduceScatter", options.algorithm, s.byteLength);
-    const pending = this.size > 1 ? run(this.#begin(), s, r, kernelOp(op)) : undefined;
+    const [run, algorithm] = this.#pick("reduceScatter", options.algorithm, s.byteLength);
+    const shape = { kind: "reduceScatter", ...shapeOf(r), op, root: 0, algorithm } as const;
+    const pending = this.#call(shape, (ctx) => run(ctx, s, r, kernelOp(op)));
     if (pending) await pending;
     if (this.size === 1) r.set(s);
     if (op === "avg") divide(r, this.size);
@@ -209,9 +241,26 @@ export class Communicator implements AsyncDisposable {
   /** Resolves once every rank has called `barrier`. */
   async barrier(): Promise<void> {
     this.#checkOpen();
-    const ctx = this.#begin();
-    if (this.#transport.shared) this.#transport.shared.barrier();
-    else await barrierDissemination(ctx);
+    const shared = this.#transport.shared;
+    const pending = this.#call(
+      BARRIER,
+      (ctx) => shared ? shared.barrier(ctx.stamp) : barrierDissemination(ctx),
+    );
+    if (pending) await pending;
+  }
+
+  /**
+   * Fails this rank's part of the group (like `ncclCommAbort`): every pending and later call on
+   * this communicator rejects, and peers learn as soon as the transport can tell them that this
+   * rank failed, and why (`reason`'s message), so they fail fast instead of timing out. Then
+   * closes the communicator.
+   */
+  async abort(reason: unknown = new Error("aborted")): Promise<void> {
+    if (!this.#broken) {
+      const { failedRank, reason: why } = failureNotice(reason, this.rank);
+      this.#broke(new PeerFailedError(failedRank, why));
+    }
+    await this[Symbol.asyncDispose]();
   }
 
   /** The algorithm `auto` picks for a collective on a buffer of `bytes` (for reports). */
@@ -227,16 +276,45 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  #begin(): CollectiveContext {
-    this.#ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
-    return this.#ctx;
+  /**
+   * Runs one collective call on more than one rank: gives it the next tag and its stamp (judging
+   * peers' data that arrived early) and starts it. Any failure breaks the communicator.
+   */
+  #call(shape: CallShape, start: (ctx: CollectiveContext) => Completion): Completion {
+    if (this.size === 1) return;
+    try {
+      const ctx = this.#ctx;
+      ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
+      ctx.stamp = stampOf(shape);
+      this.#calls.begin(ctx.tag, ctx.stamp);
+      const pending = start(ctx);
+      return pending?.catch((e) => {
+        throw this.#broke(e);
+      });
+    } catch (e) {
+      throw this.#broke(e);
+    }
+  }
+
+  /**
+   * Marks the communicator broken by `e` and aborts the transport, so in-flight operations stop
+   * and peers learn of it; returns `e` to be thrown.
+   */
+  #broke(e: unknown): unknown {
+    if (this.#broken) return e;
+    this.#broken = e instanceof Error ? e : new Error(String(e));
+    const error = e instanceof CommError
+      ? e
+      : new CommError(`${this.#broken.name}: ${this.#broken.message}`, { failedRank: this.rank });
+    this.#transport.abort(error);
+    return e;
   }
 
   #pick<C extends CollectiveName>(
     collective: C,
     algorithm: string | undefined,
     bytes: number,
-  ): typeof ALGORITHMS[C][string] {
+  ): [typeof ALGORITHMS[C][string], number] {
     const name = algorithm === undefined || algorithm === "auto"
       ? autoAlgorithm(collective, this.transport, bytes, this.size)
       : algorithm;
@@ -251,10 +329,11 @@ export class Communicator implements AsyncDisposable {
           accepted.join(", "),
       );
     }
-    return run;
+    return [run, algorithmIndex(collective, name)];
   }
 
   #checkOpen(): void {
+    if (this.#broken) throw this.#broken;
     if (this.#closed) throw new CommError(`Communicator of rank ${this.rank} is closed`);
   }
 
@@ -330,3 +409,24 @@ function checkOp(op: ReduceOp): ReduceOp {
 function kernelOp(op: ReduceOp): WasmOp {
   return op === "avg" ? "sum" : op;
 }
+
+/** The dtype and count of a call's main buffer, for its stamp. */
+function shapeOf(view: TypedArray): { dtype: Dtype; count: number } {
+  return { dtype: dtypeOf(view), count: view.length };
+}
+
+const BARRIER: CallShape = {
+  kind: "barrier",
+  dtype: "f32",
+  count: 0,
+  op: "sum",
+  root: 0,
+  algorithm: 0,
+};
+
+/** Stamps of point-to-point messages: only the dtype is checked (lengths are, by the transport). */
+const P2P_STAMPS = Object.fromEntries(
+  DTYPES.map((
+    dtype,
+  ) => [dtype, stampOf({ kind: "p2p", dtype, count: 0, op: "sum", root: 0, algorithm: 0 })]),
+) as Record<Dtype, number>;

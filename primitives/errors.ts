@@ -27,19 +27,60 @@ export class CommTimeoutError extends CommError {
 
 /** A peer rank died, threw, or closed its connection. */
 export class PeerFailedError extends CommError {
+  /** Why the peer failed, without the "Rank N failed" prefix. */
+  readonly reason: string;
   /** Creates a PeerFailedError naming the failed rank. */
   constructor(failedRank: number, reason: string) {
     super(`Rank ${failedRank} failed: ${reason}`, { failedRank });
     this.name = "PeerFailedError";
+    this.reason = reason;
   }
 }
 
-/** Thrown by a launcher: the first rank that failed, with its original error as `cause`. */
+/**
+ * What to tell peers when `error` ends this rank's part in a group: the rank that failed (the one
+ * the error names, else `rank`) and why, so each peer can raise its own `PeerFailedError`.
+ */
+export function failureNotice(
+  error: unknown,
+  rank: number,
+): { failedRank: number; reason: string } {
+  if (error instanceof PeerFailedError) {
+    return { failedRank: error.failedRank!, reason: error.reason };
+  }
+  const e = error instanceof Error ? error : new Error(String(error));
+  return {
+    failedRank: (e as { failedRank?: number }).failedRank ?? rank,
+    reason: `${e.name}: ${e.message}`,
+  };
+}
+
+/** How one rank of a group ended, as its launcher saw it. */
+export interface RankOutcome {
+  /**
+   * `ok`: it returned `result`; `failed`: it threw or exited non-zero; `killed`: it was terminated
+   * from outside; `stuck`: it did not finish in time after the others had; `stopped`: the launcher
+   * stopped it after another rank failed.
+   */
+  status: "ok" | "failed" | "killed" | "stuck" | "stopped";
+  /** What it returned (`ok`). */
+  result?: unknown;
+  /** Why it ended (every other status), e.g. `Error: boom`. */
+  reason?: string;
+}
+
+/**
+ * Thrown by a launcher: the rank that caused the group to fail (not the ones that failed only
+ * because it did), with its original error as `cause` and how every rank ended in `outcomes`.
+ */
 export class RankFailedError extends CommError {
+  /** How each rank ended, by rank. */
+  readonly outcomes: readonly RankOutcome[];
   /** Creates a RankFailedError. */
-  constructor(rank: number, message: string, cause?: unknown) {
+  constructor(rank: number, message: string, cause?: unknown, outcomes: RankOutcome[] = []) {
     super(`Rank ${rank} failed: ${message}`, { failedRank: rank, cause });
     this.name = "RankFailedError";
+    this.outcomes = outcomes;
   }
 }
 

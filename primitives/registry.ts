@@ -60,6 +60,17 @@ export const ALGORITHMS = {
   } as Record<string, ReduceScatterAlgorithm>,
 } as const;
 
+/** Position of an algorithm in its collective's table (carried in call stamps). */
+export function algorithmIndex(collective: CollectiveName, name: string): number {
+  return Object.keys(ALGORITHMS[collective]).indexOf(name);
+}
+
+/** The algorithm at `index` of a collective's table (for messages about call stamps). */
+export function algorithmName(kind: string, index: number): string | undefined {
+  const table = ALGORITHMS[kind as CollectiveName];
+  return table ? Object.keys(table)[index] : undefined;
+}
+
 /** Transports implemented so far (the others are planned in DESIGN.md). */
 export const TRANSPORTS: readonly TransportName[] = ["shm", "worker", "ws"];
 

@@ -58,3 +58,6 @@ export function makeView(
 
 /** Largest buffer a collective accepts: 2^28 floats (1 GiB). */
 export const MAX_BYTES = 2 ** 30;
+
+/** Milliseconds an operation may wait without progress before it fails, unless told otherwise. */
+export const DEFAULT_TIMEOUT_MS = 30_000;

@@ -100,7 +100,10 @@ Deno.test("ws: mismatched counts are detected from the message headers", async (
       }),
     { name: "RankFailedError" },
   );
-  assert_(lines.some((l) => /MismatchError: .*counts or dtypes differ/.test(l)), lines.join("\n"));
+  assert_(
+    lines.some((l) => /MismatchError: Rank [01] called allreduce\(sum, 100[01] × f32/.test(l)),
+    lines.join("\n"),
+  );
 });
 
 function envRank(env: Record<string, string>, args = [processRank]) {

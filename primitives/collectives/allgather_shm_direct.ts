@@ -9,7 +9,7 @@ export function allgatherShmDirect(
   recv: TypedArray,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), "allgather"));
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   views.forEach((v, r) => recv.set(v, r * send.length));
-  shared.barrier();
+  shared.barrier(ctx.stamp);
 }

@@ -23,7 +23,7 @@ export function allreduceShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   if (input.byteLength <= shared.eagerBytes) {
-    reduceSlots(op, output, shared.eagerExchange(input, "allreduce"));
+    reduceSlots(op, output, shared.eagerExchange(input, ctx.stamp));
     return;
   }
   // Peers read this rank's `sources` view and write its `targets` view: input and output when
@@ -34,8 +34,8 @@ export function allreduceShmDirect(
   const bounce = direct ? undefined : ctx.scratch(dtypeOf(input), input.length, 2);
   const [s, e] = chunk(input.length, size, rank);
   if (bounce) copyOutside(bounce, input, s, e);
-  const sources = requireViews(shared.exchangeViews(bounce ?? input, "allreduce"));
-  const targets = requireViews(shared.exchangeViews(bounce ?? output, "allreduce"));
+  const sources = requireViews(shared.exchangeViews(bounce ?? input, ctx.stamp));
+  const targets = requireViews(shared.exchangeViews(bounce ?? output, ctx.stamp));
   // Only this rank touches chunk `rank` of any buffer, so it can write each reduced block into
   // every peer's output at once, while the block is still in cache.
   const block = BLOCK_BYTES / input.BYTES_PER_ELEMENT;
@@ -52,7 +52,7 @@ export function allreduceShmDirect(
     for (let r = 0; r < size; r++) if (r !== rank) targets[r].set(own, b);
     if (bounce) output.set(own, b);
   }
-  shared.barrier();
+  shared.barrier(ctx.stamp);
   if (bounce) copyOutside(output, bounce, s, e);
 }
 

@@ -17,13 +17,13 @@ export function bcastShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   if (buf.byteLength <= shared.eagerBytes) {
-    const slots = shared.eagerExchange(buf, "bcast");
+    const slots = shared.eagerExchange(buf, ctx.stamp);
     if (ctx.rank !== root) buf.set(slots[root]);
     return;
   }
   const { rank, size } = ctx;
   const mine = rank === root ? ctx.staged(buf, 2) : buf;
-  const views = shared.exchangeViews(mine, "bcast");
+  const views = shared.exchangeViews(mine, ctx.stamp);
   const source = views[root];
   if (!source) throw new Error("Internal error: the root's buffer is not in its heap");
   // Beyond the caches the root would idle while the others copy, so it copies part `root` into
@@ -38,5 +38,5 @@ export function bcastShmDirect(
     buf.set(source.subarray(e), e);
     if (!views[rank]) buf.set(source.subarray(s, e), s);
   }
-  shared.barrier();
+  shared.barrier(ctx.stamp);
 }

@@ -18,6 +18,8 @@ export class CollectiveContext {
   readonly size: number;
   /** Tag of the collective call in progress (unique per call, equal on every rank). */
   tag = 0;
+  /** Stamp of the call in progress (primitives/stamp.ts): what every message and arrival carries. */
+  stamp = 0;
   #scratch: (Uint8Array | undefined)[] = [];
 
   /** Binds a transport and the rank's heap. */
@@ -29,14 +31,18 @@ export class CollectiveContext {
     this.size = transport.size;
   }
 
-  /** Sends a typed array to `peer` under the current tag. */
+  /**
+   * Sends a typed array to `peer` under the current tag and stamp. The promise is marked handled:
+   * an algorithm that stops at its first failed operation leaves the others unawaited, and their
+   * rejections must not crash the rank (the failure already reached the caller).
+   */
   send(peer: number, view: TypedArray): Promise<void> {
-    return this.transport.send(peer, bytesOf(view), this.tag);
+    return handled(this.transport.send(peer, bytesOf(view), this.tag, this.stamp));
   }
 
-  /** Receives exactly `view.length` elements from `peer` under the current tag. */
-  recv(peer: number, view: TypedArray): Promise<void> {
-    return this.transport.recv(peer, bytesOf(view), this.tag);
+  /** Receives exactly `view.length` elements from `peer` under the current tag (handled, as `send`). */
+  recv(peer: number, view: TypedArray): Promise<unknown> {
+    return handled(this.transport.recv(peer, bytesOf(view), this.tag));
   }
 
   /** `dst = dst op src`. */
@@ -67,6 +73,14 @@ export class CollectiveContext {
     copy.set(src);
     return copy;
   }
+}
+
+function ignore(): void {}
+
+/** `p`, with a rejection handler attached so that leaving it unawaited is not an error. */
+function handled<T>(p: Promise<T>): Promise<T> {
+  p.catch(ignore);
+  return p;
 }
 
 /** `[start, end)` of part `i` when `count` elements are split into `parts` near-equal parts. */

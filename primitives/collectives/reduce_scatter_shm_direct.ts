@@ -14,11 +14,11 @@ export function reduceScatterShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   const n = recv.length;
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), "reduceScatter"));
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   const block = (r: number) => views[r].subarray(rank * n, (rank + 1) * n);
   const out = ctx.heap.owns(recv) ? recv : ctx.scratch(dtypeOf(recv), n, 3);
   out.set(block(0));
   for (let r = 1; r < size; r++) reduce(op, out, out, block(r));
   if (out !== recv) recv.set(out);
-  shared.barrier();
+  shared.barrier(ctx.stamp);
 }

@@ -18,15 +18,15 @@ export function reduceShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   if (buf.byteLength <= shared.eagerBytes) {
-    const slots = shared.eagerExchange(buf, "reduce");
+    const slots = shared.eagerExchange(buf, ctx.stamp);
     if (rank === root) reduceSlots(op, buf, slots);
     return;
   }
   const mine = ctx.staged(buf, 2);
-  const views = requireViews(shared.exchangeViews(mine, "reduce"));
+  const views = requireViews(shared.exchangeViews(mine, ctx.stamp));
   const [s, e] = chunk(buf.length, size, rank);
   const dst = views[root].subarray(s, e);
   for (let r = 0; r < size; r++) if (r !== root) reduce(op, dst, dst, views[r].subarray(s, e));
-  shared.barrier();
+  shared.barrier(ctx.stamp);
   if (rank === root && mine !== buf) buf.set(mine);
 }

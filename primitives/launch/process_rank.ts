@@ -1,23 +1,35 @@
 /**
  * Entry point of a process rank started by `spawnProcesses`: joins the `ws` group from the
  * environment, runs the module's `run(comm, args)`, prints the result for the launcher and exits
- * non-zero on any error (which fails the group).
+ * 0; on any error it tells its peers (so they fail fast, naming this rank), reports the error to
+ * the launcher on a marked line, and exits 1.
  * @module
  */
 
+import type { Communicator } from "../communicator.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { joinFromEnv } from "./env_rank.ts";
-import { RESULT_MARK } from "./spawn_processes.ts";
+import { ERROR_MARK, RESULT_MARK } from "./spawn_processes.ts";
 
 const env = Deno.env.toObject();
+let comm: Communicator | undefined;
 try {
-  await using comm = await joinFromEnv({ timeoutMs: Number(env.DCCL_TIMEOUT_MS ?? 30_000) });
+  comm = await joinFromEnv({
+    timeoutMs: Number(env.DCCL_TIMEOUT_MS ?? DEFAULT_TIMEOUT_MS),
+    bind: env.DCCL_BIND,
+  });
   const mod = await import(env.DCCL_MODULE!);
   if (typeof mod.run !== "function") throw new TypeError(`${env.DCCL_MODULE} exports no run()`);
   const args = env.DCCL_ARGS_FILE ? JSON.parse(Deno.readTextFileSync(env.DCCL_ARGS_FILE)) : null;
   const result = await mod.run(comm, args);
+  await comm[Symbol.asyncDispose]();
   console.log(RESULT_MARK + JSON.stringify(result ?? null));
-} catch (e) {
-  console.error(`${(e as Error).name}: ${(e as Error).message}`);
+} catch (err) {
+  const e = err instanceof Error ? err : new Error(String(err));
+  await comm?.abort(e).catch(() => {});
+  console.error(`${e.name}: ${e.message}`);
+  const failedRank = (e as { failedRank?: number }).failedRank;
+  console.log(ERROR_MARK + JSON.stringify({ name: e.name, message: e.message, failedRank }));
   Deno.exit(1);
 }
 Deno.exit(0);

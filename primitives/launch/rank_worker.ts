@@ -5,6 +5,7 @@
  */
 
 import { Communicator } from "../communicator.ts";
+import { PeerFailedError } from "../errors.ts";
 import { RankHeap } from "../memory/heap.ts";
 import type { TransportName } from "../types.ts";
 import { ShmTransport } from "../transports/shm.ts";
@@ -48,7 +49,7 @@ let transport: Transport | undefined;
 
 scope.onmessage = (e) => {
   const msg = e.data;
-  if (msg.type === "abort") transport?.abort(msg.failedRank, msg.reason);
+  if (msg.type === "abort") transport?.abort(new PeerFailedError(msg.failedRank, msg.reason));
   else runRank(msg);
 };
 
@@ -67,18 +68,22 @@ function connect(init: RankInit, heap: RankHeap): Transport {
 }
 
 async function runRank(init: RankInit): Promise<void> {
+  let comm: Communicator | undefined;
   try {
     const heap = new RankHeap(init.heaps[init.rank]);
     transport = connect(init, heap);
-    await using comm = new Communicator(transport, heap);
+    comm = new Communicator(transport, heap);
     const mod = await import(init.module);
     const fn = mod[init.entry];
     if (typeof fn !== "function") {
       throw new TypeError(`Module ${init.module} has no exported function ${init.entry}`);
     }
     const result = await fn(comm, init.args);
+    await comm[Symbol.asyncDispose]();
     scope.postMessage({ type: "done", result });
   } catch (err) {
+    // Peers learn why at once (unless this rank failed because of one of them).
+    await comm?.abort(err).catch(() => {});
     const e = err instanceof Error ? err : new Error(String(err));
     scope.postMessage({
       type: "error",

@@ -1,16 +1,17 @@
 /**
  * The local process launcher for `ws`: starts `size` Deno subprocesses on this machine with
  * torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a random per-run
- * token),
- * prefixes their output with their rank, and fails the whole group — killing every other child —
- * as soon as one exits non-zero.
+ * token) and prefixes their output with their rank. When one fails it blames the rank that caused
+ * it (each child reports its error on a marked stdout line) and stops every other child.
  * @module
  */
 
 import { Communicator } from "../communicator.ts";
-import { RankFailedError } from "../errors.ts";
+import type { RankFailedError } from "../errors.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
-import type { RankGroup } from "./spawn_ranks.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import { FAILURE_GRACE_MS, type RankGroup } from "./spawn_ranks.ts";
+import { GroupEnds, type RankEnd } from "./verdict.ts";
 import { connectWs } from "../transports/ws_connect.ts";
 
 /** Options of {@linkcode launchProcesses}. */
@@ -30,6 +31,13 @@ export interface LaunchOptions {
    * size−1 only, to join it.
    */
   joinRank0?: { port: number; token: string };
+  /**
+   * Milliseconds the other ranks have to exit once one has exited 0; a rank still running then
+   * is stuck (the group fails, naming it). @default {32000}
+   */
+  stragglerMs?: number;
+  /** Address every rank listens on (`DCCL_BIND`). @default {"127.0.0.1"} */
+  bind?: string;
 }
 
 let live = 0;
@@ -47,55 +55,89 @@ export function printLine(rank: number, stream: "stdout" | "stderr", line: strin
 
 /**
  * Runs `deno <denoArgs>` as ranks 0 … size−1; `results` resolves when all exit 0 (with each
- * rank's stdout line marked as a result, if any) and rejects with the first failure.
+ * rank's stdout line marked as a result, if any) and rejects with a `RankFailedError` naming the
+ * rank that caused the failure (primitives/launch/verdict.ts), once every child has exited.
  */
 export function launchProcesses(denoArgs: string[], options: LaunchOptions): RankGroup<string> {
   const size = options.size;
   const masterAddr = options.masterAddr ?? "127.0.0.1";
   const token = options.joinRank0?.token ?? randomToken();
   const onLine = options.onLine ?? printLine;
+  const stragglerMs = options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS;
   const children: (Deno.ChildProcess | undefined)[] = [];
   const results: string[] = new Array(size).fill("");
-  let failure: RankFailedError | undefined;
+  /** The first `error:` line each rank printed on stderr (an uncaught error), for its blame. */
+  const firstError: (string | undefined)[] = new Array(size).fill(undefined);
+  const ends = new GroupEnds(size);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let verdict: RankFailedError | undefined;
+  let judged = false;
   let settle!: { resolve: (v: string[]) => void; reject: (e: unknown) => void };
   const done = new Promise<string[]>((resolve, reject) => settle = { resolve, reject });
 
-  const killAll = (signal: Deno.Signal) => {
+  const signalAll = (signal: Deno.Signal) => {
     for (const c of children) {
       try {
         c?.kill(signal);
       } catch { /* already gone */ }
     }
   };
-  const fail = (rank: number, message: string) => {
-    if (failure) return;
-    failure = new RankFailedError(rank, message);
-    killAll("SIGTERM");
-    const hard = setTimeout(() => killAll("SIGKILL"), 2000);
+  /** Decides whom to blame and stops every child still running (they are not blamed). */
+  const judge = () => {
+    if (judged) return;
+    judged = true;
+    clearTimeout(timer);
+    for (let r = 0; r < size; r++) {
+      if (!ends.ended(r)) {
+        ends.record(r, { status: "stopped", reason: "stopped by the launcher" });
+      }
+    }
+    verdict = ends.verdict();
+    if (!verdict) return;
+    signalAll("SIGTERM");
+    // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
+    const hard = setTimeout(() => signalAll("SIGKILL"), 500);
     Deno.unrefTimer(hard);
   };
+  const ended = (rank: number, end: Omit<RankEnd, "at">) => {
+    const wasFailed = ends.failed;
+    if (judged || !ends.record(rank, end)) return;
+    if (ends.allEnded) return judge();
+    if (end.status === "ok") {
+      if (!wasFailed && timer === undefined) {
+        timer = setTimeout(() => {
+          for (let r = 0; r < size; r++) {
+            if (!ends.ended(r)) {
+              ends.record(r, {
+                status: "stuck",
+                reason: `it had not finished ${stragglerMs} ms after rank ${rank} exited`,
+              });
+            }
+          }
+          judge();
+        }, stragglerMs);
+        Deno.unrefTimer(timer);
+      }
+      return;
+    }
+    if (wasFailed) return;
+    // The first failure: the others usually fail because of it and report within moments.
+    clearTimeout(timer);
+    timer = setTimeout(judge, FAILURE_GRACE_MS);
+    Deno.unrefTimer(timer);
+  };
   const onAbort = () => {
-    if (!failure) failure = Object.assign(new RankFailedError(-1, "aborted"), { aborted: true });
-    killAll("SIGKILL");
+    judged = true;
+    signalAll("SIGKILL");
   };
   options.signal?.addEventListener("abort", onAbort, { once: true });
 
-  const exited: { rank: number; status: Deno.CommandStatus }[] = [];
-  const blame = () => {
-    const dead = exited.find((e) => e.status.signal) ?? exited[0];
-    fail(
-      dead.rank,
-      dead.status.signal
-        ? `rank ${dead.rank} was killed by ${dead.status.signal}`
-        : `rank ${dead.rank} exited with code ${dead.status.code}`,
-    );
-  };
   // Rank 0 binds an ephemeral port itself and announces it; only then do the others start.
   // (Picking a free port here and handing it over would race with every other program.)
   const exits: Promise<void>[] = [];
   const start = (rank: number, port: number) => exits.push(runRank(rank, port));
   const onPort = (port: number) => {
-    if (failure) return;
+    if (judged) return;
     for (let rank = 1; rank < size; rank++) start(rank, port);
   };
   const runRank = async (rank: number, port: number) => {
@@ -110,6 +152,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
         MASTER_PORT: String(port),
         DCCL_TOKEN: token,
         DCCL_WATCH_PARENT: "1",
+        ...(options.bind ? { DCCL_BIND: options.bind } : {}),
       },
       stdin: "piped",
       stdout: "piped",
@@ -120,21 +163,30 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     const pumps = [
       pump(child.stdout, (line) => {
         if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
+        else if (line.startsWith(ERROR_MARK)) ended(rank, errorEnd(line));
         else if (rank === 0 && line.startsWith(PORT_MARK)) {
           onPort(Number(line.slice(PORT_MARK.length)));
         } else onLine(rank, "stdout", line);
       }),
-      pump(child.stderr, (line) => onLine(rank, "stderr", line)),
+      pump(child.stderr, (line) => {
+        const plain = stripAnsi(line);
+        if (/^error: /.test(plain)) firstError[rank] ??= plain.slice("error: ".length);
+        onLine(rank, "stderr", line);
+      }),
     ];
     const status = await child.status;
     live--;
     children[rank] = undefined;
     await Promise.all(pumps);
-    if (!status.success) exited.push({ rank, status });
-    if (exited.length === 1 && !status.success) {
-      // Survivors of a dead rank exit with errors too, possibly first: give the dead one a
-      // moment to be reaped, then blame a rank killed by a signal over one that exited.
-      setTimeout(blame, 200);
+    if (status.success) ended(rank, { status: "ok", result: results[rank] });
+    else if (status.signal) {
+      ended(rank, { status: "killed", reason: `rank ${rank} was killed by ${status.signal}` });
+    } else {
+      const why = firstError[rank] ? `: ${firstError[rank]}` : "";
+      ended(rank, {
+        status: "failed",
+        reason: `rank ${rank} exited with code ${status.code}${why}`,
+      });
     }
   };
   if (options.joinRank0) onPort(options.joinRank0.port);
@@ -145,10 +197,10 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       waited = exits.length;
       await Promise.all(exits);
     }
-    if (exited.length > 0) blame();
+    judge();
     options.signal?.removeEventListener("abort", onAbort);
     if (options.signal?.aborted) settle.reject(options.signal.reason);
-    else if (failure) settle.reject(failure);
+    else if (verdict) settle.reject(verdict);
     else settle.resolve(results);
   })();
 
@@ -160,6 +212,26 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   };
 }
 
+/** A rank's error report line, as a failed end. */
+function errorEnd(line: string): Omit<RankEnd, "at"> {
+  const e = JSON.parse(line.slice(ERROR_MARK.length)) as {
+    name: string;
+    message: string;
+    failedRank?: number;
+  };
+  return {
+    status: "failed",
+    name: e.name,
+    reason: `${e.name}: ${e.message}`,
+    blames: e.failedRank,
+  };
+}
+
+function stripAnsi(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
 /** A fresh secret for one run's connections. */
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
@@ -168,6 +240,8 @@ function randomToken(): string {
 
 /** A child's stdout line starting with this carries its result (not printed). */
 export const RESULT_MARK = "\u0001dccl-result ";
+/** A child's stdout line starting with this carries the error it failed with, as JSON. */
+export const ERROR_MARK = "\u0001dccl-error ";
 /** Rank 0's stdout line starting with this carries the port it picked (not printed). */
 export const PORT_MARK = "\u0001dccl-port ";
 
@@ -220,8 +294,10 @@ export function startProcesses(
     env: {
       DCCL_MODULE: module.toString(),
       DCCL_ARGS_FILE: argsFile,
-      DCCL_TIMEOUT_MS: String(options.timeoutMs ?? 30_000),
+      DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
     },
+    stragglerMs: options.stragglerMs ??
+      (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + FAILURE_GRACE_MS,
   });
   group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
   return group;

@@ -5,11 +5,15 @@
  * @module
  */
 
-import { CommTimeoutError, MismatchError } from "../errors.ts";
+import { type CommError, CommTimeoutError, MismatchError } from "../errors.ts";
 
-/** One piece of a message: `data` goes at `offset` of a `total`-byte message with `tag`. */
+/**
+ * One piece of a message: `data` goes at `offset` of a `total`-byte message with `tag`, sent by
+ * a call with `stamp`.
+ */
 export interface Segment {
   tag: number;
+  stamp: number;
   total: number;
   offset: number;
   data: Uint8Array;
@@ -19,16 +23,21 @@ interface PendingRecv {
   tag: number;
   into: Uint8Array;
   received: number;
-  resolve: () => void;
+  stamp: number;
+  resolve: (stamp: number) => void;
   reject: (e: Error) => void;
 }
 
 interface Arrival {
   tag: number;
+  stamp: number;
   data: Uint8Array;
   received: number;
   waiter?: PendingRecv;
 }
+
+/** Judges a message that starts to arrive; returns the error that aborts the transport, if any. */
+export type ArrivalCheck = (peer: number, tag: number, stamp: number) => CommError | undefined;
 
 /** Matches arriving segments to receives for one rank. */
 export class Inbox {
@@ -43,10 +52,23 @@ export class Inbox {
   /** Peers that closed their end gracefully: what they sent is still delivered, nothing more. */
   #closed: (Error | undefined)[];
   #watchdog: ReturnType<typeof setInterval>;
+  #check: ArrivalCheck;
+  #abort: (error: CommError) => void;
 
-  /** An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. */
-  constructor(rank: number, size: number, timeoutMs: number) {
+  /**
+   * An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. Every message
+   * goes through `check` as it starts to arrive, and a problem it finds goes to `abort`.
+   */
+  constructor(
+    rank: number,
+    size: number,
+    timeoutMs: number,
+    check: ArrivalCheck,
+    abort: (error: CommError) => void,
+  ) {
     this.rank = rank;
+    this.#check = check;
+    this.#abort = abort;
     this.#posted = Array.from({ length: size }, () => []);
     this.#arrivals = Array.from({ length: size }, () => []);
     this.#current = new Array(size).fill(undefined);
@@ -57,11 +79,11 @@ export class Inbox {
     Deno.unrefTimer(this.#watchdog as unknown as number);
   }
 
-  /** Receives the next message from `peer` with `tag` into `into`. */
-  post(peer: number, into: Uint8Array, tag: number): Promise<void> {
+  /** Receives the next message from `peer` with `tag` into `into`; resolves with its stamp. */
+  post(peer: number, into: Uint8Array, tag: number): Promise<number> {
     if (this.#failed) return Promise.reject(this.#failed);
     return new Promise((resolve, reject) => {
-      const pending: PendingRecv = { tag, into, received: 0, resolve, reject };
+      const pending: PendingRecv = { tag, into, received: 0, stamp: 0, resolve, reject };
       const early = this.#arrivals[peer].find((a) => a.tag === tag && !a.waiter);
       if (!early) {
         if (this.#closed[peer]) return reject(this.#closed[peer]);
@@ -79,16 +101,20 @@ export class Inbox {
     this.#lastData[peer] = performance.now();
     let cur = this.#current[peer];
     if (seg.offset === 0) {
+      const problem = this.#check(peer, seg.tag, seg.stamp);
+      if (problem) this.#abort(problem);
       const posted = this.#posted[peer];
       const i = posted.findIndex((p) => p.tag === seg.tag);
+      const { tag, stamp } = seg;
       if (i >= 0) {
         cur = posted.splice(i, 1)[0];
+        cur.stamp = stamp;
         if (cur.into.byteLength !== seg.total) {
           cur.reject(this.#mismatch(peer, seg.tag, cur.into.byteLength, seg.total));
-          cur = { tag: seg.tag, data: new Uint8Array(seg.total), received: 0 }; // drained, dropped
+          cur = { tag, stamp, data: new Uint8Array(seg.total), received: 0 }; // drained, dropped
         }
       } else {
-        cur = { tag: seg.tag, data: new Uint8Array(seg.total), received: 0 };
+        cur = { tag, stamp, data: new Uint8Array(seg.total), received: 0 };
         this.#arrivals[peer].push(cur);
       }
       this.#current[peer] = cur;
@@ -99,7 +125,7 @@ export class Inbox {
     cur.received += seg.data.byteLength;
     if (cur.received < seg.total) return;
     this.#current[peer] = undefined;
-    if ("into" in cur) cur.resolve();
+    if ("into" in cur) cur.resolve(cur.stamp);
     else this.#settleArrival(peer, cur);
   }
 
@@ -135,7 +161,7 @@ export class Inbox {
       waiter.reject(this.#mismatch(peer, a.tag, waiter.into.byteLength, a.data.byteLength));
     } else {
       waiter.into.set(a.data);
-      waiter.resolve();
+      waiter.resolve(a.stamp);
     }
   }
 

@@ -10,22 +10,39 @@
  * @module
  */
 
-import { CommTimeoutError, MismatchError, PeerFailedError } from "../errors.ts";
+import {
+  type CommError,
+  CommTimeoutError,
+  failureNotice,
+  MismatchError,
+  PeerFailedError,
+} from "../errors.ts";
 import { heapBuffer, memoryOf } from "../memory/heap.ts";
-import { type Dtype, dtypeOf, DTYPES, makeView, type TypedArray } from "../types.ts";
-import type { SharedAccess, Transport } from "./transport.ts";
+import {
+  DEFAULT_TIMEOUT_MS,
+  type Dtype,
+  dtypeOf,
+  DTYPES,
+  makeView,
+  type TypedArray,
+} from "../types.ts";
+import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
   raiseAbort,
   RANK_WORD,
+  readAbort,
   RING_HEAD,
   RING_SLOT_HEADERS,
   RING_TAIL,
   ringOffset,
   type ShmSetup,
-  SLOT_BYTES,
+  SLOT_HEADER_WORDS,
+  slotBytes,
   slotDataOffset,
   SLOTS,
+  stampFromWords,
+  stampWords,
 } from "./shm_layout.ts";
 
 /**
@@ -43,10 +60,13 @@ const POLLS_PER_CLOCK = 64;
 const SLEEP_SLICE_MS = 50;
 /** Payload bytes of one eager slot (small allreduce and friends). */
 const EAGER_BYTES = 16 * 1024;
+/** Stamp of the joining barrier: every rank's is 0, the stamp of no call. */
+const JOIN_STAMP = 0;
 
 interface SendRequest {
   peer: number;
   tag: number;
+  stamp: number;
   data: Uint8Array;
   offset: number;
   started: boolean;
@@ -58,6 +78,8 @@ interface RecvRequest {
   tag: number;
   into: Uint8Array;
   done: boolean;
+  /** The sender's stamp, once matched. */
+  stamp: number;
   error?: Error;
 }
 
@@ -72,6 +94,7 @@ interface Incoming {
 
 interface Unexpected {
   tag: number;
+  stamp: number;
   data: Uint8Array;
   complete: boolean;
   waiter?: RecvRequest;
@@ -81,11 +104,11 @@ interface Unexpected {
 class Ring {
   readonly words: Int32Array;
   readonly slots: Uint8Array[];
-  constructor(buffer: SharedArrayBuffer, offset: number) {
-    this.words = new Int32Array(buffer, offset, RING_SLOT_HEADERS + SLOTS * 4);
+  constructor(buffer: SharedArrayBuffer, offset: number, size: number) {
+    this.words = new Int32Array(buffer, offset, RING_SLOT_HEADERS + SLOTS * SLOT_HEADER_WORDS);
     this.slots = Array.from(
       { length: SLOTS },
-      (_, i) => new Uint8Array(buffer, offset + slotDataOffset(i), SLOT_BYTES),
+      (_, i) => new Uint8Array(buffer, offset + slotDataOffset(size, i), slotBytes(size)),
     );
   }
 }
@@ -103,6 +126,7 @@ export class ShmTransport implements Transport, SharedAccess {
   readonly size: number;
   readonly eagerBytes = EAGER_BYTES;
   readonly shared: SharedAccess = this;
+  calls?: CallCheck;
 
   #ctrl: Int32Array;
   #control: SharedArrayBuffer;
@@ -115,9 +139,8 @@ export class ShmTransport implements Transport, SharedAccess {
   #unexpected: Unexpected[][];
   #timeoutMs: number;
   #spinMs: number;
-  #eagerSeq = 0;
-  #barrierSeq = 0;
-  #viewSeq = 0;
+  #slotBytes: number;
+  #arriveSeq = 0;
   #eagerViews: (TypedArray[] | undefined)[] = [];
   #aborted?: Error;
 
@@ -136,14 +159,15 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#control = setup.control;
     this.#ctrl = new Int32Array(setup.control);
     this.#heaps = setup.heaps;
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#spinMs = spinMs(size);
+    this.#slotBytes = slotBytes(size);
     const peers = Array.from({ length: size }, (_, p) => p);
     this.#outbound = peers.map((p) =>
-      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, rank, p))
+      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, rank, p), size)
     );
     this.#inbound = peers.map((p) =>
-      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, p, rank))
+      p === rank ? undefined : new Ring(setup.rings, ringOffset(size, p, rank), size)
     );
     this.#sends = peers.map(() => []);
     this.#recvs = peers.map(() => []);
@@ -152,14 +176,14 @@ export class ShmTransport implements Transport, SharedAccess {
     Atomics.store(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET), setup.eagerOffset);
     // Joining is collective: a rank's first eager exchange reads every peer's slot offset, so no
     // rank may start before all have published theirs.
-    this.barrier();
+    this.barrier(JOIN_STAMP);
   }
 
   /** Bytes each rank must reserve in its heap for eager slots. */
   static readonly EAGER_AREA_BYTES = 2 * EAGER_BYTES;
 
-  async send(peer: number, data: Uint8Array, tag: number): Promise<void> {
-    const request: SendRequest = { peer, tag, data, offset: 0, started: false, done: false };
+  async send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
+    const request: SendRequest = { peer, tag, stamp, data, offset: 0, started: false, done: false };
     this.#sends[peer].push(request);
     await null; // let sibling calls post before this one blocks
     this.#waitUntil(
@@ -169,8 +193,8 @@ export class ShmTransport implements Transport, SharedAccess {
     );
   }
 
-  async recv(peer: number, into: Uint8Array, tag: number): Promise<void> {
-    const request: RecvRequest = { peer, tag, into, done: false };
+  async recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
+    const request: RecvRequest = { peer, tag, into, done: false, stamp: 0 };
     const early = this.#unexpected[peer].find((u) => u.tag === tag && !u.waiter);
     if (early) {
       early.waiter = request;
@@ -185,82 +209,89 @@ export class ShmTransport implements Transport, SharedAccess {
       peer,
     );
     if (request.error) throw request.error;
+    return request.stamp;
   }
 
-  barrier(): void {
-    const seq = ++this.#barrierSeq;
-    this.#arrive(RANK_WORD.BARRIER_SEQ, seq);
-    this.#waitForAll(RANK_WORD.BARRIER_SEQ, seq, "barrier");
+  barrier(stamp: number): void {
+    this.#arriveAll(stamp);
   }
 
-  /** Publishes this rank's arrival number `seq` in its own line and wakes sleepers. */
-  #arrive(word: number, seq: number): void {
-    Atomics.store(this.#ctrl, this.#word(this.rank, word), seq);
+  /**
+   * One arrival: publishes `stamp` and this rank's next arrival number, waits until every rank
+   * has arrived as far, and checks that all arrived with the same stamp. Stamp words are written
+   * and read with plain accesses (each Atomics op costs ~15 ns here): the atomic arrival store
+   * publishes them, and a parity's words are rewritten only after every peer has arrived at the
+   * next arrival, so they have read them.
+   */
+  #arriveAll(stamp: number): void {
+    const seq = ++this.#arriveSeq;
+    const [high, low] = stampWords(stamp);
+    const mine = this.#word(this.rank, RANK_WORD.STAMP + (seq & 1) * 2);
+    this.#ctrl[mine] = high;
+    this.#ctrl[mine + 1] = low;
+    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.ARRIVE_SEQ), seq);
     for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
-  }
-
-  /** Waits until every rank's arrival number in `word` has reached `seq`. */
-  #waitForAll(word: number, seq: number, what: string): void {
     const arrival = this.#arrival;
-    arrival.word = word;
     arrival.seq = seq;
+    arrival.stamp = stamp;
     arrival.next = 0;
-    this.#waitUntil(this.#allArrived, what, this.#firstMissing);
+    this.#waitUntil(this.#allArrived, this.#describeArrival, this.#firstMissing);
+    for (let r = 0; r < this.size; r++) {
+      const theirs = mine + (r - this.rank) * CTRL.RANK_WORDS;
+      if (this.#ctrl[theirs] !== high || this.#ctrl[theirs + 1] !== low) {
+        const stampOfR = stampFromWords(this.#ctrl[theirs], this.#ctrl[theirs + 1]);
+        throw this.calls?.mismatch(r, stamp, stampOfR) ??
+          new MismatchError(`Rank ${this.rank} and rank ${r} are in different calls`, {
+            failedRank: r,
+          });
+      }
+    }
   }
 
-  /** What {@linkcode #waitForAll} waits for, in fields so the eager path allocates nothing. */
-  #arrival = { word: 0, seq: 0, next: 0 };
+  /** The parity of the next arrival, whose exchange words and slots a call may fill. */
+  get #nextParity(): number {
+    return (this.#arriveSeq + 1) & 1;
+  }
+
+  /** What {@linkcode #arriveAll} waits for, in fields so the eager path allocates nothing. */
+  #arrival = { seq: 0, stamp: 0, next: 0 };
   #allArrived = (): boolean => {
     const a = this.#arrival;
     for (; a.next < this.size; a.next++) {
       if (a.next === this.rank) continue;
-      if (Atomics.load(this.#ctrl, this.#word(a.next, a.word)) - a.seq < 0) return false;
+      const seen = Atomics.load(this.#ctrl, this.#word(a.next, RANK_WORD.ARRIVE_SEQ));
+      if (seen - a.seq < 0) return false;
     }
     return true;
   };
   #firstMissing = (): number => this.#arrival.next;
+  #describeArrival = (): string => this.calls?.describe(this.#arrival.stamp) ?? "collective";
 
-  exchangeViews(view: TypedArray, what: string): (TypedArray | undefined)[] {
-    const parity = this.#viewSeq++ & 1;
+  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[] {
+    const parity = this.#nextParity;
     const desc = (r: number, i: number) => this.#word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
     const inHeap = memoryOf(view.buffer) === this.#heaps[this.rank];
-    Atomics.store(this.#ctrl, desc(this.rank, 0), inHeap ? view.byteOffset : 0);
-    Atomics.store(this.#ctrl, desc(this.rank, 1), view.length);
-    Atomics.store(this.#ctrl, desc(this.rank, 2), DTYPES.indexOf(dtypeOf(view)));
-    this.barrier();
-    return this.#peerViews(view, what, (r) => ({
-      offset: Atomics.load(this.#ctrl, desc(r, 0)) >>> 0,
-      count: Atomics.load(this.#ctrl, desc(r, 1)),
-      dtype: Atomics.load(this.#ctrl, desc(r, 2)),
+    this.#ctrl[desc(this.rank, 0)] = inHeap ? view.byteOffset : 0;
+    this.#ctrl[desc(this.rank, 1)] = view.length;
+    this.#ctrl[desc(this.rank, 2)] = DTYPES.indexOf(dtypeOf(view));
+    this.#arriveAll(stamp);
+    return this.#peerViews(view, (r) => ({
+      offset: this.#ctrl[desc(r, 0)] >>> 0,
+      count: this.#ctrl[desc(r, 1)],
+      dtype: this.#ctrl[desc(r, 2)],
     }));
   }
 
-  eagerExchange(view: TypedArray, what: string): TypedArray[] {
+  eagerExchange(view: TypedArray, stamp: number): TypedArray[] {
     if (view.byteLength > EAGER_BYTES) {
       throw new RangeError(
         `Eager exchange holds at most ${EAGER_BYTES} bytes, got ${view.byteLength}`,
       );
     }
-    const seq = ++this.#eagerSeq;
-    const parity = seq & 1;
-    const dtype = dtypeOf(view);
-    const slots = this.#eagerSlots(parity, dtype, view.length);
+    // Equal stamps mean equal counts and dtypes, so every rank's slot holds this view's shape.
+    const slots = this.#eagerSlots(this.#nextParity, dtypeOf(view), view.length);
     slots[this.rank].set(view);
-    // Count and dtype share one word, in the line of the arrival number. Plain accesses suffice
-    // for it (each Atomics op costs ~15 ns here): the atomic arrival store publishes it, and a
-    // parity's word is rewritten only after every peer has arrived at the next exchange.
-    const desc = this.#word(this.rank, RANK_WORD.EAGER_DESC + parity);
-    const code = view.length * DTYPES.length + DTYPES.indexOf(dtype);
-    this.#ctrl[desc] = code;
-    this.#arrive(RANK_WORD.EAGER_SEQ, seq);
-    this.#waitForAll(RANK_WORD.EAGER_SEQ, seq, what);
-    for (let r = 0; r < this.size; r++) {
-      const peer = this.#ctrl[desc + (r - this.rank) * CTRL.RANK_WORDS];
-      if (peer !== code) {
-        const count = Math.floor(peer / DTYPES.length);
-        throw this.#mismatch(view, what, r, count, DTYPES[peer % DTYPES.length]);
-      }
-    }
+    this.#arriveAll(stamp);
     return slots;
   }
 
@@ -282,9 +313,11 @@ export class ShmTransport implements Transport, SharedAccess {
     );
   }
 
-  abort(failedRank: number, reason: string): void {
-    this.#aborted ??= new PeerFailedError(failedRank, reason);
-    raiseAbort(this.#control, this.size, failedRank);
+  abort(error: CommError): void {
+    if (this.#aborted) return;
+    this.#aborted = error;
+    const { failedRank, reason } = failureNotice(error, this.rank);
+    raiseAbort(this.#control, this.size, failedRank, reason);
   }
 
   close(): void {
@@ -294,26 +327,21 @@ export class ShmTransport implements Transport, SharedAccess {
 
   #peerViews(
     mine: TypedArray,
-    what: string,
     read: (r: number) => { offset: number; count: number; dtype: number },
   ): (TypedArray | undefined)[] {
     const dtype = dtypeOf(mine);
     return this.#heaps.map((heap, r) => {
       const d = read(r);
       if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
-        throw this.#mismatch(mine, what, r, d.count, DTYPES[d.dtype]);
+        throw new MismatchError(
+          `Rank ${this.rank} exchanged ${mine.length} × ${dtype} but rank ${r} exchanged ` +
+            `${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and dtype`,
+          { failedRank: r },
+        );
       }
       // Offset 0 never names a heap buffer: that rank published a view outside its heap.
       return d.offset === 0 ? undefined : makeView(dtype, heapBuffer(heap), d.offset, d.count);
     });
-  }
-
-  #mismatch(mine: TypedArray, what: string, r: number, count: number, dtype: Dtype): Error {
-    return new MismatchError(
-      `${what}: rank ${this.rank} has ${mine.length} × ${dtypeOf(mine)} but rank ${r} has ` +
-        `${count} × ${dtype}; every rank must pass the same count and dtype`,
-      { failedRank: r },
-    );
   }
 
   #word(rank: number, word: number): number {
@@ -376,9 +404,9 @@ export class ShmTransport implements Transport, SharedAccess {
 
   #checkAbort(): void {
     if (this.#aborted) throw this.#aborted;
-    const flag = Atomics.load(this.#ctrl, CTRL.ABORT);
-    if (flag !== 0) {
-      this.#aborted = new PeerFailedError(flag - 1, "it stopped while others were waiting for it");
+    if (Atomics.load(this.#ctrl, CTRL.ABORT) !== 0) {
+      const { failedRank, reason } = readAbort(this.#control)!;
+      this.#aborted = new PeerFailedError(failedRank, reason);
       throw this.#aborted;
     }
   }
@@ -403,13 +431,14 @@ export class ShmTransport implements Transport, SharedAccess {
     while (queue.length > 0 && ((head - Atomics.load(words, RING_TAIL)) | 0) < SLOTS) {
       const req = queue[0];
       const slot = head & (SLOTS - 1);
-      const chunk = Math.min(SLOT_BYTES, req.data.byteLength - req.offset);
+      const chunk = Math.min(this.#slotBytes, req.data.byteLength - req.offset);
       if (chunk > 0) ring.slots[slot].set(req.data.subarray(req.offset, req.offset + chunk));
-      const h = RING_SLOT_HEADERS + slot * 4;
+      const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
       words[h] = req.tag;
       words[h + 1] = req.data.byteLength;
       words[h + 2] = chunk;
       words[h + 3] = req.started ? 0 : 1; // first slot of a message
+      if (!req.started) [words[h + 4], words[h + 5]] = stampWords(req.stamp);
       req.started = true;
       req.offset += chunk;
       head = (head + 1) | 0;
@@ -431,10 +460,13 @@ export class ShmTransport implements Transport, SharedAccess {
     if (Atomics.load(words, RING_HEAD) === tail) return false;
     while (Atomics.load(words, RING_HEAD) !== tail) {
       const slot = tail & (SLOTS - 1);
-      const h = RING_SLOT_HEADERS + slot * 4;
+      const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
       const chunk = words[h + 2];
       let cur = this.#incoming[peer];
-      if (!cur) cur = this.#incoming[peer] = this.#startIncoming(peer, words[h], words[h + 1]);
+      if (!cur) {
+        const stamp = stampFromWords(words[h + 4], words[h + 5]);
+        cur = this.#incoming[peer] = this.#startIncoming(peer, words[h], words[h + 1], stamp);
+      }
       if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);
       cur.offset += chunk;
       tail = (tail + 1) | 0;
@@ -452,11 +484,14 @@ export class ShmTransport implements Transport, SharedAccess {
     return true;
   }
 
-  #startIncoming(peer: number, tag: number, total: number): Incoming {
+  #startIncoming(peer: number, tag: number, total: number, stamp: number): Incoming {
+    const problem = this.calls?.arrived(peer, tag, stamp);
+    if (problem) this.abort(problem); // drained all the same; the next wait throws
     const posted = this.#recvs[peer];
     const i = posted.findIndex((r) => r.tag === tag);
     if (i >= 0) {
       const request = posted.splice(i, 1)[0];
+      request.stamp = stamp;
       if (request.into.byteLength === total) {
         return { tag, target: request.into, offset: 0, request };
       }
@@ -468,7 +503,7 @@ export class ShmTransport implements Transport, SharedAccess {
       );
       return { tag, target: new Uint8Array(total), offset: 0, request };
     }
-    const unexpected: Unexpected = { tag, data: new Uint8Array(total), complete: false };
+    const unexpected: Unexpected = { tag, stamp, data: new Uint8Array(total), complete: false };
     this.#unexpected[peer].push(unexpected);
     return { tag, target: unexpected.data, offset: 0, unexpected };
   }
@@ -478,6 +513,7 @@ export class ShmTransport implements Transport, SharedAccess {
     if (!u.complete || !req) return;
     const list = this.#unexpected[peer];
     list.splice(list.indexOf(u), 1);
+    req.stamp = u.stamp;
     if (u.data.byteLength === req.into.byteLength) req.into.set(u.data);
     else {
       req.error = new MismatchError(

@@ -6,16 +6,25 @@
 
 /** Control words (Int32 indices). */
 export const CTRL = {
-  /** 0, or 1 + the rank whose failure aborts everyone. */
+  /** 0, or 1 + the rank whose failure aborts everyone. Set after the reason is written. */
   ABORT: 0,
+  /** Taken (0 → 1) by whoever aborts first; only that one writes the reason. */
+  ABORT_CLAIM: 1,
+  /** Bytes of the UTF-8 abort reason stored from {@linkcode CTRL.ABORT_REASON} on. */
+  ABORT_REASON_BYTES: 2,
+  /** First word of the abort reason text. */
+  ABORT_REASON: 4,
   /**
    * Each rank owns two 64-byte lines from here on: a sleep line written only around sleeps, and an
    * arrival line written on every collective. Keeping them apart means polling peers and checking
    * whether they sleep never pulls a freshly written line across cores.
    */
-  RANK_BASE: 16,
+  RANK_BASE: 64,
   RANK_WORDS: 32,
 } as const;
+
+/** Longest abort reason kept, bytes. */
+const ABORT_REASON_MAX = (CTRL.RANK_BASE - CTRL.ABORT_REASON) * 4;
 
 /** Word offsets inside a rank's two lines. */
 export const RANK_WORD = {
@@ -23,28 +32,45 @@ export const RANK_WORD = {
   DOORBELL: 0,
   /** 1 while the rank sleeps in Atomics.wait, so that others notify only when needed. */
   SLEEPING: 1,
-  /** Barriers this rank has entered. */
-  BARRIER_SEQ: 16,
-  /** Eager exchanges this rank has entered. */
-  EAGER_SEQ: 17,
-  /** Two parities each of: count × 3 + dtype code. */
-  EAGER_DESC: 18,
-  /** Two parities each of: byte offset, count, dtype code. */
-  VIEW_DESC: 20,
+  /** Arrivals (barriers, eager and view exchanges) this rank has made. */
+  ARRIVE_SEQ: 16,
+  /** Two parities each of: the arrival's call stamp as two words (stampWords). */
+  STAMP: 17,
+  /** Two parities each of: byte offset, count, dtype code of an exchanged view. */
+  VIEW_DESC: 21,
   /** Byte offset of this rank's eager slots in its heap. */
-  EAGER_OFFSET: 26,
+  EAGER_OFFSET: 27,
 } as const;
 
 /** Slots per ring. */
 export const SLOTS = 8;
-/** Payload bytes per slot; 128 KiB keeps a slot in L2 while it is copied in and out. */
-export const SLOT_BYTES = 128 * 1024;
-/** Bytes before the slot payloads: head, tail and slot headers (tag, total, chunk). */
+/** Payload bytes per slot up to 16 ranks; 128 KiB keeps a slot in L2 while it is copied. */
+const MAX_SLOT_BYTES = 128 * 1024;
+/** Smallest slot, for groups so large that full slots would not fit in memory. */
+const MIN_SLOT_BYTES = 4 * 1024;
+/** Rings of a group share this many bytes at most, unless slots are already the smallest. */
+const RINGS_BUDGET_BYTES = 256 * 1024 * 1024;
+/** Bytes before the slot payloads: head, tail and slot headers. */
 const RING_HEADER = 1024;
-/** Bytes of one ring. */
-export const RING_BYTES = RING_HEADER + SLOTS * SLOT_BYTES;
 /** Int32 index of `head` (slots written) and `tail` (slots consumed) inside a ring. */
 export const RING_HEAD = 0, RING_TAIL = 16, RING_SLOT_HEADERS = 32;
+/** Int32 words per slot header: tag, total, chunk, first-of-message, stamp (two words). */
+export const SLOT_HEADER_WORDS = 8;
+
+/**
+ * Payload bytes per slot for `size` ranks: the largest power of two from 4 KiB to 128 KiB that
+ * keeps the size² rings within 256 MiB (the rings are one SharedArrayBuffer).
+ */
+export function slotBytes(size: number): number {
+  let bytes = MAX_SLOT_BYTES;
+  while (bytes > MIN_SLOT_BYTES && size * size * SLOTS * bytes > RINGS_BUDGET_BYTES) bytes /= 2;
+  return bytes;
+}
+
+/** Bytes of one ring of a `size`-rank group. */
+export function ringBytes(size: number): number {
+  return RING_HEADER + SLOTS * slotBytes(size);
+}
 
 /** Bytes of the control block for `size` ranks. */
 export function controlBytes(size: number): number {
@@ -53,12 +79,17 @@ export function controlBytes(size: number): number {
 
 /** Byte offset of the ring carrying messages from `src` to `dst`. */
 export function ringOffset(size: number, src: number, dst: number): number {
-  return (src * size + dst) * RING_BYTES;
+  return (src * size + dst) * ringBytes(size);
 }
 
 /** Byte offset of the first slot payload inside a ring. */
-export function slotDataOffset(slot: number): number {
-  return RING_HEADER + slot * SLOT_BYTES;
+export function slotDataOffset(size: number, slot: number): number {
+  return RING_HEADER + slot * slotBytes(size);
+}
+
+/** Memory the launcher allocates for a `size`-rank `shm` group, bytes. */
+export function shmSetupBytes(size: number): number {
+  return controlBytes(size) + size * size * ringBytes(size);
 }
 
 /** Shared state the launcher creates and hands to every `shm` rank. */
@@ -71,17 +102,52 @@ export interface ShmSetup {
 export function createShmSetup(size: number): ShmSetup {
   return {
     control: new SharedArrayBuffer(controlBytes(size)),
-    rings: new SharedArrayBuffer(Math.max(1, size * size * RING_BYTES)),
+    rings: new SharedArrayBuffer(Math.max(1, size * size * ringBytes(size))),
   };
 }
 
-/** Marks `failedRank` as failed and wakes every rank (used by launchers and ranks alike). */
-export function raiseAbort(control: SharedArrayBuffer, size: number, failedRank: number): void {
+/** Stamps are safe integers (primitives/stamp.ts); Int32 words hold them in two parts. */
+const STAMP_SPLIT = 2 ** 26;
+/** The two words that hold `stamp`. */
+export function stampWords(stamp: number): [number, number] {
+  const high = Math.floor(stamp / STAMP_SPLIT);
+  return [high, stamp - high * STAMP_SPLIT];
+}
+/** The stamp held in two words. */
+export function stampFromWords(high: number, low: number): number {
+  return high * STAMP_SPLIT + low;
+}
+
+/**
+ * Marks `failedRank` as failed for `reason` and wakes every rank (launchers and ranks alike). The
+ * first abort wins; later ones change nothing.
+ */
+export function raiseAbort(
+  control: SharedArrayBuffer,
+  size: number,
+  failedRank: number,
+  reason: string,
+): void {
   const ctrl = new Int32Array(control);
-  Atomics.compareExchange(ctrl, CTRL.ABORT, 0, failedRank + 1);
+  if (Atomics.compareExchange(ctrl, CTRL.ABORT_CLAIM, 0, 1) !== 0) return;
+  const text = new TextEncoder().encode(reason).subarray(0, ABORT_REASON_MAX);
+  new Uint8Array(control, CTRL.ABORT_REASON * 4, ABORT_REASON_MAX).set(text);
+  ctrl[CTRL.ABORT_REASON_BYTES] = text.byteLength;
+  Atomics.store(ctrl, CTRL.ABORT, failedRank + 1); // publishes the reason written above
   for (let r = 0; r < size; r++) {
     const bell = CTRL.RANK_BASE + r * CTRL.RANK_WORDS + RANK_WORD.DOORBELL;
     Atomics.add(ctrl, bell, 1);
     Atomics.notify(ctrl, bell);
   }
+}
+
+/** The abort raised in `control`, if any: the failed rank and the reason given. */
+export function readAbort(
+  control: SharedArrayBuffer,
+): { failedRank: number; reason: string } | undefined {
+  const ctrl = new Int32Array(control);
+  const flag = Atomics.load(ctrl, CTRL.ABORT);
+  if (flag === 0) return undefined;
+  const bytes = new Uint8Array(control, CTRL.ABORT_REASON * 4, ctrl[CTRL.ABORT_REASON_BYTES]);
+  return { failedRank: flag - 1, reason: new TextDecoder().decode(bytes.slice()) };
 }

@@ -4,12 +4,30 @@
  * @module
  */
 
+import type { CommError, MismatchError } from "../errors.ts";
 import type { MemoryKind, TransportName, TypedArray } from "../types.ts";
+
+/**
+ * Judges whether what arrives from a peer belongs to the call this rank makes (implemented by the
+ * communicator, which knows the calls; transports carry stamps without reading them).
+ */
+export interface CallCheck {
+  /**
+   * A message from `peer` with `tag` and the sender's `stamp` started to arrive: the error if it
+   * cannot belong to this rank's call with that tag (the transport then aborts), else undefined.
+   */
+  arrived(peer: number, tag: number, stamp: number): CommError | undefined;
+  /** The error for a peer that arrived at a shared-memory exchange with another stamp. */
+  mismatch(peer: number, mine: number, theirs: number): MismatchError;
+  /** A stamp as text, for timeout messages. */
+  describe(stamp: number): string;
+}
 
 /**
  * Moves bytes between two ranks. Messages from one peer with one tag arrive in the order they
  * were sent. `send` and `recv` post their request before they first yield, so
  * `Promise.all([send(...), recv(...)])` between two ranks never deadlocks, whatever the size.
+ * Every message carries the sender's call stamp (primitives/stamp.ts) to the receiver unread.
  * A receive whose length differs from the message rejects with a `MismatchError`.
  */
 export interface Transport {
@@ -19,14 +37,22 @@ export interface Transport {
   readonly rank: number;
   /** Number of ranks. */
   readonly size: number;
-  /** Sends `data` to `peer`; resolves when `data` may be reused. */
-  send(peer: number, data: Uint8Array, tag: number): Promise<void>;
-  /** Receives the next message from `peer` with `tag` into `into`, which must be its exact length. */
-  recv(peer: number, into: Uint8Array, tag: number): Promise<void>;
+  /** Sends `data` to `peer` with the sender's call `stamp`; resolves when `data` may be reused. */
+  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void>;
+  /**
+   * Receives the next message from `peer` with `tag` into `into`, which must be its exact length;
+   * resolves with the sender's stamp.
+   */
+  recv(peer: number, into: Uint8Array, tag: number): Promise<number>;
   /** Direct access to peers' heaps, when ranks share memory (`shm`). */
   readonly shared?: SharedAccess;
-  /** Makes every pending and future operation reject: `failedRank` died or threw. */
-  abort(failedRank: number, reason: string): void;
+  /** Checks arrivals against this rank's calls; set by the communicator. */
+  calls?: CallCheck;
+  /**
+   * Makes every pending and future operation reject with `error` and tells the peers (where the
+   * transport can) that `error.failedRank` failed, so they fail fast too. Idempotent.
+   */
+  abort(error: CommError): void;
   /** Releases the transport's resources; resolves once peers have been told (if they must be). */
   close(): void | Promise<void>;
 }
@@ -34,23 +60,25 @@ export interface Transport {
 /**
  * What a shared-memory transport offers direct algorithms: every rank can see every other rank's
  * heap. Calls are collective (every rank makes the same calls in the same order) and blocking.
+ * Each one is an arrival that carries the caller's call `stamp`; a peer that arrives with another
+ * stamp makes it throw `MismatchError` on every rank.
  */
 export interface SharedAccess {
   /**
    * Publishes `view` and returns every rank's published view, indexed by rank, once all ranks have
    * published; `undefined` for ranks whose view is not in their heap. Throws `MismatchError` when
-   * dtypes or lengths differ between ranks; `what` names the call in that message.
+   * dtypes or lengths differ between ranks.
    */
-  exchangeViews(view: TypedArray, what: string): (TypedArray | undefined)[];
+  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[];
   /**
    * Copies `view` (at most {@linkcode eagerBytes}) into this rank's eager slot and returns every
    * rank's slot once all have arrived. Slots stay valid until the next-but-one call.
    */
-  eagerExchange(view: TypedArray, what: string): TypedArray[];
+  eagerExchange(view: TypedArray, stamp: number): TypedArray[];
   /** Largest payload of {@linkcode eagerExchange}. */
   readonly eagerBytes: number;
   /** Blocks until every rank has arrived. */
-  barrier(): void;
+  barrier(stamp: number): void;
 }
 
 /** Memory kinds each transport carries directly (NCCL's `canConnect`). */

@@ -6,9 +6,10 @@
  * @module
  */
 
-import { PeerFailedError } from "../errors.ts";
+import { type CommError, failureNotice, PeerFailedError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { Inbox, type Segment } from "./inbox.ts";
-import type { Transport } from "./transport.ts";
+import type { CallCheck, Transport } from "./transport.ts";
 
 /** Segment size of large messages. */
 export const SEGMENT_BYTES = 4 * 1024 * 1024;
@@ -21,11 +22,17 @@ export interface WorkerTransportOptions {
   timeoutMs?: number;
 }
 
+/** A peer telling this rank that `failedRank` failed (and why), so it fails fast too. */
+interface AbortNotice {
+  abort: { failedRank: number; reason: string };
+}
+
 /** Message-passing transport between workers. `ports[p]` reaches rank p (undefined for self). */
 export class WorkerTransport implements Transport {
   readonly name = "worker" as const;
   readonly rank: number;
   readonly size: number;
+  calls?: CallCheck;
   #ports: (MessagePort | undefined)[];
   #inbox: Inbox;
   #aborted?: Error;
@@ -39,40 +46,54 @@ export class WorkerTransport implements Transport {
     this.rank = rank;
     this.size = ports.length;
     this.#ports = ports;
-    this.#inbox = new Inbox(rank, ports.length, options.timeoutMs ?? 30_000);
+    this.#inbox = new Inbox(
+      rank,
+      ports.length,
+      options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+      (error) => this.abort(error),
+    );
     ports.forEach((port, peer) => {
-      if (port) port.onmessage = (e: MessageEvent<Segment>) => this.#inbox.deliver(peer, e.data);
+      if (!port) return;
+      port.onmessage = (e: MessageEvent<Segment | AbortNotice>) => {
+        const msg = e.data;
+        if ("abort" in msg) this.abort(new PeerFailedError(msg.abort.failedRank, msg.abort.reason));
+        else this.#inbox.deliver(peer, msg);
+      };
     });
   }
 
-  send(peer: number, data: Uint8Array, tag: number): Promise<void> {
+  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#aborted) return Promise.reject(this.#aborted);
     const port = this.#ports[peer]!;
+    const total = data.byteLength;
     let offset = 0;
     do {
       const len = Math.min(SEGMENT_BYTES, data.byteLength - offset);
       if (len >= TRANSFER_MIN_BYTES) {
         const piece = data.slice(offset, offset + len); // a copy the sender may reuse at once
-        port.postMessage({ tag, total: data.byteLength, offset, data: piece }, [piece.buffer]);
+        port.postMessage({ tag, stamp, total, offset, data: piece }, [piece.buffer]);
       } else {
         // Cloning copies the view's whole buffer, or shares a SharedArrayBuffer: clone a private
         // buffer the message covers exactly as it is, and a slice of anything else.
         const piece = coversPrivateBuffer(data, len) ? data : data.slice(offset, offset + len);
-        port.postMessage({ tag, total: data.byteLength, offset, data: piece } satisfies Segment);
+        port.postMessage({ tag, stamp, total, offset, data: piece } satisfies Segment);
       }
       offset += len;
     } while (offset < data.byteLength);
     return Promise.resolve();
   }
 
-  recv(peer: number, into: Uint8Array, tag: number): Promise<void> {
+  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     return this.#inbox.post(peer, into, tag);
   }
 
-  abort(failedRank: number, reason: string): void {
+  abort(error: CommError): void {
     if (this.#aborted) return;
-    this.#aborted = new PeerFailedError(failedRank, reason);
-    this.#inbox.fail(this.#aborted);
+    this.#aborted = error;
+    this.#inbox.fail(error);
+    const notice: AbortNotice = { abort: failureNotice(error, this.rank) };
+    for (const port of this.#ports) port?.postMessage(notice);
   }
 
   close(): void {

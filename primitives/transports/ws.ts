@@ -8,15 +8,23 @@
  */
 
 import type { WebSocket } from "ws";
-import { CommError, PeerFailedError } from "../errors.ts";
-import { MAX_BYTES } from "../types.ts";
+import { CommError, failureNotice, PeerFailedError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS, MAX_BYTES } from "../types.ts";
 import { Inbox } from "./inbox.ts";
-import type { Transport } from "./transport.ts";
+import type { CallCheck, Transport } from "./transport.ts";
 
 /** Largest payload of one frame. */
 export const WS_SEGMENT_BYTES = 1024 * 1024;
-/** Frame header: magic, tag, message length, offset (little-endian u32, u32, f64, f64). */
-export const WS_HEADER_BYTES = 24;
+/**
+ * Frame header: magic, tag, message length, offset, the sender's call stamp (little-endian u32,
+ * u32, f64, f64, f64).
+ */
+export const WS_HEADER_BYTES = 32;
+/**
+ * Close codes from here on (private use, RFC 6455) say "the group failed because rank
+ * `code − ABORT_CLOSE_BASE` did", with the reason as close text.
+ */
+export const ABORT_CLOSE_BASE = 4000;
 const MAGIC = 0xdcc1;
 /** Frame buffers in flight per peer. */
 const FRAMES_IN_FLIGHT = 4;
@@ -48,7 +56,12 @@ class Outbox {
   }
 
   /** Queues `data` as one message; resolves when every byte is copied into frames. */
-  send(data: Uint8Array, tag: number, fail: () => Error | undefined): Promise<void> {
+  send(
+    data: Uint8Array,
+    tag: number,
+    stamp: number,
+    fail: () => Error | undefined,
+  ): Promise<void> {
     const run = this.#tail.then(async () => {
       let offset = 0;
       do {
@@ -61,6 +74,7 @@ class Outbox {
         head.setUint32(4, tag, true);
         head.setFloat64(8, data.byteLength, true);
         head.setFloat64(16, offset, true);
+        head.setFloat64(24, stamp, true);
         frame.set(data.subarray(offset, offset + len), WS_HEADER_BYTES);
         this.#socket.send(
           frame.subarray(0, WS_HEADER_BYTES + len),
@@ -101,6 +115,7 @@ export class WsTransport implements Transport {
   readonly name = "ws" as const;
   readonly rank: number;
   readonly size: number;
+  calls?: CallCheck;
   #links: WsLinks;
   #outboxes: (Outbox | undefined)[];
   #inbox: Inbox;
@@ -112,7 +127,13 @@ export class WsTransport implements Transport {
     this.rank = rank;
     this.size = links.sendTo.length;
     this.#links = links;
-    this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? 30_000);
+    this.#inbox = new Inbox(
+      rank,
+      this.size,
+      options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+      (error) => this.abort(error),
+    );
     this.#outboxes = links.sendTo.map((s) => s && new Outbox(s));
     links.recvFrom.forEach((socket, peer) => {
       if (!socket) return;
@@ -131,30 +152,38 @@ export class WsTransport implements Transport {
         );
         socket?.on(
           "error",
-          (e: Error) => this.abort(peer, `connection to rank ${peer} failed: ${e.message}`),
+          (e: Error) =>
+            this.abort(
+              new PeerFailedError(peer, `connection to rank ${peer} failed: ${e.message}`),
+            ),
         );
       });
     }
   }
 
-  send(peer: number, data: Uint8Array, tag: number): Promise<void> {
+  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     const socket = this.#links.sendTo[peer]!;
     if (socket.readyState !== socket.OPEN) {
       return Promise.reject(new PeerFailedError(peer, `connection to rank ${peer} is closed`));
     }
-    return this.#outboxes[peer]!.send(data, tag, () => this.#failed);
+    return this.#outboxes[peer]!.send(data, tag, stamp, () => this.#failed);
   }
 
-  recv(peer: number, into: Uint8Array, tag: number): Promise<void> {
+  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     return this.#inbox.post(peer, into, tag);
   }
 
-  abort(failedRank: number, reason: string): void {
+  /** Fails everything here and closes every connection with a code naming the failed rank. */
+  abort(error: CommError): void {
     if (this.#failed) return;
-    this.#failed = new PeerFailedError(failedRank, reason);
-    this.#inbox.fail(this.#failed);
-    for (const outbox of this.#outboxes) outbox?.fail(this.#failed);
+    this.#failed = error;
+    this.#inbox.fail(error);
+    for (const outbox of this.#outboxes) outbox?.fail(error);
+    const { failedRank, reason } = failureNotice(error, this.rank);
+    for (const s of [...this.#links.sendTo, ...this.#links.recvFrom]) {
+      if (s && s.readyState === s.OPEN) s.close(ABORT_CLOSE_BASE + failedRank, closeText(reason));
+    }
   }
 
   /** Closes every connection with 1000 ("this rank finished") once queued frames are out. */
@@ -186,8 +215,11 @@ export class WsTransport implements Transport {
   #onClose(peer: number, carriesData: boolean, code: number, reason: Uint8Array): void {
     if (this.#closing) return;
     const why = new TextDecoder().decode(reason);
+    if (code >= ABORT_CLOSE_BASE && code < ABORT_CLOSE_BASE + 1000) {
+      return this.abort(new PeerFailedError(code - ABORT_CLOSE_BASE, why));
+    }
     const message = `connection to rank ${peer} closed (code ${code}${why ? `: ${why}` : ""})`;
-    if (code !== 1000) this.abort(peer, message);
+    if (code !== 1000) this.abort(new PeerFailedError(peer, message));
     else if (carriesData) this.#inbox.closePeer(peer, new PeerFailedError(peer, message));
   }
 
@@ -196,9 +228,8 @@ export class WsTransport implements Transport {
     const problem = frameProblem(data, isBinary);
     if (problem) {
       const reason = `malformed frame from rank ${peer}: ${problem}`;
-      this.#links.recvFrom[peer]?.close(1002, reason.slice(0, 120));
-      this.#failed ??= new CommError(reason, { failedRank: peer });
-      this.#inbox.fail(this.#failed);
+      this.#links.recvFrom[peer]?.close(1002, closeText(reason));
+      this.abort(new CommError(reason, { failedRank: peer }));
       return;
     }
     const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
@@ -206,9 +237,17 @@ export class WsTransport implements Transport {
       tag: head.getUint32(4, true),
       total: head.getFloat64(8, true),
       offset: head.getFloat64(16, true),
+      stamp: head.getFloat64(24, true),
       data: data.subarray(WS_HEADER_BYTES),
     });
   }
+}
+
+/** `text` cut to the 123 bytes of UTF-8 a WebSocket close frame carries. */
+export function closeText(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.byteLength <= 123) return text;
+  return new TextDecoder().decode(bytes.subarray(0, 120)).replace(/\uFFFD*$/, "") + "…";
 }
 
 /** Why a frame cannot be a dccl data frame, or undefined when it can. */
@@ -227,5 +266,7 @@ export function frameProblem(data: Uint8Array, isBinary: boolean): string | unde
   if (!Number.isSafeInteger(offset) || offset < 0 || offset + payload > total) {
     return `segment ${offset}+${payload} outside a ${total}-byte message`;
   }
+  const stamp = head.getFloat64(24, true);
+  if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
   return undefined;
 }

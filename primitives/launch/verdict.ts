@@ -1,0 +1,112 @@
+/**
+ * Which rank a failed group blames. Launchers record how each rank ended; when one fails, the
+ * others usually fail too, because of it (a peer closed, a wait timed out) and sometimes before
+ * the launcher learns of the first. The first cause wins: a rank that threw its own error, died or
+ * stalled, never one whose error only names the rank it was waiting for.
+ * @module
+ */
+
+import { RankFailedError, type RankOutcome } from "../errors.ts";
+
+/** How a launcher learned that a rank ended. */
+export interface RankEnd extends RankOutcome {
+  /** Error name, when the rank reported one (`failed`). */
+  name?: string;
+  /** The rank its error names as the cause (a `PeerFailedError` or `CommTimeoutError`). */
+  blames?: number;
+  /** When the launcher learned it (`performance.now()`). */
+  at: number;
+}
+
+/** Errors a rank reports because another rank failed, not for a cause of its own. */
+const CONSEQUENCES = new Set(["PeerFailedError", "CommTimeoutError"]);
+
+/** Records rank ends (the first per rank counts) and decides whom to blame. */
+export class GroupEnds {
+  readonly #ends: (RankEnd | undefined)[];
+
+  constructor(size: number) {
+    this.#ends = new Array(size).fill(undefined);
+  }
+
+  /** Records how `rank` ended unless it already has; returns whether this was its end. */
+  record(rank: number, end: Omit<RankEnd, "at">): boolean {
+    if (this.#ends[rank]) return false;
+    this.#ends[rank] = { ...end, at: performance.now() };
+    return true;
+  }
+
+  /** What `rank` returned, if it ended `ok`. */
+  result(rank: number): unknown {
+    return this.#ends[rank]?.result;
+  }
+
+  /** Whether `rank` has ended. */
+  ended(rank: number): boolean {
+    return this.#ends[rank] !== undefined;
+  }
+
+  /** Whether every rank has ended. */
+  get allEnded(): boolean {
+    return this.#ends.every((e) => e !== undefined);
+  }
+
+  /** Whether any rank has failed, been killed or got stuck. */
+  get failed(): boolean {
+    return this.#ends.some(isFailure);
+  }
+
+  /**
+   * The rank a peer should be told failed, from the first failures recorded: the one its error
+   * names, or itself.
+   */
+  suspect(rank: number): number {
+    const end = this.#ends[rank];
+    return end && isConsequence(rank, end) ? end.blames! : rank;
+  }
+
+  /**
+   * The group's failure: the earliest rank that failed for a cause of its own; when every failed
+   * rank only names another, the rank at the end of that chain (often one that stalled).
+   */
+  verdict(): RankFailedError | undefined {
+    const failures = this.#ends.flatMap((e, rank) => (e && isFailure(e) ? [{ rank, e }] : []))
+      .sort((a, b) => a.e.at - b.e.at);
+    if (failures.length === 0) return undefined;
+    const outcomes = this.#ends.map((e): RankOutcome => {
+      if (!e) return { status: "stopped", reason: "it had not finished" };
+      return e.status === "ok" ? { status: "ok", result: e.result } : {
+        status: e.status,
+        reason: e.reason,
+      };
+    });
+    const cause = failures.find(({ rank, e }) => !isConsequence(rank, e));
+    if (cause) {
+      return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
+    }
+    // Every failure names another rank: follow the names to the end of the chain.
+    const first = failures[0];
+    let blamed = first.rank;
+    for (const seen = new Set<number>(); !seen.has(blamed);) {
+      seen.add(blamed);
+      const e = this.#ends[blamed];
+      if (!e || !isFailure(e) || !isConsequence(blamed, e)) break;
+      blamed = e.blames!;
+    }
+    return new RankFailedError(
+      blamed,
+      `rank ${first.rank} gave up on it: ${first.e.reason}`,
+      first.e,
+      outcomes,
+    );
+  }
+}
+
+function isFailure(e: RankEnd | undefined): boolean {
+  return e !== undefined && e.status !== "ok" && e.status !== "stopped";
+}
+
+function isConsequence(rank: number, e: RankEnd): boolean {
+  return e.status === "failed" && CONSEQUENCES.has(e.name ?? "") && e.blames !== undefined &&
+    e.blames !== rank;
+}

@@ -1,0 +1,91 @@
+/**
+ * Call stamps: what a message or a shared-memory arrival belongs to (collective, op, dtype, count,
+ * root, algorithm), packed in one safe integer that transports carry without reading it. The
+ * communicator compares every peer's stamp with its own call, so ranks that disagree on any of
+ * them fail with a `MismatchError` instead of completing with different data.
+ * @module
+ */
+
+import { type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "./types.ts";
+
+/** What a rank is doing: a point-to-point message or one of the collectives. */
+export type CallKind =
+  | "p2p"
+  | "allreduce"
+  | "bcast"
+  | "reduce"
+  | "allgather"
+  | "reduceScatter"
+  | "barrier";
+const KINDS: readonly CallKind[] = [
+  "p2p",
+  "allreduce",
+  "bcast",
+  "reduce",
+  "allgather",
+  "reduceScatter",
+  "barrier",
+];
+
+/** The fields of a stamp. */
+export interface CallShape {
+  kind: CallKind;
+  dtype: Dtype;
+  /** Elements of the call's main buffer (0 for barrier). */
+  count: number;
+  /** Reduce op; `sum` where the call has none. */
+  op: ReduceOp;
+  /** Root rank; 0 where the call has none. */
+  root: number;
+  /** Index of the algorithm in the collective's registry table; 0 where there is none. */
+  algorithm: number;
+}
+
+// Low 22 bits: kind (3), op (3), dtype (2), root (10), algorithm (4); above them the count.
+const LOW = 2 ** 22;
+/** Largest root a stamp holds (launchers start at most 256 ranks). */
+export const MAX_STAMP_ROOT = 1023;
+
+/** Packs a call into a stamp (a safe integer: counts stay below 2^31). */
+export function stampOf(s: CallShape): number {
+  return s.count * LOW + stampLow(s);
+}
+
+/** The low word of a stamp (everything but the count), for transports that store two words. */
+export function stampLow(s: Omit<CallShape, "count">): number {
+  return KINDS.indexOf(s.kind) | REDUCE_OPS.indexOf(s.op) << 3 | DTYPES.indexOf(s.dtype) << 6 |
+    s.root << 8 | s.algorithm << 18;
+}
+
+/** Unpacks a stamp. */
+export function shapeOf(stamp: number): CallShape {
+  const low = stamp % LOW;
+  return {
+    kind: KINDS[low & 7] ?? "p2p",
+    op: REDUCE_OPS[(low >> 3) & 7] ?? "sum",
+    dtype: DTYPES[(low >> 6) & 3] ?? "f32",
+    root: (low >> 8) & 1023,
+    algorithm: (low >> 18) & 15,
+    count: Math.floor(stamp / LOW),
+  };
+}
+
+/**
+ * A stamp as text, e.g. `allreduce(sum, 1000 × f32, ring)`; `algorithmName` turns an algorithm
+ * index of a collective into its name.
+ */
+export function describeStamp(
+  stamp: number,
+  algorithmName: (kind: CallKind, index: number) => string | undefined,
+): string {
+  const s = shapeOf(stamp);
+  if (s.kind === "barrier") return "barrier";
+  if (s.kind === "p2p") return `a point-to-point message of ${s.dtype}`;
+  const parts = [
+    ...(s.kind === "allreduce" || s.kind === "reduce" || s.kind === "reduceScatter" ? [s.op] : []),
+    `${s.count} × ${s.dtype}`,
+    ...(s.kind === "bcast" || s.kind === "reduce" ? [`root ${s.root}`] : []),
+    algorithmName(s.kind, s.algorithm) ?? `algorithm ${s.algorithm}`,
+  ];
+  return `${s.kind}(${parts.join(", ")})`;
+}
