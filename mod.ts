@@ -41,8 +41,14 @@ export {
   PeerFailedError,
   RankFailedError,
 } from "./primitives/errors.ts";
-export { ALGORITHMS, algorithmsFor, autoAlgorithm, TRANSPORTS } from "./primitives/registry.ts";
-export type { CollectiveName } from "./primitives/registry.ts";
+export {
+  ALGORITHMS,
+  algorithmsFor,
+  autoAlgorithm,
+  TRANSPORT_NAMES,
+  TRANSPORTS,
+} from "./primitives/registry.ts";
+export type { CollectiveName, TransportInfo } from "./primitives/registry.ts";
 export { liveWorkers, spawnRanks, startRanks } from "./primitives/launch/spawn_ranks.ts";
 export type { RankGroup, SpawnOptions } from "./primitives/launch/spawn_ranks.ts";
 export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";

@@ -7,6 +7,7 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
+import { TRANSPORTS } from "../primitives/registry.ts";
 import { DTYPE_INFO, type TransportName } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
@@ -220,14 +221,17 @@ export function memoryNeeded(
   o: Pick<SweepOptions, "primitive" | "transport" | "memory" | "dtype">,
   procs: number,
   maxCount: number,
-): { totalBytes: number; heapBytesPerRank: number } {
+): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
   // Direct shared-memory algorithms work in the buffers themselves; everything else stages or
   // accumulates through scratch as large as the buffer.
   const scratch = o.transport === "shm" && o.memory === "shared" ? 0 : maxCount * elementBytes;
+  const info = TRANSPORTS[o.transport];
+  const groupBytes = procs * info.rankBytes + info.groupBytes(procs);
   return {
-    totalBytes: procs * (buffers + scratch),
+    totalBytes: procs * (buffers + scratch) + groupBytes,
     heapBytesPerRank: (o.memory === "shared" ? buffers : 0) + scratch,
+    groupBytes,
   };
 }

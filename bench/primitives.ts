@@ -70,13 +70,26 @@ export interface PrimitiveSpec {
 }
 
 /**
- * Input element i of rank r: integer-valued, unique per (rank, index) for i·size + r < 2^20, and
- * small enough that any sum over 8 ranks is exact in f32. `prod` inputs are ±1 and 2 so products
- * stay exact too.
+ * Inputs of a `size`-rank group cycle through this many integers, centred on 0: 2^20 up to 32
+ * ranks, fewer above, so that every partial sum over the group stays within 2^24 and is exact
+ * in f32 (size × modulus / 2 ≤ 2^24), whatever order an algorithm adds in.
+ */
+export function inputModulus(size: number): number {
+  let m = 2 ** 20;
+  while (size * m > 2 ** 25) m /= 2;
+  return m;
+}
+
+/**
+ * Input element i of rank r: integer-valued, unique per (rank, index) for i·size + r below
+ * {@linkcode inputModulus}, and small enough that any sum over the group is exact in f32.
+ * `prod` inputs are ±1 and 2 so products stay exact too (i32 products wrap, exactly, as the
+ * kernels' do).
  */
 export function inputValue(op: ReduceOp, rank: number, size: number, i: number): number {
   if (op === "prod") return [1, -1, 2][(i + 2 * rank) % 3];
-  return ((i * size + rank) % 1048576) - 524288;
+  const m = inputModulus(size);
+  return ((i * size + rank) % m) - m / 2;
 }
 
 /** The exact reduction over all ranks of element i, rounded as the dtype stores it. */
@@ -90,7 +103,7 @@ export function expectedReduction(
   for (let r = 1; r < size; r++) {
     const v = value(r);
     acc = op === "prod"
-      ? acc * v
+      ? (dtype === "i32" ? Math.imul(acc, v) : acc * v)
       : op === "max"
       ? Math.max(acc, v)
       : op === "min"
@@ -109,12 +122,13 @@ function average(sum: number, size: number, dtype: Dtype): number {
 }
 
 /**
- * Inputs repeat along the index, and so do results: `(i·size + r) mod 2^20` with period
- * 2^20 / gcd(size, 2^20), `prod` inputs every 3. Filling and checking work on one period.
+ * Inputs repeat along the index, and so do results: `(i·size + r) mod m` with period
+ * m / gcd(size, m) (m the power of two {@linkcode inputModulus}), `prod` inputs every 3. Filling
+ * and checking work on one period.
  */
 function period(op: ReduceOp, size: number): number {
   if (op === "prod") return 3;
-  let p = 1048576;
+  let p = inputModulus(size);
   while (size % 2 === 0 && p > 1) {
     size /= 2;
     p /= 2;

@@ -55,6 +55,11 @@ export class CallBook implements CallCheck {
     return undefined;
   }
 
+  stampOf(tag: number): number | undefined {
+    const i = tag % REMEMBERED;
+    return this.#tags[i] === tag ? this.#stamps[i] : undefined;
+  }
+
   mismatch(peer: number, mine: number, theirs: number): MismatchError {
     return new MismatchError(
       `Rank ${this.#rank} called ${this.describe(mine)} but rank ${peer} called ` +

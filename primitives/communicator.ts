@@ -18,9 +18,10 @@ import {
   ALGORITHMS,
   autoAlgorithm,
   type CollectiveName,
+  TRANSPORTS,
 } from "./registry.ts";
 import { type CallShape, stampOf } from "./stamp.ts";
-import { bytesOf, type Transport, TRANSPORT_MEMORY } from "./transports/transport.ts";
+import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
   type Dtype,
   DTYPE_INFO,
@@ -120,10 +121,10 @@ export class Communicator implements AsyncDisposable {
       throw new TypeError(`Unknown dtype ${dtype}: expected one of ${DTYPES.join(", ")}`);
     }
     checkCount(count, dtype, "allocate");
-    if (!TRANSPORT_MEMORY[this.transport].includes(memory)) {
+    if (!TRANSPORTS[this.transport].memory.includes(memory)) {
       throw new TypeError(
         `Cannot allocate ${memory} memory on transport ${this.transport}: it carries ` +
-          `${TRANSPORT_MEMORY[this.transport].join(", ")}`,
+          `${TRANSPORTS[this.transport].memory.join(", ")}`,
       );
     }
     if (memory === "shared") return new CommBuffer(this.#heap.alloc(dtype, count), "shared");
@@ -341,10 +342,10 @@ export class Communicator implements AsyncDisposable {
     this.#checkOpen();
     const cb = asCommBuffer(buf);
     checkCount(cb.length, cb.dtype, "use");
-    if (!TRANSPORT_MEMORY[this.transport].includes(cb.memory)) {
+    if (!TRANSPORTS[this.transport].memory.includes(cb.memory)) {
       throw new TypeError(
         `Transport ${this.transport} cannot carry ${cb.memory} memory: it carries ` +
-          `${TRANSPORT_MEMORY[this.transport].join(", ")}`,
+          `${TRANSPORTS[this.transport].memory.join(", ")}`,
       );
     }
     return cb;

@@ -38,6 +38,23 @@ export class PeerFailedError extends CommError {
 }
 
 /**
+ * The error a rank raises when `sender` tells it that `failedRank` failed: a `PeerFailedError`
+ * naming that rank, or, when the notice names the receiver itself (a peer timed out waiting for
+ * it), one naming the sender, which gave up on it.
+ */
+export function noticeError(
+  rank: number,
+  sender: number | undefined,
+  failedRank: number,
+  reason: string,
+): PeerFailedError {
+  if (failedRank !== rank || sender === undefined || sender === rank) {
+    return new PeerFailedError(failedRank, reason);
+  }
+  return new PeerFailedError(sender, `it gave up on rank ${rank}: ${reason}`);
+}
+
+/**
  * What to tell peers when `error` ends this rank's part in a group: the rank that failed (the one
  * the error names, else `rank`) and why, so each peer can raise its own `PeerFailedError`.
  */

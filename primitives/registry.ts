@@ -27,7 +27,8 @@ import { reduceScatterGather } from "./collectives/reduce_scatter_gather.ts";
 import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
 import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
-import type { TransportName } from "./types.ts";
+import { shmSetupBytes } from "./transports/shm_layout.ts";
+import type { MemoryKind, TransportName } from "./types.ts";
 
 /** Collectives that have selectable algorithms. */
 export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
@@ -71,8 +72,47 @@ export function algorithmName(kind: string, index: number): string | undefined {
   return table ? Object.keys(table)[index] : undefined;
 }
 
-/** Transports implemented so far (the others are planned in DESIGN.md). */
-export const TRANSPORTS: readonly TransportName[] = ["shm", "worker", "ws"];
+/** What the rest of dccl needs to know about a transport: one row per transport. */
+export interface TransportInfo {
+  /** Memory kinds it carries directly (NCCL's `canConnect`). */
+  memory: readonly MemoryKind[];
+  /** The kind a run uses unless told (DESIGN.md: "best for the transport"). */
+  bestMemory: MemoryKind;
+  /** How its ranks start: workers of this process, or subprocesses. */
+  launch: "workers" | "processes";
+  /** Memory a rank costs beyond its buffers (its runtime), bytes; measured on this machine. */
+  rankBytes: number;
+  /** Memory a whole group shares, bytes. */
+  groupBytes(size: number): number;
+}
+
+/** Every transport, by name (the one table tests, benchmarks and the CLI read). */
+export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
+  shm: {
+    memory: ["host", "shared"],
+    bestMemory: "shared",
+    launch: "workers",
+    rankBytes: 16 * 2 ** 20,
+    groupBytes: shmSetupBytes,
+  },
+  worker: {
+    memory: ["host", "shared"],
+    bestMemory: "host",
+    launch: "workers",
+    rankBytes: 16 * 2 ** 20,
+    groupBytes: () => 0,
+  },
+  ws: {
+    memory: ["host", "shared"],
+    bestMemory: "host",
+    launch: "processes",
+    rankBytes: 80 * 2 ** 20,
+    groupBytes: () => 0,
+  },
+};
+
+/** Transport names, in table order. */
+export const TRANSPORT_NAMES = Object.keys(TRANSPORTS) as TransportName[];
 
 /** Algorithms that only run where ranks share memory. */
 export function algorithmNeedsSharedMemory(name: string): boolean {

@@ -12,39 +12,33 @@ import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
-import { algorithmsFor, TRANSPORTS } from "../primitives/registry.ts";
+import { algorithmsFor, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import { startRanks } from "../primitives/launch/spawn_ranks.ts";
-import { TRANSPORT_MEMORY } from "../primitives/transports/transport.ts";
-import { DTYPES, type MemoryKind, REDUCE_OPS, type TransportName } from "../primitives/types.ts";
+import { DTYPES, REDUCE_OPS } from "../primitives/types.ts";
 import {
+  address,
   type FlagSpec,
   integer,
+  number,
   oneOf,
   parseFlags,
-  positive,
   size,
   usage,
   UsageError,
   userPath,
+  writableFile,
 } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
+import { resolve } from "node:path";
 
 /** Most ranks one machine runs. */
 export const MAX_PROCS = 256;
 const DEFAULT_MAX = 268_435_456;
 
-/** The memory kind each transport does best with (DESIGN.md: "best for the transport"). */
-export const BEST_MEMORY: Readonly<Record<TransportName, MemoryKind>> = {
-  shm: "shared",
-  worker: "host",
-  ws: "host",
-  gpu: "gpu",
-};
-
 /** Flags of the primitive tasks (DESIGN.md, "CLI"). */
 export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
-  transport: { help: `transport: ${TRANSPORTS.join(", ")}`, default: "shm" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: "shm" },
   memory: { help: "memory kind: host, shared (default: best for the transport)" },
   algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
   min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
@@ -57,13 +51,20 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
   root: { help: "root rank of bcast and reduce", default: "0" },
   timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
-  timeout: { help: "seconds an operation may wait without progress", default: "30" },
+  timeout: {
+    help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
+      "2 s past it after another finished is stuck",
+    default: "30",
+  },
   launcher: {
     help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
       "started by torchrun/mpirun/srun; implies --transport ws)",
     default: "local",
   },
-  bind: { help: "address ws ranks listen on", default: "127.0.0.1" },
+  bind: {
+    help: "address ws ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
+    default: "127.0.0.1",
+  },
   csv: { help: "write the rows to this CSV file" },
   json: {
     help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
@@ -95,7 +96,7 @@ export function planRun(
 ): RunPlan {
   const spec = PRIMITIVES[primitive];
   const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
-  const transport = oneOf("transport", launcher === "env" ? "ws" : v.transport!, TRANSPORTS);
+  const transport = oneOf("transport", launcher === "env" ? "ws" : v.transport!, TRANSPORT_NAMES);
   if (
     launcher === "env" && v.transport !== "ws" && v.transport !== BENCHMARK_FLAGS.transport.default
   ) {
@@ -105,7 +106,8 @@ export function planRun(
   if (primitive === "sendrecv" && procs !== 2) {
     throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
   }
-  const memory = oneOf("memory", v.memory ?? BEST_MEMORY[transport], TRANSPORT_MEMORY[transport]);
+  const info = TRANSPORTS[transport];
+  const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
   const algorithms = spec.collective ? algorithmsFor(spec.collective, transport) : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);
@@ -117,18 +119,37 @@ export function planRun(
   if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
   const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
   const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
-  const timeoutMs = positive("timeout", v.timeout!) * 1000;
-  for (const flag of ["csv", "json"] as const) {
-    const path = v[flag];
-    if (path !== undefined && (path === "" || isDirectory(path))) {
-      throw new UsageError(`--${flag} ${path} is not accepted: expected a file path`);
-    }
+  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const bind = address("bind", v.bind!);
+  if (bind !== BENCHMARK_FLAGS.bind.default && transport !== "ws") {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: it applies to ws ranks (processes); ${transport} ranks ` +
+        `are workers of this process`,
+    );
   }
+  if (transport === "ws") canListen(bind);
   // The run's metadata always travels with a CSV, in its JSON sidecar (DESIGN.md).
-  const json = v.json ?? (v.csv === undefined ? undefined : v.csv.replace(/(\.csv)?$/i, ".json"));
+  const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
+  const json = v.json !== undefined
+    ? writableFile("json", v.json)
+    : csv === undefined
+    ? undefined
+    : writableFile("csv", csv.replace(/(\.csv)?$/i, ".json"));
+  if (csv !== undefined && json !== undefined && resolve(csv) === resolve(json)) {
+    throw new UsageError(`--csv and --json name the same file ${csv}; give them different paths`);
+  }
 
   const notes: string[] = [];
   const shape = { primitive, transport, memory, dtype };
+  const group = memoryNeeded(shape, procs, 0).groupBytes;
+  if (group > 0.9 * availableBytes) {
+    throw new UsageError(
+      `--procs ${procs} does not fit: ${procs} ${transport} ranks need ${gb(group)} before any ` +
+        `buffer (each rank's runtime${
+          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
+        }); ${gb(availableBytes)} available`,
+    );
+  }
   const fits = (count: number) => {
     const need = memoryNeeded(shape, procs, count);
     return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
@@ -137,9 +158,8 @@ export function planRun(
     const need = memoryNeeded(shape, procs, max);
     const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
       ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
-      : `${gb(need.totalBytes)} for ${procs} ranks (buffers and scratch); ${
-        gb(availableBytes)
-      } available`;
+      : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
+        `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
     if (v.max !== String(DEFAULT_MAX)) {
       throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
     }
@@ -175,18 +195,22 @@ export function planRun(
     procs,
     timeoutMs,
     launcher,
-    bind: v.bind!,
-    csv: v.csv,
+    bind,
+    csv,
     json,
     notes,
   };
 }
 
-function isDirectory(path: string): boolean {
+/** Refuses an address this machine cannot listen on (not one of its own, say). */
+function canListen(bind: string): void {
   try {
-    return Deno.statSync(path).isDirectory;
-  } catch {
-    return false;
+    Deno.listen({ hostname: bind, port: 0 }).close();
+  } catch (e) {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: cannot listen there (${(e as Error).name}); use an ` +
+        `address of this machine`,
+    );
   }
 }
 
@@ -241,7 +265,15 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     return await runHarness(comm, args);
   }
   if (transport === "ws") {
-    const options = { size: plan.procs, timeoutMs: plan.timeoutMs, args, signal: out.signal };
+    const options = {
+      size: plan.procs,
+      timeoutMs: plan.timeoutMs,
+      args,
+      signal: out.signal,
+      bind: plan.bind,
+      // Ranks listening on every interface are reached on this machine through loopback.
+      masterAddr: plan.bind === "0.0.0.0" || plan.bind === "::" ? "127.0.0.1" : plan.bind,
+    };
     return (await spawnProcesses<HarnessSummary>(harness, options))[0];
   }
   if (transport !== "shm" && transport !== "worker") {

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { isAbsolute, resolve } from "node:path";
+import { isIP } from "node:net";
+import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type Dtype, DTYPE_INFO, MAX_BYTES } from "../primitives/types.ts";
 
@@ -105,13 +106,84 @@ export function integer(flag: string, value: string, min: number, max: number): 
   return n;
 }
 
-/** A positive number. */
-export function positive(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) {
-    throw new UsageError(`--${flag} ${value} is not accepted: expected a number > 0`);
+/** A number from `min` to `max` (seconds, say), written as a plain decimal. */
+export function number(flag: string, value: string, min: number, max: number): number {
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw new UsageError(
+      `--${flag} ${value} is not accepted: expected a number from ${min} to ${max}`,
+    );
   }
   return n;
+}
+
+/** An IPv4 or IPv6 address, or `localhost`, to listen on. */
+export function address(flag: string, value: string): string {
+  if (value === "localhost" || isIP(value) !== 0) return value;
+  throw new UsageError(
+    `--${flag} ${value} is not accepted: expected an IPv4 or IPv6 address of this machine ` +
+      `(127.0.0.1, 0.0.0.0 for every interface, ::1) or localhost`,
+  );
+}
+
+/**
+ * `path` if a file can be written there: its folder exists and takes new files, and it is not a
+ * folder itself. Probes with a temporary file, so nothing is left behind.
+ */
+export function writableFile(flag: string, path: string): string {
+  const refuse = (why: string) => new UsageError(`--${flag} ${path} is not accepted: ${why}`);
+  if (path === "") throw refuse("expected a file path");
+  const stat = statOrUndefined(path);
+  if (stat?.isDirectory) throw refuse("it is a folder; expected a file path");
+  const folder = dirname(resolve(path));
+  const parent = statOrUndefined(folder);
+  if (!parent) throw refuse(`folder ${folder} does not exist`);
+  if (!parent.isDirectory) throw refuse(`${folder} is not a folder`);
+  probe(folder, refuse);
+  if (stat) {
+    try {
+      Deno.openSync(path, { write: true }).close();
+    } catch (e) {
+      throw refuse(`cannot write it (${(e as Error).name})`);
+    }
+  }
+  return path;
+}
+
+/**
+ * `path` if it is a folder that takes new files, or can be created as one; `given` is what the
+ * user wrote, for the message (a file path whose folder this is, say).
+ */
+export function writableFolder(flag: string, path: string, given = path): string {
+  const refuse = (why: string) => new UsageError(`--${flag} ${given} is not accepted: ${why}`);
+  let existing = resolve(path);
+  while (!statOrUndefined(existing)) existing = dirname(existing);
+  if (!statOrUndefined(existing)!.isDirectory) {
+    throw refuse(
+      existing === resolve(path) ? "it is a file; expected a folder" : `${existing} is a file`,
+    );
+  }
+  probe(existing, refuse);
+  return path;
+}
+
+function statOrUndefined(path: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Creates and removes a file in `folder`, or throws what `refuse` makes of the failure. */
+function probe(folder: string, refuse: (why: string) => Error): void {
+  let file: string;
+  try {
+    file = Deno.makeTempFileSync({ dir: folder, prefix: ".dccl-probe-" });
+  } catch (e) {
+    throw refuse(`cannot create files in ${folder} (${(e as Error).name})`);
+  }
+  Deno.removeSync(file);
 }
 
 const SUFFIX: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };

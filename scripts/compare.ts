@@ -9,7 +9,16 @@ import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
 import { type Point, readResults, ResultFormatError } from "../bench/compare/results.ts";
 import { MAX_PROCS } from "./_benchmark.ts";
-import { type FlagSpec, integer, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
+import { dirname } from "node:path";
+import {
+  type FlagSpec,
+  integer,
+  parseFlags,
+  usage,
+  UsageError,
+  userPath,
+  writableFolder,
+} from "./_flags.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
   out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
@@ -43,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
     if (!out.endsWith(".html")) {
       throw new UsageError(`--out ${out} is not accepted: expected *.html`);
     }
+    writableFolder("out", dirname(out), out);
     procs = integer("procs", values.procs!, 1, MAX_PROCS);
     tolerance = integer("tolerance", values.tolerance!, 0, 100) / 100;
   } catch (e) {
@@ -52,22 +62,32 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const points: Point[] = [];
-  try {
-    for (const file of files) points.push(...readResults(file, Deno.readTextFileSync(file), procs));
-  } catch (e) {
-    if (!(e instanceof ResultFormatError || e instanceof Deno.errors.NotFound)) throw e;
-    console.error(`dccl compare: ${e.message.split("\n")[0]}`);
-    return 2;
+  for (const file of files) {
+    try {
+      points.push(...readResults(file, Deno.readTextFileSync(file), procs));
+    } catch (e) {
+      if (!(e instanceof Error)) throw e;
+      // A missing file or a folder: the system's words; a bad file: the reader's.
+      const why = e instanceof ResultFormatError
+        ? e.message
+        : `${file}: cannot read it (${e.name}${e.name === "IsADirectory" ? ": pass files" : ""})`;
+      console.error(`dccl compare: ${why.split("\n")[0]}`);
+      return 2;
+    }
   }
   const curves = toCurves(points);
   const rows = crossovers(curves, { tolerance });
-  console.log(formatCrossovers(rows));
   const svg = await renderSvg(curves);
   const svgPath = out.replace(/\.html$/, ".svg");
-  const dir = out.includes("/") ? out.slice(0, out.lastIndexOf("/")) : ".";
-  Deno.mkdirSync(dir, { recursive: true });
-  Deno.writeTextFileSync(svgPath, svg);
-  Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance));
+  try {
+    Deno.mkdirSync(dirname(out), { recursive: true });
+    Deno.writeTextFileSync(svgPath, svg);
+    Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance));
+  } catch (e) {
+    console.error(`dccl compare: --out ${out}: cannot write the report (${(e as Error).name})`);
+    return 2;
+  }
+  console.log(formatCrossovers(rows));
   console.log(`\nchart: ${svgPath}\nreport: ${out}`);
   return 0;
 }

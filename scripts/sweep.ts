@@ -7,8 +7,7 @@
 
 import { stringify } from "csv-stringify/sync";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
-import { TRANSPORTS } from "../primitives/registry.ts";
-import { TRANSPORT_MEMORY } from "../primitives/transports/transport.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import { MEMORY_KINDS } from "../primitives/types.ts";
 import {
   BENCHMARK_FLAGS,
@@ -26,6 +25,7 @@ import {
   usage,
   UsageError,
   userPath,
+  writableFolder,
 } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 
@@ -35,7 +35,7 @@ const { procs: _procs, transport: _transport, memory: _memory, csv: _csv, json: 
 
 const FLAGS: Record<string, FlagSpec> = {
   primitives: { help: "comma-separated primitives", default: PRIMITIVE_NAMES.join(",") },
-  transports: { help: "comma-separated transports", default: TRANSPORTS.join(",") },
+  transports: { help: "comma-separated transports", default: TRANSPORT_NAMES.join(",") },
   memory: { help: "comma-separated memory kinds", default: "host,shared" },
   procs: { help: "comma-separated rank counts", default: "2,4,8" },
   out: { help: "directory for the CSVs and index.csv", default: "out/sweep" },
@@ -54,12 +54,13 @@ async function main(argv: string[]): Promise<number> {
     }
     axes = {
       primitives: listOf("primitives", values.primitives!, PRIMITIVE_NAMES),
-      transports: listOf("transports", values.transports!, TRANSPORTS),
+      transports: listOf("transports", values.transports!, TRANSPORT_NAMES),
       memory: listOf("memory", values.memory!, MEMORY_KINDS),
       procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
     };
     // Validate the shared flags once, on a combination that always exists.
     planRun("allreduce", { ...values, procs: "2", transport: "shm", memory: "shared" });
+    writableFolder("out", userPath(values.out!));
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`dccl sweep: ${e.message}`);
@@ -95,8 +96,8 @@ async function main(argv: string[]): Promise<number> {
             console.log(`skip ${name}: ${why}`);
             index([primitive, transport, memory, procs, "skipped", 0, 0, "", why]);
           };
-          if (!TRANSPORT_MEMORY[transport].includes(memory)) {
-            skip(`${transport} carries ${TRANSPORT_MEMORY[transport].join(", ")} memory`);
+          if (!TRANSPORTS[transport].memory.includes(memory)) {
+            skip(`${transport} carries ${TRANSPORTS[transport].memory.join(", ")} memory`);
             continue;
           }
           let plan;

@@ -90,7 +90,13 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     [["--warmup=-1"], /--warmup -1/],
     [["--warmup", "-1"], /--warmup needs a value/],
     [["--timing", "sometimes"], /accepted: back-to-back, per-iter/],
-    [["--timeout", "0"], /--timeout 0 .* > 0/],
+    [["--timeout", "0"], /--timeout 0 .* from 0\.1 to 86400/],
+    [["--timeout", "1e-9"], /--timeout 1e-9 .* from 0\.1 to 86400/],
+    [["--bind", "999.1.1.1", "--transport", "ws"], /--bind 999\.1\.1\.1 .* IPv4 or IPv6/],
+    [["--bind", "0.0.0.0"], /--bind 0\.0\.0\.0 .* applies to ws ranks/],
+    [["--csv", "/proc/x.csv"], /--csv \/proc\/x\.csv .* cannot create files in \/proc/],
+    [["--csv", "/nonexistent-dir/x.csv"], /folder \/nonexistent-dir does not exist/],
+    [["--csv", "a.csv", "--json", "a.csv"], /--csv and --json name the same file/],
     [["--csv", "tests"], /--csv tests .* file path/],
     [["--procs"], /--procs needs a value/],
   ];
@@ -112,11 +118,18 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
 });
 
 Deno.test("cli: sizes the machine cannot hold are refused, or the default lowered", () => {
-  // 4 ranks × (send + recv) × 2^24 floats × 4 B = 537 MB > 90% of 400 MB.
+  // 4 ranks × (send + recv) × 2^24 floats × 4 B = 537 MB, plus 4 rank runtimes and the rings,
+  // > 90% of 400 MB.
   assertThrows(
     () => plan(["--procs", "4", "--max", "2^24"], 400e6),
     UsageError as ErrorConstructor,
-    /--max 2\^24 does not fit: it needs 0\.5 GB for 4 ranks .*; 0\.4 GB available/,
+    /--max 2\^24 does not fit: it needs 0\.6 GB for 4 ranks .*; 0\.4 GB available/,
+  );
+  // So many ranks that their runtimes alone do not fit.
+  assertThrows(
+    () => plan(["--procs", "256", "--transport", "ws"], 8e9),
+    UsageError as ErrorConstructor,
+    /--procs 256 does not fit: 256 ws ranks need 21\.5 GB before any buffer/,
   );
   const lowered = plan(["--procs", "4"], 400e6);
   assertEquals(lowered.sweep.counts.at(-1), 2 ** 23);

@@ -41,7 +41,12 @@ export function readResults(path: string, text: string, defaultProcs = 2): Point
 }
 
 function readDcclCsv(source: string, text: string): Point[] {
-  const rows = parse(text, { columns: true, skip_empty_lines: true }) as Record<string, string>[];
+  let rows: Record<string, string>[];
+  try {
+    rows = parse(text, { columns: true, skip_empty_lines: true });
+  } catch (e) {
+    throw new ResultFormatError(`${source}: broken CSV (${(e as Error).message.split("\n")[0]})`);
+  }
   const missing = CSV_COLUMNS.filter((c) => rows.length > 0 && !(c in rows[0]));
   if (missing.length > 0) {
     throw new ResultFormatError(`${source}: CSV lacks columns ${missing.join(", ")}`);
@@ -50,7 +55,12 @@ function readDcclCsv(source: string, text: string): Point[] {
 }
 
 function readDcclJson(source: string, text: string): Point[] {
-  const doc = JSON.parse(text) as { rows?: Record<string, unknown>[] };
+  let doc: { rows?: Record<string, unknown>[] };
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new ResultFormatError(`${source}: broken JSON (${(e as Error).message.split("\n")[0]})`);
+  }
   if (!Array.isArray(doc.rows)) throw new ResultFormatError(`${source}: JSON has no rows array`);
   return doc.rows.map((r) => dcclPoint(source, r));
 }
@@ -70,7 +80,26 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
   if (![point.procs, point.floats, point.time_us, point.gbps].every(Number.isFinite)) {
     throw new ResultFormatError(`${source}: a row has non-numeric procs, floats, time_us or gbps`);
   }
-  return point;
+  return checked(point);
+}
+
+/** `p` if its numbers can be a measurement: at least one rank, sizes ≥ 0, times and rates > 0. */
+function checked(p: Point): Point {
+  const problem = !Number.isInteger(p.procs) || p.procs < 1
+    ? `procs ${p.procs} (expected an integer ≥ 1)`
+    : !Number.isInteger(p.floats) || p.floats < 0
+    ? `floats ${p.floats} (expected an integer ≥ 0)`
+    : !(p.time_us > 0)
+    ? `time_us ${p.time_us} (expected > 0)`
+    : !(p.gbps >= 0)
+    ? `bandwidth ${p.gbps} Gb/s (expected ≥ 0)`
+    : undefined;
+  if (problem) {
+    throw new ResultFormatError(
+      `${p.source}: the ${p.primitive} row at ${p.floats} floats has ${problem}`,
+    );
+  }
+  return p;
 }
 
 /** OSU test titles → dccl primitive names. */
@@ -100,7 +129,7 @@ function readOsu(source: string, text: string, procs: number): Point[] {
     if (!Number.isFinite(value) || bytes === 0) continue;
     // Bandwidth tests report MB/s (1e6 bytes); latency tests report µs per operation.
     const time_us = bandwidth ? bytes / value : value;
-    points.push({
+    points.push(checked({
       source,
       primitive,
       procs,
@@ -110,7 +139,7 @@ function readOsu(source: string, text: string, procs: number): Point[] {
       floats: bytes / 4,
       time_us,
       gbps: (bytes * 8) / time_us / 1e3,
-    });
+    }));
   }
   if (points.length === 0) throw new ResultFormatError(`${source}: OSU output without data rows`);
   return points;

@@ -84,19 +84,33 @@ export class GroupEnds {
     if (cause) {
       return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
     }
-    // Every failure names another rank: follow the names to the end of the chain.
-    const first = failures[0];
-    let blamed = first.rank;
-    for (const seen = new Set<number>(); !seen.has(blamed);) {
-      seen.add(blamed);
+    // Every failure names another rank: follow the names from the first to the end of the chain;
+    // the last rank that named it says why. Ranks waiting on each other in a loop (each timed
+    // out on the next) point away from the cause: then the rank that never reported is it.
+    let witness = failures[0].rank;
+    let blamed = failures[0].e.blames!;
+    for (const seen = new Set([witness]);;) {
       const e = this.#ends[blamed];
       if (!e || !isFailure(e) || !isConsequence(blamed, e)) break;
-      blamed = e.blames!;
+      if (seen.has(e.blames!)) {
+        const silent = this.#ends.findIndex((e) => !e || e.status === "stopped");
+        if (silent < 0) break;
+        const first = failures[0];
+        return new RankFailedError(
+          silent,
+          `it stopped responding while the others waited (rank ${first.rank}: ${first.e.reason})`,
+          first.e,
+          outcomes,
+        );
+      }
+      seen.add(blamed);
+      [witness, blamed] = [blamed, e.blames!];
     }
+    const why = this.#ends[witness]!;
     return new RankFailedError(
       blamed,
-      `rank ${first.rank} gave up on it: ${first.e.reason}`,
-      first.e,
+      `rank ${witness} gave up on it: ${why.reason}`,
+      why,
       outcomes,
     );
   }

@@ -24,6 +24,8 @@ interface PendingRecv {
   into: Uint8Array;
   received: number;
   stamp: number;
+  /** Whether the peer was probed for it. */
+  probed?: boolean;
   resolve: (stamp: number) => void;
   reject: (e: Error) => void;
 }
@@ -39,6 +41,19 @@ interface Arrival {
 /** Judges a message that starts to arrive; returns the error that aborts the transport, if any. */
 export type ArrivalCheck = (peer: number, tag: number, stamp: number) => CommError | undefined;
 
+/** Milliseconds a receive waits without data before its peer is probed (see `CallCheck`). */
+export const STALL_PROBE_MS = 200;
+
+/** What an inbox calls on its transport. */
+export interface InboxHooks {
+  /** Judges each message as it starts to arrive. */
+  check: ArrivalCheck;
+  /** Aborts the transport with a problem `check` found. */
+  abort(error: CommError): void;
+  /** A receive of `tag` from `peer` has waited {@linkcode STALL_PROBE_MS} without data. */
+  stalled(peer: number, tag: number): void;
+}
+
 /** Matches arriving segments to receives for one rank. */
 export class Inbox {
   readonly rank: number;
@@ -52,30 +67,25 @@ export class Inbox {
   /** Peers that closed their end gracefully: what they sent is still delivered, nothing more. */
   #closed: (Error | undefined)[];
   #watchdog: ReturnType<typeof setInterval>;
-  #check: ArrivalCheck;
-  #abort: (error: CommError) => void;
+  #hooks: InboxHooks;
 
   /**
    * An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. Every message
-   * goes through `check` as it starts to arrive, and a problem it finds goes to `abort`.
+   * goes through `hooks.check` as it starts to arrive.
    */
-  constructor(
-    rank: number,
-    size: number,
-    timeoutMs: number,
-    check: ArrivalCheck,
-    abort: (error: CommError) => void,
-  ) {
+  constructor(rank: number, size: number, timeoutMs: number, hooks: InboxHooks) {
     this.rank = rank;
-    this.#check = check;
-    this.#abort = abort;
+    this.#hooks = hooks;
     this.#posted = Array.from({ length: size }, () => []);
     this.#arrivals = Array.from({ length: size }, () => []);
     this.#current = new Array(size).fill(undefined);
     this.#lastData = new Array(size).fill(performance.now());
     this.#timeoutMs = timeoutMs;
     this.#closed = new Array(size).fill(undefined);
-    this.#watchdog = setInterval(() => this.#checkTimeouts(), Math.min(1000, timeoutMs / 4));
+    this.#watchdog = setInterval(
+      () => this.#checkTimeouts(),
+      Math.min(STALL_PROBE_MS / 2, timeoutMs / 4),
+    );
     Deno.unrefTimer(this.#watchdog as unknown as number);
   }
 
@@ -101,8 +111,8 @@ export class Inbox {
     this.#lastData[peer] = performance.now();
     let cur = this.#current[peer];
     if (seg.offset === 0) {
-      const problem = this.#check(peer, seg.tag, seg.stamp);
-      if (problem) this.#abort(problem);
+      const problem = this.#hooks.check(peer, seg.tag, seg.stamp);
+      if (problem) this.#hooks.abort(problem);
       const posted = this.#posted[peer];
       const i = posted.findIndex((p) => p.tag === seg.tag);
       const { tag, stamp } = seg;
@@ -178,7 +188,15 @@ export class Inbox {
     for (let peer = 0; peer < this.#posted.length; peer++) {
       const waiting = this.#posted[peer].length > 0 ||
         this.#arrivals[peer].some((a) => a.waiter) || this.#current[peer] !== undefined;
-      if (!waiting || now - this.#lastData[peer] <= this.#timeoutMs) continue;
+      if (!waiting) continue;
+      const idle = now - this.#lastData[peer];
+      if (idle > STALL_PROBE_MS) {
+        for (const p of this.#posted[peer]) {
+          if (!p.probed) this.#hooks.stalled(peer, p.tag);
+          p.probed = true;
+        }
+      }
+      if (idle <= this.#timeoutMs) continue;
       const error = new CommTimeoutError(
         `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for rank ${peer}`,
         { failedRank: peer },

@@ -15,7 +15,7 @@ import {
   CommTimeoutError,
   failureNotice,
   MismatchError,
-  PeerFailedError,
+  noticeError,
 } from "../errors.ts";
 import { heapBuffer, memoryOf } from "../memory/heap.ts";
 import {
@@ -26,6 +26,7 @@ import {
   makeView,
   type TypedArray,
 } from "../types.ts";
+import { STALL_PROBE_MS } from "./inbox.ts";
 import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
@@ -62,11 +63,15 @@ const SLEEP_SLICE_MS = 50;
 const EAGER_BYTES = 16 * 1024;
 /** Stamp of the joining barrier: every rank's is 0, the stamp of no call. */
 const JOIN_STAMP = 0;
+/** Slot header flags (word 3): the first slot of a message, a probe (see `#probe`). */
+const FIRST_SLOT = 1, PROBE_SLOT = 2;
 
 interface SendRequest {
   peer: number;
   tag: number;
   stamp: number;
+  /** A probe: no data, only the stamp for the receiver's check (see `CallCheck.stampOf`). */
+  probe?: boolean;
   data: Uint8Array;
   offset: number;
   started: boolean;
@@ -207,6 +212,7 @@ export class ShmTransport implements Transport, SharedAccess {
       () => request.done,
       () => `receive of ${into.byteLength} bytes from rank ${peer} (tag ${tag})`,
       peer,
+      () => this.#probe(peer, tag),
     );
     if (request.error) throw request.error;
     return request.stamp;
@@ -317,7 +323,7 @@ export class ShmTransport implements Transport, SharedAccess {
     if (this.#aborted) return;
     this.#aborted = error;
     const { failedRank, reason } = failureNotice(error, this.rank);
-    raiseAbort(this.#control, this.size, failedRank, reason);
+    raiseAbort(this.#control, this.size, failedRank, reason, this.rank);
   }
 
   close(): void {
@@ -360,15 +366,39 @@ export class ShmTransport implements Transport, SharedAccess {
     Atomics.notify(this.#ctrl, bell);
   }
 
-  /** Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or timeout. */
+  /** Queues a probe of `peer` with this rank's stamp for its call with `tag`. */
+  #probe(peer: number, tag: number): void {
+    const stamp = this.calls?.stampOf(tag);
+    if (stamp === undefined) return;
+    const data = new Uint8Array(0);
+    this.#sends[peer].push({
+      peer,
+      tag,
+      stamp,
+      probe: true,
+      data,
+      offset: 0,
+      started: false,
+      done: false,
+    });
+  }
+
+  /**
+   * Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or after the
+   * timeout without progress (traffic moving, or `peer`, the one waited for, changing as ranks
+   * arrive one by one: a large group starts over many seconds). `stalled` runs once the wait has
+   * slept {@linkcode STALL_PROBE_MS} without progress.
+   */
   #waitUntil(
     done: () => boolean,
     describe: string | (() => string),
     peer?: number | (() => number),
+    stalled?: () => void,
   ): void {
     let polls = 0;
     let spinSince = -1;
     let idleSince = -1;
+    let waitingFor = -1;
     while (!done()) {
       if (this.#progress()) {
         polls = 0;
@@ -387,9 +417,14 @@ export class ShmTransport implements Transport, SharedAccess {
       if (!this.#progress() && !done()) Atomics.wait(this.#ctrl, bell, seen, SLEEP_SLICE_MS);
       Atomics.store(this.#ctrl, sleeping, 0);
       const now = performance.now();
-      if (idleSince < 0) idleSince = now;
-      else if (now - idleSince > this.#timeoutMs) {
-        const who = typeof peer === "function" ? peer() : peer;
+      const who = typeof peer === "function" ? peer() : peer;
+      if (idleSince < 0 || (who ?? -1) !== waitingFor) {
+        idleSince = now;
+        waitingFor = who ?? -1;
+      } else if (stalled && now - idleSince > STALL_PROBE_MS) {
+        stalled();
+        stalled = undefined;
+      } else if (now - idleSince > this.#timeoutMs) {
         throw new CommTimeoutError(
           `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for ` +
             `${who === undefined ? "all ranks" : `rank ${who}`}: ` +
@@ -405,8 +440,8 @@ export class ShmTransport implements Transport, SharedAccess {
   #checkAbort(): void {
     if (this.#aborted) throw this.#aborted;
     if (Atomics.load(this.#ctrl, CTRL.ABORT) !== 0) {
-      const { failedRank, reason } = readAbort(this.#control)!;
-      this.#aborted = new PeerFailedError(failedRank, reason);
+      const { failedRank, reason, by } = readAbort(this.#control)!;
+      this.#aborted = noticeError(this.rank, by, failedRank, reason);
       throw this.#aborted;
     }
   }
@@ -437,7 +472,7 @@ export class ShmTransport implements Transport, SharedAccess {
       words[h] = req.tag;
       words[h + 1] = req.data.byteLength;
       words[h + 2] = chunk;
-      words[h + 3] = req.started ? 0 : 1; // first slot of a message
+      words[h + 3] = req.probe ? PROBE_SLOT : req.started ? 0 : FIRST_SLOT;
       if (!req.started) [words[h + 4], words[h + 5]] = stampWords(req.stamp);
       req.started = true;
       req.offset += chunk;
@@ -462,6 +497,17 @@ export class ShmTransport implements Transport, SharedAccess {
       const slot = tail & (SLOTS - 1);
       const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
       const chunk = words[h + 2];
+      if (words[h + 3] === PROBE_SLOT) {
+        const problem = this.calls?.arrived(
+          peer,
+          words[h],
+          stampFromWords(words[h + 4], words[h + 5]),
+        );
+        if (problem) this.abort(problem);
+        tail = (tail + 1) | 0;
+        Atomics.store(words, RING_TAIL, tail);
+        continue;
+      }
       let cur = this.#incoming[peer];
       if (!cur) {
         const stamp = stampFromWords(words[h + 4], words[h + 5]);

@@ -12,6 +12,8 @@ export const CTRL = {
   ABORT_CLAIM: 1,
   /** Bytes of the UTF-8 abort reason stored from {@linkcode CTRL.ABORT_REASON} on. */
   ABORT_REASON_BYTES: 2,
+  /** 1 + the rank that raised the abort, or 0 for the launcher. */
+  ABORT_BY: 3,
   /** First word of the abort reason text. */
   ABORT_REASON: 4,
   /**
@@ -127,12 +129,14 @@ export function raiseAbort(
   size: number,
   failedRank: number,
   reason: string,
+  by?: number,
 ): void {
   const ctrl = new Int32Array(control);
   if (Atomics.compareExchange(ctrl, CTRL.ABORT_CLAIM, 0, 1) !== 0) return;
   const text = new TextEncoder().encode(reason).subarray(0, ABORT_REASON_MAX);
   new Uint8Array(control, CTRL.ABORT_REASON * 4, ABORT_REASON_MAX).set(text);
   ctrl[CTRL.ABORT_REASON_BYTES] = text.byteLength;
+  ctrl[CTRL.ABORT_BY] = by === undefined ? 0 : by + 1;
   Atomics.store(ctrl, CTRL.ABORT, failedRank + 1); // publishes the reason written above
   for (let r = 0; r < size; r++) {
     const bell = CTRL.RANK_BASE + r * CTRL.RANK_WORDS + RANK_WORD.DOORBELL;
@@ -141,13 +145,14 @@ export function raiseAbort(
   }
 }
 
-/** The abort raised in `control`, if any: the failed rank and the reason given. */
+/** The abort raised in `control`, if any: the failed rank, the reason, and who raised it. */
 export function readAbort(
   control: SharedArrayBuffer,
-): { failedRank: number; reason: string } | undefined {
+): { failedRank: number; reason: string; by?: number } | undefined {
   const ctrl = new Int32Array(control);
   const flag = Atomics.load(ctrl, CTRL.ABORT);
   if (flag === 0) return undefined;
   const bytes = new Uint8Array(control, CTRL.ABORT_REASON * 4, ctrl[CTRL.ABORT_REASON_BYTES]);
-  return { failedRank: flag - 1, reason: new TextDecoder().decode(bytes.slice()) };
+  const by = ctrl[CTRL.ABORT_BY] === 0 ? undefined : ctrl[CTRL.ABORT_BY] - 1;
+  return { failedRank: flag - 1, reason: new TextDecoder().decode(bytes.slice()), by };
 }

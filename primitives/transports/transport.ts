@@ -5,7 +5,7 @@
  */
 
 import type { CommError, MismatchError } from "../errors.ts";
-import type { MemoryKind, TransportName, TypedArray } from "../types.ts";
+import type { TransportName, TypedArray } from "../types.ts";
 
 /**
  * Judges whether what arrives from a peer belongs to the call this rank makes (implemented by the
@@ -17,6 +17,12 @@ export interface CallCheck {
    * cannot belong to this rank's call with that tag (the transport then aborts), else undefined.
    */
   arrived(peer: number, tag: number, stamp: number): CommError | undefined;
+  /**
+   * This rank's stamp for its call with `tag`, if it has begun one: a receive that stalls sends
+   * it to the awaited peer (a probe), which judges it with `arrived`. Ranks that disagree so that
+   * no message ever crosses between them (roots, say) still meet this way.
+   */
+  stampOf(tag: number): number | undefined;
   /** The error for a peer that arrived at a shared-memory exchange with another stamp. */
   mismatch(peer: number, mine: number, theirs: number): MismatchError;
   /** A stamp as text, for timeout messages. */
@@ -27,7 +33,8 @@ export interface CallCheck {
  * Moves bytes between two ranks. Messages from one peer with one tag arrive in the order they
  * were sent. `send` and `recv` post their request before they first yield, so
  * `Promise.all([send(...), recv(...)])` between two ranks never deadlocks, whatever the size.
- * Every message carries the sender's call stamp (primitives/stamp.ts) to the receiver unread.
+ * Every message carries the sender's call stamp (primitives/stamp.ts) to the receiver unread, and
+ * a receive that stalls probes its peer with this rank's stamp ({@linkcode CallCheck.stampOf}).
  * A receive whose length differs from the message rejects with a `MismatchError`.
  */
 export interface Transport {
@@ -80,14 +87,6 @@ export interface SharedAccess {
   /** Blocks until every rank has arrived. */
   barrier(stamp: number): void;
 }
-
-/** Memory kinds each transport carries directly (NCCL's `canConnect`). */
-export const TRANSPORT_MEMORY: Readonly<Record<TransportName, readonly MemoryKind[]>> = {
-  shm: ["host", "shared"],
-  worker: ["host", "shared"],
-  ws: ["host", "shared"],
-  gpu: ["gpu", "managed"],
-};
 
 /** The bytes of a typed array, without copying. */
 export function bytesOf(view: ArrayBufferView): Uint8Array {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type CommError, failureNotice, PeerFailedError } from "../errors.ts";
+import { type CommError, failureNotice, noticeError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { Inbox, type Segment } from "./inbox.ts";
 import type { CallCheck, Transport } from "./transport.ts";
@@ -25,6 +25,11 @@ export interface WorkerTransportOptions {
 /** A peer telling this rank that `failedRank` failed (and why), so it fails fast too. */
 interface AbortNotice {
   abort: { failedRank: number; reason: string };
+}
+
+/** A peer waiting on this rank for a call, with its stamp for it (see `CallCheck.stampOf`). */
+interface Probe {
+  probe: { tag: number; stamp: number };
 }
 
 /** Message-passing transport between workers. `ports[p]` reaches rank p (undefined for self). */
@@ -46,19 +51,26 @@ export class WorkerTransport implements Transport {
     this.rank = rank;
     this.size = ports.length;
     this.#ports = ports;
-    this.#inbox = new Inbox(
-      rank,
-      ports.length,
-      options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
-      (error) => this.abort(error),
-    );
+    this.#inbox = new Inbox(rank, ports.length, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
+      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+      abort: (error) => this.abort(error),
+      stalled: (peer, tag) => {
+        const stamp = this.calls?.stampOf(tag);
+        if (stamp !== undefined) {
+          ports[peer]!.postMessage({ probe: { tag, stamp } } satisfies Probe);
+        }
+      },
+    });
     ports.forEach((port, peer) => {
       if (!port) return;
-      port.onmessage = (e: MessageEvent<Segment | AbortNotice>) => {
+      port.onmessage = (e: MessageEvent<Segment | AbortNotice | Probe>) => {
         const msg = e.data;
-        if ("abort" in msg) this.abort(new PeerFailedError(msg.abort.failedRank, msg.abort.reason));
-        else this.#inbox.deliver(peer, msg);
+        if ("abort" in msg) {
+          this.abort(noticeError(rank, peer, msg.abort.failedRank, msg.abort.reason));
+        } else if ("probe" in msg) {
+          const problem = this.calls?.arrived(peer, msg.probe.tag, msg.probe.stamp);
+          if (problem) this.abort(problem);
+        } else this.#inbox.deliver(peer, msg);
       };
     });
   }

@@ -8,7 +8,7 @@
  */
 
 import type { WebSocket } from "ws";
-import { CommError, failureNotice, PeerFailedError } from "../errors.ts";
+import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS, MAX_BYTES } from "../types.ts";
 import { Inbox } from "./inbox.ts";
 import type { CallCheck, Transport } from "./transport.ts";
@@ -26,6 +26,8 @@ export const WS_HEADER_BYTES = 32;
  */
 export const ABORT_CLOSE_BASE = 4000;
 const MAGIC = 0xdcc1;
+/** Magic of a probe: a header without payload carrying this rank's stamp for a stalled call. */
+const PROBE_MAGIC = 0xdcc2;
 /** Frame buffers in flight per peer. */
 const FRAMES_IN_FLIGHT = 4;
 
@@ -127,13 +129,11 @@ export class WsTransport implements Transport {
     this.rank = rank;
     this.size = links.sendTo.length;
     this.#links = links;
-    this.#inbox = new Inbox(
-      rank,
-      this.size,
-      options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
-      (error) => this.abort(error),
-    );
+    this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
+      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+      abort: (error) => this.abort(error),
+      stalled: (peer, tag) => this.#probe(peer, tag),
+    });
     this.#outboxes = links.sendTo.map((s) => s && new Outbox(s));
     links.recvFrom.forEach((socket, peer) => {
       if (!socket) return;
@@ -172,6 +172,19 @@ export class WsTransport implements Transport {
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     return this.#inbox.post(peer, into, tag);
+  }
+
+  /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
+  #probe(peer: number, tag: number): void {
+    const stamp = this.calls?.stampOf(tag);
+    const socket = this.#links.sendTo[peer];
+    if (stamp === undefined || !socket || socket.readyState !== socket.OPEN) return;
+    const frame = new Uint8Array(WS_HEADER_BYTES);
+    const head = new DataView(frame.buffer);
+    head.setUint32(0, PROBE_MAGIC, true);
+    head.setUint32(4, tag, true);
+    head.setFloat64(24, stamp, true);
+    socket.send(frame, { binary: true });
   }
 
   /** Fails everything here and closes every connection with a code naming the failed rank. */
@@ -216,7 +229,7 @@ export class WsTransport implements Transport {
     if (this.#closing) return;
     const why = new TextDecoder().decode(reason);
     if (code >= ABORT_CLOSE_BASE && code < ABORT_CLOSE_BASE + 1000) {
-      return this.abort(new PeerFailedError(code - ABORT_CLOSE_BASE, why));
+      return this.abort(noticeError(this.rank, peer, code - ABORT_CLOSE_BASE, why));
     }
     const message = `connection to rank ${peer} closed (code ${code}${why ? `: ${why}` : ""})`;
     if (code !== 1000) this.abort(new PeerFailedError(peer, message));
@@ -233,6 +246,11 @@ export class WsTransport implements Transport {
       return;
     }
     const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
+    if (head.getUint32(0, true) === PROBE_MAGIC) {
+      const problem = this.calls?.arrived(peer, head.getUint32(4, true), head.getFloat64(24, true));
+      if (problem) this.abort(problem);
+      return;
+    }
     this.#inbox.deliver(peer, {
       tag: head.getUint32(4, true),
       total: head.getFloat64(8, true),
@@ -257,7 +275,8 @@ export function frameProblem(data: Uint8Array, isBinary: boolean): string | unde
     return `${data.byteLength}-byte frame is shorter than its header`;
   }
   const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
-  if (head.getUint32(0, true) !== MAGIC) return "bad magic";
+  const magic = head.getUint32(0, true);
+  if (magic !== MAGIC && magic !== PROBE_MAGIC) return "bad magic";
   const total = head.getFloat64(8, true), offset = head.getFloat64(16, true);
   const payload = data.byteLength - WS_HEADER_BYTES;
   if (!Number.isSafeInteger(total) || total < 0 || total > MAX_BYTES) {

@@ -3,15 +3,26 @@
  * ephemeral one) and sends rank 0 its address over a first connection; rank 0 answers everyone
  * with the table, and every rank then connects to every other. Every connection presents the
  * run's token and its rank in the HTTP upgrade, and is refused before it can send a byte if
- * either is wrong.
+ * either is wrong. Even an authenticated peer is not trusted further: its first message is checked
+ * (primitives/transports/rendezvous.ts) and a bad one only loses that connection its rank slot.
  * @module
  */
 
-import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { WebSocket, WebSocketServer } from "ws";
-import { CommTimeoutError } from "../errors.ts";
-import { WS_HEADER_BYTES, WS_SEGMENT_BYTES, type WsLinks, WsTransport } from "./ws.ts";
+import { CommError, CommTimeoutError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import {
+  type Address,
+  checkAddress,
+  checkTable,
+  MAX_ADDRESS_BYTES,
+  parseRank,
+  readJson,
+  tokenDigest,
+  tokenMatches,
+} from "./rendezvous.ts";
+import { closeText, WS_HEADER_BYTES, WS_SEGMENT_BYTES, type WsLinks, WsTransport } from "./ws.ts";
 
 /** Where and how to join. */
 export interface WsConnectOptions {
@@ -31,17 +42,14 @@ export interface WsConnectOptions {
   onListening?: (port: number) => void;
 }
 
-interface Address {
-  host: string;
-  port: number;
-}
-
 const HEADER_TOKEN = "x-dccl-token";
 const HEADER_RANK = "x-dccl-rank";
+/** The address table of up to 256 ranks. */
+const MAX_TABLE_BYTES = 256 * 64;
 
 /** Connects this rank to all others and returns the transport. */
 export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
-  const timeoutMs = o.timeoutMs ?? 30_000;
+  const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const deadline = Date.now() + timeoutMs;
   const sendTo: (WebSocket | undefined)[] = new Array(o.size).fill(undefined);
   const recvFrom: (WebSocket | undefined)[] = new Array(o.size).fill(undefined);
@@ -52,17 +60,33 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
   // Peers may send as soon as they are connected, before this rank has its transport: hold
   // what arrives until the transport takes over.
   const backlog: [Uint8Array, boolean][][] = new Array(o.size);
-  const arrived = new Map<number, { socket: WebSocket; address?: Address }>();
+  const arrived = new Map<number, Address>();
+  /** Why an authenticated connection of a rank was dropped, for the timeout message. */
+  const problems = new Map<number, string>();
   let onArrival = () => {};
-  const server = await listen(o, (socket, peer) => {
-    sendTo[peer] = socket;
-    if (o.rank !== 0) return onArrival();
-    // Rank 0: the first message of every rank is its address, for the table.
-    socket.once("message", (data: Uint8Array) => {
-      const address = JSON.parse(new TextDecoder().decode(data)) as Address;
-      arrived.set(peer, { socket, address });
-      onArrival();
-    });
+  const server = await listen(o, {
+    join(socket, peer) {
+      sendTo[peer] = socket;
+      if (o.rank !== 0) return onArrival();
+      // Rank 0: the first message of every rank is its address, for the table.
+      socket.once("message", (data: Uint8Array, isBinary: boolean) => {
+        const json = readJson(data, isBinary, MAX_ADDRESS_BYTES);
+        const address = "problem" in json ? json.problem : checkAddress(json.value);
+        if (typeof address === "string") {
+          problems.set(peer, `its first message was ${address}`);
+          // Say why, but do not wait for a peer this broken to answer the closing handshake.
+          socket.close(1008, closeText(`rendezvous: ${address}`));
+          setTimeout(() => socket.terminate(), 100);
+          return;
+        }
+        arrived.set(peer, address);
+        onArrival();
+      });
+    },
+    leave(peer) {
+      sendTo[peer] = undefined;
+      arrived.delete(peer);
+    },
   });
   const serverPort = (server.address() as { port: number }).port;
   o.onListening?.(serverPort);
@@ -70,33 +94,38 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
   try {
     let table: Address[];
     if (o.rank === 0) {
-      table = await waitFor(
+      await waitFor(
         () => arrived.size === o.size - 1,
         (f) => onArrival = f,
         deadline,
         () => {
           const missing = Array.from({ length: o.size }, (_, r) => r)
             .filter((r) => r !== 0 && !arrived.has(r));
+          const why = missing.filter((r) => problems.has(r))
+            .map((r) => `; rank ${r} connected but ${problems.get(r)}`).join("");
           return `rendezvous timed out after ${timeoutMs} ms: rank${
             missing.length > 1 ? "s" : ""
-          } ` +
-            `${missing.join(", ")} of ${o.size} never arrived at ${o.masterAddr}:${serverPort}`;
+          } ${
+            missing.join(", ")
+          } of ${o.size} never arrived at ${o.masterAddr}:${serverPort}${why}`;
         },
-      ).then(() => {
-        const t: Address[] = [{ host: o.masterAddr, port: serverPort }];
-        for (const [r, a] of arrived) t[r] = a.address!;
-        for (const { socket } of arrived.values()) socket.send(JSON.stringify(t));
-        return t;
-      });
+        () => Array.from({ length: o.size }, (_, r) => r).find((r) => r !== 0 && !arrived.has(r)),
+      );
+      table = [{ host: o.masterAddr, port: serverPort }];
+      for (const [r, a] of arrived) table[r] = a;
+      for (const r of arrived.keys()) sendTo[r]!.send(JSON.stringify(table));
     } else {
       // The first message is the table; data may follow in the same TCP read, so hold it.
-      let gotTable!: (t: Address[]) => void;
-      const tableArrived = new Promise<Address[]>((resolve) => gotTable = resolve);
+      let gotTable!: (t: Address[] | string) => void;
+      const tableArrived = new Promise<Address[] | string>((resolve) => gotTable = resolve);
       const master = await dial(o, 0, o.masterAddr, o.masterPort, deadline, (d, isBinary) => {
-        if (backlog[0] === undefined) {
-          backlog[0] = [];
-          gotTable(JSON.parse(new TextDecoder().decode(d)));
-        } else backlog[0].push([d, isBinary]);
+        if (backlog[0] !== undefined) {
+          backlog[0].push([d, isBinary]);
+          return;
+        }
+        backlog[0] = [];
+        const json = readJson(d, isBinary, MAX_TABLE_BYTES);
+        gotTable("problem" in json ? json.problem : checkTable(json.value, o.size));
       });
       recvFrom[0] = master;
       const local =
@@ -107,7 +136,16 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
           port: serverPort,
         }),
       );
-      table = await withDeadline(tableArrived, deadline, "rank 0 never sent the rendezvous table");
+      const got = await withDeadline(
+        tableArrived,
+        deadline,
+        "rank 0 never sent the rendezvous table",
+        0,
+      );
+      if (typeof got === "string") {
+        throw new CommError(`rank 0 sent a bad rendezvous table: ${got}`, { failedRank: 0 });
+      }
+      table = got;
     }
     // Data from p to this rank flows over the connection this rank opens to p.
     await Promise.all(
@@ -135,40 +173,74 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
     server.close();
     throw e;
   }
-  // The listening socket is no longer needed; the accepted connections stay open.
-  server.close();
+  server.settle();
   return new WsTransport(o.rank, { sendTo, recvFrom, backlog } satisfies WsLinks, { timeoutMs });
 }
 
+/** What a listening rank does with authenticated peers until the mesh is complete. */
+interface Membership {
+  /** `peer` connected (its rank slot is now taken). */
+  join(socket: WebSocket, peer: number): void;
+  /** `peer`'s connection closed before the mesh was complete: its slot is free again. */
+  leave(peer: number): void;
+}
+
+/**
+ * Listens for peers. Each rank gets one slot: a second connection claiming a taken rank is
+ * refused (409), and a connection that closes before the mesh is complete frees its slot, so the
+ * real rank can still join. `settle()` stops listening and hands the connections over.
+ */
 function listen(
   o: WsConnectOptions,
-  onPeer: (socket: WebSocket, peer: number) => void,
-): Promise<WebSocketServer> {
+  members: Membership,
+): Promise<WebSocketServer & { settle(): void }> {
   const host = o.bind ?? "127.0.0.1";
   const port = o.rank === 0 ? o.masterPort : 0;
-  const expected = new TextEncoder().encode(o.token);
-  const seen = new Set<number>();
-  const peerOf = (req: IncomingMessage) => Number(req.headers[HEADER_RANK]);
+  const expected = tokenDigest(o.token);
+  const taken = new Set<number>();
+  let settled = false;
+  const peerOf = (req: IncomingMessage) => parseRank(req.headers[HEADER_RANK], o.size);
   return new Promise((resolve, reject) => {
     const server = new WebSocketServer({
       host,
       port,
       perMessageDeflate: false,
       maxPayload: WS_HEADER_BYTES + WS_SEGMENT_BYTES,
-      verifyClient: ({ req }: { req: IncomingMessage }) => {
-        const token = new TextEncoder().encode(String(req.headers[HEADER_TOKEN] ?? ""));
+      verifyClient: (
+        { req }: { req: IncomingMessage },
+        answer: (ok: boolean, code?: number, message?: string) => void,
+      ) => {
+        if (!tokenMatches(req.headers[HEADER_TOKEN], expected)) {
+          return answer(false, 401, "Wrong token");
+        }
         const peer = peerOf(req);
-        return token.length === expected.length && timingSafeEqual(token, expected) &&
-          Number.isInteger(peer) && peer >= 0 && peer < o.size && peer !== o.rank &&
-          !seen.has(peer);
+        if (peer === undefined || peer === o.rank) return answer(false, 400, "Bad rank");
+        if (taken.has(peer) || settled) return answer(false, 409, "Rank already connected");
+        answer(true);
       },
     });
     server.on("connection", (socket: WebSocket, req: IncomingMessage) => {
-      const peer = peerOf(req);
-      seen.add(peer);
-      onPeer(socket, peer);
+      const peer = peerOf(req)!;
+      if (taken.has(peer) || settled) return socket.terminate();
+      taken.add(peer);
+      // Protocol violations (unmasked or oversized frames, reserved opcodes) close the socket
+      // and emit an error here; its close is what counts.
+      socket.on("error", () => {});
+      socket.once("close", () => {
+        if (settled) return;
+        taken.delete(peer);
+        members.leave(peer);
+      });
+      members.join(socket, peer);
     });
-    server.once("listening", () => resolve(server));
+    server.once("listening", () => {
+      resolve(Object.assign(server, {
+        settle() {
+          settled = true;
+          server.close(); // the accepted connections stay open
+        },
+      }));
+    });
     server.once("error", (e: Error & { code?: string }) =>
       reject(
         new Error(
@@ -208,8 +280,17 @@ async function dial(
       });
     } catch (e) {
       last = (e as Error).message;
-      if (/401|403/.test(last)) {
-        throw new Error(`rank ${peer} at ${host}:${port} refused this rank's token`);
+      if (/\b40[13]\b/.test(last)) {
+        throw new CommError(`rank ${peer} at ${host}:${port} refused this rank's token`, {
+          failedRank: peer,
+        });
+      }
+      if (/\b409\b/.test(last)) {
+        throw new CommError(
+          `rank ${peer} at ${host}:${port} already has a connection from rank ${o.rank}: ` +
+            `is another process running as rank ${o.rank}?`,
+          { failedRank: peer },
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -225,12 +306,14 @@ function waitFor(
   subscribe: (notify: () => void) => void,
   deadline: number,
   why: () => string,
+  blame?: () => number | undefined,
 ): Promise<void> {
   if (done()) return Promise.resolve();
   return withDeadline(
     new Promise<void>((resolve) => subscribe(() => done() && resolve())),
     deadline,
     why,
+    blame,
   );
 }
 
@@ -238,11 +321,17 @@ function withDeadline<T>(
   p: Promise<T>,
   deadline: number,
   why: string | (() => string),
+  failedRank?: number | (() => number | undefined),
 ): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new CommTimeoutError(typeof why === "string" ? why : why())),
+      () =>
+        reject(
+          new CommTimeoutError(typeof why === "string" ? why : why(), {
+            failedRank: typeof failedRank === "function" ? failedRank() : failedRank,
+          }),
+        ),
       Math.max(0, deadline - Date.now()),
     );
   });

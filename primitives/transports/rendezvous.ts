@@ -1,0 +1,86 @@
+/**
+ * What ranks trust at rendezvous, checked strictly: the run's token (compared in constant time
+ * over a fixed-length digest, so a wrong guess learns nothing, its length included), a rank
+ * number (plain decimal only), and the messages that carry addresses. Every check returns the
+ * problem as text instead of throwing, so callers can refuse a connection and name the peer.
+ * @module
+ */
+
+import { createHash, timingSafeEqual } from "node:crypto";
+
+/** A rank's listening address. */
+export interface Address {
+  host: string;
+  port: number;
+}
+
+/** Largest rendezvous message a rank accepts (an address; the table is 64 B × ranks at most). */
+export const MAX_ADDRESS_BYTES = 1024;
+
+/** The SHA-256 digest tokens are compared by. */
+export function tokenDigest(token: string): Uint8Array {
+  return createHash("sha256").update(token).digest();
+}
+
+/** Whether `presented` is the token whose digest is `expected`, in time independent of both. */
+export function tokenMatches(presented: unknown, expected: Uint8Array): boolean {
+  return timingSafeEqual(tokenDigest(typeof presented === "string" ? presented : ""), expected);
+}
+
+/**
+ * The rank a peer claims, if `text` is a plain decimal rank of a `size`-rank group (no sign,
+ * exponent, hex, spaces or leading zeros: `1e0`, `0x1`, `+1`, `01` and ` 1` are all refused).
+ */
+export function parseRank(text: unknown, size: number): number | undefined {
+  if (typeof text !== "string" || !/^(0|[1-9][0-9]{0,5})$/.test(text)) return undefined;
+  const rank = Number(text);
+  return rank < size ? rank : undefined;
+}
+
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?)+$|^[0-9A-Fa-f:.]+$/;
+
+/** `value` as an address, or why it is not one. */
+export function checkAddress(value: unknown): Address | string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return "an address must be an object {host, port}";
+  }
+  const { host, port } = value as Record<string, unknown>;
+  if (typeof host !== "string" || host.length === 0 || host.length > 253 || !HOST.test(host)) {
+    return `host ${JSON.stringify(host)?.slice(0, 40)} is not a host name or IP address`;
+  }
+  if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+    return `port ${JSON.stringify(port)?.slice(0, 20)} is not a port from 1 to 65535`;
+  }
+  return { host, port: port as number };
+}
+
+/** A rendezvous message's JSON value, or why it is not acceptable (binary, too long, not JSON). */
+export function readJson(
+  data: Uint8Array,
+  isBinary: boolean,
+  maxBytes: number,
+): { value: unknown } | { problem: string } {
+  if (isBinary) return { problem: "a binary message where text was expected" };
+  if (data.byteLength > maxBytes) {
+    return { problem: `a ${data.byteLength}-byte message (at most ${maxBytes} accepted)` };
+  }
+  try {
+    return { value: JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data)) };
+  } catch {
+    return { problem: "a message that is not JSON" };
+  }
+}
+
+/** The table rank 0 sends (every rank's address, by rank), or why it is not one. */
+export function checkTable(value: unknown, size: number): Address[] | string {
+  if (!Array.isArray(value) || value.length !== size) {
+    return `the address table must list ${size} ranks`;
+  }
+  const table: Address[] = [];
+  for (const [r, entry] of value.entries()) {
+    const a = checkAddress(entry);
+    if (typeof a === "string") return `rank ${r}'s entry: ${a}`;
+    table.push(a);
+  }
+  return table;
+}

@@ -1,0 +1,129 @@
+// Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
+import { type Communicator, spawnRanks } from "../../mod.ts";
+import { connectWs } from "../../primitives/transports/ws_connect.ts";
+import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
+import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+
+export type FaultMode =
+  | "survive" // rank 1 throws mid-ring; the others catch, then join a new group of two
+  | "throw-on-1" // rank 1 throws between allreduces
+  | "loop" // allreduce forever (a test stops or kills a rank)
+  | "straggle" // rank 1 never returns after the last collective
+  | "bcast-vs-allreduce"
+  | "bcast-roots"
+  | "reduce-roots"
+  | "dtypes"
+  | "ops"
+  | "algorithms";
+
+export interface FaultArgs {
+  mode: FaultMode;
+  /** ws survivors: a folder where the new group's rank 0 leaves its port (a file store). */
+  store?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function run(comm: Communicator, { mode, store }: FaultArgs): Promise<unknown> {
+  const host = comm.transport === "ws" ? "host" : "shared";
+  const buf = comm.alloc(1 << 18, { memory: host });
+  switch (mode) {
+    case "survive": {
+      let caught: string;
+      try {
+        for (let i = 0;; i++) {
+          if (comm.rank === 1 && i === 3) throw new Error("boom from rank 1");
+          await comm.allreduce(buf, { algorithm: comm.transport === "shm" ? "auto" : "ring" });
+        }
+      } catch (e) {
+        if (comm.rank === 1) throw e;
+        caught = `${(e as Error).name}: ${(e as Error).message}`;
+      }
+      // Stray rejections of the failed call would crash this rank about now.
+      await sleep(200);
+      let later: string;
+      try {
+        await comm.allreduce(buf);
+        later = "no error";
+      } catch (e) {
+        later = (e as Error).name;
+      }
+      return { caught, later, sum: await newGroupSum(comm, store) };
+    }
+    case "throw-on-1":
+      for (let i = 0;; i++) {
+        if (comm.rank === 1 && i === 20) throw new Error("boom from rank 1");
+        await comm.allreduce(buf, { algorithm: comm.transport === "shm" ? "auto" : "ring" });
+      }
+    case "loop":
+      for (;;) await comm.allreduce(buf);
+    case "straggle":
+      await comm.allreduce(buf);
+      if (comm.rank === 1) { for (;;) await sleep(1000); }
+      return "done";
+    case "bcast-vs-allreduce":
+      if (comm.rank === 0) await comm.bcast(buf);
+      else await comm.allreduce(buf);
+      break;
+    case "bcast-roots":
+      await comm.bcast(buf, { root: comm.rank === 0 ? 0 : 1 });
+      break;
+    case "reduce-roots":
+      await comm.reduce(buf, { root: comm.rank === 0 ? 0 : 1 });
+      break;
+    case "dtypes": {
+      const typed = comm.alloc(1000, { memory: host, dtype: comm.rank === 0 ? "i32" : "f32" });
+      await comm.allreduce(typed);
+      break;
+    }
+    case "ops":
+      await comm.allreduce(buf, { op: comm.rank === 0 ? "max" : "sum" });
+      break;
+    case "algorithms":
+      await comm.allreduce(buf, { algorithm: comm.rank === 0 ? "ring" : "recursive_doubling" });
+      break;
+  }
+  // A mismatch a rank did not see in its own call shows by the next one at the latest.
+  await comm.barrier();
+  return "completed";
+}
+
+/**
+ * The survivors' new communicator: worker ranks start a fresh group of their own; process ranks
+ * form one over ws, rank 0 leaving its port in `store` for the others.
+ */
+async function newGroupSum(comm: Communicator, store?: string): Promise<number> {
+  if (comm.transport !== "ws") {
+    const sums = await spawnRanks<number>(new URL("./sum_rank.ts", import.meta.url), {
+      size: 2,
+      transport: comm.transport as "shm" | "worker",
+    });
+    return sums[0];
+  }
+  const survivors = [0, 2];
+  const rank = survivors.indexOf(comm.rank);
+  const portFile = `${store}/port`;
+  const transport = await connectWs({
+    rank,
+    size: survivors.length,
+    masterAddr: "127.0.0.1",
+    masterPort: rank === 0 ? 0 : await readPort(portFile),
+    token: Deno.env.get("DCCL_TOKEN")!,
+    timeoutMs: 5000,
+    onListening: (port) => rank === 0 && Deno.writeTextFileSync(portFile, String(port)),
+  });
+  await using fresh = new CommunicatorClass(transport, new RankHeap(createHeapMemory()));
+  const one = Float32Array.of(fresh.rank + 1);
+  await fresh.allreduce(one);
+  return one[0];
+}
+
+async function readPort(file: string): Promise<number> {
+  for (;;) {
+    try {
+      const text = Deno.readTextFileSync(file);
+      if (/^\d+$/.test(text)) return Number(text);
+    } catch { /* not written yet */ }
+    await sleep(20);
+  }
+}
