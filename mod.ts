@@ -41,6 +41,7 @@ export {
   PeerFailedError,
   RankFailedError,
 } from "./primitives/errors.ts";
+export type { RankOutcome } from "./primitives/errors.ts";
 export {
   ALGORITHMS,
   algorithmsFor,
@@ -48,7 +49,12 @@ export {
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "./primitives/registry.ts";
-export type { CollectiveName, TransportInfo } from "./primitives/registry.ts";
+export type {
+  Algorithm,
+  AlgorithmNeed,
+  CollectiveName,
+  TransportInfo,
+} from "./primitives/registry.ts";
 export { liveWorkers, spawnRanks, startRanks } from "./primitives/launch/spawn_ranks.ts";
 export type { RankGroup, SpawnOptions } from "./primitives/launch/spawn_ranks.ts";
 export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";

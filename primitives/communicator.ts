@@ -8,19 +8,19 @@ import { divide } from "../kernels/reduce.ts";
 import type { WasmOp } from "../kernels/reduce_wat.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
-import { CollectiveContext, type Completion } from "./collectives/context.ts";
+import { CollectiveContext } from "./collectives/context.ts";
 import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
 import { asCommBuffer, type BufferLike, CommBuffer } from "./memory/comm_buffer.ts";
 import type { RankHeap } from "./memory/heap.ts";
 import {
-  algorithmIndex,
-  algorithmNeedsSharedMemory,
+  type AlgorithmNeed,
   ALGORITHMS,
+  algorithmsFor,
   autoAlgorithm,
   type CollectiveName,
   TRANSPORTS,
 } from "./registry.ts";
-import { type CallShape, stampOf } from "./stamp.ts";
+import { callStamp } from "./stamp.ts";
 import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
   type Dtype,
@@ -92,6 +92,7 @@ export class Communicator implements AsyncDisposable {
   #heap: RankHeap;
   #ctx: CollectiveContext;
   #calls: CallBook;
+  #offers: readonly AlgorithmNeed[];
   #seq = 0;
   #closed = false;
   /** The failure that broke this communicator: every later call throws it. */
@@ -105,6 +106,7 @@ export class Communicator implements AsyncDisposable {
     this.#heap = heap;
     this.#ctx = new CollectiveContext(transport, heap);
     this.#calls = new CallBook(transport.rank);
+    this.#offers = TRANSPORTS[transport.name].offers;
     transport.calls = this.#calls;
   }
 
@@ -174,10 +176,15 @@ export class Communicator implements AsyncDisposable {
   async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
     const view = this.#check(buf).view;
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
-    const [run, algorithm] = this.#pick("bcast", options.algorithm, view.byteLength);
-    const shape = { kind: "bcast", ...shapeOf(view), op: "sum", root, algorithm } as const;
-    const pending = this.#call(shape, (ctx) => run(ctx, view, root));
-    if (pending) await pending;
+    const a = this.#pick("bcast", options.algorithm, view.byteLength);
+    if (this.size === 1) return;
+    try {
+      const ctx = this.#begin(callStamp("bcast", dtypeOf(view), view.length, "sum", root, a.index));
+      const pending = a.run(ctx, view, root);
+      if (pending) await pending;
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
@@ -185,11 +192,16 @@ export class Communicator implements AsyncDisposable {
     const input = this.#check(buf).view;
     const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
-    const [run, algorithm] = this.#pick("allreduce", options.algorithm, input.byteLength);
-    const shape = { kind: "allreduce", ...shapeOf(input), op, root: 0, algorithm } as const;
-    const pending = this.#call(shape, (ctx) => run(ctx, input, output, kernelOp(op)));
-    if (pending) await pending;
-    if (this.size === 1 && output !== input) output.set(input);
+    const a = this.#pick("allreduce", options.algorithm, input.byteLength);
+    if (this.size > 1) {
+      try {
+        const stamp = callStamp("allreduce", dtypeOf(input), input.length, op, 0, a.index);
+        const pending = a.run(this.#begin(stamp), input, output, kernelOp(op));
+        if (pending) await pending;
+      } catch (e) {
+        throw this.#broke(e);
+      }
+    } else if (output !== input) output.set(input);
     if (op === "avg") divide(output, this.size);
   }
 
@@ -200,10 +212,16 @@ export class Communicator implements AsyncDisposable {
     const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
     if (target !== input) target.set(input);
-    const [run, algorithm] = this.#pick("reduce", options.algorithm, target.byteLength);
-    const shape = { kind: "reduce", ...shapeOf(input), op, root, algorithm } as const;
-    const pending = this.#call(shape, (ctx) => run(ctx, target, kernelOp(op), root));
-    if (pending) await pending;
+    const a = this.#pick("reduce", options.algorithm, target.byteLength);
+    if (this.size > 1) {
+      try {
+        const stamp = callStamp("reduce", dtypeOf(input), input.length, op, root, a.index);
+        const pending = a.run(this.#begin(stamp), target, kernelOp(op), root);
+        if (pending) await pending;
+      } catch (e) {
+        throw this.#broke(e);
+      }
+    }
     if (op === "avg" && this.rank === root) divide(target, this.size);
   }
 
@@ -215,11 +233,15 @@ export class Communicator implements AsyncDisposable {
   ): Promise<void> {
     const s = this.#check(send).view, r = this.#check(recv).view;
     this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
-    const [run, algorithm] = this.#pick("allgather", options.algorithm, r.byteLength);
-    const shape = { kind: "allgather", ...shapeOf(s), op: "sum", root: 0, algorithm } as const;
-    const pending = this.#call(shape, (ctx) => run(ctx, s, r));
-    if (pending) await pending;
-    if (this.size === 1) r.set(s);
+    const a = this.#pick("allgather", options.algorithm, r.byteLength);
+    if (this.size === 1) return r.set(s);
+    try {
+      const stamp = callStamp("allgather", dtypeOf(s), s.length, "sum", 0, a.index);
+      const pending = a.run(this.#begin(stamp), s, r);
+      if (pending) await pending;
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
   /** Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n). */
@@ -231,23 +253,30 @@ export class Communicator implements AsyncDisposable {
     const s = this.#check(send).view, r = this.#check(recv).view;
     this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
     const op = checkOp(options.op ?? "sum");
-    const [run, algorithm] = this.#pick("reduceScatter", options.algorithm, s.byteLength);
-    const shape = { kind: "reduceScatter", ...shapeOf(r), op, root: 0, algorithm } as const;
-    const pending = this.#call(shape, (ctx) => run(ctx, s, r, kernelOp(op)));
-    if (pending) await pending;
-    if (this.size === 1) r.set(s);
+    const a = this.#pick("reduceScatter", options.algorithm, s.byteLength);
+    if (this.size > 1) {
+      try {
+        const stamp = callStamp("reduceScatter", dtypeOf(r), r.length, op, 0, a.index);
+        const pending = a.run(this.#begin(stamp), s, r, kernelOp(op));
+        if (pending) await pending;
+      } catch (e) {
+        throw this.#broke(e);
+      }
+    } else r.set(s);
     if (op === "avg") divide(r, this.size);
   }
 
   /** Resolves once every rank has called `barrier`. */
   async barrier(): Promise<void> {
     this.#checkOpen();
-    const shared = this.#transport.shared;
-    const pending = this.#call(
-      BARRIER,
-      (ctx) => shared ? shared.barrier(ctx.stamp) : barrierDissemination(ctx),
-    );
-    if (pending) await pending;
+    if (this.size === 1) return;
+    try {
+      const ctx = this.#begin(BARRIER_STAMP);
+      if (this.#transport.shared) this.#transport.shared.barrier(ctx.stamp);
+      else await barrierDissemination(ctx);
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
   /**
@@ -278,23 +307,16 @@ export class Communicator implements AsyncDisposable {
   }
 
   /**
-   * Runs one collective call on more than one rank: gives it the next tag and its stamp (judging
-   * peers' data that arrived early) and starts it. Any failure breaks the communicator.
+   * Begins one collective call on more than one rank: the next tag and the call's stamp (judging
+   * peers' data that arrived early). Callers run the call in a `try` whose `catch` breaks the
+   * communicator on any failure.
    */
-  #call(shape: CallShape, start: (ctx: CollectiveContext) => Completion): Completion {
-    if (this.size === 1) return;
-    try {
-      const ctx = this.#ctx;
-      ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
-      ctx.stamp = stampOf(shape);
-      this.#calls.begin(ctx.tag, ctx.stamp);
-      const pending = start(ctx);
-      return pending?.catch((e) => {
-        throw this.#broke(e);
-      });
-    } catch (e) {
-      throw this.#broke(e);
-    }
+  #begin(stamp: number): CollectiveContext {
+    const ctx = this.#ctx;
+    ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
+    ctx.stamp = stamp;
+    this.#calls.begin(ctx.tag, stamp);
+    return ctx;
   }
 
   /**
@@ -315,22 +337,19 @@ export class Communicator implements AsyncDisposable {
     collective: C,
     algorithm: string | undefined,
     bytes: number,
-  ): [typeof ALGORITHMS[C][string], number] {
+  ): typeof ALGORITHMS[C][string] {
     const name = algorithm === undefined || algorithm === "auto"
       ? autoAlgorithm(collective, this.transport, bytes, this.size)
       : algorithm;
     const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
-    const run = table[name];
-    if (!run || (algorithmNeedsSharedMemory(name) && !this.#transport.shared)) {
-      const accepted = Object.keys(table).filter((a) =>
-        this.#transport.shared || !algorithmNeedsSharedMemory(a)
-      );
+    const picked = table[name];
+    if (!picked || !this.#offers.includes(picked.needs)) {
       throw new RangeError(
         `Unknown ${collective} algorithm ${name} for transport ${this.transport}: expected auto, ` +
-          accepted.join(", "),
+          algorithmsFor(collective, this.transport).join(", "),
       );
     }
-    return [run, algorithmIndex(collective, name)];
+    return picked;
   }
 
   #checkOpen(): void {
@@ -411,23 +430,9 @@ function kernelOp(op: ReduceOp): WasmOp {
   return op === "avg" ? "sum" : op;
 }
 
-/** The dtype and count of a call's main buffer, for its stamp. */
-function shapeOf(view: TypedArray): { dtype: Dtype; count: number } {
-  return { dtype: dtypeOf(view), count: view.length };
-}
-
-const BARRIER: CallShape = {
-  kind: "barrier",
-  dtype: "f32",
-  count: 0,
-  op: "sum",
-  root: 0,
-  algorithm: 0,
-};
+const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 
 /** Stamps of point-to-point messages: only the dtype is checked (lengths are, by the transport). */
 const P2P_STAMPS = Object.fromEntries(
-  DTYPES.map((
-    dtype,
-  ) => [dtype, stampOf({ kind: "p2p", dtype, count: 0, op: "sum", root: 0, algorithm: 0 })]),
+  DTYPES.map((dtype) => [dtype, callStamp("p2p", dtype, 0, "sum", 0, 0)]),
 ) as Record<Dtype, number>;

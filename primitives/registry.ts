@@ -33,43 +33,66 @@ import type { MemoryKind, TransportName } from "./types.ts";
 /** Collectives that have selectable algorithms. */
 export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
 
+/**
+ * What an algorithm needs from a transport (and a transport offers, {@linkcode TransportInfo}):
+ * point-to-point `messages`, or `shared` access to every peer's heap.
+ */
+export type AlgorithmNeed = "messages" | "shared";
+
+/** One algorithm of a collective. */
+export interface Algorithm<F> {
+  /** Registry name (the CLI's `--algorithm`). */
+  readonly name: string;
+  /** Runs one call. */
+  readonly run: F;
+  /** What the transport must offer. */
+  readonly needs: AlgorithmNeed;
+  /** Position in its collective's table (call stamps carry it). */
+  readonly index: number;
+}
+
+/** A collective's algorithm table from `name: [run, needs]` entries, in that order. */
+function algorithms<F>(entries: Record<string, [F, AlgorithmNeed]>): Record<string, Algorithm<F>> {
+  return Object.fromEntries(
+    Object.entries(entries).map((
+      [name, [run, needs]],
+      index,
+    ) => [name, { name, run, needs, index }]),
+  );
+}
+
 /** Algorithms of every collective, by name. */
 export const ALGORITHMS = {
-  allreduce: {
-    recursive_doubling: viaOutput(allreduceRecursiveDoubling),
-    ring: viaOutput(allreduceRing),
-    rabenseifner: viaOutput(allreduceRabenseifner),
-    shm_direct: allreduceShmDirect,
-  } as Record<string, AllreduceAlgorithm>,
-  bcast: {
-    binomial: bcastBinomial,
-    scatter_allgather: bcastScatterAllgather,
-    shm_direct: bcastShmDirect,
-  } as Record<string, BcastAlgorithm>,
-  reduce: {
-    binomial: reduceBinomial,
-    scatter_gather: reduceScatterGather,
-    shm_direct: reduceShmDirect,
-  } as Record<string, ReduceAlgorithm>,
-  allgather: {
-    ring: allgatherRing,
-    shm_direct: allgatherShmDirect,
-  } as Record<string, AllgatherAlgorithm>,
-  reduceScatter: {
-    ring: reduceScatterRing,
-    shm_direct: reduceScatterShmDirect,
-  } as Record<string, ReduceScatterAlgorithm>,
+  allreduce: algorithms<AllreduceAlgorithm>({
+    recursive_doubling: [viaOutput(allreduceRecursiveDoubling), "messages"],
+    ring: [viaOutput(allreduceRing), "messages"],
+    rabenseifner: [viaOutput(allreduceRabenseifner), "messages"],
+    shm_direct: [allreduceShmDirect, "shared"],
+  }),
+  bcast: algorithms<BcastAlgorithm>({
+    binomial: [bcastBinomial, "messages"],
+    scatter_allgather: [bcastScatterAllgather, "messages"],
+    shm_direct: [bcastShmDirect, "shared"],
+  }),
+  reduce: algorithms<ReduceAlgorithm>({
+    binomial: [reduceBinomial, "messages"],
+    scatter_gather: [reduceScatterGather, "messages"],
+    shm_direct: [reduceShmDirect, "shared"],
+  }),
+  allgather: algorithms<AllgatherAlgorithm>({
+    ring: [allgatherRing, "messages"],
+    shm_direct: [allgatherShmDirect, "shared"],
+  }),
+  reduceScatter: algorithms<ReduceScatterAlgorithm>({
+    ring: [reduceScatterRing, "messages"],
+    shm_direct: [reduceScatterShmDirect, "shared"],
+  }),
 } as const;
-
-/** Position of an algorithm in its collective's table (carried in call stamps). */
-export function algorithmIndex(collective: CollectiveName, name: string): number {
-  return Object.keys(ALGORITHMS[collective]).indexOf(name);
-}
 
 /** The algorithm at `index` of a collective's table (for messages about call stamps). */
 export function algorithmName(kind: string, index: number): string | undefined {
-  const table = ALGORITHMS[kind as CollectiveName];
-  return table ? Object.keys(table)[index] : undefined;
+  const table = ALGORITHMS[kind as CollectiveName] as Record<string, { index: number }> | undefined;
+  return table && Object.keys(table).find((name) => table[name].index === index);
 }
 
 /** What the rest of dccl needs to know about a transport: one row per transport. */
@@ -80,6 +103,8 @@ export interface TransportInfo {
   bestMemory: MemoryKind;
   /** How its ranks start: workers of this process, or subprocesses. */
   launch: "workers" | "processes";
+  /** What it offers algorithms (each algorithm states what it needs). */
+  offers: readonly AlgorithmNeed[];
   /** Memory a rank costs beyond its buffers (its runtime), bytes; measured on this machine. */
   rankBytes: number;
   /** Memory a whole group shares, bytes. */
@@ -92,6 +117,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     memory: ["host", "shared"],
     bestMemory: "shared",
     launch: "workers",
+    offers: ["messages", "shared"],
     rankBytes: 16 * 2 ** 20,
     groupBytes: shmSetupBytes,
   },
@@ -99,6 +125,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     memory: ["host", "shared"],
     bestMemory: "host",
     launch: "workers",
+    offers: ["messages"],
     rankBytes: 16 * 2 ** 20,
     groupBytes: () => 0,
   },
@@ -106,6 +133,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     memory: ["host", "shared"],
     bestMemory: "host",
     launch: "processes",
+    offers: ["messages"],
     rankBytes: 80 * 2 ** 20,
     groupBytes: () => 0,
   },
@@ -114,16 +142,11 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
 /** Transport names, in table order. */
 export const TRANSPORT_NAMES = Object.keys(TRANSPORTS) as TransportName[];
 
-/** Algorithms that only run where ranks share memory. */
-export function algorithmNeedsSharedMemory(name: string): boolean {
-  return name === "shm_direct";
-}
-
 /** Algorithm names of a collective that can run on `transport`. */
 export function algorithmsFor(collective: CollectiveName, transport: TransportName): string[] {
-  return Object.keys(ALGORITHMS[collective]).filter((a) =>
-    transport === "shm" || !algorithmNeedsSharedMemory(a)
-  );
+  const offers = TRANSPORTS[transport].offers;
+  return Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
+    .filter((a) => offers.includes(a.needs)).map((a) => a.name);
 }
 
 /**

@@ -43,18 +43,29 @@ export interface CallShape {
 
 // Low 22 bits: kind (3), op (3), dtype (2), root (10), algorithm (4); above them the count.
 const LOW = 2 ** 22;
-/** Largest root a stamp holds (launchers start at most 256 ranks). */
-export const MAX_STAMP_ROOT = 1023;
+const codes = <T extends string>(list: readonly T[]) =>
+  Object.fromEntries(list.map((v, i) => [v, i])) as Record<T, number>;
+const KIND_CODE = codes(KINDS), OP_CODE = codes(REDUCE_OPS), DTYPE_CODE = codes(DTYPES);
 
-/** Packs a call into a stamp (a safe integer: counts stay below 2^31). */
-export function stampOf(s: CallShape): number {
-  return s.count * LOW + stampLow(s);
+/**
+ * Packs a call into a stamp (a safe integer: counts stay below 2^31). Positional and
+ * allocation-free: every call of every rank computes one.
+ */
+export function callStamp(
+  kind: CallKind,
+  dtype: Dtype,
+  count: number,
+  op: ReduceOp,
+  root: number,
+  algorithm: number,
+): number {
+  return count * LOW +
+    (KIND_CODE[kind] | OP_CODE[op] << 3 | DTYPE_CODE[dtype] << 6 | root << 8 | algorithm << 18);
 }
 
-/** The low word of a stamp (everything but the count), for transports that store two words. */
-export function stampLow(s: Omit<CallShape, "count">): number {
-  return KINDS.indexOf(s.kind) | REDUCE_OPS.indexOf(s.op) << 3 | DTYPES.indexOf(s.dtype) << 6 |
-    s.root << 8 | s.algorithm << 18;
+/** {@linkcode callStamp} of a shape. */
+export function stampOf(s: CallShape): number {
+  return callStamp(s.kind, s.dtype, s.count, s.op, s.root, s.algorithm);
 }
 
 /** Unpacks a stamp. */

@@ -175,6 +175,11 @@ Deno.test("cli: a bad flag exits 2 with one line on stderr and writes nothing", 
   assertEquals(r.stderr.trim().split("\n").length, 1);
   assert_(r.stderr.startsWith("dccl allreduce: --procs 0"), r.stderr);
   assertEquals([...Deno.readDirSync(dir)].length, 0);
+  // A good CSV path next to a bad JSON one: no header-only CSV is left behind.
+  const both = await task(["--csv", `${dir}/ok.csv`, "--json", `${dir}/missing/x.json`]);
+  assertEquals(both.code, 2);
+  assert_(/--json .*missing\/x\.json is not accepted: folder .* does not exist/.test(both.stderr));
+  assertEquals([...Deno.readDirSync(dir)].length, 0);
   const help = await task(["--help"]);
   assertEquals(help.code, 0);
   assert_(help.stdout.includes("--timing"));
@@ -270,6 +275,22 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {
   const dir = Deno.makeTempDirSync();
+  const header = "primitive,transport,memory,algorithm,procs,floats,bytes,iters,time_us,min_us," +
+    "max_us,gbps,algbw_gbs,busbw_gbs,wrong\n";
+  const fixture = (name: string) => `${fixtures}/${name}`;
+  const fixtures = Deno.makeTempDirSync();
+  Deno.writeTextFileSync(
+    fixture("cut.csv"),
+    header + "allreduce,shm,shared,auto,2,1,4,10,1,1,1,0.03,0,0,0\nallreduce,shm,sha",
+  );
+  Deno.writeTextFileSync(
+    fixture("zero_ranks.csv"),
+    header + "allreduce,shm,shared,auto,0,1,4,10,1,1,1,0.03,0,0,0\n",
+  );
+  Deno.writeTextFileSync(
+    fixture("negative.csv"),
+    header + "allreduce,shm,shared,auto,2,1,4,10,1,1,1,-3,0,0,0\n",
+  );
   const cases: [string, string[], RegExp][] = [
     ["sweep", ["--primitives", "allreduce,gossip"], /--primitives gossip .*accepted: sendrecv, /],
     ["sweep", ["--transports", ""], /--transports needs at least one of shm, worker, ws/],
@@ -280,9 +301,25 @@ Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", as
     ["compare", ["a.csv", "--out", `${dir}/r.svg`], /--out .*r\.svg .* expected \*\.html/],
     ["compare", ["a.csv", "--tolerance", "150"], /--tolerance 150 .* from 0 to 100/],
     ["compare", [`${dir}/missing.csv`], /missing\.csv/],
+    ["compare", [dir], /cannot read it \(IsADirectory: pass files\)/],
+    [
+      "compare",
+      ["tests/fixtures/allreduce_shm.csv", "--out", "/proc/x/r.html"],
+      /--out \/proc\/x\/r\.html is not accepted: cannot create files in \/proc/,
+    ],
+    ["compare", [fixture("cut.csv")], /cut\.csv: broken CSV/],
+    [
+      "compare",
+      [fixture("zero_ranks.csv")],
+      /zero_ranks\.csv: .* has procs 0 \(expected an integer ≥ 1\)/,
+    ],
+    ["compare", [fixture("negative.csv")], /negative\.csv: .* bandwidth -3 Gb\/s/],
+    ["sweep", ["--out", fixture("cut.csv")], /--out .*cut\.csv is not accepted: it is a file/],
+    ["sweep", ["--out", "/proc/sweep"], /--out \/proc\/sweep .* cannot create files in \/proc/],
   ];
   for (const [script, argv, message] of cases) {
-    const r = await task([...argv, ...(script === "sweep" ? ["--out", dir] : [])], script);
+    const out = script === "sweep" && !argv.includes("--out") ? ["--out", dir] : [];
+    const r = await task([...argv, ...out], script);
     const what = `${script} ${argv.join(" ")}`;
     assertEquals(r.code, 2, `${what}: ${r.stderr}`);
     assertEquals(r.stderr.trim().split("\n").length, 1, what);

@@ -43,7 +43,7 @@ import {
   slotDataOffset,
   SLOTS,
   stampFromWords,
-  stampWords,
+  stampHigh,
 } from "./shm_layout.ts";
 
 /**
@@ -231,7 +231,7 @@ export class ShmTransport implements Transport, SharedAccess {
    */
   #arriveAll(stamp: number): void {
     const seq = ++this.#arriveSeq;
-    const [high, low] = stampWords(stamp);
+    const high = stampHigh(stamp), low = stamp - stampFromWords(high, 0);
     const mine = this.#word(this.rank, RANK_WORD.STAMP + (seq & 1) * 2);
     this.#ctrl[mine] = high;
     this.#ctrl[mine + 1] = low;
@@ -473,7 +473,10 @@ export class ShmTransport implements Transport, SharedAccess {
       words[h + 1] = req.data.byteLength;
       words[h + 2] = chunk;
       words[h + 3] = req.probe ? PROBE_SLOT : req.started ? 0 : FIRST_SLOT;
-      if (!req.started) [words[h + 4], words[h + 5]] = stampWords(req.stamp);
+      if (!req.started) {
+        words[h + 4] = stampHigh(req.stamp);
+        words[h + 5] = req.stamp - stampFromWords(words[h + 4], 0);
+      }
       req.started = true;
       req.offset += chunk;
       head = (head + 1) | 0;

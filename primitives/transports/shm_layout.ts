@@ -108,12 +108,14 @@ export function createShmSetup(size: number): ShmSetup {
   };
 }
 
-/** Stamps are safe integers (primitives/stamp.ts); Int32 words hold them in two parts. */
+/**
+ * Stamps are safe integers (primitives/stamp.ts); Int32 words hold them in two parts: the high
+ * word, and `stamp − stampFromWords(high, 0)`.
+ */
 const STAMP_SPLIT = 2 ** 26;
-/** The two words that hold `stamp`. */
-export function stampWords(stamp: number): [number, number] {
-  const high = Math.floor(stamp / STAMP_SPLIT);
-  return [high, stamp - high * STAMP_SPLIT];
+/** The high word of `stamp`. */
+export function stampHigh(stamp: number): number {
+  return Math.floor(stamp / STAMP_SPLIT);
 }
 /** The stamp held in two words. */
 export function stampFromWords(high: number, low: number): number {
