@@ -32,7 +32,7 @@ export type {
   RootOptions,
   TagOptions,
 } from "./primitives/communicator.ts";
-export { CommBuffer } from "./primitives/memory/comm_buffer.ts";
+export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
 export type { BufferLike } from "./primitives/memory/comm_buffer.ts";
 export {
   CommError,

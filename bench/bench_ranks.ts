@@ -63,9 +63,11 @@ export class CaseRunner {
       };
     }
     this.#current = this.#prepared.buffers.sized(c.count);
-    this.#current.fill();
+    await this.#current.fill();
     await this.#current.run();
-    if (this.#current.wrong() > 0) throw new Error(`${c.primitive} of ${c.count} floats is wrong`);
+    if (await this.#current.wrong() > 0) {
+      throw new Error(`${c.primitive} of ${c.count} floats is wrong`);
+    }
   }
 
   /** Runs the prepared case `ops` times. */

@@ -75,7 +75,7 @@ export async function measureSweep(
   try {
     for (const count of options.counts) {
       const sized = prepared.sized(count);
-      sized.fill();
+      await sized.fill();
       await comm.barrier();
       await sized.run(); // the cold first op: page faults, scratch, JIT
       let estimate = await slowest(await timeOps(sized, 1));
@@ -94,7 +94,7 @@ export async function measureSweep(
       const timed = options.timing === "per-iter"
         ? await timePerIteration(comm, sized, iters)
         : await timeBackToBack(comm, sized, iters);
-      const wrong = sized.wrong();
+      const wrong = await sized.wrong();
       const all = await gather(comm, [timed.totalUs, wrong, ...timed.samplesUs]);
       if (comm.rank !== 0) continue;
       const result = summarize(comm, options, count, iters, all);

@@ -6,9 +6,15 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
-import type { CommBuffer } from "../primitives/memory/comm_buffer.ts";
+import { type CommBuffer, HostBuffer } from "../primitives/memory/comm_buffer.ts";
 import type { CollectiveName } from "../primitives/registry.ts";
-import type { Dtype, MemoryKind, ReduceOp, TypedArray } from "../primitives/types.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  type MemoryKind,
+  type ReduceOp,
+  type TypedArray,
+} from "../primitives/types.ts";
 
 /** Primitive names as the CLI and CSV spell them. */
 export type PrimitiveName =
@@ -28,14 +34,17 @@ export interface CaseOptions {
   algorithm: string;
 }
 
-/** A primitive set up on one rank for one size. */
+/**
+ * A primitive set up on one rank for one size. Inputs and outputs go through the buffers' own
+ * `read`/`write`, so every memory kind is filled and checked the same way.
+ */
 export interface SizedCase {
   /** Writes the inputs (call before a checked run). */
-  fill(): void;
+  fill(): Promise<void>;
   /** One operation. */
   run(): Promise<void>;
   /** Elements of this rank's output that differ from the exact expected value. */
-  wrong(): number;
+  wrong(): Promise<number>;
 }
 
 /**
@@ -136,49 +145,111 @@ function period(op: ReduceOp, size: number): number {
   return p;
 }
 
-/** The first `min(view.length, period)` values of `value(i)`, in a typed array like `view`. */
-function onePeriod(view: TypedArray, period: number, value: (i: number) => number): TypedArray {
-  const out = view.slice(0, Math.min(view.length, period));
+/** The first `min(length, period)` values of `value(i)`, as `dtype`. */
+function onePeriod(
+  dtype: Dtype,
+  length: number,
+  period: number,
+  value: (i: number) => number,
+): TypedArray {
+  const out = new DTYPE_INFO[dtype].array(Math.min(length, period));
   for (let i = 0; i < out.length; i++) out[i] = value(i);
   return out;
 }
 
 /** Writes rank `rank`'s inputs into `view`. */
 export function fillInput(view: TypedArray, op: ReduceOp, rank: number, size: number): void {
-  const p = period(op, size);
-  view.set(onePeriod(view, p, (i) => inputValue(op, rank, size, i)));
-  // Whole periods, doubling: memcpy speed instead of a pass of arithmetic over 1 GiB.
-  for (let filled = p; filled < view.length; filled *= 2) {
+  const one = onePeriod(
+    dtypeOfView(view),
+    view.length,
+    period(op, size),
+    (i) => inputValue(op, rank, size, i),
+  );
+  writePeriodicView(view, one);
+}
+
+/** `one` (a period) repeated along `view`: whole periods, doubling, at memcpy speed. */
+function writePeriodicView(view: TypedArray, one: TypedArray): void {
+  view.set(one);
+  for (let filled = one.length; filled < view.length; filled *= 2) {
     view.copyWithin(filled, 0, Math.min(filled, view.length - filled));
   }
 }
 
-/** Elements of `view` that differ from `expected` repeated along it. */
-function countWrong(view: TypedArray, expected: TypedArray): number {
+/** `one` (a period) repeated along `buf`, through its `write` unless it is in host memory. */
+async function writePeriodic(buf: CommBuffer, one: TypedArray): Promise<void> {
+  if (buf instanceof HostBuffer) return writePeriodicView(buf.view, one);
+  for (let at = 0; at < buf.length; at += one.length) {
+    await buf.write(one.subarray(0, Math.min(one.length, buf.length - at)), at);
+  }
+}
+
+/** Elements of `view` that differ from `expected` repeated along it, from element `start` on. */
+function countWrong(view: TypedArray, expected: TypedArray, phase = 0): number {
   let wrong = 0;
-  for (let start = 0; start < view.length; start += expected.length) {
-    const end = Math.min(expected.length, view.length - start);
-    for (let k = 0; k < end; k++) if (view[start + k] !== expected[k]) wrong++;
+  for (let i = 0, k = phase; i < view.length; i++, k = k + 1 === expected.length ? 0 : k + 1) {
+    if (view[i] !== expected[k]) wrong++;
   }
   return wrong;
 }
 
+/** Elements read from a device buffer per piece when checking it. */
+const CHECK_PIECE = 1 << 22;
+
+/** Elements of `buf` that differ from `expected` repeated along it. */
+async function countWrongIn(buf: CommBuffer, expected: TypedArray): Promise<number> {
+  if (buf instanceof HostBuffer) return countWrong(buf.view, expected);
+  const piece = new DTYPE_INFO[buf.dtype].array(Math.min(buf.length, CHECK_PIECE));
+  let wrong = 0;
+  for (let at = 0; at < buf.length; at += piece.length) {
+    const part = piece.subarray(0, Math.min(piece.length, buf.length - at));
+    await buf.read(part, at);
+    wrong += countWrong(part, expected, at % expected.length);
+  }
+  return wrong;
+}
+
+/** Zeros in `buf` (so stale results show). */
+function clear(buf: CommBuffer): Promise<void> {
+  if (buf instanceof HostBuffer) return Promise.resolve(void buf.view.fill(0));
+  return writePeriodic(buf, new DTYPE_INFO[buf.dtype].array(Math.min(buf.length, 1 << 20)));
+}
+
+/** Writes rank `rank`'s inputs into `buf`. */
+function writeInput(buf: CommBuffer, op: ReduceOp, rank: number, size: number): Promise<void> {
+  const value = (i: number) => inputValue(op, rank, size, i);
+  return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
+}
+
 /** The usual set-up: this rank's inputs in `send`, zeros in `recv` (so stale results show). */
-function fillSendClearRecv(
-  send: TypedArray,
-  recv: TypedArray,
+async function fillSendClearRecv(
+  send: CommBuffer,
+  recv: CommBuffer,
   op: ReduceOp,
   rank: number,
   size: number,
-): void {
-  fillInput(send, op, rank, size);
-  recv.fill(0);
+): Promise<void> {
+  await writeInput(send, op, rank, size);
+  await clear(recv);
 }
 
-/** Elements of `view` that differ from rank `rank`'s inputs. */
-function wrongInputs(view: TypedArray, op: ReduceOp, rank: number, size: number): number {
-  const p = period(op, size);
-  return countWrong(view, onePeriod(view, p, (i) => inputValue(op, rank, size, i)));
+/** Elements of `buf` that differ from rank `rank`'s inputs. */
+function wrongInputs(buf: CommBuffer, op: ReduceOp, rank: number, size: number): Promise<number> {
+  const value = (i: number) => inputValue(op, rank, size, i);
+  return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
+}
+
+/** The exact reduction of elements `offset…` (one period of them), as `dtype`. */
+function reducedPeriod(
+  op: ReduceOp,
+  dtype: Dtype,
+  size: number,
+  length: number,
+  offset: number,
+): TypedArray {
+  const exact = (k: number) =>
+    expectedReduction(op, dtype, size, (r) => inputValue(op, r, size, offset + k));
+  return onePeriod(dtype, length, period(op, size), exact);
 }
 
 /** Elements of `view` (elements `offset…` of the result) that differ from the exact reduction. */
@@ -189,18 +260,37 @@ export function wrongReduced(
   size: number,
   offset = 0,
 ): number {
-  const exact = (k: number) =>
-    expectedReduction(op, dtype, size, (r) => inputValue(op, r, size, offset + k));
-  return countWrong(view, onePeriod(view, period(op, size), exact));
+  return countWrong(view, reducedPeriod(op, dtype, size, view.length, offset));
+}
+
+/** {@linkcode wrongReduced} of any buffer. */
+function wrongReducedIn(
+  buf: CommBuffer,
+  op: ReduceOp,
+  size: number,
+  offset = 0,
+): Promise<number> {
+  return countWrongIn(buf, reducedPeriod(op, buf.dtype, size, buf.length, offset));
+}
+
+function dtypeOfView(view: TypedArray): Dtype {
+  return view instanceof Float64Array ? "f64" : view instanceof Int32Array ? "i32" : "f32";
 }
 
 function alloc(comm: Communicator, count: number, o: CaseOptions): CommBuffer {
   return comm.alloc(count, { dtype: o.dtype, memory: o.memory });
 }
 
-/** The first `count` elements of `buf`, as a typed array the communicator accepts. */
-function head(buf: CommBuffer, count: number): TypedArray {
-  return buf.view.subarray(0, count) as TypedArray;
+/** The first `count` elements of `buf`. */
+function head(buf: CommBuffer, count: number): CommBuffer {
+  return buf.subarray(0, count);
+}
+
+/** Copies `src` into `dst` (same length and dtype) through host memory. */
+async function copy(src: CommBuffer, dst: CommBuffer): Promise<void> {
+  const through = new DTYPE_INFO[src.dtype].array(src.length);
+  await src.read(through);
+  await dst.write(through);
 }
 
 function prepared(comm: Communicator, bufs: CommBuffer[], sized: PreparedCase["sized"]) {
@@ -225,7 +315,7 @@ const sendrecv: PrimitiveSpec = {
       return {
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: async () => {
-          if (size === 1) return recv.set(send);
+          if (size === 1) return copy(send, recv);
           await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
         },
         wrong: () => wrongInputs(recv, o.op, size === 1 ? rank : left, size),
@@ -247,10 +337,7 @@ const bcast: PrimitiveSpec = {
     return prepared(comm, [full], (count) => {
       const buf = head(full, count);
       return {
-        fill: () => {
-          if (rank === o.root) fillInput(buf, o.op, rank, size);
-          else buf.fill(0);
-        },
+        fill: () => rank === o.root ? writeInput(buf, o.op, rank, size) : clear(buf),
         run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
         wrong: () => wrongInputs(buf, o.op, o.root, size),
       };
@@ -273,9 +360,9 @@ const reduce: PrimitiveSpec = {
       return {
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
-        wrong: () =>
-          wrongInputs(send, o.op, rank, size) +
-          (rank === o.root ? wrongReduced(recv, o.op, o.dtype, size) : 0),
+        wrong: async () =>
+          await wrongInputs(send, o.op, rank, size) +
+          (rank === o.root ? await wrongReducedIn(recv, o.op, size) : 0),
       };
     });
   },
@@ -296,7 +383,7 @@ const allreduce: PrimitiveSpec = {
       return {
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
-        wrong: () => wrongReduced(recv, o.op, o.dtype, size),
+        wrong: () => wrongReducedIn(recv, o.op, size),
       };
     });
   },
@@ -319,10 +406,10 @@ const allgather: PrimitiveSpec = {
       return {
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
-        wrong: () => {
+        wrong: async () => {
           let wrong = 0;
           for (let r = 0; r < size; r++) {
-            wrong += wrongInputs(recv.subarray(r * n, (r + 1) * n) as TypedArray, o.op, r, size);
+            wrong += await wrongInputs(recv.subarray(r * n, (r + 1) * n), o.op, r, size);
           }
           return wrong;
         },
@@ -348,7 +435,7 @@ const reduceScatter: PrimitiveSpec = {
       return {
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
-        wrong: () => wrongReduced(recv, o.op, o.dtype, size, rank * n),
+        wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
       };
     });
   },

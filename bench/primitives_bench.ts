@@ -19,6 +19,8 @@ import {
   MAILBOX,
 } from "./bench_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "./primitives.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../primitives/types.ts";
 
 const RANKS = 2;
 const SIZES = [
@@ -61,7 +63,7 @@ class WorkerGroup extends BenchGroup {
   readonly #results: Promise<unknown>;
   #seq = 0;
 
-  constructor(transport: "shm" | "worker", memory: "shared" | "host") {
+  constructor(transport: "shm" | "worker", memory: MemoryKind) {
     super();
     const args: BenchRankArgs = { mailbox: this.#box.buffer as SharedArrayBuffer, cases, memory };
     this.#results = startRanks(RANK_MODULE, { size: RANKS, transport, args }).results;
@@ -89,9 +91,9 @@ class WorkerGroup extends BenchGroup {
         v !== seq;
         v = Atomics.load(box, MAILBOX.DONE + r)
       ) {
-        const waited = Atomics.waitAsync(box, MAILBOX.DONE + r, v, 30_000);
+        const waited = Atomics.waitAsync(box, MAILBOX.DONE + r, v, DEFAULT_TIMEOUT_MS);
         if (waited.async && (await Promise.race([waited.value, this.#results])) === "timed-out") {
-          throw new Error(`bench ranks did not answer within 30 s`);
+          throw new Error(`bench ranks did not answer within ${DEFAULT_TIMEOUT_MS / 1000} s`);
         }
       }
     }
@@ -107,17 +109,17 @@ class WsGroup extends BenchGroup {
   readonly #runner: CaseRunner;
   readonly #others: RankGroup<string>;
 
-  private constructor(comm: Communicator, others: RankGroup<string>) {
+  private constructor(comm: Communicator, others: RankGroup<string>, memory: MemoryKind) {
     super();
     this.#comm = comm;
-    this.#runner = new CaseRunner(comm, { cases, memory: "host" });
+    this.#runner = new CaseRunner(comm, { cases, memory });
     this.#others = others;
   }
 
-  static async start(): Promise<WsGroup> {
-    const args: BenchRankArgs = { cases, memory: "host" };
+  static async start(memory: MemoryKind): Promise<WsGroup> {
+    const args: BenchRankArgs = { cases, memory };
     const { comm, others } = await leadProcesses(RANK_MODULE, { size: RANKS, args });
-    return new WsGroup(comm, others);
+    return new WsGroup(comm, others, memory);
   }
 
   async stop(): Promise<void> {
@@ -133,17 +135,22 @@ class WsGroup extends BenchGroup {
   }
 }
 
-const TRANSPORTS = [
-  { transport: "shm", memory: "shared", group: new WorkerGroup("shm", "shared") },
-  { transport: "worker", memory: "host", group: new WorkerGroup("worker", "host") },
-  { transport: "ws", memory: "host", group: await WsGroup.start() },
-] as const;
+/** Every transport of the registry with its best memory kind, started as its row says. */
+const GROUPS = await Promise.all(
+  TRANSPORT_NAMES.map(async (transport) => {
+    const { launch, bestMemory: memory } = TRANSPORTS[transport];
+    const group = launch === "workers"
+      ? new WorkerGroup(transport as "shm" | "worker", memory)
+      : await WsGroup.start(memory);
+    return { transport, memory, group };
+  }),
+);
 
-globalThis.addEventListener("unload", () => TRANSPORTS.forEach((t) => t.group.stop()));
+globalThis.addEventListener("unload", () => GROUPS.forEach((t) => t.group.stop()));
 
 for (const [index, c] of cases.entries()) {
   const size = SIZES.find((s) => s.count === c.count)!;
-  for (const { transport, memory, group } of TRANSPORTS) {
+  for (const { transport, memory, group } of GROUPS) {
     Deno.bench({
       name: `${c.primitive} ${size.label} ${transport}/${memory}` +
         (size.ops > 1 ? ` (${size.ops} ops per iteration)` : ""),

@@ -5,10 +5,9 @@
  */
 
 import { memoryOf } from "../primitives/memory/heap.ts";
-import { dtypeOf, type TypedArray } from "../primitives/types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../primitives/types.ts";
 import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { divideReference, reduceReference } from "./reduce_reference.ts";
-import type { WasmOp } from "./reduce_wat.ts";
 
 type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
 type DivFn = (dst: number, n: number, k: number) => void;
@@ -45,7 +44,7 @@ function kernels(home: WebAssembly.Memory, other: WebAssembly.Memory): WebAssemb
  * Runs the SIMD kernel when `dst` shares a heap with `a` or `b` and the other lives in any heap (its
  * own rank's or a peer's), and the JS reference for short arrays and buffers outside heaps.
  */
-export function reduce(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
+export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
   const dtype = dtypeOf(dst);
   if (a.length !== n || b.length !== n || dtypeOf(a) !== dtype || dtypeOf(b) !== dtype) {
@@ -63,7 +62,7 @@ export function reduce(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray
  * The SIMD kernel alone, for operands already checked by {@linkcode reduce}: false (and nothing
  * done) unless `dst` shares a heap with `a` or `b` and the other operand lives in a heap too.
  */
-export function reduceWasm(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
+export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
   const home = memoryOf(dst.buffer);
   if (!home) return false;
   // The kernel reads its first operand from dst's heap; every op commutes, so the operands may

@@ -4,11 +4,10 @@
  * @module
  */
 
-import type { TypedArray } from "../primitives/types.ts";
-import type { WasmOp } from "./reduce_wat.ts";
+import type { KernelOp, TypedArray } from "../primitives/types.ts";
 
 /** `dst[i] = a[i] op b[i]` for every element of `dst` (all three the same dtype and length). */
-export function reduceReference(op: WasmOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
+export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
   const int = dst instanceof Int32Array;
   switch (op) {

@@ -11,20 +11,15 @@
  * @module
  */
 
-import type { Dtype } from "../primitives/types.ts";
-
-/** Ops implemented in WebAssembly (`avg` is `sum` then `div`). */
-export const WASM_OPS = ["sum", "prod", "max", "min"] as const;
-/** One of {@linkcode WASM_OPS}. */
-export type WasmOp = typeof WASM_OPS[number];
+import { type Dtype, KERNEL_OPS, type KernelOp } from "../primitives/types.ts";
 
 interface DtypeCode {
   bytes: number;
   scalar: "f32" | "f64" | "i32";
   lanes: string;
-  vec: Record<WasmOp, string>;
+  vec: Record<KernelOp, string>;
   /** Scalar op on two values already on the stack (`$x`, `$y` locals available). */
-  scalar_op: Record<WasmOp, string>;
+  scalar_op: Record<KernelOp, string>;
 }
 
 const CODE: Record<Dtype, DtypeCode> = {
@@ -64,7 +59,7 @@ function step(ptrs: string[], by: number): string {
   );
 }
 
-function reduceFunc(op: WasmOp, dtype: Dtype): string {
+function reduceFunc(op: KernelOp, dtype: Dtype): string {
   const c = CODE[dtype];
   const vec = (off: number) =>
     `(v128.store $own offset=${off} (local.get $d) (${c.vec[op]} ` +
@@ -140,7 +135,9 @@ function divFunc(dtype: Dtype): string {
 /** The whole kernel module as WebAssembly text. */
 export function reduceWat(): string {
   const dtypes: Dtype[] = ["f32", "f64", "i32"];
-  const funcs = dtypes.flatMap((dt) => [...WASM_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
+  const funcs = dtypes.flatMap((
+    dt,
+  ) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
   return `(module
   (import "heap" "own" (memory $own 1 65536 shared))
   (import "heap" "other" (memory $other 1 65536 shared))${funcs.join("\n")}

@@ -5,13 +5,12 @@
  */
 
 import { divide } from "../kernels/reduce.ts";
-import type { WasmOp } from "../kernels/reduce_wat.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
 import { CollectiveContext } from "./collectives/context.ts";
 import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
-import { asCommBuffer, type BufferLike, CommBuffer } from "./memory/comm_buffer.ts";
-import type { RankHeap } from "./memory/heap.ts";
+import { asCommBuffer, type BufferLike, CommBuffer, HostBuffer } from "./memory/comm_buffer.ts";
+import type { RankMemory } from "./memory/rank_memory.ts";
 import {
   type AlgorithmNeed,
   ALGORITHMS,
@@ -27,7 +26,9 @@ import {
   DTYPE_INFO,
   dtypeOf,
   DTYPES,
+  type KernelOp,
   MAX_BYTES,
+  MEMORY_KINDS,
   type MemoryKind,
   REDUCE_OPS,
   type ReduceOp,
@@ -89,7 +90,7 @@ export class Communicator implements AsyncDisposable {
   /** Number of ranks. */
   readonly size: number;
   #transport: Transport;
-  #heap: RankHeap;
+  #memory: RankMemory;
   #ctx: CollectiveContext;
   #calls: CallBook;
   #offers: readonly AlgorithmNeed[];
@@ -98,13 +99,13 @@ export class Communicator implements AsyncDisposable {
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
 
-  /** Wraps a connected transport and this rank's heap. Launchers call this; users get one. */
-  constructor(transport: Transport, heap: RankHeap) {
+  /** Wraps a connected transport and this rank's memory. Launchers call this; users get one. */
+  constructor(transport: Transport, memory: RankMemory) {
     this.rank = transport.rank;
     this.size = transport.size;
     this.#transport = transport;
-    this.#heap = heap;
-    this.#ctx = new CollectiveContext(transport, heap);
+    this.#memory = memory;
+    this.#ctx = new CollectiveContext(transport, memory.heap);
     this.#calls = new CallBook(transport.rank);
     this.#offers = TRANSPORTS[transport.name].offers;
     transport.calls = this.#calls;
@@ -115,32 +116,42 @@ export class Communicator implements AsyncDisposable {
     return this.#transport.name;
   }
 
-  /** Allocates a zero-filled buffer of `count` elements. */
+  /**
+   * Allocates a zero-filled buffer of `count` elements of the memory kind asked for, which the
+   * transport must carry; host kinds come back as a `HostBuffer` with a `view`.
+   */
+  alloc(count: number, options?: AllocOptions & { memory?: "host" | "shared" }): HostBuffer;
+  alloc(count: number, options: AllocOptions): CommBuffer;
   alloc(count: number, options: AllocOptions = {}): CommBuffer {
     const dtype = options.dtype ?? "f32";
     const memory = options.memory ?? "shared";
     if (!DTYPES.includes(dtype)) {
       throw new TypeError(`Unknown dtype ${dtype}: expected one of ${DTYPES.join(", ")}`);
     }
-    checkCount(count, dtype, "allocate");
-    if (!TRANSPORTS[this.transport].memory.includes(memory)) {
+    if (!MEMORY_KINDS.includes(memory)) {
       throw new TypeError(
-        `Cannot allocate ${memory} memory on transport ${this.transport}: it carries ` +
-          `${TRANSPORTS[this.transport].memory.join(", ")}`,
+        `Unknown memory kind ${memory}: expected one of ${MEMORY_KINDS.join(", ")}`,
       );
     }
-    if (memory === "shared") return new CommBuffer(this.#heap.alloc(dtype, count), "shared");
-    return new CommBuffer(new DTYPE_INFO[dtype].array(count), "host");
+    checkCount(count, dtype, "allocate");
+    const carried = TRANSPORTS[this.transport].memory;
+    if (!carried.includes(memory)) {
+      throw new TypeError(
+        `Cannot allocate ${memory} memory on transport ${this.transport}: it carries ` +
+          `${carried.join(", ")}`,
+      );
+    }
+    return this.#memory.alloc(memory, dtype, count);
   }
 
-  /** Returns a `shared` buffer's memory to the rank heap (optional; for long-running programs). */
+  /** Returns a buffer's memory (optional; for long-running programs). */
   free(buf: CommBuffer): void {
-    if (buf.memory === "shared") this.#heap.free(buf.view);
+    this.#memory.free(buf);
   }
 
   /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
   async send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const cb = this.#check(buf);
+    const cb = this.#host(this.#check(buf));
     this.#checkPeer(peer, "send to");
     const tag = this.#checkTag(options.tag ?? 0);
     try {
@@ -152,7 +163,7 @@ export class Communicator implements AsyncDisposable {
 
   /** Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must match). */
   async recv(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const cb = this.#check(buf);
+    const cb = this.#host(this.#check(buf));
     this.#checkPeer(peer, "receive from");
     const tag = this.#checkTag(options.tag ?? 0);
     let stamp;
@@ -174,7 +185,7 @@ export class Communicator implements AsyncDisposable {
 
   /** Copies `buf` on `root` into `buf` on every rank. */
   async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
-    const view = this.#check(buf).view;
+    const view = this.#host(this.#check(buf)).view;
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
     const a = this.#pick("bcast", options.algorithm, view.byteLength);
     if (this.size === 1) return;
@@ -189,7 +200,7 @@ export class Communicator implements AsyncDisposable {
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
   async allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
-    const input = this.#check(buf).view;
+    const input = this.#host(this.#check(buf)).view;
     const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
     const a = this.#pick("allreduce", options.algorithm, input.byteLength);
@@ -208,7 +219,7 @@ export class Communicator implements AsyncDisposable {
   /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
   async reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
     const root = this.#checkRoot(options.root ?? 0, "reduce to");
-    const input = this.#check(buf).view;
+    const input = this.#host(this.#check(buf)).view;
     const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
     if (target !== input) target.set(input);
@@ -231,7 +242,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: AlgorithmOptions = {},
   ): Promise<void> {
-    const s = this.#check(send).view, r = this.#check(recv).view;
+    const s = this.#host(this.#check(send)).view, r = this.#host(this.#check(recv)).view;
     this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
     const a = this.#pick("allgather", options.algorithm, r.byteLength);
     if (this.size === 1) return r.set(s);
@@ -250,7 +261,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: Omit<ReduceOptions, "out"> = {},
   ): Promise<void> {
-    const s = this.#check(send).view, r = this.#check(recv).view;
+    const s = this.#host(this.#check(send)).view, r = this.#host(this.#check(recv)).view;
     this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
     const op = checkOp(options.op ?? "sum");
     const a = this.#pick("reduceScatter", options.algorithm, s.byteLength);
@@ -370,10 +381,16 @@ export class Communicator implements AsyncDisposable {
     return cb;
   }
 
+  /** `cb` as a host buffer, which every algorithm so far works on. */
+  #host(cb: CommBuffer): HostBuffer {
+    if (cb instanceof HostBuffer) return cb;
+    throw new TypeError(`Transport ${this.transport} cannot carry ${cb.memory} memory here`);
+  }
+
   /** The checked `out` buffer for `input`, or `input` itself when there is none. */
   #output(input: TypedArray, out: BufferLike | undefined, what: string): TypedArray {
     if (out === undefined) return input;
-    const output = this.#check(out).view;
+    const output = this.#host(this.#check(out)).view;
     this.#checkPair(input, output, output.length === input.length, what, "out = input length");
     return output;
   }
@@ -426,7 +443,7 @@ function checkOp(op: ReduceOp): ReduceOp {
   return op;
 }
 
-function kernelOp(op: ReduceOp): WasmOp {
+function kernelOp(op: ReduceOp): KernelOp {
   return op === "avg" ? "sum" : op;
 }
 

@@ -13,6 +13,11 @@ export type ReduceOp = "sum" | "prod" | "max" | "min" | "avg";
 /** All reduce ops, in registry order. */
 export const REDUCE_OPS: readonly ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
 
+/** The ops reduction kernels implement (host SIMD and device alike): every op but `avg`. */
+export type KernelOp = Exclude<ReduceOp, "avg">;
+/** All kernel ops. */
+export const KERNEL_OPS: readonly KernelOp[] = ["sum", "prod", "max", "min"];
+
 /** Where a buffer's bytes live (DESIGN.md: memory kinds). */
 export type MemoryKind = "host" | "shared" | "gpu" | "managed";
 /** All memory kinds, in registry order. */

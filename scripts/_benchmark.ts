@@ -7,13 +7,12 @@
 
 import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
 import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
-import { spawnProcesses } from "../primitives/launch/spawn_processes.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import { algorithmsFor, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
-import { startRanks } from "../primitives/launch/spawn_ranks.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
 import { DTYPES, REDUCE_OPS } from "../primitives/types.ts";
 import {
   address,
@@ -257,34 +256,18 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       metadata: out.metadata,
     },
   };
-  const harness = new URL("../bench/harness_rank.ts", import.meta.url);
-  const transport = plan.sweep.transport;
   if (plan.launcher === "env") {
     // This process is one rank of a group started elsewhere.
     await using comm = await joinFromEnv({ bind: plan.bind, timeoutMs: plan.timeoutMs });
     return await runHarness(comm, args);
   }
-  if (transport === "ws") {
-    const options = {
-      size: plan.procs,
-      timeoutMs: plan.timeoutMs,
-      args,
-      signal: out.signal,
-      bind: plan.bind,
-      // Ranks listening on every interface are reached on this machine through loopback.
-      masterAddr: plan.bind === "0.0.0.0" || plan.bind === "::" ? "127.0.0.1" : plan.bind,
-    };
-    return (await spawnProcesses<HarnessSummary>(harness, options))[0];
-  }
-  if (transport !== "shm" && transport !== "worker") {
-    throw new UsageError(`--transport ${transport} has no launcher`);
-  }
-  const group = startRanks<HarnessSummary>(harness, {
+  const group = startGroup<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
     size: plan.procs,
-    transport,
+    transport: plan.sweep.transport,
     timeoutMs: plan.timeoutMs,
     args,
     signal: out.signal,
+    bind: plan.bind,
   });
   return (await group.results)[0];
 }

@@ -3,10 +3,9 @@
 import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
 import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
-import { WASM_OPS } from "../kernels/reduce_wat.ts";
 import { compileReduceWasm, toBase64Lines } from "../kernels/build_wasm.ts";
 import { createHeapMemory, heapBuffer, memoryOf } from "../primitives/memory/heap.ts";
-import { DTYPE_INFO, DTYPES, makeView } from "../primitives/types.ts";
+import { DTYPE_INFO, DTYPES, KERNEL_OPS, makeView } from "../primitives/types.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 
 const own = createHeapMemory(64);
@@ -20,7 +19,7 @@ function values(i: number, salt: number, int: boolean): number {
 Deno.test("wasm kernels equal the JS reference for every op, dtype, length and alignment", () => {
   for (const dtype of DTYPES) {
     const width = DTYPE_INFO[dtype].bytes;
-    for (const op of WASM_OPS) {
+    for (const op of KERNEL_OPS) {
       for (const n of [1, 3, 4, 5, 15, 16, 17, 63, 64, 65, 1001]) {
         for (const misalign of [0, width]) {
           const at = (k: number, mem: WebAssembly.Memory) =>

@@ -1,5 +1,4 @@
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { foldIn, foldOut } from "./fold.ts";
 
@@ -11,7 +10,7 @@ import { foldIn, foldOut } from "./fold.ts";
 export async function allreduceRabenseifner(
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ): Promise<void> {
   const fold = await foldIn(ctx, buf, op);
   const { p2, newRank } = fold;

@@ -1,5 +1,4 @@
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import type { TypedArray } from "../types.ts";
+import type { KernelOp, TypedArray } from "../types.ts";
 import { type CollectiveContext, part } from "./context.ts";
 import { ringAllgather, ringReduceScatter } from "./ring.ts";
 
@@ -10,7 +9,7 @@ import { ringAllgather, ringReduceScatter } from "./ring.ts";
 export async function allreduceRing(
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ): Promise<void> {
   if (ctx.size === 1) return;
   const chunks = Array.from({ length: ctx.size }, (_, i) => part(buf, ctx.size, i));

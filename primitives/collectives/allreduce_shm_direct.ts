@@ -1,6 +1,5 @@
 import { reduce } from "../../kernels/reduce.ts";
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 
@@ -18,7 +17,7 @@ export function allreduceShmDirect(
   ctx: CollectiveContext,
   input: TypedArray,
   output: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;

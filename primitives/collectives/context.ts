@@ -5,10 +5,16 @@
  */
 
 import { reduce } from "../../kernels/reduce.ts";
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
-import { type Dtype, DTYPE_INFO, dtypeOf, makeView, type TypedArray } from "../types.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  dtypeOf,
+  type KernelOp,
+  makeView,
+  type TypedArray,
+} from "../types.ts";
 
 /** Per-rank state shared by all collective calls of one communicator. */
 export class CollectiveContext {
@@ -46,7 +52,7 @@ export class CollectiveContext {
   }
 
   /** `dst = dst op src`. */
-  reduceInto(op: WasmOp, dst: TypedArray, src: TypedArray): void {
+  reduceInto(op: KernelOp, dst: TypedArray, src: TypedArray): void {
     reduce(op, dst, dst, src);
   }
 
@@ -113,13 +119,13 @@ export type AllreduceAlgorithm = (
   ctx: CollectiveContext,
   input: TypedArray,
   output: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ) => Completion;
 /** An allreduce that works in place on `buf` (the message algorithms). */
 export type InPlaceAllreduce = (
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ) => Promise<void>;
 
 /** An in-place allreduce as an {@linkcode AllreduceAlgorithm}: it copies input into output first. */
@@ -140,7 +146,7 @@ export type BcastAlgorithm = (
 export type ReduceAlgorithm = (
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
   root: number,
 ) => Completion;
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
@@ -154,5 +160,5 @@ export type ReduceScatterAlgorithm = (
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ) => Completion;

@@ -5,8 +5,7 @@
  * @module
  */
 
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 
 /** The power-of-two group a rank belongs to after folding. */
@@ -20,7 +19,7 @@ export interface Fold {
 }
 
 /** Folds `buf` into the power-of-two group (1 message for the first 2·rem ranks). */
-export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: WasmOp): Promise<Fold> {
+export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: KernelOp): Promise<Fold> {
   const { rank, size } = ctx;
   const p2 = 1 << Math.floor(Math.log2(size));
   const rem = size - p2;

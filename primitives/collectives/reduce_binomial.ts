@@ -1,5 +1,4 @@
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 
 /**
@@ -10,7 +9,7 @@ import { type CollectiveContext, mod } from "./context.ts";
 export async function reduceBinomial(
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
   root: number,
 ): Promise<void> {
   const { rank, size } = ctx;

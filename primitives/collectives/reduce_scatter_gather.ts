@@ -1,5 +1,4 @@
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod, part } from "./context.ts";
 import { ringReduceScatter } from "./ring.ts";
 
@@ -11,7 +10,7 @@ import { ringReduceScatter } from "./ring.ts";
 export async function reduceScatterGather(
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
   root: number,
 ): Promise<void> {
   const { rank, size } = ctx;

@@ -1,5 +1,4 @@
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 import { ringReduceScatter } from "./ring.ts";
 
@@ -11,7 +10,7 @@ export async function reduceScatterRing(
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ): Promise<void> {
   const { rank, size } = ctx;
   const n = recv.length;

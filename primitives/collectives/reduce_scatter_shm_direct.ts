@@ -1,6 +1,5 @@
 import { reduce } from "../../kernels/reduce.ts";
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./shm_direct.ts";
 
@@ -9,7 +8,7 @@ export function reduceScatterShmDirect(
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;

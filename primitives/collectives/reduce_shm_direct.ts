@@ -1,6 +1,5 @@
 import { reduce } from "../../kernels/reduce.ts";
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import type { TypedArray } from "../types.ts";
+import type { KernelOp, TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 
@@ -12,7 +11,7 @@ import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 export function reduceShmDirect(
   ctx: CollectiveContext,
   buf: TypedArray,
-  op: WasmOp,
+  op: KernelOp,
   root: number,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");

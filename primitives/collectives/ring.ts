@@ -5,8 +5,7 @@
  * @module
  */
 
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
-import { dtypeOf, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 
 /** Bytes per pipelined segment. */
@@ -27,7 +26,7 @@ function segments(view: TypedArray): TypedArray[] {
 export async function ringReduceScatter(
   ctx: CollectiveContext,
   chunks: TypedArray[],
-  op: WasmOp,
+  op: KernelOp,
 ): Promise<void> {
   const { rank, size } = ctx;
   const right = mod(rank + 1, size), left = mod(rank - 1, size);

@@ -5,9 +5,8 @@
  */
 
 import { reduce } from "../../kernels/reduce.ts";
-import type { WasmOp } from "../../kernels/reduce_wat.ts";
 import type { SharedAccess } from "../transports/transport.ts";
-import type { TypedArray } from "../types.ts";
+import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 
 /** The transport's shared-memory access; throws when the transport has none. */
@@ -31,7 +30,7 @@ export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
 }
 
 /** `dst = slots[0] op slots[1] op …` in rank order, so every rank computes identical bits. */
-export function reduceSlots(op: WasmOp, dst: TypedArray, slots: TypedArray[]): void {
+export function reduceSlots(op: KernelOp, dst: TypedArray, slots: TypedArray[]): void {
   if (slots.length === 1) return dst.set(slots[0]);
   reduce(op, dst, slots[0], slots[1]);
   for (let r = 2; r < slots.length; r++) reduce(op, dst, dst, slots[r]);

@@ -7,6 +7,7 @@
 
 import { Communicator } from "../communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
+import { RankMemory } from "../memory/rank_memory.ts";
 import { PORT_MARK } from "./spawn_processes.ts";
 import { connectWs } from "../transports/ws_connect.ts";
 
@@ -99,7 +100,7 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
     // A launcher that let rank 0 pick the port reads it from this line and starts the others.
     onListening: (port) => me.masterPort === 0 && console.log(PORT_MARK + port),
   });
-  return new Communicator(transport, new RankHeap(createHeapMemory()));
+  return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory())));
 }
 
 /** Exits when the launching process goes away (its end of our stdin closes): no orphans. */

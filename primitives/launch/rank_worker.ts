@@ -7,6 +7,7 @@
 import { Communicator } from "../communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { RankHeap } from "../memory/heap.ts";
+import { RankMemory } from "../memory/rank_memory.ts";
 import type { TransportName } from "../types.ts";
 import { ShmTransport } from "../transports/shm.ts";
 import type { ShmSetup } from "../transports/shm_layout.ts";
@@ -72,7 +73,7 @@ async function runRank(init: RankInit): Promise<void> {
   try {
     const heap = new RankHeap(init.heaps[init.rank]);
     transport = connect(init, heap);
-    comm = new Communicator(transport, heap);
+    comm = new Communicator(transport, new RankMemory(heap));
     const mod = await import(init.module);
     const fn = mod[init.entry];
     if (typeof fn !== "function") {

@@ -9,6 +9,7 @@
 import { Communicator } from "../communicator.ts";
 import type { RankFailedError } from "../errors.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
+import { RankMemory } from "../memory/rank_memory.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { FAILURE_GRACE_MS, type RankGroup } from "./spawn_ranks.ts";
 import { GroupEnds, type RankEnd } from "./verdict.ts";
@@ -331,5 +332,8 @@ export async function leadProcesses(
       others.results.catch(() => {});
     },
   });
-  return { comm: new Communicator(transport, new RankHeap(createHeapMemory())), others: others! };
+  return {
+    comm: new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()))),
+    others: others!,
+  };
 }

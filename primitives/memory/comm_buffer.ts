@@ -1,32 +1,70 @@
 /**
- * A buffer a collective can use: its memory kind, dtype, length, and a host view.
- * `gpu` and `managed` buffers (device copies, staging) plug in here later.
+ * A buffer a collective can use: its memory kind, dtype and length, and async `read`/`write`
+ * that work whatever the kind (host kinds copy at once; device kinds stage). Each kind is a
+ * subclass: `HostBuffer` (`host`, `shared`) here, `GpuBuffer` and `ManagedBuffer` beside it.
  * @module
  */
 
 import { type Dtype, dtypeOf, type MemoryKind, type TypedArray } from "../types.ts";
 
 /** A typed buffer that knows where its bytes live. */
-export class CommBuffer<T extends TypedArray = TypedArray> {
+export abstract class CommBuffer {
   /** Where the bytes live. */
-  readonly memory: MemoryKind;
-  /** The host view of the bytes. */
+  abstract readonly memory: MemoryKind;
+  /** Element type. */
+  abstract readonly dtype: Dtype;
+  /** Number of elements. */
+  abstract readonly length: number;
+  /** A buffer over elements `[start, end)` of this one, sharing its memory. */
+  abstract subarray(start: number, end?: number): CommBuffer;
+  /** Copies `into.length` elements from element `offset` on into `into`. */
+  abstract read(into: TypedArray, offset?: number): Promise<void>;
+  /** Copies `from` into this buffer from element `offset` on. */
+  abstract write(from: TypedArray, offset?: number): Promise<void>;
+}
+
+/**
+ * A buffer in host memory: `host` (a private ArrayBuffer, pageable memory) or `shared` (the
+ * rank's heap: zero-copy between `shm` ranks, like pinned memory). Its bytes are `view`.
+ *
+ * @example
+ * ```ts ignore
+ * const buf = comm.alloc(1024); // a HostBuffer in the rank's heap
+ * buf.view.fill(comm.rank);
+ * ```
+ */
+export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
+  readonly memory: "host" | "shared";
+  /** The bytes. */
   readonly view: T;
 
   /** Wraps a view; `memory` defaults to `shared` for SharedArrayBuffer views, else `host`. */
-  constructor(view: T, memory?: MemoryKind) {
+  constructor(view: T, memory?: "host" | "shared") {
+    super();
     this.view = view;
     this.memory = memory ?? (view.buffer instanceof SharedArrayBuffer ? "shared" : "host");
   }
 
-  /** Element type. */
   get dtype(): Dtype {
     return dtypeOf(this.view);
   }
 
-  /** Number of elements. */
   get length(): number {
     return this.view.length;
+  }
+
+  subarray(start: number, end?: number): HostBuffer<T> {
+    return new HostBuffer(this.view.subarray(start, end) as T, this.memory);
+  }
+
+  read(into: TypedArray, offset = 0): Promise<void> {
+    into.set(this.view.subarray(offset, offset + into.length));
+    return Promise.resolve();
+  }
+
+  write(from: TypedArray, offset = 0): Promise<void> {
+    this.view.set(from, offset);
+    return Promise.resolve();
   }
 }
 
@@ -35,5 +73,5 @@ export type BufferLike = CommBuffer | TypedArray;
 
 /** The CommBuffer of a buffer-like value. */
 export function asCommBuffer(buf: BufferLike): CommBuffer {
-  return buf instanceof CommBuffer ? buf : new CommBuffer(buf);
+  return buf instanceof CommBuffer ? buf : new HostBuffer(buf);
 }

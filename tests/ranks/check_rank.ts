@@ -17,9 +17,9 @@ export async function run(comm: Communicator, cases: CheckCase[]): Promise<numbe
     const sized = prepared.sized(c.count);
     let w = 0;
     for (let k = 0; k < (c.repeat ?? 1); k++) {
-      sized.fill();
+      await sized.fill();
       await sized.run();
-      w += sized.wrong();
+      w += await sized.wrong();
     }
     prepared.free();
     wrong.push(w);

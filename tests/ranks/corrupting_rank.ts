@@ -1,14 +1,15 @@
 // Rank program that measures allreduce through the harness while corrupting one element of every
 // result, to prove the `wrong` column counts what is wrong.
 import { measureSweep } from "../../bench/harness.ts";
-import type { Communicator } from "../../mod.ts";
+import { type Communicator, HostBuffer } from "../../mod.ts";
 
 export async function run(comm: Communicator): Promise<number[]> {
   const allreduce = comm.allreduce.bind(comm);
   comm.allreduce = async (buf, options) => {
     await allreduce(buf, options);
-    const out = (options?.out ?? buf) as Float32Array;
-    out[out.length - 1] += 1;
+    const out = options?.out ?? buf;
+    const view = out instanceof HostBuffer ? out.view : out;
+    view[view.length - 1] += 1;
   };
   const wrong: number[] = [];
   await measureSweep(comm, {

@@ -3,6 +3,7 @@ import { type Communicator, spawnRanks } from "../../mod.ts";
 import { connectWs } from "../../primitives/transports/ws_connect.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 
 export type FaultMode =
   | "survive" // rank 1 throws mid-ring; the others catch, then join a new group of two
@@ -112,7 +113,10 @@ async function newGroupSum(comm: Communicator, store?: string): Promise<number> 
     timeoutMs: 5000,
     onListening: (port) => rank === 0 && Deno.writeTextFileSync(portFile, String(port)),
   });
-  await using fresh = new CommunicatorClass(transport, new RankHeap(createHeapMemory()));
+  await using fresh = new CommunicatorClass(
+    transport,
+    new RankMemory(new RankHeap(createHeapMemory())),
+  );
   const one = Float32Array.of(fresh.rank + 1);
   await fresh.allreduce(one);
   return one[0];
