@@ -121,6 +121,7 @@ export class Communicator implements AsyncDisposable {
    * transport must carry; host kinds come back as a `HostBuffer` with a `view`.
    */
   alloc(count: number, options?: AllocOptions & { memory?: "host" | "shared" }): HostBuffer;
+  /** Allocates a buffer of any memory kind the transport carries. */
   alloc(count: number, options: AllocOptions): CommBuffer;
   alloc(count: number, options: AllocOptions = {}): CommBuffer {
     const dtype = options.dtype ?? "f32";

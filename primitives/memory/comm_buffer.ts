@@ -34,6 +34,7 @@ export abstract class CommBuffer {
  * ```
  */
 export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
+  /** `host` or `shared`. */
   readonly memory: "host" | "shared";
   /** The bytes. */
   readonly view: T;
@@ -45,23 +46,28 @@ export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
     this.memory = memory ?? (view.buffer instanceof SharedArrayBuffer ? "shared" : "host");
   }
 
+  /** Element type of the view. */
   get dtype(): Dtype {
     return dtypeOf(this.view);
   }
 
+  /** Elements in the view. */
   get length(): number {
     return this.view.length;
   }
 
+  /** A buffer over elements `[start, end)` of the same memory. */
   subarray(start: number, end?: number): HostBuffer<T> {
     return new HostBuffer(this.view.subarray(start, end) as T, this.memory);
   }
 
+  /** Copies elements from `offset` on into `into` (at once). */
   read(into: TypedArray, offset = 0): Promise<void> {
     into.set(this.view.subarray(offset, offset + into.length));
     return Promise.resolve();
   }
 
+  /** Copies `from` in at element `offset` (at once). */
   write(from: TypedArray, offset = 0): Promise<void> {
     this.view.set(from, offset);
     return Promise.resolve();
