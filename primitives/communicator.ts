@@ -7,9 +7,12 @@
 import { divide } from "../kernels/reduce.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
-import { CollectiveContext } from "./collectives/context.ts";
+import { CollectiveContext, type Operand } from "./collectives/context.ts";
 import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
 import { asCommBuffer, type BufferLike, CommBuffer, HostBuffer } from "./memory/comm_buffer.ts";
+import { GpuBuffer } from "./memory/gpu.ts";
+import type { GpuDevice } from "./memory/gpu_device.ts";
+import { ManagedBuffer, type MigrationCount } from "./memory/managed.ts";
 import type { RankMemory } from "./memory/rank_memory.ts";
 import {
   type AlgorithmNeed,
@@ -17,6 +20,9 @@ import {
   algorithmsFor,
   autoAlgorithm,
   type CollectiveName,
+  type Side,
+  sideFor,
+  sideOf,
   TRANSPORTS,
 } from "./registry.ts";
 import { callStamp } from "./stamp.ts";
@@ -24,7 +30,6 @@ import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
   type Dtype,
   DTYPE_INFO,
-  dtypeOf,
   DTYPES,
   type KernelOp,
   MAX_BYTES,
@@ -96,6 +101,11 @@ export class Communicator implements AsyncDisposable {
   #offers: readonly AlgorithmNeed[];
   #seq = 0;
   #closed = false;
+  /** The last staged device send and receive over a host transport (they take turns). */
+  #stagingTurn: Record<"send" | "recv", Promise<unknown>> = {
+    send: Promise.resolve(),
+    recv: Promise.resolve(),
+  };
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
 
@@ -152,11 +162,30 @@ export class Communicator implements AsyncDisposable {
 
   /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
   async send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const cb = this.#host(this.#check(buf));
+    const cb = this.#check(buf);
     this.#checkPeer(peer, "send to");
     const tag = this.#checkTag(options.tag ?? 0);
+    const stamp = P2P_STAMPS[cb.dtype];
     try {
-      await this.#transport.send(peer, bytesOf(cb.view), tag, P2P_STAMPS[cb.dtype]);
+      const side = this.#side(cb);
+      const device = this.#transport.device;
+      if (side === "device" && device) {
+        return await device.send(
+          peer,
+          await this.#resolve(cb, side, false) as GpuBuffer,
+          tag,
+          stamp,
+        );
+      }
+      if (side === "host") {
+        const view = cb instanceof HostBuffer ? cb.view : await this.#resolve(cb, side, false);
+        return await this.#transport.send(peer, bytesOf(view as TypedArray), tag, stamp);
+      }
+      // A device buffer over a host transport: through host memory, as without CUDA-aware MPI.
+      await this.#staged("send", cb, async (host) => {
+        await cb.read(host);
+        await this.#transport.send(peer, bytesOf(host), tag, stamp);
+      });
     } catch (e) {
       throw this.#broke(e);
     }
@@ -164,12 +193,25 @@ export class Communicator implements AsyncDisposable {
 
   /** Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must match). */
   async recv(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const cb = this.#host(this.#check(buf));
+    const cb = this.#check(buf);
     this.#checkPeer(peer, "receive from");
     const tag = this.#checkTag(options.tag ?? 0);
-    let stamp;
+    let stamp: number;
     try {
-      stamp = await this.#transport.recv(peer, bytesOf(cb.view), tag);
+      const side = this.#side(cb);
+      const device = this.#transport.device;
+      if (side === "device" && device) {
+        stamp = await device.recv(peer, await this.#resolve(cb, side, true) as GpuBuffer, tag);
+      } else if (side === "host") {
+        const view = cb instanceof HostBuffer ? cb.view : await this.#resolve(cb, side, true);
+        stamp = await this.#transport.recv(peer, bytesOf(view as TypedArray), tag);
+      } else {
+        stamp = await this.#staged("recv", cb, async (host) => {
+          const got = await this.#transport.recv(peer, bytesOf(host), tag);
+          await cb.write(host);
+          return got;
+        });
+      }
     } catch (e) {
       throw this.#broke(e);
     }
@@ -186,13 +228,17 @@ export class Communicator implements AsyncDisposable {
 
   /** Copies `buf` on `root` into `buf` on every rank. */
   async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
-    const view = this.#host(this.#check(buf)).view;
+    const cb = this.#check(buf);
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
-    const a = this.#pick("bcast", options.algorithm, view.byteLength);
+    const side = this.#side(cb);
+    const a = this.#pick("bcast", options.algorithm, bytesIn(cb), side);
     if (this.size === 1) return;
     try {
-      const ctx = this.#begin(callStamp("bcast", dtypeOf(view), view.length, "sum", root, a.index));
-      const pending = a.run(ctx, view, root);
+      const b = cb instanceof HostBuffer
+        ? cb.view
+        : await this.#resolve(cb, side, this.rank !== root);
+      const ctx = this.#begin(callStamp("bcast", cb.dtype, cb.length, "sum", root, a.index));
+      const pending = a.run(ctx, b, root);
       if (pending) await pending;
     } catch (e) {
       throw this.#broke(e);
@@ -201,40 +247,57 @@ export class Communicator implements AsyncDisposable {
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
   async allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
-    const input = this.#host(this.#check(buf)).view;
+    const input = this.#check(buf);
     const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
-    const a = this.#pick("allreduce", options.algorithm, input.byteLength);
-    if (this.size > 1) {
-      try {
-        const stamp = callStamp("allreduce", dtypeOf(input), input.length, op, 0, a.index);
-        const pending = a.run(this.#begin(stamp), input, output, kernelOp(op));
-        if (pending) await pending;
-      } catch (e) {
-        throw this.#broke(e);
+    const side = this.#side(input, output);
+    const a = this.#pick("allreduce", options.algorithm, bytesIn(input), side);
+    try {
+      let i: Operand, o: Operand;
+      if (input instanceof HostBuffer && output instanceof HostBuffer) {
+        i = input.view;
+        o = output.view;
+      } else {
+        i = await this.#resolve(input, side, false);
+        o = await this.#resolve(output, side, true);
       }
-    } else if (output !== input) output.set(input);
-    if (op === "avg") divide(output, this.size);
+      if (this.size > 1) {
+        const stamp = callStamp("allreduce", input.dtype, input.length, op, 0, a.index);
+        const pending = a.run(this.#begin(stamp), i, o, kernelOp(op));
+        if (pending) await pending;
+      } else copyOperand(i, o);
+      if (op === "avg") divideOperand(o, this.size);
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
   async reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
     const root = this.#checkRoot(options.root ?? 0, "reduce to");
-    const input = this.#host(this.#check(buf)).view;
+    const input = this.#check(buf);
     const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
     const op = checkOp(options.op ?? "sum");
-    if (target !== input) target.set(input);
-    const a = this.#pick("reduce", options.algorithm, target.byteLength);
-    if (this.size > 1) {
-      try {
-        const stamp = callStamp("reduce", dtypeOf(input), input.length, op, root, a.index);
-        const pending = a.run(this.#begin(stamp), target, kernelOp(op), root);
-        if (pending) await pending;
-      } catch (e) {
-        throw this.#broke(e);
+    const side = this.#side(input, target);
+    const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
+    try {
+      let t: Operand;
+      if (input instanceof HostBuffer && target instanceof HostBuffer) {
+        if (target !== input) target.view.set(input.view);
+        t = target.view;
+      } else {
+        t = await this.#resolve(target, side, this.rank === root);
+        if (target !== input) copyOperand(await this.#resolve(input, side, false), t);
       }
+      if (this.size > 1) {
+        const stamp = callStamp("reduce", input.dtype, input.length, op, root, a.index);
+        const pending = a.run(this.#begin(stamp), t, kernelOp(op), root);
+        if (pending) await pending;
+      }
+      if (op === "avg" && this.rank === root) divideOperand(t, this.size);
+    } catch (e) {
+      throw this.#broke(e);
     }
-    if (op === "avg" && this.rank === root) divide(target, this.size);
   }
 
   /** Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order. */
@@ -243,13 +306,17 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: AlgorithmOptions = {},
   ): Promise<void> {
-    const s = this.#host(this.#check(send)).view, r = this.#host(this.#check(recv)).view;
+    const s = this.#check(send), r = this.#check(recv);
     this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
-    const a = this.#pick("allgather", options.algorithm, r.byteLength);
-    if (this.size === 1) return r.set(s);
+    const side = this.#side(s, r);
+    const a = this.#pick("allgather", options.algorithm, bytesIn(r), side);
     try {
-      const stamp = callStamp("allgather", dtypeOf(s), s.length, "sum", 0, a.index);
-      const pending = a.run(this.#begin(stamp), s, r);
+      const [so, ro] = s instanceof HostBuffer && r instanceof HostBuffer
+        ? [s.view, r.view]
+        : [await this.#resolve(s, side, false), await this.#resolve(r, side, true)];
+      if (this.size === 1) return copyOperand(so, ro);
+      const stamp = callStamp("allgather", s.dtype, s.length, "sum", 0, a.index);
+      const pending = a.run(this.#begin(stamp), so, ro);
       if (pending) await pending;
     } catch (e) {
       throw this.#broke(e);
@@ -262,20 +329,24 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: Omit<ReduceOptions, "out"> = {},
   ): Promise<void> {
-    const s = this.#host(this.#check(send)).view, r = this.#host(this.#check(recv)).view;
+    const s = this.#check(send), r = this.#check(recv);
     this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
     const op = checkOp(options.op ?? "sum");
-    const a = this.#pick("reduceScatter", options.algorithm, s.byteLength);
-    if (this.size > 1) {
-      try {
-        const stamp = callStamp("reduceScatter", dtypeOf(r), r.length, op, 0, a.index);
-        const pending = a.run(this.#begin(stamp), s, r, kernelOp(op));
+    const side = this.#side(s, r);
+    const a = this.#pick("reduceScatter", options.algorithm, bytesIn(s), side);
+    try {
+      const [so, ro] = s instanceof HostBuffer && r instanceof HostBuffer
+        ? [s.view, r.view]
+        : [await this.#resolve(s, side, false), await this.#resolve(r, side, true)];
+      if (this.size > 1) {
+        const stamp = callStamp("reduceScatter", r.dtype, r.length, op, 0, a.index);
+        const pending = a.run(this.#begin(stamp), so, ro, kernelOp(op));
         if (pending) await pending;
-      } catch (e) {
-        throw this.#broke(e);
-      }
-    } else r.set(s);
-    if (op === "avg") divide(r, this.size);
+      } else copyOperand(so, ro);
+      if (op === "avg") divideOperand(ro, this.size);
+    } catch (e) {
+      throw this.#broke(e);
+    }
   }
 
   /** Resolves once every rank has called `barrier`. */
@@ -284,11 +355,37 @@ export class Communicator implements AsyncDisposable {
     if (this.size === 1) return;
     try {
       const ctx = this.#begin(BARRIER_STAMP);
-      if (this.#transport.shared) this.#transport.shared.barrier(ctx.stamp);
+      const { shared, device } = this.#transport;
+      if (shared) shared.barrier(ctx.stamp);
+      else if (device) await device.join(ctx.stamp, null, () => {});
       else await barrierDissemination(ctx);
     } catch (e) {
       throw this.#broke(e);
     }
+  }
+
+  /**
+   * Waits until this rank's device has finished everything enqueued so far (like
+   * `cudaStreamSynchronize` after NCCL calls): calls on device buffers return once their work is
+   * recorded. Resolves at once on ranks without a device.
+   */
+  async synchronize(): Promise<void> {
+    this.#checkOpen();
+    try {
+      await this.#memory.gpu?.synchronize();
+    } catch (e) {
+      throw this.#broke(e);
+    }
+  }
+
+  /** This rank's WebGPU device, when it has one (see `SpawnOptions.gpu`). */
+  get gpu(): GpuDevice | undefined {
+    return this.#memory.gpu;
+  }
+
+  /** Migrations of this rank's managed buffers so far. */
+  get migrations(): Readonly<MigrationCount> {
+    return this.#memory.migrations;
   }
 
   /**
@@ -305,15 +402,20 @@ export class Communicator implements AsyncDisposable {
     await this[Symbol.asyncDispose]();
   }
 
-  /** The algorithm `auto` picks for a collective on a buffer of `bytes` (for reports). */
-  autoAlgorithm(collective: CollectiveName, bytes: number): string {
-    return autoAlgorithm(collective, this.transport, bytes, this.size);
+  /**
+   * The algorithm `auto` picks for a collective on a buffer of `bytes` of `memory` (for
+   * reports).
+   */
+  autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
+    const side = sideFor(this.transport, memory);
+    return autoAlgorithm(collective, this.transport, bytes, this.size, side);
   }
 
-  /** Closes the transport; later calls throw. */
+  /** Closes the transport; later calls throw. Work enqueued on the device still runs. */
   async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      this.#memory.gpu?.flush();
       await this.#transport.close();
     }
   }
@@ -349,19 +451,67 @@ export class Communicator implements AsyncDisposable {
     collective: C,
     algorithm: string | undefined,
     bytes: number,
+    side: Side,
   ): typeof ALGORITHMS[C][string] {
     const name = algorithm === undefined || algorithm === "auto"
-      ? autoAlgorithm(collective, this.transport, bytes, this.size)
+      ? autoAlgorithm(collective, this.transport, bytes, this.size, side)
       : algorithm;
     const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
     const picked = table[name];
-    if (!picked || !this.#offers.includes(picked.needs)) {
+    if (!picked || !this.#offers.includes(picked.needs) || sideOf(picked.needs) !== side) {
       throw new RangeError(
-        `Unknown ${collective} algorithm ${name} for transport ${this.transport}: expected auto, ` +
-          algorithmsFor(collective, this.transport).join(", "),
+        `Unknown ${collective} algorithm ${name} for transport ${this.transport} with ` +
+          `${side} buffers: expected auto, ${
+            algorithmsFor(collective, this.transport, side).join(", ")
+          }`,
       );
     }
     return picked;
+  }
+
+  /** The side every buffer of a call is used on; they must agree. */
+  #side(first: CommBuffer, ...rest: CommBuffer[]): Side {
+    const side = sideFor(this.transport, first.memory);
+    for (const b of rest) {
+      if (sideFor(this.transport, b.memory) !== side) {
+        throw new TypeError(
+          `Cannot mix ${first.memory} and ${b.memory} memory in one call on transport ` +
+            `${this.transport}: one is used on the device, the other on the host`,
+        );
+      }
+    }
+    return side;
+  }
+
+  /**
+   * What an algorithm on `side` works on for `buf`: its host view, or its device buffer; a
+   * managed buffer migrates there first (and, when `write`, its other side's copy goes stale).
+   */
+  async #resolve(buf: CommBuffer, side: Side, write: boolean): Promise<TypedArray | GpuBuffer> {
+    if (buf instanceof HostBuffer) return buf.view;
+    if (buf instanceof GpuBuffer) return buf;
+    if (buf instanceof ManagedBuffer) {
+      return side === "host"
+        ? (await buf.acquire("host", write)).view
+        : await buf.acquire("device", write);
+    }
+    throw new TypeError(`Unknown buffer kind ${buf.memory}`);
+  }
+
+  /**
+   * Runs `body` with a host copy area for a device buffer sent or received over a host transport;
+   * sends (and receives) take turns, so concurrent ones never share it.
+   */
+  #staged<T>(
+    way: "send" | "recv",
+    buf: CommBuffer,
+    body: (host: TypedArray) => Promise<T>,
+  ): Promise<T> {
+    const turn = this.#stagingTurn[way].then(() =>
+      body(this.#ctx.scratch(buf.dtype, buf.length, way === "send" ? P2P_SEND_SLOT : P2P_RECV_SLOT))
+    );
+    this.#stagingTurn[way] = turn.catch(() => {});
+    return turn;
   }
 
   #checkOpen(): void {
@@ -382,23 +532,17 @@ export class Communicator implements AsyncDisposable {
     return cb;
   }
 
-  /** `cb` as a host buffer, which every algorithm so far works on. */
-  #host(cb: CommBuffer): HostBuffer {
-    if (cb instanceof HostBuffer) return cb;
-    throw new TypeError(`Transport ${this.transport} cannot carry ${cb.memory} memory here`);
-  }
-
   /** The checked `out` buffer for `input`, or `input` itself when there is none. */
-  #output(input: TypedArray, out: BufferLike | undefined, what: string): TypedArray {
+  #output(input: CommBuffer, out: BufferLike | undefined, what: string): CommBuffer {
     if (out === undefined) return input;
-    const output = this.#host(this.#check(out)).view;
+    const output = this.#check(out);
     this.#checkPair(input, output, output.length === input.length, what, "out = input length");
     return output;
   }
 
-  #checkPair(a: TypedArray, b: TypedArray, ok: boolean, what: string, rule: string): void {
-    if (dtypeOf(a) !== dtypeOf(b)) {
-      throw new TypeError(`Cannot ${what} ${dtypeOf(a)} into ${dtypeOf(b)}: dtypes must match`);
+  #checkPair(a: CommBuffer, b: CommBuffer, ok: boolean, what: string, rule: string): void {
+    if (a.dtype !== b.dtype) {
+      throw new TypeError(`Cannot ${what} ${a.dtype} into ${b.dtype}: dtypes must match`);
     }
     if (!ok) {
       throw new RangeError(
@@ -447,6 +591,29 @@ function checkOp(op: ReduceOp): ReduceOp {
 function kernelOp(op: ReduceOp): KernelOp {
   return op === "avg" ? "sum" : op;
 }
+
+/** Bytes of a buffer (what `auto` decides by). */
+function bytesIn(buf: CommBuffer): number {
+  return buf.length * DTYPE_INFO[buf.dtype].bytes;
+}
+
+/** Copies `src` into `dst`: host views at once, device buffers by a recorded copy. */
+function copyOperand(src: Operand, dst: Operand): void {
+  if (src === dst) return;
+  if (src instanceof GpuBuffer) {
+    return src.gpu.kernels.copy(src.gpu.encoder(), src, dst as GpuBuffer);
+  }
+  (dst as TypedArray).set(src as TypedArray);
+}
+
+/** `buf /= k` (`avg`): host views at once, device buffers by a recorded kernel. */
+function divideOperand(buf: Operand, k: number): void {
+  if (buf instanceof GpuBuffer) return buf.gpu.kernels.scale(buf.gpu.encoder(), buf, k);
+  divide(buf as TypedArray, k);
+}
+
+/** Heap scratch slots of device buffers sent and received over host transports. */
+const P2P_SEND_SLOT = 14, P2P_RECV_SLOT = 15;
 
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 

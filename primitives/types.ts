@@ -24,7 +24,7 @@ export type MemoryKind = "host" | "shared" | "gpu" | "managed";
 export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "managed"];
 
 /** How bytes move between ranks (DESIGN.md: transports). */
-export type TransportName = "shm" | "worker" | "ws";
+export type TransportName = "shm" | "worker" | "ws" | "gpu";
 
 /** A typed array of one of the supported dtypes. */
 export type TypedArray = Float32Array | Float64Array | Int32Array;

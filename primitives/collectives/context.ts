@@ -4,7 +4,9 @@
  * @module
  */
 
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import { reduce } from "../../kernels/reduce.ts";
+import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
 import {
@@ -112,13 +114,19 @@ export function mod(a: number, n: number): number {
 export type Completion = Promise<void> | void;
 
 /**
+ * What an algorithm works on: host views (host-memory algorithms), device views (device
+ * algorithms) or buffers (staging algorithms), as its registry entry's `needs` says.
+ */
+export type Operand = TypedArray | DeviceView | CommBuffer;
+
+/**
  * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
  * (in place) and is otherwise a distinct buffer of the same length and dtype.
  */
-export type AllreduceAlgorithm = (
+export type AllreduceAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  input: TypedArray,
-  output: TypedArray,
+  input: B,
+  output: B,
   op: KernelOp,
 ) => Completion;
 /** An allreduce that works in place on `buf` (the message algorithms). */
@@ -137,28 +145,28 @@ export function viaOutput(run: InPlaceAllreduce): AllreduceAlgorithm {
 }
 
 /** Broadcast of `buf` from `root`. */
-export type BcastAlgorithm = (
+export type BcastAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  buf: TypedArray,
+  buf: B,
   root: number,
 ) => Completion;
 /** Reduction into `buf` on `root`; other ranks' `buf` stay unchanged. */
-export type ReduceAlgorithm = (
+export type ReduceAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  buf: TypedArray,
+  buf: B,
   op: KernelOp,
   root: number,
 ) => Completion;
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
-export type AllgatherAlgorithm = (
+export type AllgatherAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  send: TypedArray,
-  recv: TypedArray,
+  send: B,
+  recv: B,
 ) => Completion;
 /** `recv` (n) gets part `rank` of the reduction of every rank's `send` (size × n). */
-export type ReduceScatterAlgorithm = (
+export type ReduceScatterAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  send: TypedArray,
-  recv: TypedArray,
+  send: B,
+  recv: B,
   op: KernelOp,
 ) => Completion;

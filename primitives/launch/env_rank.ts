@@ -6,6 +6,7 @@
  */
 
 import { Communicator } from "../communicator.ts";
+import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { PORT_MARK } from "./spawn_processes.ts";
@@ -78,6 +79,8 @@ export interface JoinOptions {
   timeoutMs?: number;
   /** Environment to read. @default {Deno.env.toObject()} */
   env?: Record<string, string | undefined>;
+  /** Open a WebGPU device, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
 }
 
 /**
@@ -100,7 +103,8 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
     // A launcher that let rank 0 pick the port reads it from this line and starts the others.
     onListening: (port) => me.masterPort === 0 && console.log(PORT_MARK + port),
   });
-  return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory())));
+  const gpu = options.gpu ? await GpuDevice.open() : undefined;
+  return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu));
 }
 
 /** Exits when the launching process goes away (its end of our stdin closes): no orphans. */

@@ -1,6 +1,6 @@
 /**
  * Starting a group the way its transport's row in the registry says: workers of this process
- * (`shm`, `worker`) or local subprocesses (`ws`). Tests, `deno bench` and the CLI all start
+ * (`shm`, `worker`), local subprocesses (`ws`) or logical ranks in one worker (`gpu`). Tests, `deno bench` and the CLI all start
  * groups here, so a new transport's launcher is one case here plus its row.
  * @module
  */
@@ -9,6 +9,7 @@ import { TRANSPORTS } from "../registry.ts";
 import type { TransportName } from "../types.ts";
 import { startProcesses } from "./spawn_processes.ts";
 import { type RankGroup, startRanks } from "./spawn_ranks.ts";
+import { startThreadRanks } from "./spawn_thread.ts";
 
 /** Options of {@linkcode startGroup}. */
 export interface GroupOptions {
@@ -26,6 +27,8 @@ export interface GroupOptions {
   signal?: AbortSignal;
   /** Address process ranks listen on. @default {"127.0.0.1"} */
   bind?: string;
+  /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
 }
 
 /**
@@ -41,13 +44,16 @@ export interface GroupOptions {
  * ```
  */
 export function startGroup<T = unknown>(module: URL | string, options: GroupOptions): RankGroup<T> {
-  const { transport, bind, ...common } = options;
+  const { transport, bind, gpu, ...common } = options;
   switch (TRANSPORTS[transport].launch) {
     case "workers":
-      return startRanks<T>(module, { ...common, transport: transport as "shm" | "worker" });
+      return startRanks<T>(module, { ...common, gpu, transport: transport as "shm" | "worker" });
+    case "thread":
+      return startThreadRanks<T>(module, common);
     case "processes": {
       const group = startProcesses(module, {
         ...common,
+        gpu,
         bind,
         // Ranks listening on every interface are reached on this machine through loopback.
         masterAddr: bind === undefined || bind === "0.0.0.0" || bind === "::" ? "127.0.0.1" : bind,

@@ -17,6 +17,7 @@ try {
   comm = await joinFromEnv({
     timeoutMs: Number(env.DCCL_TIMEOUT_MS ?? DEFAULT_TIMEOUT_MS),
     bind: env.DCCL_BIND,
+    gpu: env.DCCL_GPU === "1",
   });
   const mod = await import(env.DCCL_MODULE!);
   if (typeof mod.run !== "function") throw new TypeError(`${env.DCCL_MODULE} exports no run()`);

@@ -6,6 +6,7 @@
 
 import { Communicator } from "../communicator.ts";
 import { PeerFailedError } from "../errors.ts";
+import { GpuDevice } from "../memory/gpu_device.ts";
 import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import type { TransportName } from "../types.ts";
@@ -24,6 +25,8 @@ export interface RankInit {
   entry: string;
   args: unknown;
   timeoutMs: number;
+  /** Open a WebGPU device for this rank. */
+  gpu: boolean;
   heaps: WebAssembly.Memory[];
   shm?: ShmSetup;
   ports: (MessagePort | undefined)[];
@@ -33,6 +36,18 @@ export interface RankInit {
 export type RankReport =
   | { type: "done"; result: unknown }
   | { type: "error"; name: string; message: string; stack?: string; failedRank?: number };
+
+/** The report of an error that ended a rank. */
+export function errorReport(err: unknown): RankReport {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return {
+    type: "error",
+    name: e.name,
+    message: e.message,
+    stack: e.stack,
+    failedRank: (e as { failedRank?: number }).failedRank,
+  };
+}
 
 /** Launcher → rank: another rank failed. */
 interface AbortMessage {
@@ -72,8 +87,9 @@ async function runRank(init: RankInit): Promise<void> {
   let comm: Communicator | undefined;
   try {
     const heap = new RankHeap(init.heaps[init.rank]);
+    const gpu = init.gpu ? await GpuDevice.open() : undefined;
     transport = connect(init, heap);
-    comm = new Communicator(transport, new RankMemory(heap));
+    comm = new Communicator(transport, new RankMemory(heap, gpu));
     const mod = await import(init.module);
     const fn = mod[init.entry];
     if (typeof fn !== "function") {
@@ -85,13 +101,6 @@ async function runRank(init: RankInit): Promise<void> {
   } catch (err) {
     // Peers learn why at once (unless this rank failed because of one of them).
     await comm?.abort(err).catch(() => {});
-    const e = err instanceof Error ? err : new Error(String(err));
-    scope.postMessage({
-      type: "error",
-      name: e.name,
-      message: e.message,
-      stack: e.stack,
-      failedRank: (e as { failedRank?: number }).failedRank,
-    });
+    scope.postMessage(errorReport(err));
   }
 }

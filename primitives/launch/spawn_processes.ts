@@ -7,12 +7,12 @@
  */
 
 import { Communicator } from "../communicator.ts";
-import type { RankFailedError } from "../errors.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { FAILURE_GRACE_MS, type RankGroup } from "./spawn_ranks.ts";
-import { GroupEnds, type RankEnd } from "./verdict.ts";
+import type { RankGroup } from "./spawn_ranks.ts";
+import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
+import type { RankEnd } from "./verdict.ts";
 import { connectWs } from "../transports/ws_connect.ts";
 
 /** Options of {@linkcode launchProcesses}. */
@@ -64,18 +64,10 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   const masterAddr = options.masterAddr ?? "127.0.0.1";
   const token = options.joinRank0?.token ?? randomToken();
   const onLine = options.onLine ?? printLine;
-  const stragglerMs = options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS;
   const children: (Deno.ChildProcess | undefined)[] = [];
   const results: string[] = new Array(size).fill("");
   /** The first `error:` line each rank printed on stderr (an uncaught error), for its blame. */
   const firstError: (string | undefined)[] = new Array(size).fill(undefined);
-  const ends = new GroupEnds(size);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let verdict: RankFailedError | undefined;
-  let judged = false;
-  let settle!: { resolve: (v: string[]) => void; reject: (e: unknown) => void };
-  const done = new Promise<string[]>((resolve, reject) => settle = { resolve, reject });
-
   const signalAll = (signal: Deno.Signal) => {
     for (const c of children) {
       try {
@@ -83,54 +75,25 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       } catch { /* already gone */ }
     }
   };
-  /** Decides whom to blame and stops every child still running (they are not blamed). */
-  const judge = () => {
-    if (judged) return;
-    judged = true;
-    clearTimeout(timer);
-    for (let r = 0; r < size; r++) {
-      if (!ends.ended(r)) {
-        ends.record(r, { status: "stopped", reason: "stopped by the launcher" });
-      }
-    }
-    verdict = ends.verdict();
-    if (!verdict) return;
-    signalAll("SIGTERM");
-    // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
-    const hard = setTimeout(() => signalAll("SIGKILL"), 500);
-    Deno.unrefTimer(hard);
-  };
-  const ended = (rank: number, end: Omit<RankEnd, "at">) => {
-    const wasFailed = ends.failed;
-    if (judged || !ends.record(rank, end)) return;
-    if (ends.allEnded) return judge();
-    if (end.status === "ok") {
-      if (!wasFailed && timer === undefined) {
-        timer = setTimeout(() => {
-          for (let r = 0; r < size; r++) {
-            if (!ends.ended(r)) {
-              ends.record(r, {
-                status: "stuck",
-                reason: `it had not finished ${stragglerMs} ms after rank ${rank} exited`,
-              });
-            }
-          }
-          judge();
-        }, stragglerMs);
-        Deno.unrefTimer(timer);
-      }
-      return;
-    }
-    if (wasFailed) return;
-    // The first failure: the others usually fail because of it and report within moments.
-    clearTimeout(timer);
-    timer = setTimeout(judge, FAILURE_GRACE_MS);
-    Deno.unrefTimer(timer);
-  };
-  const onAbort = () => {
-    judged = true;
-    signalAll("SIGKILL");
-  };
+  // Every child must be gone before the group settles: no orphans.
+  let allExited!: () => void;
+  const exited = new Promise<void>((resolve) => allExited = resolve);
+  const supervisor = new Supervisor<string>(size, {
+    graceMs: FAILURE_GRACE_MS,
+    stragglerMs: options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS,
+  }, {
+    // Children tell each other (their sockets close with the failed rank's code).
+    relay() {},
+    async stop() {
+      signalAll("SIGTERM");
+      // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
+      const hard = setTimeout(() => signalAll("SIGKILL"), 500);
+      await exited;
+      clearTimeout(hard);
+      options.signal?.removeEventListener("abort", onAbort);
+    },
+  });
+  const onAbort = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onAbort, { once: true });
 
   // Rank 0 binds an ephemeral port itself and announces it; only then do the others start.
@@ -138,7 +101,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   const exits: Promise<void>[] = [];
   const start = (rank: number, port: number) => exits.push(runRank(rank, port));
   const onPort = (port: number) => {
-    if (judged) return;
+    if (supervisor.judged) return;
     for (let rank = 1; rank < size; rank++) start(rank, port);
   };
   const runRank = async (rank: number, port: number) => {
@@ -164,7 +127,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     const pumps = [
       pump(child.stdout, (line) => {
         if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
-        else if (line.startsWith(ERROR_MARK)) ended(rank, errorEnd(line));
+        else if (line.startsWith(ERROR_MARK)) supervisor.ended(rank, errorEnd(line));
         else if (rank === 0 && line.startsWith(PORT_MARK)) {
           onPort(Number(line.slice(PORT_MARK.length)));
         } else onLine(rank, "stdout", line);
@@ -179,12 +142,15 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     live--;
     children[rank] = undefined;
     await Promise.all(pumps);
-    if (status.success) ended(rank, { status: "ok", result: results[rank] });
+    if (status.success) supervisor.ended(rank, { status: "ok", result: results[rank] });
     else if (status.signal) {
-      ended(rank, { status: "killed", reason: `rank ${rank} was killed by ${status.signal}` });
+      supervisor.ended(rank, {
+        status: "killed",
+        reason: `rank ${rank} was killed by ${status.signal}`,
+      });
     } else {
       const why = firstError[rank] ? `: ${firstError[rank]}` : "";
-      ended(rank, {
+      supervisor.ended(rank, {
         status: "failed",
         reason: `rank ${rank} exited with code ${status.code}${why}`,
       });
@@ -198,15 +164,12 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
       waited = exits.length;
       await Promise.all(exits);
     }
-    judge();
-    options.signal?.removeEventListener("abort", onAbort);
-    if (options.signal?.aborted) settle.reject(options.signal.reason);
-    else if (verdict) settle.reject(verdict);
-    else settle.resolve(results);
+    allExited();
+    await supervisor.judge();
   })();
 
   return {
-    results: done,
+    results: supervisor.results,
     kill(rank: number) {
       children[rank]?.kill("SIGKILL");
     },
@@ -260,6 +223,8 @@ async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) =
 export interface SpawnProcessesOptions extends Omit<LaunchOptions, "env"> {
   /** Passed, as JSON, to every rank's function. */
   args?: unknown;
+  /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
   /** Milliseconds for rendezvous and each wait. @default {30000} */
   timeoutMs?: number;
 }
@@ -296,6 +261,7 @@ export function startProcesses(
       DCCL_MODULE: module.toString(),
       DCCL_ARGS_FILE: argsFile,
       DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      DCCL_GPU: options.gpu ? "1" : "0",
     },
     stragglerMs: options.stragglerMs ??
       (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + FAILURE_GRACE_MS,

@@ -10,7 +10,7 @@ import { createHeapMemory } from "../memory/heap.ts";
 import { DEFAULT_TIMEOUT_MS, type TransportName } from "../types.ts";
 import type { RankInit, RankReport } from "./rank_worker.ts";
 import { createShmSetup, raiseAbort } from "../transports/shm_layout.ts";
-import { GroupEnds, type RankEnd } from "./verdict.ts";
+import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
 
 /** Options of {@linkcode spawnRanks}. */
 export interface SpawnOptions {
@@ -26,6 +26,8 @@ export interface SpawnOptions {
    * rank waiting for one that skipped a call reports that first. @default {timeoutMs + 2000}
    */
   stragglerMs?: number;
+  /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
   /** Name of the exported function each rank runs as `fn(comm, args)`. @default {"run"} */
   entry?: string;
   /** Passed, structured-cloned, to every rank's function. */
@@ -41,20 +43,34 @@ export interface RankGroup<T> {
    * caused the failure, with how every rank ended in its `outcomes`.
    */
   readonly results: Promise<T[]>;
-  /** Terminates one rank's worker, as if it had died. */
+  /** Terminates one rank, as if it had died. */
   kill(rank: number): void;
 }
 
+export { FAILURE_GRACE_MS };
+
 /**
- * Milliseconds the launcher waits, once a rank has failed, for the others to report before it
- * judges and terminates them: ranks that fail because of it usually report first.
+ * Milliseconds to keep the process alive after terminating workers that hold WebGPU devices.
+ * On Mesa's GL backend the devices of one process share an EGL display, and a process that exits
+ * while a terminated worker still tears its device down corrupts the heap (seen in 10–30% of
+ * runs; none in 20 with a 50 ms wait).
  */
-export const FAILURE_GRACE_MS = 2000;
+export const GPU_TEARDOWN_MS = 250;
+
+/** Resolves once terminated GPU workers have had time to tear down (see GPU_TEARDOWN_MS). */
+export function gpuTeardown(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, GPU_TEARDOWN_MS));
+}
 
 let live = 0;
 /** Workers started by this module that are still running (for leak checks). */
 export function liveWorkers(): number {
   return live;
+}
+
+/** Counts a worker started (+1) or terminated (−1) by a launcher. */
+export function countWorker(delta: number): void {
+  live += delta;
 }
 
 /**
@@ -71,104 +87,47 @@ export function spawnRanks<T = unknown>(module: URL | string, options: SpawnOpti
 
 /** Like {@linkcode spawnRanks}, but returns a handle that can also kill a rank. */
 export function startRanks<T = unknown>(module: URL | string, options: SpawnOptions): RankGroup<T> {
-  const size = options.size;
-  if (!Number.isInteger(size) || size < 1) {
-    throw new RangeError(`Invalid size ${size}: a group needs an integer ≥ 1 ranks`);
-  }
+  const size = checkSize(options.size);
   const transport = options.transport ?? "shm";
   if (transport !== "shm" && transport !== "worker") {
     throw new RangeError(`Unknown in-process transport ${transport}: expected shm or worker`);
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const stragglerMs = options.stragglerMs ?? timeoutMs + FAILURE_GRACE_MS;
   const heaps = Array.from({ length: size }, () => createHeapMemory());
   const shm = transport === "shm" ? createShmSetup(size) : undefined;
   const ports = meshPorts(size, transport === "worker");
   const workers: (Worker | undefined)[] = [];
-  const ends = new GroupEnds(size);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let settled = false;
-  let settle!: { resolve: (v: T[]) => void; reject: (e: unknown) => void };
-  const done = new Promise<T[]>((resolve, reject) => settle = { resolve, reject });
-
   const terminate = (rank: number) => {
-    const w = workers[rank];
-    if (!w) return;
-    w.terminate();
-    live--;
+    workers[rank]?.terminate();
+    if (workers[rank]) live--;
     workers[rank] = undefined;
   };
-  const finish = (outcome: () => void) => {
-    if (settled) return;
-    settled = true;
-    clearTimeout(timer);
-    workers.forEach((_, r) => terminate(r));
-    options.signal?.removeEventListener("abort", onSignal);
-    outcome();
-  };
-  const judge = () => {
-    const failure = ends.verdict();
-    finish(() => failure ? settle.reject(failure) : settle.resolve(results()));
-  };
-  const results = () => Array.from({ length: size }, (_, r) => ends.result(r) as T);
-  const wait = (ms: number) => {
-    clearTimeout(timer);
-    timer = setTimeout(judge, ms);
-    Deno.unrefTimer(timer);
-  };
-  const ended = (rank: number, end: Omit<RankEnd, "at">) => {
-    const wasFailed = ends.failed;
-    if (!ends.record(rank, end) || settled) return;
-    if (ends.allEnded) return judge();
-    if (end.status === "ok") {
-      // Ranks stuck in user code never report: give them a deadline once one has finished.
-      if (!wasFailed && timer === undefined) {
-        timer = setTimeout(() => {
-          for (let r = 0; r < size; r++) {
-            if (!ends.ended(r)) {
-              ends.record(r, {
-                status: "stuck",
-                reason: `it had not finished ${stragglerMs} ms after rank ${rank} returned`,
-              });
-            }
-          }
-          judge();
-        }, stragglerMs);
-        Deno.unrefTimer(timer);
-      }
-      return;
-    }
-    if (wasFailed) return;
-    // The first failure: tell every rank at once, then give the others a moment to report.
-    const failedRank = ends.suspect(rank);
-    const reason = end.reason ?? end.status;
-    if (shm) raiseAbort(shm.control, size, failedRank, reason);
-    workers.forEach((w) => w?.postMessage({ type: "abort", failedRank, reason }));
-    wait(Math.min(FAILURE_GRACE_MS, timeoutMs));
-  };
+  const supervisor = new Supervisor<T>(size, {
+    graceMs: Math.min(FAILURE_GRACE_MS, timeoutMs),
+    stragglerMs: options.stragglerMs ?? timeoutMs + FAILURE_GRACE_MS,
+  }, {
+    relay(failedRank, reason) {
+      if (shm) raiseAbort(shm.control, size, failedRank, reason);
+      workers.forEach((w) => w?.postMessage({ type: "abort", failedRank, reason }));
+    },
+    async stop() {
+      workers.forEach((_, r) => terminate(r));
+      options.signal?.removeEventListener("abort", onSignal);
+      if (options.gpu) await gpuTeardown();
+    },
+  });
   // An abort is not a rank failure: terminating every worker is the whole teardown.
-  const onSignal = () => finish(() => settle.reject(options.signal?.reason));
+  const onSignal = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onSignal, { once: true });
 
   for (let rank = 0; rank < size; rank++) {
     const worker = new Worker(new URL("./rank_worker.ts", import.meta.url), { type: "module" });
     live++;
     workers.push(worker);
-    worker.onmessage = (e: MessageEvent<RankReport>) => {
-      const msg = e.data;
-      if (msg.type === "done") ended(rank, { status: "ok", result: msg.result });
-      else {
-        ended(rank, {
-          status: "failed",
-          name: msg.name,
-          reason: `${msg.name}: ${msg.message}`,
-          blames: msg.failedRank,
-        });
-      }
-    };
+    worker.onmessage = (e: MessageEvent<RankReport>) => supervisor.ended(rank, reportEnd(e.data));
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
-      ended(rank, { status: "failed", reason: `worker crashed: ${e.message}` });
+      supervisor.ended(rank, { status: "failed", reason: `worker crashed: ${e.message}` });
     };
     const init: RankInit = {
       type: "init",
@@ -179,6 +138,7 @@ export function startRanks<T = unknown>(module: URL | string, options: SpawnOpti
       entry: options.entry ?? "run",
       args: options.args,
       timeoutMs,
+      gpu: options.gpu ?? false,
       heaps,
       shm,
       ports: ports[rank],
@@ -187,13 +147,31 @@ export function startRanks<T = unknown>(module: URL | string, options: SpawnOpti
   }
 
   return {
-    results: done,
+    results: supervisor.results,
     kill(rank: number) {
       if (!workers[rank]) return;
       terminate(rank);
-      ended(rank, { status: "killed", reason: "worker was terminated" });
+      supervisor.ended(rank, { status: "killed", reason: "worker was terminated" });
     },
   };
+}
+
+/** How a rank's report ends it, for the supervisor. */
+export function reportEnd(msg: RankReport) {
+  return msg.type === "done" ? { status: "ok" as const, result: msg.result } : {
+    status: "failed" as const,
+    name: msg.name,
+    reason: `${msg.name}: ${msg.message}`,
+    blames: msg.failedRank,
+  };
+}
+
+/** `size` if it is a group size. */
+export function checkSize(size: number): number {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new RangeError(`Invalid size ${size}: a group needs an integer ≥ 1 ranks`);
+  }
+  return size;
 }
 
 /** `ports[r][p]`: rank r's end of the channel to rank p (none when `wanted` is false). */

@@ -36,9 +36,9 @@ export class GroupEnds {
     return true;
   }
 
-  /** What `rank` returned, if it ended `ok`. */
-  result(rank: number): unknown {
-    return this.#ends[rank]?.result;
+  /** What each rank returned, by rank (undefined where it did not end `ok`). */
+  results(): unknown[] {
+    return this.#ends.map((e) => e?.result);
   }
 
   /** Whether `rank` has ended. */

@@ -5,17 +5,26 @@
  * @module
  */
 
+import { wgslType } from "../../kernels/gpu_kernels.ts";
 import { type CommBuffer, HostBuffer } from "./comm_buffer.ts";
+import { GpuBuffer } from "./gpu.ts";
+import type { GpuDevice } from "./gpu_device.ts";
 import type { RankHeap } from "./heap.ts";
+import { ManagedBuffer, type MigrationCount } from "./managed.ts";
 import { type Dtype, DTYPE_INFO, type MemoryKind } from "../types.ts";
 
 /** Allocates and frees a rank's buffers of every kind it has. */
 export class RankMemory {
   /** The rank's heap (`shared` buffers, scratch, staging). */
   readonly heap: RankHeap;
+  /** The rank's device, when it has one. */
+  readonly gpu: GpuDevice | undefined;
+  /** Migrations of every managed buffer of this rank. */
+  readonly migrations: MigrationCount = { migrations: 0, bytes: 0 };
 
-  constructor(heap: RankHeap) {
+  constructor(heap: RankHeap, gpu?: GpuDevice) {
     this.heap = heap;
+    this.gpu = gpu;
   }
 
   /** A zero-filled buffer of `count` × `dtype` of `kind`. */
@@ -25,16 +34,37 @@ export class RankMemory {
         return new HostBuffer(new DTYPE_INFO[dtype].array(count), "host");
       case "shared":
         return new HostBuffer(this.heap.alloc(dtype, count), "shared");
-      default:
-        throw new TypeError(
-          `Cannot allocate ${kind} memory: this rank has no WebGPU device (start the group with ` +
-            `{ gpu: true })`,
+      case "gpu":
+        return GpuBuffer.alloc(this.#device(kind, dtype), dtype, count);
+      case "managed":
+        return ManagedBuffer.alloc(
+          this.heap,
+          this.#device(kind, dtype),
+          dtype,
+          count,
+          this.migrations,
         );
     }
   }
 
-  /** Returns a buffer's memory (heap buffers to the heap; the rest to the garbage collector). */
+  /** Returns a buffer's memory: heap buffers to the heap, device buffers to the device. */
   free(buf: CommBuffer): void {
     if (buf instanceof HostBuffer && buf.memory === "shared") this.heap.free(buf.view);
+    else if (buf instanceof GpuBuffer) buf.destroy();
+    else if (buf instanceof ManagedBuffer) {
+      this.heap.free(buf.host.view);
+      buf.device.destroy();
+    }
+  }
+
+  #device(kind: MemoryKind, dtype: Dtype): GpuDevice {
+    if (!this.gpu) {
+      throw new TypeError(
+        `Cannot allocate ${kind} memory: this rank has no WebGPU device (start the group with ` +
+          `{ gpu: true })`,
+      );
+    }
+    wgslType(dtype); // refuses f64, which WGSL lacks
+    return this.gpu;
   }
 }

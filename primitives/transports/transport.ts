@@ -4,8 +4,9 @@
  * @module
  */
 
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CommError, MismatchError } from "../errors.ts";
-import type { TransportName, TypedArray } from "../types.ts";
+import type { Dtype, KernelOp, TransportName, TypedArray } from "../types.ts";
 
 /**
  * Judges whether what arrives from a peer belongs to the call this rank makes (implemented by the
@@ -53,6 +54,8 @@ export interface Transport {
   recv(peer: number, into: Uint8Array, tag: number): Promise<number>;
   /** Direct access to peers' heaps, when ranks share memory (`shm`). */
   readonly shared?: SharedAccess;
+  /** Collective access to every rank's device buffers, when ranks share a device (`gpu`). */
+  readonly device?: DeviceAccess;
   /** Checks arrivals against this rank's calls; set by the communicator. */
   calls?: CallCheck;
   /**
@@ -86,6 +89,36 @@ export interface SharedAccess {
   readonly eagerBytes: number;
   /** Blocks until every rank has arrived. */
   barrier(stamp: number): void;
+}
+
+/**
+ * What a device transport offers device algorithms: every rank's buffers on one device. Calls are
+ * collective: each rank joins with its own arguments, and the last to join records the whole
+ * call, for every rank, into the device's command encoder. Completion is NCCL's: a call returns
+ * once recorded; the work runs in order with everything recorded before, and
+ * `Communicator.synchronize()` waits for it.
+ */
+export interface DeviceAccess {
+  /**
+   * Joins a collective call: once every rank has joined with the same stamp, `record` runs once
+   * with every rank's `args`, by rank; resolves for every rank then. A rank that joins with
+   * another stamp makes every rank reject with `MismatchError`.
+   */
+  join<A>(stamp: number, args: A, record: (all: A[], device: DeviceOps) => void): Promise<void>;
+  /** Sends a device buffer to `peer` (a copy into its receive, once it posts one). */
+  send(peer: number, view: DeviceView, tag: number, stamp: number): Promise<void>;
+  /** Receives `peer`'s next device message with `tag` into `view`; resolves with its stamp. */
+  recv(peer: number, view: DeviceView, tag: number): Promise<number>;
+}
+
+/** What a device algorithm records (kernels/gpu_kernels.ts, on the shared device). */
+export interface DeviceOps {
+  /** `outs[m] = ins[0] op ins[1] op …`, or accumulated into the single output. */
+  reduce(op: KernelOp, outs: DeviceView[], ins: DeviceView[], accumulate?: boolean): void;
+  /** Copies `src` into `dst`. */
+  copy(src: DeviceView, dst: DeviceView): void;
+  /** Device scratch of rank `rank`: `count` × `dtype`, reused (different slots never overlap). */
+  scratch(rank: number, dtype: Dtype, count: number, slot?: number): DeviceView;
 }
 
 /** The bytes of a typed array, without copying. */

@@ -1,0 +1,331 @@
+/**
+ * Typed wrappers of the WGSL device kernels (`reduce.wgsl`, `scale.wgsl`): they fill in each
+ * template for an op, a dtype and a number of buffers, cache pipelines and bind groups (per
+ * buffers and window, like `ncclMemAlloc` registration), and cut every call into windows of at
+ * most the device's storage binding size, so a 1 GiB buffer works where bindings stop at 128 MiB.
+ * Calls record commands into an encoder; nothing runs until the caller submits it.
+ * @module
+ */
+
+import { type Dtype, type KernelOp } from "../primitives/types.ts";
+
+/** A window of a device buffer: what kernels read and write. */
+export interface DeviceView {
+  /** The device buffer. */
+  readonly buffer: GPUBuffer;
+  /** Identifies `buffer` in cache keys. */
+  readonly id: number;
+  /** Where the view starts in `buffer`. */
+  readonly byteOffset: number;
+  /** Elements in the view. */
+  readonly length: number;
+  /** Element type (`f32` or `i32`: WGSL has no f64). */
+  readonly dtype: Dtype;
+}
+
+/** The device limits the kernels work within. */
+export interface KernelLimits {
+  /** Largest storage binding, bytes (a window's size). */
+  bindingBytes: number;
+  /** Alignment of binding offsets, bytes. */
+  alignment: number;
+  /** Storage buffers one dispatch may bind. */
+  storageBindings: number;
+  /** Workgroups per dispatch dimension. */
+  maxWorkgroups: number;
+}
+
+/** The WGSL sources, as read from kernels/*.wgsl. */
+export interface KernelSources {
+  reduce: string;
+  scale: string;
+}
+
+/** Reads the WGSL sources next to this module (a `file:` or `https:` URL alike). */
+export async function loadKernelSources(): Promise<KernelSources> {
+  const read = async (name: string) =>
+    await (await fetch(new URL(`./${name}`, import.meta.url))).text();
+  return { reduce: await read("reduce.wgsl"), scale: await read("scale.wgsl") };
+}
+
+const WGSL_TYPE: Partial<Record<Dtype, string>> = { f32: "f32", i32: "i32" };
+const COMBINE: Record<KernelOp, string> = {
+  sum: "a + b",
+  prod: "a * b",
+  max: "max(a, b)",
+  min: "min(a, b)",
+};
+const WORKGROUP = 256;
+/** Bind groups kept before the cache starts over (each holds a small uniform buffer). */
+const MAX_BIND_GROUPS = 4096;
+
+/** A binding of one dispatch: a buffer window, read or read-write. */
+interface Binding {
+  view: DeviceView;
+  write: boolean;
+}
+
+/** Records kernel dispatches and copies for one device. */
+export class GpuKernels {
+  readonly #device: GPUDevice;
+  readonly #sources: KernelSources;
+  readonly #limits: KernelLimits;
+  readonly #pipelines = new Map<string, GPUComputePipeline>();
+  readonly #bindGroups = new Map<string, { group: GPUBindGroup; params: GPUBuffer }>();
+  readonly #scratch = new Map<Dtype, { view: DeviceView; buffer: GPUBuffer }>();
+  #ids = 1 << 30; // scratch buffers' ids, apart from those of allocations
+
+  readonly #retire: (buffer: GPUBuffer) => void;
+
+  /**
+   * Kernels for `device` within `limits`. `retire` takes buffers the kernels no longer need but
+   * recorded commands may still use: the caller destroys them once those are submitted.
+   */
+  constructor(
+    device: GPUDevice,
+    sources: KernelSources,
+    limits: KernelLimits,
+    retire: (buffer: GPUBuffer) => void,
+  ) {
+    this.#device = device;
+    this.#sources = sources;
+    this.#limits = limits;
+    this.#retire = retire;
+  }
+
+  /**
+   * `outs[m] = ins[0] op ins[1] op …` (all of one length and dtype), or `outs[m] op ins[0] op …`
+   * with `accumulate` (one output). An output may be an input (in place) when it is the very same
+   * view; other overlaps, and more buffers than a dispatch may bind, go through a scratch buffer.
+   */
+  reduce(
+    encoder: GPUCommandEncoder,
+    op: KernelOp,
+    outs: DeviceView[],
+    ins: DeviceView[],
+    accumulate = false,
+  ): void {
+    const n = outs[0].length;
+    if (n === 0) return;
+    const bindings = this.#bindings(outs, ins);
+    if (bindings && bindings.length <= this.#limits.storageBindings) {
+      return this.#dispatchReduce(encoder, op, outs, ins, bindings, accumulate);
+    }
+    // Through scratch: inputs in groups that fit beside it, accumulated, then copied out.
+    const scratch = this.#scratchView(outs[0].dtype, n);
+    const first = accumulate ? [outs[0], ...ins] : ins;
+    const perDispatch = Math.max(1, this.#limits.storageBindings - 1);
+    for (let k = 0; k < first.length; k += perDispatch) {
+      const group = first.slice(k, k + perDispatch);
+      this.#dispatchReduce(encoder, op, [scratch], group, this.#bindings([scratch], group)!, k > 0);
+    }
+    for (const out of outs) this.copy(encoder, scratch, out);
+  }
+
+  /** `view[i] /= divisor` in place (integers truncate toward zero). */
+  scale(encoder: GPUCommandEncoder, view: DeviceView, divisor: number): void {
+    if (view.length === 0) return;
+    const type = wgslType(view.dtype);
+    const key = `scale:${type}:${divisor}`;
+    const pipeline = this.#pipeline(key, () =>
+      fill(this.#sources.scale, {
+        TYPE: type,
+        DIVIDE: type === "f32" ? "x / divisor" : "x / i32(divisor)",
+      }), { divisor });
+    this.#windows(view.length, view.dtype, (start, count) => {
+      const [b] = this.#window([{ view, write: true }], start, count);
+      const params = Uint32Array.of(count, b.skip, 0, 0);
+      this.#dispatch(encoder, pipeline, key, [b], params, count);
+    });
+  }
+
+  /** Copies `src` into `dst` (same length and dtype). */
+  copy(encoder: GPUCommandEncoder, src: DeviceView, dst: DeviceView): void {
+    const bytes = src.length * elementBytes(src.dtype);
+    if (bytes === 0 || (src.buffer === dst.buffer && src.byteOffset === dst.byteOffset)) return;
+    encoder.copyBufferToBuffer(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, bytes);
+  }
+
+  /** Frees the cached bind groups and scratch. */
+  destroy(): void {
+    for (const { params } of this.#bindGroups.values()) params.destroy();
+    this.#bindGroups.clear();
+    for (const { buffer } of this.#scratch.values()) buffer.destroy();
+    this.#scratch.clear();
+  }
+
+  /**
+   * One binding per distinct buffer, outputs read-write; undefined when one buffer is used at two
+   * different offsets (an in-place output must be the very same view as its input).
+   */
+  #bindings(outs: DeviceView[], ins: DeviceView[]): Binding[] | undefined {
+    const byBuffer = new Map<GPUBuffer, Binding>();
+    for (const [views, write] of [[outs, true], [ins, false]] as const) {
+      for (const view of views) {
+        const seen = byBuffer.get(view.buffer);
+        if (!seen) byBuffer.set(view.buffer, { view, write });
+        else if (seen.view.byteOffset !== view.byteOffset) return undefined;
+        else seen.write ||= write;
+      }
+    }
+    return [...byBuffer.values()];
+  }
+
+  #dispatchReduce(
+    encoder: GPUCommandEncoder,
+    op: KernelOp,
+    outs: DeviceView[],
+    ins: DeviceView[],
+    bindings: Binding[],
+    accumulate: boolean,
+  ): void {
+    const type = wgslType(outs[0].dtype);
+    const slot = (v: DeviceView) => bindings.findIndex((b) => b.view.buffer === v.buffer);
+    const outSlots = outs.map(slot), inSlots = ins.map(slot);
+    const at = (j: number) => `b${j}[i + skip(${j}u)]`;
+    const terms = [...(accumulate ? [at(outSlots[0])] : []), ...inSlots.map(at)];
+    const body = [
+      `    var acc = ${terms[0]};`,
+      ...terms.slice(1).map((t) => `    acc = combine(acc, ${t});`),
+      ...outSlots.map((j) => `    ${at(j)} = acc;`),
+    ].join("\n");
+    const declarations = bindings.map((b, j) =>
+      `@group(0) @binding(${j + 1}) var<storage, ${b.write ? "read_write" : "read"}> b${j}: ` +
+      `array<T>;`
+    ).join("\n");
+    const key = `reduce:${type}:${op}:${bindings.map((b) => (b.write ? "w" : "r")).join("")}:` +
+      `${outSlots}:${inSlots}:${accumulate}`;
+    const pipeline = this.#pipeline(key, () =>
+      fill(this.#sources.reduce, {
+        TYPE: type,
+        COMBINE: COMBINE[op],
+        SKIP_VECTORS: String(Math.ceil(bindings.length / 4)),
+        BINDINGS: declarations,
+        BODY: body,
+      }));
+    const n = outs[0].length;
+    this.#windows(n, outs[0].dtype, (start, count) => {
+      const windows = this.#window(bindings, start, count);
+      const params = new Uint32Array(4 + 4 * Math.ceil(bindings.length / 4));
+      params[0] = count;
+      windows.forEach((w, j) => params[4 + j] = w.skip);
+      this.#dispatch(encoder, pipeline, key, windows, params, count);
+    });
+  }
+
+  /** Calls `each(start, count)` for consecutive windows covering `n` elements. */
+  #windows(n: number, dtype: Dtype, each: (start: number, count: number) => void): void {
+    const bytes = elementBytes(dtype);
+    // Room for the alignment slack of every binding's offset.
+    const perWindow = Math.floor((this.#limits.bindingBytes - this.#limits.alignment) / bytes);
+    for (let start = 0; start < n; start += perWindow) each(start, Math.min(perWindow, n - start));
+  }
+
+  /** Each binding's aligned range covering elements `[start, start + count)` of its view. */
+  #window(bindings: Binding[], start: number, count: number) {
+    return bindings.map(({ view, write }) => {
+      const bytes = elementBytes(view.dtype);
+      const first = view.byteOffset + start * bytes;
+      const offset = first - (first % this.#limits.alignment);
+      const size = first - offset + count * bytes;
+      return { view, write, offset, size, skip: (first - offset) / bytes };
+    });
+  }
+
+  #dispatch(
+    encoder: GPUCommandEncoder,
+    pipeline: GPUComputePipeline,
+    key: string,
+    windows: { view: DeviceView; offset: number; size: number }[],
+    params: Uint32Array,
+    count: number,
+  ): void {
+    const groupKey = `${key}|${windows.map((w) => `${w.view.id}:${w.offset}:${w.size}`)}|${params}`;
+    let cached = this.#bindGroups.get(groupKey);
+    if (!cached) {
+      if (this.#bindGroups.size >= MAX_BIND_GROUPS) {
+        for (const { params } of this.#bindGroups.values()) this.#retire(params);
+        this.#bindGroups.clear();
+      }
+      const uniform = this.#device.createBuffer({
+        size: Math.max(16, params.byteLength),
+        usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+      });
+      this.#device.queue.writeBuffer(uniform, 0, params as Uint32Array<ArrayBuffer>);
+      const group = this.#device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: uniform } },
+          ...windows.map((w, j) => ({
+            binding: j + 1,
+            resource: { buffer: w.view.buffer, offset: w.offset, size: w.size },
+          })),
+        ],
+      });
+      this.#bindGroups.set(groupKey, cached = { group, params: uniform });
+    }
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, cached.group);
+    pass.dispatchWorkgroups(Math.min(this.#limits.maxWorkgroups, Math.ceil(count / WORKGROUP)));
+    pass.end();
+  }
+
+  #pipeline(
+    key: string,
+    code: () => string,
+    constants?: Record<string, number>,
+  ): GPUComputePipeline {
+    let pipeline = this.#pipelines.get(key);
+    if (!pipeline) {
+      const module = this.#device.createShaderModule({ code: code(), label: key });
+      pipeline = this.#device.createComputePipeline({
+        layout: "auto",
+        compute: { module, entryPoint: "main", constants },
+        label: key,
+      });
+      this.#pipelines.set(key, pipeline);
+    }
+    return pipeline;
+  }
+
+  /** A scratch window of `n` elements of `dtype`, grown as needed. */
+  #scratchView(dtype: Dtype, n: number): DeviceView {
+    let s = this.#scratch.get(dtype);
+    if (!s || s.view.length < n) {
+      if (s) this.#retire(s.buffer);
+      const length = Math.max(n, 2 * (s?.view.length ?? 0));
+      const buffer = this.#device.createBuffer({
+        size: Math.max(16, length * elementBytes(dtype)),
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      });
+      s = { buffer, view: { buffer, id: this.#ids++, byteOffset: 0, length, dtype } };
+      this.#scratch.set(dtype, s);
+    }
+    return { ...s.view, length: n };
+  }
+}
+
+/** The WGSL type of a dtype; WGSL has no f64, so `f64` is refused. */
+export function wgslType(dtype: Dtype): string {
+  const type = WGSL_TYPE[dtype];
+  if (!type) {
+    throw new TypeError(
+      `Device kernels work on f32 and i32, not ${dtype}: WGSL has no 64-bit floats (WebGPU offers ` +
+        `no shader-f64)`,
+    );
+  }
+  return type;
+}
+
+function elementBytes(dtype: Dtype): number {
+  return dtype === "f64" ? 8 : 4;
+}
+
+/** `template` with every `{{NAME}}` replaced. */
+function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+    if (!(name in values)) throw new Error(`Internal error: no value for {{${name}}}`);
+    return values[name];
+  });
+}

@@ -1,0 +1,33 @@
+// Reduce on the device: for every element i of a window, out_m[i] = in_0[i] op in_1[i] op …
+// (or out_m[i] op in_0[i] op … when accumulating), written to every output m. One invocation
+// per element (grid-stride), so an output that is also an input (in place) is read before it is
+// written. kernels/gpu_kernels.ts fills in the {{…}} parts: the element type, the op, and the
+// bindings and body for its numbers of outputs and inputs.
+
+alias T = {{TYPE}};
+
+// count: elements of this window; skip[j]: elements between binding j+1's aligned start and the
+// window's first element (binding offsets must be aligned, views need not be).
+struct Params {
+  count: u32,
+  skip: array<vec4<u32>, {{SKIP_VECTORS}}>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+{{BINDINGS}}
+
+fn skip(j: u32) -> u32 {
+  return params.skip[j / 4u][j % 4u];
+}
+
+fn combine(a: T, b: T) -> T {
+  return {{COMBINE}};
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let stride = groups.x * 256u;
+  for (var i = id.x; i < params.count; i += stride) {
+{{BODY}}
+  }
+}

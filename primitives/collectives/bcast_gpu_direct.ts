@@ -1,0 +1,14 @@
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import type { CollectiveContext } from "./context.ts";
+import { deviceAccess } from "./device.ts";
+
+/** Direct device broadcast (`gpu` only): the root's buffer copied into every other rank's. */
+export function bcastGpuDirect(
+  ctx: CollectiveContext,
+  buf: DeviceView,
+  root: number,
+): Promise<void> {
+  return deviceAccess(ctx, "gpu_direct").join(ctx.stamp, buf, (all, device) => {
+    all.forEach((b, r) => r !== root && device.copy(all[root], b));
+  });
+}

@@ -1,0 +1,29 @@
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import type { KernelOp } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { deviceAccess, wrap } from "./device.ts";
+
+/**
+ * Device chain reduce (`gpu` only), NCCL's ring reduce on one device: a partial result starts at
+ * the rank after the root and travels around the ring, each rank adding its buffer (in scratch,
+ * so non-roots' buffers stay unchanged), until the root adds it into its own. N−1 steps.
+ */
+export function reduceGpuRing(
+  ctx: CollectiveContext,
+  buf: DeviceView,
+  op: KernelOp,
+  root: number,
+): Promise<void> {
+  return deviceAccess(ctx, "gpu_ring").join(ctx.stamp, buf, (all, device) => {
+    const n = all.length;
+    const at = (hop: number) => wrap(root + hop, n);
+    let partial = all[at(n - 1)];
+    for (let hop = n - 2; hop >= 1; hop--) {
+      const next = device.scratch(at(hop), partial.dtype, partial.length);
+      device.copy(partial, next);
+      device.reduce(op, [next], [all[at(hop)]], true);
+      partial = next;
+    }
+    device.reduce(op, [all[root]], [partial], true);
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * What every launcher does with its ranks once they run: record how each ended, tell the others
+ * at once when one fails, give them a moment to report, give stragglers a deadline once one has
+ * finished, blame the right rank (verdict.ts), stop whatever still runs, and settle.
+ * @module
+ */
+
+import { GroupEnds, type RankEnd } from "./verdict.ts";
+
+/**
+ * Milliseconds a launcher waits, once a rank has failed, for the others to report before it
+ * judges and stops them: ranks that fail because of it usually report first.
+ */
+export const FAILURE_GRACE_MS = 2000;
+
+/** How a launcher acts on its ranks. */
+export interface SupervisorHooks {
+  /** Tells every rank that `failedRank` failed, and why (the first failure only). */
+  relay(failedRank: number, reason: string): void;
+  /** Stops every rank still running; the group settles once it resolves. */
+  stop(): void | Promise<void>;
+}
+
+/** Watches `size` ranks and settles `results` (see the module docs). */
+export class Supervisor<T> {
+  /** Every rank's result, by rank, or the verdict's `RankFailedError`. */
+  readonly results: Promise<T[]>;
+  readonly #ends: GroupEnds;
+  readonly #size: number;
+  readonly #hooks: SupervisorHooks;
+  readonly #graceMs: number;
+  readonly #stragglerMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #judged = false;
+  #settle!: { resolve: (v: T[]) => void; reject: (e: unknown) => void };
+
+  /**
+   * `graceMs`: how long to wait for reports after the first failure; `stragglerMs`: how long the
+   * others have once one rank has finished.
+   */
+  constructor(
+    size: number,
+    options: { graceMs: number; stragglerMs: number },
+    hooks: SupervisorHooks,
+  ) {
+    this.#ends = new GroupEnds(size);
+    this.#size = size;
+    this.#hooks = hooks;
+    this.#graceMs = options.graceMs;
+    this.#stragglerMs = options.stragglerMs;
+    this.results = new Promise((resolve, reject) => this.#settle = { resolve, reject });
+  }
+
+  /** Whether the group has been judged (ends recorded after that no longer count). */
+  get judged(): boolean {
+    return this.#judged;
+  }
+
+  /** Records how `rank` ended (its first end counts) and acts on it. */
+  ended(rank: number, end: Omit<RankEnd, "at">): void {
+    const wasFailed = this.#ends.failed;
+    if (this.#judged || !this.#ends.record(rank, end)) return;
+    if (this.#ends.allEnded) return void this.judge();
+    if (end.status === "ok") {
+      // Ranks stuck in user code never report: a deadline once one has finished.
+      if (!wasFailed && this.#timer === undefined) this.#wait(this.#stragglerMs, rank);
+      return;
+    }
+    if (wasFailed) return;
+    // The first failure: tell every rank at once, then give them a moment to report.
+    this.#hooks.relay(this.#ends.suspect(rank), end.reason ?? end.status);
+    this.#wait(this.#graceMs);
+  }
+
+  /** Judges now: ranks that have not ended are stopped (and not blamed), then the group settles. */
+  async judge(): Promise<void> {
+    if (this.#judged) return;
+    this.#judged = true;
+    clearTimeout(this.#timer);
+    const verdict = this.#ends.verdict();
+    try {
+      await this.#hooks.stop();
+    } finally {
+      if (verdict) this.#settle.reject(verdict);
+      else this.#settle.resolve(this.#ends.results() as T[]);
+    }
+  }
+
+  /** Settles with `reason` without a verdict (an abort signal: the caller stopped the group). */
+  async cancel(reason: unknown): Promise<void> {
+    if (this.#judged) return;
+    this.#judged = true;
+    clearTimeout(this.#timer);
+    await this.#hooks.stop();
+    this.#settle.reject(reason);
+  }
+
+  /** Judges after `ms`; with `straggling`, ranks still running then are stuck. */
+  #wait(ms: number, finished?: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      if (finished !== undefined) {
+        for (let r = 0; r < this.#size; r++) {
+          this.#ends.record(r, {
+            status: "stuck",
+            reason: `it had not finished ${ms} ms after rank ${finished} did`,
+          });
+        }
+      }
+      this.judge();
+    }, ms);
+    Deno.unrefTimer(this.#timer as unknown as number);
+  }
+}
