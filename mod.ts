@@ -33,6 +33,13 @@ export type {
   TagOptions,
 } from "./primitives/communicator.ts";
 export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
+export { GpuBuffer } from "./primitives/memory/gpu.ts";
+export { GpuKernels } from "./kernels/gpu_kernels.ts";
+export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
+export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
+export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
+export { MANAGED_PAGE_BYTES, ManagedBuffer } from "./primitives/memory/managed.ts";
+export type { MigrationCount } from "./primitives/memory/managed.ts";
 export type { BufferLike } from "./primitives/memory/comm_buffer.ts";
 export {
   CommError,
@@ -46,6 +53,8 @@ export {
   ALGORITHMS,
   algorithmsFor,
   autoAlgorithm,
+  DEVICE_MEMORY,
+  sideFor,
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "./primitives/registry.ts";
@@ -57,7 +66,19 @@ export type {
 } from "./primitives/registry.ts";
 export { liveWorkers, spawnRanks, startRanks } from "./primitives/launch/spawn_ranks.ts";
 export type { RankGroup, SpawnOptions } from "./primitives/launch/spawn_ranks.ts";
-export type { Dtype, MemoryKind, ReduceOp, TransportName, TypedArray } from "./primitives/types.ts";
+export type {
+  Dtype,
+  KernelOp,
+  MemoryKind,
+  ReduceOp,
+  Side,
+  TransportName,
+  TypedArray,
+} from "./primitives/types.ts";
+export { startGroup } from "./primitives/launch/launch.ts";
+export type { GroupOptions } from "./primitives/launch/launch.ts";
+export { startThreadRanks } from "./primitives/launch/spawn_thread.ts";
+export type { ThreadOptions } from "./primitives/launch/spawn_thread.ts";
 export {
   leadProcesses,
   liveProcesses,

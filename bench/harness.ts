@@ -7,7 +7,7 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
-import { TRANSPORTS } from "../primitives/registry.ts";
+import { DEVICE_MEMORY, sideFor, TRANSPORTS } from "../primitives/registry.ts";
 import { DTYPE_INFO, type TransportName } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
@@ -38,8 +38,9 @@ export interface SizeResult {
   row: ResultRow;
   /**
    * `per-iter`: each iteration's time, the slowest rank's. `back-to-back`: the mean time per op of
-   * consecutive batches (at most {@linkcode MAX_BATCHES}), averaged over ranks, so timestamps never
-   * perturb small-message timings.
+   * consecutive batches (at most {@linkcode MAX_BATCHES}; one batch when ranks have a device,
+   * whose work completes only at the final synchronisation), averaged over ranks, so timestamps
+   * never perturb small-message timings.
    */
   samplesUs: number[];
 }
@@ -52,9 +53,22 @@ const WARMUP_MS = 50;
 /** The first size also warms the code every later size shares, through the JIT's tiers. */
 const FIRST_WARMUP_MS = 300;
 
+/** What a timed loop reports on one rank. */
+interface Timed {
+  /** Total time of the operations, µs (touches excluded). */
+  totalUs: number;
+  samplesUs: number[];
+  /** µs per operation the touches took (0 without `--touch`). */
+  touchUs: number;
+}
+
 /**
  * Measures every size on this rank; calls `onResult` on rank 0 after each size and resolves with
  * the wrong elements summed over sizes and ranks (0 on other ranks).
+ *
+ * Ranks with a device finish every timed loop with `comm.synchronize()` before the last timestamp:
+ * calls on device buffers return once their work is enqueued (NCCL's semantics), so the loop
+ * times all of it, and `per-iter` times each op to its completion (Deno's ~11 ms floor included).
  */
 export async function measureSweep(
   comm: Communicator,
@@ -71,6 +85,7 @@ export async function measureSweep(
     await comm.allreduce(agreed, { op: "max" });
     return agreed[0];
   };
+  const loop = new Loop(comm);
   let wrongTotal = 0;
   try {
     for (const count of options.counts) {
@@ -78,24 +93,36 @@ export async function measureSweep(
       await sized.fill();
       await comm.barrier();
       await sized.run(); // the cold first op: page faults, scratch, JIT
-      let estimate = await slowest(await timeOps(sized, 1));
+      let estimate = await slowest(await loop.time(sized, 1));
       if (options.warmup !== undefined) {
-        const warm = await timeOps(sized, options.warmup);
+        const warm = await loop.time(sized, options.warmup);
         if (options.warmup > 0 && options.iters === undefined) {
           estimate = await slowest(warm / options.warmup);
         }
       } else {
         const ms = count === options.counts[0] ? FIRST_WARMUP_MS : WARMUP_MS;
-        estimate = await warmUp(sized, estimate, ms, slowest);
+        estimate = await warmUp(loop, sized, estimate, ms, slowest);
       }
       const budgetUs = (options.budgetMs ?? 200) * 1e3;
       const iters = options.iters ??
         Math.max(MIN_ITERS, Math.min(MAX_ITERS, Math.round(budgetUs / Math.max(estimate, 0.01))));
+      const before = { ...comm.migrations };
       const timed = options.timing === "per-iter"
-        ? await timePerIteration(comm, sized, iters)
-        : await timeBackToBack(comm, sized, iters);
+        ? await loop.perIteration(sized, iters)
+        : await loop.backToBack(sized, iters);
+      const moved = [
+        comm.migrations.migrations - before.migrations,
+        comm.migrations.bytes - before.bytes,
+      ];
       const wrong = await sized.wrong();
-      const all = await gather(comm, [timed.totalUs, wrong, ...timed.samplesUs]);
+      const all = await gather(comm, [
+        timed.totalUs,
+        wrong,
+        moved[0] / iters,
+        moved[1] / iters,
+        timed.touchUs,
+        ...timed.samplesUs,
+      ]);
       if (comm.rank !== 0) continue;
       const result = summarize(comm, options, count, iters, all);
       wrongTotal += result.row.wrong;
@@ -115,6 +142,7 @@ export async function measureSweep(
  * per op.
  */
 async function warmUp(
+  loop: Loop,
   sized: SizedCase,
   coldUs: number,
   ms: number,
@@ -122,46 +150,90 @@ async function warmUp(
 ): Promise<number> {
   let perOpUs = coldUs, spentUs = 0;
   for (let n = 1; spentUs + perOpUs < ms * 1e3; n *= 2) {
-    const roundUs = await slowest(await timeOps(sized, n));
+    const roundUs = await slowest(await loop.time(sized, n));
     spentUs += roundUs;
     perOpUs = roundUs / n;
   }
   return perOpUs;
 }
 
-async function timeOps(sized: SizedCase, n: number): Promise<number> {
-  const start = performance.now();
-  for (let i = 0; i < n; i++) await sized.run();
-  return (performance.now() - start) * 1e3;
-}
+/** The timed loops of one rank; with a device, each ends at the device's completion. */
+class Loop {
+  readonly #comm: Communicator;
+  readonly #device: boolean;
 
-async function timeBackToBack(comm: Communicator, sized: SizedCase, iters: number) {
-  const stride = Math.ceil(iters / MAX_BATCHES);
-  const marks = new Float64Array(Math.ceil(iters / stride) + 1);
-  await comm.barrier();
-  let m = 0;
-  marks[m++] = performance.now();
-  for (let i = 1; i <= iters; i++) {
-    await sized.run();
-    if (i % stride === 0 || i === iters) marks[m++] = performance.now();
+  constructor(comm: Communicator) {
+    this.#comm = comm;
+    this.#device = comm.gpu !== undefined;
   }
-  const samplesUs: number[] = [];
-  for (let k = 1; k < m; k++) {
-    const batch = Math.min(stride, iters - (k - 1) * stride);
-    samplesUs.push(((marks[k] - marks[k - 1]) * 1e3) / batch);
-  }
-  return { totalUs: (marks[m - 1] - marks[0]) * 1e3, samplesUs };
-}
 
-async function timePerIteration(comm: Communicator, sized: SizedCase, iters: number) {
-  const samplesUs: number[] = [];
-  for (let i = 0; i < iters; i++) {
-    await comm.barrier();
+  /** µs for `n` ops back to back (touches included), to their completion. */
+  async time(sized: SizedCase, n: number): Promise<number> {
     const start = performance.now();
-    await sized.run();
-    samplesUs.push((performance.now() - start) * 1e3);
+    for (let i = 0; i < n; i++) {
+      await sized.touch?.();
+      await sized.run();
+    }
+    await this.#complete();
+    return (performance.now() - start) * 1e3;
   }
-  return { totalUs: samplesUs.reduce((s, t) => s + t, 0), samplesUs };
+
+  async backToBack(sized: SizedCase, iters: number): Promise<Timed> {
+    const touchUs = await this.#touchCost(sized, iters);
+    // Device work completes only at the end: one batch, not timestamps of enqueues.
+    const stride = this.#device ? iters : Math.ceil(iters / MAX_BATCHES);
+    const marks = new Float64Array(Math.ceil(iters / stride) + 1);
+    await this.#comm.barrier();
+    let m = 0;
+    marks[m++] = performance.now();
+    for (let i = 1; i <= iters; i++) {
+      await sized.touch?.();
+      await sized.run();
+      if (i === iters) await this.#complete();
+      if (i % stride === 0 || i === iters) marks[m++] = performance.now();
+    }
+    const samplesUs: number[] = [];
+    for (let k = 1; k < m; k++) {
+      const batch = Math.min(stride, iters - (k - 1) * stride);
+      samplesUs.push(((marks[k] - marks[k - 1]) * 1e3) / batch - touchUs);
+    }
+    const totalUs = (marks[m - 1] - marks[0]) * 1e3 - touchUs * iters;
+    return { totalUs, samplesUs, touchUs };
+  }
+
+  async perIteration(sized: SizedCase, iters: number): Promise<Timed> {
+    const samplesUs: number[] = [];
+    let touchTotal = 0;
+    for (let i = 0; i < iters; i++) {
+      await this.#comm.barrier();
+      const touched = performance.now();
+      await sized.touch?.();
+      await this.#complete();
+      const start = performance.now();
+      touchTotal += start - touched;
+      await sized.run();
+      await this.#complete();
+      samplesUs.push((performance.now() - start) * 1e3);
+    }
+    const totalUs = samplesUs.reduce((s, t) => s + t, 0);
+    return { totalUs, samplesUs, touchUs: (touchTotal * 1e3) / iters };
+  }
+
+  /**
+   * µs per touch, measured alone (`iters` touches, then completion) and subtracted from the
+   * loop: what stays in the curve is the migrations the touches cause, not the touches.
+   */
+  async #touchCost(sized: SizedCase, iters: number): Promise<number> {
+    if (!sized.touch) return 0;
+    const start = performance.now();
+    for (let i = 0; i < iters; i++) await sized.touch();
+    await this.#complete();
+    return ((performance.now() - start) * 1e3) / iters;
+  }
+
+  #complete(): Promise<void> {
+    return this.#device ? this.#comm.synchronize() : Promise.resolve();
+  }
 }
 
 /** Every rank's `values` (same length on every rank), by rank. */
@@ -175,6 +247,9 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
   );
 }
 
+/** Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs. */
+const HEAD = 5;
+
 function summarize(
   comm: Communicator,
   o: SweepOptions,
@@ -184,14 +259,15 @@ function summarize(
 ): SizeResult {
   const spec = PRIMITIVES[o.primitive];
   const bytes = count * DTYPE_INFO[o.dtype].bytes;
-  const samples = perRank[0].length - 2;
+  const samples = perRank[0].length - HEAD;
   const samplesUs = Array.from({ length: samples }, (_, k) => {
-    const atK = perRank.map((r) => r[2 + k]);
+    const atK = perRank.map((r) => r[HEAD + k]);
     return o.timing === "per-iter" ? Math.max(...atK) : atK.reduce((s, t) => s + t, 0) / atK.length;
   });
   const picked = spec.collective && o.algorithm === "auto"
-    ? comm.autoAlgorithm(spec.collective, bytes)
+    ? comm.autoAlgorithm(spec.collective, bytes, o.memory)
     : o.algorithm;
+  const sum = (k: number) => perRank.reduce((s, r) => s + r[k], 0);
   const row: ResultRow = {
     primitive: o.primitive,
     transport: o.transport,
@@ -207,11 +283,14 @@ function summarize(
       bytes,
       busFactor: spec.busFactor(comm.size),
     }),
-    wrong: perRank.reduce((s, r) => s + r[1], 0),
+    wrong: sum(1),
     timing: o.timing,
     p50_us: percentile(samplesUs, 0.5),
     p99_us: percentile(samplesUs, 0.99),
     picked,
+    migrations: sum(2),
+    migrated_bytes: sum(3),
+    touch_us: sum(4) / comm.size,
   };
   return { row, samplesUs };
 }
@@ -224,14 +303,23 @@ export function memoryNeeded(
 ): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
-  // Direct shared-memory algorithms work in the buffers themselves; everything else stages or
-  // accumulates through scratch as large as the buffer.
-  const scratch = o.transport === "shm" && o.memory === "shared" ? 0 : maxCount * elementBytes;
+  const side = sideFor(o.transport, o.memory);
+  const inHeap = o.memory === "shared" || o.memory === "managed";
+  // Device memory is counted as host memory too: on CI's software adapter it is.
+  const device = DEVICE_MEMORY.includes(o.memory) ? buffers : 0;
+  // Host copies of device buffers staged over a host transport live in the heap.
+  const staging = side === "device" && o.transport !== "gpu" ? buffers : 0;
+  // Direct shared-memory algorithms work in the heap buffers themselves, device algorithms on the
+  // device; everything else stages or accumulates through heap scratch as large as the buffer.
+  const direct = (o.transport === "shm" && (inHeap || staging > 0)) || o.transport === "gpu";
+  const scratch = direct ? 0 : maxCount * elementBytes;
+  const heapBytesPerRank = (inHeap ? buffers : 0) + staging + scratch;
   const info = TRANSPORTS[o.transport];
   const groupBytes = procs * info.rankBytes + info.groupBytes(procs);
   return {
-    totalBytes: procs * (buffers + scratch) + groupBytes,
-    heapBytesPerRank: (o.memory === "shared" ? buffers : 0) + scratch,
+    totalBytes: procs * (heapBytesPerRank + (o.memory === "host" ? buffers : 0) + device) +
+      groupBytes,
+    heapBytesPerRank,
     groupBytes,
   };
 }

@@ -28,7 +28,18 @@ export async function run(comm: Communicator, args: HarnessArgs): Promise<Harnes
     await measureSweep(comm, args.sweep, () => {});
     return { wrong: 0, rows: 0 };
   }
-  const reporter = new Reporter(args.report);
+  // The device's facts (adapter, backend, limits) and Deno's completion floor go in the sidecar.
+  const gpu = comm.gpu;
+  const report = gpu
+    ? {
+      ...args.report,
+      metadata: {
+        ...args.report.metadata,
+        gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() },
+      },
+    }
+    : args.report;
+  const reporter = new Reporter(report);
   reporter.start();
   let rows = 0;
   try {

@@ -35,6 +35,12 @@ export interface ResultRow {
   p99_us: number;
   /** The algorithm that ran (what `auto` picked at this size). */
   picked: string;
+  /** Managed memory: page runs migrated per operation, summed over ranks. */
+  migrations: number;
+  /** Managed memory: bytes migrated per operation, summed over ranks. */
+  migrated_bytes: number;
+  /** `--touch`: µs per operation spent touching the buffers, measured apart and subtracted. */
+  touch_us: number;
 }
 
 /** CSV columns fixed by DESIGN.md; never renamed or reordered. */
@@ -57,7 +63,15 @@ export const CSV_COLUMNS = [
 ] as const;
 
 /** Columns appended after the fixed ones. */
-export const EXTRA_COLUMNS = ["timing", "p50_us", "p99_us", "picked"] as const;
+export const EXTRA_COLUMNS = [
+  "timing",
+  "p50_us",
+  "p99_us",
+  "picked",
+  "migrations",
+  "migrated_bytes",
+  "touch_us",
+] as const;
 
 /** What one size's measurement produced across ranks. */
 export interface Measured {

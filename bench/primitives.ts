@@ -7,12 +7,14 @@
 
 import type { Communicator } from "../primitives/communicator.ts";
 import { type CommBuffer, HostBuffer } from "../primitives/memory/comm_buffer.ts";
+import { ManagedBuffer } from "../primitives/memory/managed.ts";
 import type { CollectiveName } from "../primitives/registry.ts";
 import {
   type Dtype,
   DTYPE_INFO,
   type MemoryKind,
   type ReduceOp,
+  type Side,
   type TypedArray,
 } from "../primitives/types.ts";
 
@@ -32,6 +34,8 @@ export interface CaseOptions {
   op: ReduceOp;
   root: number;
   algorithm: string;
+  /** Managed memory: touch the buffers on this side before every operation (OMB's `-d managed`). */
+  touch?: Side;
 }
 
 /**
@@ -45,6 +49,8 @@ export interface SizedCase {
   run(): Promise<void>;
   /** Elements of this rank's output that differ from the exact expected value. */
   wrong(): Promise<number>;
+  /** With `--touch`: writes the buffers on that side, so the next operation migrates them. */
+  touch?(): Promise<void>;
 }
 
 /**
@@ -293,8 +299,30 @@ async function copy(src: CommBuffer, dst: CommBuffer): Promise<void> {
   await dst.write(through);
 }
 
-function prepared(comm: Communicator, bufs: CommBuffer[], sized: PreparedCase["sized"]) {
-  return { sized, free: () => bufs.forEach((b) => comm.free(b)) };
+/**
+ * A prepared case over `bufs`; each sized case gets a `touch` of the managed buffers it uses when
+ * the options ask for one.
+ */
+function prepared(
+  comm: Communicator,
+  o: CaseOptions,
+  bufs: CommBuffer[],
+  sized: (count: number) => SizedCase & { buffers: CommBuffer[] },
+): PreparedCase {
+  return {
+    sized(count) {
+      const { buffers, ...c } = sized(count);
+      const side = o.touch;
+      const managed = buffers.filter((b): b is ManagedBuffer => b instanceof ManagedBuffer);
+      if (side && managed.length > 0) {
+        c.touch = async () => {
+          for (const b of managed) await b.touch(side);
+        };
+      }
+      return c;
+    },
+    free: () => bufs.forEach((b) => comm.free(b)),
+  };
 }
 
 const whole = (count: number) => count;
@@ -310,9 +338,10 @@ const sendrecv: PrimitiveSpec = {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
     const right = (rank + 1) % size, left = (rank - 1 + size) % size;
-    return prepared(comm, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
+        buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: async () => {
           if (size === 1) return copy(send, recv);
@@ -334,9 +363,10 @@ const bcast: PrimitiveSpec = {
   prepare(comm, maxCount, o) {
     const full = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return prepared(comm, [full], (count) => {
+    return prepared(comm, o, [full], (count) => {
       const buf = head(full, count);
       return {
+        buffers: [buf],
         fill: () => rank === o.root ? writeInput(buf, o.op, rank, size) : clear(buf),
         run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
         wrong: () => wrongInputs(buf, o.op, o.root, size),
@@ -355,9 +385,10 @@ const reduce: PrimitiveSpec = {
   prepare(comm, maxCount, o) {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return prepared(comm, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
+        buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
         wrong: async () =>
@@ -378,9 +409,10 @@ const allreduce: PrimitiveSpec = {
   prepare(comm, maxCount, o) {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return prepared(comm, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
+        buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
         wrong: () => wrongReducedIn(recv, o.op, size),
@@ -400,10 +432,11 @@ const allgather: PrimitiveSpec = {
     const { rank, size } = comm;
     const sendBuf = alloc(comm, Math.floor(maxCount / size), o);
     const recvBuf = alloc(comm, maxCount, o);
-    return prepared(comm, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n), recv = head(recvBuf, n * size);
       return {
+        buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
         wrong: async () => {
@@ -429,10 +462,11 @@ const reduceScatter: PrimitiveSpec = {
     const { rank, size } = comm;
     const sendBuf = alloc(comm, maxCount, o);
     const recvBuf = alloc(comm, Math.floor(maxCount / size), o);
-    return prepared(comm, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n * size), recv = head(recvBuf, n);
       return {
+        buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
         run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
         wrong: () => wrongReducedIn(recv, o.op, size, rank * n),

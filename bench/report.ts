@@ -8,6 +8,7 @@
 import { stringify } from "csv-stringify/sync";
 import type { SizeResult } from "./harness.ts";
 import { CSV_COLUMNS, EXTRA_COLUMNS, type ResultRow } from "./metrics.ts";
+import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
 
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
@@ -19,6 +20,11 @@ export interface RunMetadata {
   cpus: number;
   memoryBytes: number;
   gpuAdapter: string | null;
+  /**
+   * The ranks' device, when they have one: adapter, backend, limits and Deno's completion floor
+   * (ms to await an idle queue), measured at the start of the run.
+   */
+  gpu?: GpuInfo & { completionFloorMs: number };
   date: string;
   command: string[];
   options: Record<string, unknown>;

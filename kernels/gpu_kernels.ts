@@ -37,7 +37,9 @@ export interface KernelLimits {
 
 /** The WGSL sources, as read from kernels/*.wgsl. */
 export interface KernelSources {
+  /** `reduce.wgsl`. */
   reduce: string;
+  /** `scale.wgsl`. */
   scale: string;
 }
 

@@ -20,7 +20,6 @@ import {
   algorithmsFor,
   autoAlgorithm,
   type CollectiveName,
-  type Side,
   sideFor,
   sideOf,
   TRANSPORTS,
@@ -30,6 +29,7 @@ import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
   type Dtype,
   DTYPE_INFO,
+  dtypeOf,
   DTYPES,
   type KernelOp,
   MAX_BYTES,
@@ -37,6 +37,7 @@ import {
   type MemoryKind,
   REDUCE_OPS,
   type ReduceOp,
+  type Side,
   type TransportName,
   type TypedArray,
 } from "./types.ts";
@@ -101,11 +102,14 @@ export class Communicator implements AsyncDisposable {
   #offers: readonly AlgorithmNeed[];
   #seq = 0;
   #closed = false;
-  /** The last staged device send and receive over a host transport (they take turns). */
-  #stagingTurn: Record<"send" | "recv", Promise<unknown>> = {
-    send: Promise.resolve(),
-    recv: Promise.resolve(),
-  };
+  /**
+   * Downloads of device buffers being sent over a host transport. They start before the send
+   * yields, and a receive waits for them before it may block: on `shm` a receive blocks the
+   * thread, and a download needs the event loop.
+   */
+  #stagedReads = new Set<Promise<void>>();
+  /** Host areas of staged device messages, free for reuse. */
+  #stagingFree: TypedArray[] = [];
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
 
@@ -182,10 +186,20 @@ export class Communicator implements AsyncDisposable {
         return await this.#transport.send(peer, bytesOf(view as TypedArray), tag, stamp);
       }
       // A device buffer over a host transport: through host memory, as without CUDA-aware MPI.
-      await this.#staged("send", cb, async (host) => {
-        await cb.read(host);
+      // The download starts now, before this call yields (see #stagedReads).
+      const host = this.#stagingBuffer(cb);
+      const read = cb.read(host);
+      this.#stagedReads.add(read);
+      try {
+        await read;
+      } finally {
+        this.#stagedReads.delete(read);
+      }
+      try {
         await this.#transport.send(peer, bytesOf(host), tag, stamp);
-      });
+      } finally {
+        this.#stagingFree.push(host);
+      }
     } catch (e) {
       throw this.#broke(e);
     }
@@ -206,11 +220,17 @@ export class Communicator implements AsyncDisposable {
         const view = cb instanceof HostBuffer ? cb.view : await this.#resolve(cb, side, true);
         stamp = await this.#transport.recv(peer, bytesOf(view as TypedArray), tag);
       } else {
-        stamp = await this.#staged("recv", cb, async (host) => {
-          const got = await this.#transport.recv(peer, bytesOf(host), tag);
+        // A blocking transport (shm) would stall this rank's own downloads for the sends of this
+        // moment (a sendrecv's): let them finish before the receive may block.
+        await null;
+        await Promise.all(this.#stagedReads);
+        const host = this.#stagingBuffer(cb);
+        try {
+          stamp = await this.#transport.recv(peer, bytesOf(host), tag);
           await cb.write(host);
-          return got;
-        });
+        } finally {
+          this.#stagingFree.push(host);
+        }
       }
     } catch (e) {
       throw this.#broke(e);
@@ -499,19 +519,16 @@ export class Communicator implements AsyncDisposable {
   }
 
   /**
-   * Runs `body` with a host copy area for a device buffer sent or received over a host transport;
-   * sends (and receives) take turns, so concurrent ones never share it.
+   * A host area in the heap for a device buffer sent or received over a host transport: a free
+   * one large enough, or a new one (each in-flight message has its own).
    */
-  #staged<T>(
-    way: "send" | "recv",
-    buf: CommBuffer,
-    body: (host: TypedArray) => Promise<T>,
-  ): Promise<T> {
-    const turn = this.#stagingTurn[way].then(() =>
-      body(this.#ctx.scratch(buf.dtype, buf.length, way === "send" ? P2P_SEND_SLOT : P2P_RECV_SLOT))
-    );
-    this.#stagingTurn[way] = turn.catch(() => {});
-    return turn;
+  #stagingBuffer(buf: CommBuffer): TypedArray {
+    const bytes = bytesIn(buf);
+    const i = this.#stagingFree.findIndex((h) => h.byteLength >= bytes && dtypeOf(h) === buf.dtype);
+    const host = i >= 0
+      ? this.#stagingFree.splice(i, 1)[0]
+      : this.#memory.heap.alloc(buf.dtype, buf.length);
+    return host.subarray(0, buf.length) as TypedArray;
   }
 
   #checkOpen(): void {
@@ -611,9 +628,6 @@ function divideOperand(buf: Operand, k: number): void {
   if (buf instanceof GpuBuffer) return buf.gpu.kernels.scale(buf.gpu.encoder(), buf, k);
   divide(buf as TypedArray, k);
 }
-
-/** Heap scratch slots of device buffers sent and received over host transports. */
-const P2P_SEND_SLOT = 14, P2P_RECV_SLOT = 15;
 
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 

@@ -40,7 +40,7 @@ import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
 import { STAGING } from "./collectives/staging.ts";
 import { shmSetupBytes } from "./transports/shm_layout.ts";
-import type { MemoryKind, TransportName } from "./types.ts";
+import type { MemoryKind, Side, TransportName } from "./types.ts";
 
 /** Collectives that have selectable algorithms. */
 export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
@@ -51,9 +51,6 @@ export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "r
  * share one `device` (device buffers), or `staging` device buffers through the host.
  */
 export type AlgorithmNeed = "messages" | "shared" | "device" | "staging";
-
-/** Where an algorithm's buffers are: host views, or device views. */
-export type Side = "host" | "device";
 
 /** The side of memory an algorithm with these needs works on. */
 export function sideOf(need: AlgorithmNeed): Side {

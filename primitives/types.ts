@@ -23,6 +23,9 @@ export type MemoryKind = "host" | "shared" | "gpu" | "managed";
 /** All memory kinds, in registry order. */
 export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "managed"];
 
+/** Where a buffer is used: on the host (a view) or on the device (a device buffer). */
+export type Side = "host" | "device";
+
 /** How bytes move between ranks (DESIGN.md: transports). */
 export type TransportName = "shm" | "worker" | "ws" | "gpu";
 

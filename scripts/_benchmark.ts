@@ -10,10 +10,17 @@ import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
+import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
-import { algorithmsFor, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import {
+  algorithmsFor,
+  DEVICE_MEMORY,
+  sideFor,
+  TRANSPORT_NAMES,
+  TRANSPORTS,
+} from "../primitives/registry.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
-import { DTYPES, REDUCE_OPS } from "../primitives/types.ts";
+import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import {
   address,
   type FlagSpec,
@@ -38,7 +45,9 @@ const DEFAULT_MAX = 268_435_456;
 export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
   transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: "shm" },
-  memory: { help: "memory kind: host, shared (default: best for the transport)" },
+  memory: {
+    help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
+  },
   algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
   min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
   max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
@@ -50,6 +59,10 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
   root: { help: "root rank of bcast and reduce", default: "0" },
   timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  touch: {
+    help: "managed memory: touch the buffers on this side (host or device) before every op; " +
+      "the touch is timed apart and subtracted, the migration it causes stays",
+  },
   timeout: {
     help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
       "2 s past it after another finished is stuck",
@@ -77,6 +90,8 @@ export const LAUNCHERS = ["local", "env"] as const;
 /** A validated benchmark run. */
 export interface RunPlan {
   sweep: SweepOptions;
+  /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
+  device: boolean;
   procs: number;
   timeoutMs: number;
   launcher: typeof LAUNCHERS[number];
@@ -107,9 +122,25 @@ export function planRun(
   }
   const info = TRANSPORTS[transport];
   const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
-  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport) : [];
+  const side = sideFor(transport, memory);
+  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport, side) : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);
+  const device = info.needsDevice || DEVICE_MEMORY.includes(memory);
+  if (device && dtype === "f64") {
+    throw new UsageError(
+      `--dtype f64 is not accepted with ${
+        transport === "gpu" ? "transport gpu" : `${memory} memory`
+      }` +
+        `: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
+    );
+  }
+  const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);
+  if (touch && memory !== "managed") {
+    throw new UsageError(
+      `--touch ${touch} is not accepted: it touches managed memory (--memory managed)`,
+    );
+  }
   const op = oneOf("op", v.op!, REDUCE_OPS);
   const root = integer("root", v.root!, 0, procs - 1);
   const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
@@ -190,7 +221,9 @@ export function planRun(
       iters,
       warmup,
       timing,
+      ...(touch ? { touch } : {}),
     },
+    device,
     procs,
     timeoutMs,
     launcher,
@@ -221,12 +254,19 @@ function gb(bytes: number): string {
 export function describe(plan: RunPlan): string[] {
   const s = plan.sweep;
   const factor = PRIMITIVES[s.primitive].busFormula;
+  const ranks = TRANSPORTS[s.transport].launch === "thread"
+    ? `${plan.procs} logical ranks on 1 device`
+    : `${plan.procs} ranks`;
+  const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
   return [
-    `dccl ${s.primitive}: ${plan.procs} ranks, transport ${s.transport}, memory ${s.memory}, ` +
+    `dccl ${s.primitive}: ${ranks}, transport ${s.transport}, memory ${s.memory}${touched}, ` +
     `algorithm ${s.algorithm}, op ${s.op}, dtype ${s.dtype}, root ${s.root}`,
-    s.timing === "per-iter"
+    (s.timing === "per-iter"
       ? "timing per-iter: a barrier, then each op timed alone on every rank"
-      : "timing back-to-back: after a barrier every rank times `iters` consecutive ops",
+      : "timing back-to-back: after a barrier every rank times `iters` consecutive ops") +
+    (plan.device
+      ? ", to the device's completion (ops on device buffers return once enqueued)"
+      : ""),
     `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
       s.warmup ?? "adaptive"
     }; time_us = sum of rank times / (ranks * iters); min/max: fastest/slowest rank`,
@@ -258,7 +298,11 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   };
   if (plan.launcher === "env") {
     // This process is one rank of a group started elsewhere.
-    await using comm = await joinFromEnv({ bind: plan.bind, timeoutMs: plan.timeoutMs });
+    await using comm = await joinFromEnv({
+      bind: plan.bind,
+      timeoutMs: plan.timeoutMs,
+      gpu: plan.device,
+    });
     return await runHarness(comm, args);
   }
   const group = startGroup<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
@@ -268,6 +312,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     args,
     signal: out.signal,
     bind: plan.bind,
+    gpu: plan.device,
   });
   return (await group.results)[0];
 }
@@ -315,6 +360,7 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
     }
     for (const flag of ["csv", "json"]) if (values[flag]) values[flag] = userPath(values[flag]);
     plan = planRun(primitive, values);
+    await checkDevice(plan);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`${command}: ${e.message}`);
@@ -333,6 +379,18 @@ export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): P
     return 0;
   } catch (e) {
     return reportFailure(command, plan, e);
+  }
+}
+
+/** Refuses a run that needs a WebGPU device where none can be opened. */
+export async function checkDevice(plan: RunPlan): Promise<void> {
+  if (!plan.device) return;
+  const why = await gpuUnavailable();
+  if (why) {
+    const what = plan.sweep.transport === "gpu"
+      ? "--transport gpu"
+      : `--memory ${plan.sweep.memory}`;
+    throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
   }
 }
 

@@ -11,6 +11,7 @@ import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import { MEMORY_KINDS } from "../primitives/types.ts";
 import {
   BENCHMARK_FLAGS,
+  checkDevice,
   interruptible,
   MAX_PROCS,
   planRun,
@@ -36,7 +37,7 @@ const { procs: _procs, transport: _transport, memory: _memory, csv: _csv, json: 
 const FLAGS: Record<string, FlagSpec> = {
   primitives: { help: "comma-separated primitives", default: PRIMITIVE_NAMES.join(",") },
   transports: { help: "comma-separated transports", default: TRANSPORT_NAMES.join(",") },
-  memory: { help: "comma-separated memory kinds", default: "host,shared" },
+  memory: { help: "comma-separated memory kinds", default: MEMORY_KINDS.join(",") },
   procs: { help: "comma-separated rank counts", default: "2,4,8" },
   out: { help: "directory for the CSVs and index.csv", default: "out/sweep" },
   ...shared,
@@ -110,6 +111,13 @@ async function main(argv: string[]): Promise<number> {
               csv: `${out}/${name}.csv`,
               json: `${out}/${name}.json`,
             });
+          } catch (e) {
+            if (!(e instanceof UsageError)) throw e;
+            skip(e.message);
+            continue;
+          }
+          try {
+            await checkDevice(plan);
           } catch (e) {
             if (!(e instanceof UsageError)) throw e;
             skip(e.message);

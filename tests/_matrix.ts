@@ -1,21 +1,35 @@
 // The correctness matrix every transport runs: primitives × algorithms × counts × ops × dtypes ×
 // memory kinds, with exact integer-valued inputs (see bench/primitives.ts).
 import type { CheckCase } from "./ranks/check_rank.ts";
-import { algorithmsFor, type CollectiveName } from "../mod.ts";
+import { algorithmsFor, type CollectiveName, TRANSPORTS } from "../mod.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import { sideFor } from "../primitives/registry.ts";
 import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
 
 const COUNTS = [0, 1, 4, 1000, 65537];
 const OPS: ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
 
-export function matrix(transport: TransportName, size: number): CheckCase[] {
+/**
+ * Every case of `transport` at `size` ranks on `memory` (default: `shared` where the transport
+ * carries it, else its best kind): every algorithm for that memory's side, counts, ops and dtypes
+ * (device memory holds no f64), plus `host` memory where the side is the host.
+ */
+export function matrix(
+  transport: TransportName,
+  size: number,
+  memory: MemoryKind = TRANSPORTS[transport].memory.includes("shared")
+    ? "shared"
+    : TRANSPORTS[transport].bestMemory,
+): CheckCase[] {
+  const side = sideFor(transport, memory);
+  const device = side === "device" || memory === "managed";
   const cases: CheckCase[] = [];
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>
     cases.push({ root: size - 1, ...c });
   for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
-      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport)]
+      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport, side)]
       : ["auto"];
     const reduces = collective === "allreduce" || collective === "reduce" ||
       collective === "reduceScatter";
@@ -23,17 +37,17 @@ export function matrix(transport: TransportName, size: number): CheckCase[] {
       for (const count of COUNTS) {
         // Every op on small counts; the large odd count with sum keeps the suite quick.
         for (const op of reduces && count <= 1000 ? OPS : ["sum" as const]) {
-          add({ primitive, algorithm, count, op, dtype: "f32", memory: "shared", repeat: 2 });
+          add({ primitive, algorithm, count, op, dtype: "f32", memory, repeat: device ? 1 : 2 });
         }
       }
-      for (const dtype of ["f64", "i32"] as Dtype[]) {
+      for (const dtype of (device ? ["i32"] : ["f64", "i32"]) as Dtype[]) {
         for (const op of reduces ? OPS : ["sum" as const]) {
-          add({ primitive, algorithm, count: 1001, op, dtype, memory: "shared" });
+          add({ primitive, algorithm, count: 1001, op, dtype, memory });
         }
       }
-      for (const memory of ["host"] as MemoryKind[]) {
+      if (side === "host" && memory !== "host") {
         for (const count of [3, 65537]) {
-          add({ primitive, algorithm, count, op: "sum", dtype: "f32", memory, root: 0 });
+          add({ primitive, algorithm, count, op: "sum", dtype: "f32", memory: "host", root: 0 });
         }
       }
     }

@@ -3,6 +3,7 @@
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark.ts";
 import { parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
+import { NO_GPU } from "./_gpu.ts";
 
 const plan = (argv: string[], available = 64e9) =>
   planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), available);
@@ -81,7 +82,17 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     [["--procs", "two"], /--procs two/],
     [["--transport", "carrier-pigeon"], /--transport carrier-pigeon .*accepted: shm, worker/],
     [["--transport", "worker", "--algorithm", "shm_direct"], /accepted: auto, recursive_doubling/],
-    [["--memory", "gpu"], /--memory gpu .*accepted: host, shared/],
+    [["--memory", "hbm"], /--memory hbm .*accepted: host, shared, gpu, managed/],
+    [
+      ["--transport", "gpu", "--memory", "shared"],
+      /--memory shared .*accepted: host, gpu, managed/,
+    ],
+    [["--memory", "gpu", "--dtype", "f64"], /--dtype f64 is not accepted with gpu memory: .*WGSL/],
+    [["--transport", "gpu", "--dtype", "f64"], /with transport gpu/],
+    [["--touch", "host"], /--touch host is not accepted: it touches managed memory/],
+    [["--memory", "managed", "--touch", "cpu"], /--touch cpu .*accepted: host, device/],
+    [["--transport", "gpu", "--algorithm", "ring"], /accepted: auto, gpu_direct, gpu_ring/],
+    [["--memory", "gpu", "--algorithm", "shm_direct"], /accepted: auto, staged, pipelined/],
     [["--op", "xor"], /accepted: sum, prod, max, min, avg/],
     [["--dtype", "f16"], /accepted: f32, f64, i32/],
     [["--root", "2"], /--root 2 .* from 0 to 1/],
@@ -204,7 +215,7 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(
     csv[0],
     "primitive,transport,memory,algorithm,procs,floats,bytes,iters,time_us,min_us,max_us,gbps," +
-      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked",
+      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
@@ -270,7 +281,7 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   assert_(text.endsWith("\n"));
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
-  for (const l of lines) assertEquals(l.split(",").length, 19, l);
+  for (const l of lines) assertEquals(l.split(",").length, 22, l);
 });
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {
@@ -331,25 +342,37 @@ Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", as
 Deno.test("cli: sweep runs the matrix and says which combinations it skipped and why", async () => {
   const dir = Deno.makeTempDirSync();
   const r = await task([
-    ...["--primitives", "sendrecv,allreduce", "--transports", "shm", "--memory", "host,gpu"],
+    ...["--primitives", "sendrecv,allreduce", "--transports", "shm,gpu", "--memory", "host,shared"],
     ...["--procs", "2,3", "--max", "64", "--iters", "3", "--warmup", "1", "--out", dir],
   ], "sweep");
   assertEquals(r.code, 0, r.stderr);
   const index = Deno.readTextFileSync(`${dir}/index.csv`).trim().split("\n")
     .map((l) => l.split(",").slice(0, 6).join(" "));
+  const gpu = NO_GPU ? "skipped 0" : "ok 7"; // where no adapter exists, the sweep says so
   assertEquals(index, [
     "primitive transport memory procs status rows",
     "sendrecv shm host 2 ok 7",
     "sendrecv shm host 3 skipped 0",
-    "sendrecv shm gpu 2 skipped 0",
-    "sendrecv shm gpu 3 skipped 0",
+    "sendrecv shm shared 2 ok 7",
+    "sendrecv shm shared 3 skipped 0",
+    `sendrecv gpu host 2 ${gpu}`,
+    "sendrecv gpu host 3 skipped 0",
+    "sendrecv gpu shared 2 skipped 0",
+    "sendrecv gpu shared 3 skipped 0",
     "allreduce shm host 2 ok 7",
     "allreduce shm host 3 ok 7",
-    "allreduce shm gpu 2 skipped 0",
-    "allreduce shm gpu 3 skipped 0",
+    "allreduce shm shared 2 ok 7",
+    "allreduce shm shared 3 ok 7",
+    `allreduce gpu host 2 ${gpu}`,
+    `allreduce gpu host 3 ${gpu}`,
+    "allreduce gpu shared 2 skipped 0",
+    "allreduce gpu shared 3 skipped 0",
   ]);
   assert_(r.stdout.includes("skip sendrecv-shm-host-3: --procs 3 is not accepted"), r.stdout);
-  assert_(r.stdout.includes("skip allreduce-shm-gpu-2: shm carries host, shared memory"), r.stdout);
+  assert_(
+    r.stdout.includes("skip allreduce-gpu-shared-2: gpu carries host, gpu, managed memory"),
+    r.stdout,
+  );
   const csv = Deno.readTextFileSync(`${dir}/allreduce-shm-host-3.csv`).trim().split("\n");
   assertEquals(csv.length, 8);
   assert_(csv.slice(1).every((l) => l.split(",")[14] === "0"), "wrong = 0 on every row");

@@ -8,12 +8,14 @@ import {
   type RankFailedError,
   spawnRanks,
   startProcesses,
-  startRanks,
 } from "../mod.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import type { FaultArgs, FaultMode } from "./ranks/faults_rank.ts";
 import { expectedReduction, inputValue } from "../bench/primitives.ts";
 import { PORT_MARK, RESULT_MARK } from "../primitives/launch/spawn_processes.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
+import type { TransportName } from "../primitives/types.ts";
+import { NO_GPU } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import type { ReduceOp } from "../primitives/types.ts";
 
@@ -21,19 +23,19 @@ const FAULTS = new URL("./ranks/faults_rank.ts", import.meta.url);
 const quiet = () => {};
 
 /** Runs the faults rank program on every transport kind the test names. */
-function group(
-  transport: "shm" | "worker" | "ws",
-  size: number,
-  args: FaultArgs,
-  timeoutMs = 5000,
-) {
+function group(transport: TransportName, size: number, args: FaultArgs, timeoutMs = 5000) {
   if (transport === "ws") {
     return startProcesses(FAULTS, { size, args, timeoutMs, onLine: quiet });
   }
-  return startRanks(FAULTS, { size, transport, args, timeoutMs });
+  return startGroup(FAULTS, { size, transport, args, timeoutMs });
 }
 
-for (const transport of ["shm", "worker", "ws"] as const) {
+// The gpu transport (logical ranks of one thread) runs where an adapter exists.
+const TRANSPORTS_HERE: TransportName[] = NO_GPU
+  ? ["shm", "worker", "ws"]
+  : ["shm", "worker", "ws", "gpu"];
+
+for (const transport of TRANSPORTS_HERE) {
   Deno.test(`faults: survivors catch a peer's failure, keep running and form a new group: ${transport}`, async () => {
     const store = Deno.makeTempDirSync();
     const err = await assertRejects(() => group(transport, 3, { mode: "survive", store }).results, {
@@ -81,7 +83,7 @@ for (const transport of ["shm", "worker", "ws"] as const) {
         stragglerMs: 1000,
         onLine: quiet,
       })
-      : startRanks(FAULTS, { size: 3, transport, args: { mode: "straggle" }, stragglerMs: 1000 });
+      : startGroup(FAULTS, { size: 3, transport, args: { mode: "straggle" }, stragglerMs: 1000 });
     await assertRejects(() => g.results, {
       name: "RankFailedError",
       message: /^Rank 1 failed: it had not finished 1000 ms after rank [02] did/,
@@ -112,7 +114,7 @@ for (const transport of ["shm", "worker", "ws"] as const) {
   if (transport !== "shm") {
     mismatches.push([
       "algorithms",
-      /allreduce\(sum, 262144 × f32, (ring|recursive_doubling)\) but/,
+      /allreduce\(sum, 262144 × f32, (ring|recursive_doubling|gpu_ring|gpu_direct)\) but/,
     ]);
   }
   // Processes cost a second each: ws checks the kinds that used to pass silently there.

@@ -80,9 +80,12 @@ export class GpuBuffer extends CommBuffer implements DeviceView {
     return Promise.resolve();
   }
 
-  /** Frees the device memory (every window of this allocation). */
+  /**
+   * Frees the device memory (every window of this allocation) once the work recorded so far,
+   * which may still use it, is submitted.
+   */
   destroy(): void {
-    this.buffer.destroy();
+    this.gpu.retire(this.buffer);
   }
 }
 

@@ -22,13 +22,39 @@ export interface GpuDeviceOptions {
 
 /** What a run records about its device (the JSON sidecar's `gpu`). */
 export interface GpuInfo {
+  /** The adapter, e.g. `NVIDIA H100 80GB HBM3` or `llvmpipe (LLVM 15.0.6, 256 bits)`. */
   description: string;
+  /** PCI vendor id, as the adapter reports it. */
   vendor: string;
+  /** Architecture, when the adapter says. */
   architecture: string;
+  /** Whether it is a fallback (software) adapter. */
   fallback: boolean;
   /** `vulkan` or `gl`, and how it was told (Deno does not say). */
   backend: string;
+  /** The limits the device was opened with (and the binding window the kernels use). */
   limits: Record<string, number>;
+}
+
+/**
+ * Why this process cannot open a WebGPU device, or undefined when it can (an adapter answers
+ * within 3 s).
+ */
+export async function gpuUnavailable(): Promise<string | undefined> {
+  const gpu = (navigator as { gpu?: GPU }).gpu;
+  if (!gpu) return "this Deno offers no WebGPU (navigator.gpu)";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), 3000));
+  try {
+    const adapter = await Promise.race([gpu.requestAdapter(), timeout]);
+    return adapter
+      ? undefined
+      : "no WebGPU adapter answers (on Linux: a Vulkan driver, or Mesa's GL)";
+  } catch (e) {
+    return `WebGPU failed: ${(e as Error).message}`;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Bytes of one staging buffer, and of the pieces writes are cut into. */

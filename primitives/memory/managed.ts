@@ -10,13 +10,10 @@ import { CommBuffer, HostBuffer } from "./comm_buffer.ts";
 import { GpuBuffer } from "./gpu.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import type { RankHeap } from "./heap.ts";
-import { type Dtype, DTYPE_INFO, type TypedArray } from "../types.ts";
+import { type Dtype, DTYPE_INFO, type Side, type TypedArray } from "../types.ts";
 
 /** Bytes of a page, the unit of migration. */
 export const MANAGED_PAGE_BYTES = 64 * 1024;
-
-/** Where a managed buffer is used. */
-export type Side = "host" | "device";
 
 /** Migrations of a rank's managed buffers. */
 export interface MigrationCount {
@@ -101,6 +98,7 @@ export class ManagedBuffer extends CommBuffer {
    * other side's copy of those pages becomes stale (the caller is about to write them).
    */
   async acquire(side: "host", write?: boolean): Promise<HostBuffer>;
+  /** This window on the device (see the host overload). */
   async acquire(side: "device", write?: boolean): Promise<GpuBuffer>;
   async acquire(side: Side, write = false): Promise<HostBuffer | GpuBuffer> {
     await this.#migrate(side);

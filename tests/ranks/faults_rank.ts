@@ -1,5 +1,6 @@
 // Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
-import { type Communicator, spawnRanks } from "../../mod.ts";
+import { type Communicator, TRANSPORTS } from "../../mod.ts";
+import { startGroup } from "../../primitives/launch/launch.ts";
 import { connectWs } from "../../primitives/transports/ws_connect.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
@@ -26,7 +27,7 @@ export interface FaultArgs {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function run(comm: Communicator, { mode, store }: FaultArgs): Promise<unknown> {
-  const host = comm.transport === "ws" ? "host" : "shared";
+  const host = TRANSPORTS[comm.transport].bestMemory;
   const buf = comm.alloc(1 << 18, { memory: host });
   switch (mode) {
     case "survive": {
@@ -34,7 +35,7 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
       try {
         for (let i = 0;; i++) {
           if (comm.rank === 1 && i === 3) throw new Error("boom from rank 1");
-          await comm.allreduce(buf, { algorithm: comm.transport === "shm" ? "auto" : "ring" });
+          await comm.allreduce(buf, { algorithm: messageRing(comm) });
         }
       } catch (e) {
         if (comm.rank === 1) throw e;
@@ -54,7 +55,7 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
     case "throw-on-1":
       for (let i = 0;; i++) {
         if (comm.rank === 1 && i === 20) throw new Error("boom from rank 1");
-        await comm.allreduce(buf, { algorithm: comm.transport === "shm" ? "auto" : "ring" });
+        await comm.allreduce(buf, { algorithm: messageRing(comm) });
       }
     case "loop":
       for (;;) await comm.allreduce(buf);
@@ -80,13 +81,22 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
     case "ops":
       await comm.allreduce(buf, { op: comm.rank === 0 ? "max" : "sum" });
       break;
-    case "algorithms":
-      await comm.allreduce(buf, { algorithm: comm.rank === 0 ? "ring" : "recursive_doubling" });
+    case "algorithms": {
+      const [one, other] = comm.transport === "gpu"
+        ? ["gpu_ring", "gpu_direct"]
+        : ["ring", "recursive_doubling"];
+      await comm.allreduce(buf, { algorithm: comm.rank === 0 ? one : other });
       break;
+    }
   }
   // A mismatch a rank did not see in its own call shows by the next one at the latest.
   await comm.barrier();
   return "completed";
+}
+
+/** The ring over message transports (its promises are many), else `auto`. */
+function messageRing(comm: Communicator): string {
+  return comm.transport === "worker" || comm.transport === "ws" ? "ring" : "auto";
 }
 
 /**
@@ -95,10 +105,10 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
  */
 async function newGroupSum(comm: Communicator, store?: string): Promise<number> {
   if (comm.transport !== "ws") {
-    const sums = await spawnRanks<number>(new URL("./sum_rank.ts", import.meta.url), {
+    const sums = await startGroup<number>(new URL("./sum_rank.ts", import.meta.url), {
       size: 2,
-      transport: comm.transport as "shm" | "worker",
-    });
+      transport: comm.transport,
+    }).results;
     return sums[0];
   }
   const survivors = [0, 2];

@@ -1,0 +1,160 @@
+// The device half (issue: WebGPU): every collective × algorithm on the gpu transport at 1–4
+// logical ranks with exact inputs, a case past one binding window, gpu and managed memory staged
+// over shm, worker and ws, managed migration states, mismatches and bad input. Runs on CI's
+// software adapter (llvmpipe: ~11 ms per completion), so sizes stay small; skips only where no
+// adapter exists at all.
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { failures, matrix } from "./_matrix.ts";
+import { gpuTest } from "./_gpu.ts";
+import type { CheckCase } from "./ranks/check_rank.ts";
+import { liveWorkers, type RankFailedError } from "../mod.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
+import { startThreadRanks } from "../primitives/launch/spawn_thread.ts";
+import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
+import { GpuDevice } from "../primitives/memory/gpu_device.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
+import { MANAGED_PAGE_BYTES, ManagedBuffer } from "../primitives/memory/managed.ts";
+import type { MemoryKind, TransportName } from "../primitives/types.ts";
+
+const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
+
+async function check(
+  transport: TransportName,
+  size: number,
+  cases: CheckCase[],
+  maxBindingBytes?: number,
+): Promise<void> {
+  const group = maxBindingBytes
+    ? startThreadRanks<number[]>(CHECK, { size, args: cases, maxBindingBytes })
+    : startGroup<number[]>(CHECK, { size, transport, args: cases, gpu: true });
+  assertEquals(failures(cases, await group.results), []);
+  assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
+}
+
+for (const size of [1, 2, 3, 4]) {
+  gpuTest(
+    `gpu: every primitive, algorithm, op and count is exact, ${size} logical ranks`,
+    () => check("gpu", size, matrix("gpu", size)),
+  );
+}
+
+gpuTest(
+  "gpu: managed memory on the gpu transport is exact, 3 logical ranks",
+  () => check("gpu", 3, matrix("gpu", 3, "managed").filter((c) => c.op === "sum")),
+);
+
+gpuTest("gpu: buffers past one binding window (a 4 KiB window, 65537 floats)", () => {
+  const big = matrix("gpu", 3).filter((c) => c.count === 65537 && c.algorithm !== "auto");
+  assert_(big.length >= 10, `${big.length} cases`);
+  return check("gpu", 3, big, 4096);
+});
+
+for (const transport of ["shm", "worker"] as const) {
+  for (const memory of ["gpu", "managed"] as MemoryKind[]) {
+    gpuTest(
+      `gpu: ${memory} memory staged over ${transport} is exact, 3 ranks`,
+      () => check(transport, 3, matrix(transport, 3, memory).filter((c) => c.op !== "prod")),
+    );
+  }
+}
+
+gpuTest("gpu: pipelined staging over several segments (2^21 + 3 floats), shm and ws", async () => {
+  const cases: CheckCase[] = (["allreduce", "bcast", "reduce"] as const).map((primitive) => ({
+    primitive,
+    algorithm: "pipelined",
+    count: 2 ** 21 + 3,
+    op: "sum",
+    dtype: "f32",
+    memory: "gpu",
+    root: 1,
+  }));
+  await check("shm", 2, cases);
+  await check("ws", 2, [cases[0]]);
+});
+
+gpuTest("gpu: managed buffers migrate page runs on demand and count them", async () => {
+  const gpu = await GpuDevice.open();
+  try {
+    const counts = { migrations: 0, bytes: 0 };
+    const heap = new RankHeap(createHeapMemory());
+    const n = (3 * MANAGED_PAGE_BYTES) / 4; // three pages of f32
+    const buf = ManagedBuffer.alloc(heap, gpu, "f32", n, counts);
+    assertEquals(buf.state, "both");
+    await buf.write(new Float32Array(n).fill(7)); // lands on the host
+    assertEquals([buf.state, counts.migrations], ["host", 0]);
+    await buf.prefetch("device");
+    assertEquals([buf.state, counts.migrations, counts.bytes], ["both", 1, 3 * MANAGED_PAGE_BYTES]);
+    await buf.touch("device"); // device newer: the host copy is stale
+    assertEquals(buf.state, "device");
+    const page = buf.subarray(n / 3, (2 * n) / 3); // the middle page only
+    const got = new Float32Array(n / 3);
+    await page.read(got);
+    assertEquals([got[0], got.at(-1), counts.migrations], [7, 7, 2]);
+    assertEquals([page.state, buf.state], ["both", "device"]);
+    await buf.touch("host");
+    assertEquals(buf.state, "host"); // the rest migrated back first, then the device went stale
+    assertEquals(
+      counts.bytes,
+      3 * MANAGED_PAGE_BYTES + MANAGED_PAGE_BYTES + 2 * MANAGED_PAGE_BYTES,
+    );
+  } finally {
+    gpu.destroy();
+  }
+});
+
+gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
+  const err = await assertRejects(
+    () =>
+      startThreadRanks(new URL("./ranks/faults_rank.ts", import.meta.url), {
+        size: 3,
+        args: { mode: "bcast-vs-allreduce" },
+      }).results,
+    { name: "RankFailedError" },
+  ) as RankFailedError;
+  assert_(/MismatchError: Rank \d called (bcast|allreduce)\(/.test(err.message), err.message);
+  const bad = await startThreadRanks<Record<string, string>>(
+    new URL("./ranks/device_errors_rank.ts", import.meta.url),
+    { size: 2 },
+  ).results;
+  assertEquals(bad[0], {
+    f64:
+      "TypeError: Device kernels work on f32 and i32, not f64: WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
+    shared:
+      "TypeError: Cannot allocate shared memory on transport gpu: it carries host, gpu, managed",
+    mixed:
+      "TypeError: Cannot mix gpu and host memory in one call on transport gpu: one is used on the device, the other on the host",
+    algorithm:
+      "RangeError: Unknown allreduce algorithm ring for transport gpu with device buffers: expected auto, gpu_direct, gpu_ring",
+  });
+});
+
+Deno.test("gpu: device memory where no device was opened, or no adapter exists, is a clear error", async () => {
+  // A rank started without a device cannot allocate device memory.
+  const [r] = await startGroup<string>(new URL("./ranks/device_errors_rank.ts", import.meta.url), {
+    size: 1,
+    transport: "shm",
+  }).results;
+  assertEquals(
+    r,
+    "TypeError: Cannot allocate gpu memory: this rank has no WebGPU device (start the group with { gpu: true })",
+  );
+  // The CLI refuses up front where no adapter answers (a backend this machine lacks hides it).
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../scripts/allreduce.ts", import.meta.url).pathname,
+      "--transport",
+      "gpu",
+    ],
+    env: { DENO_WEBGPU_BACKEND: "dx12" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assertEquals(out.code, 2, stderr);
+  assert_(
+    /^dccl allreduce: --transport gpu needs a WebGPU device, and no WebGPU adapter/.test(stderr),
+    stderr,
+  );
+});
