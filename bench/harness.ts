@@ -85,7 +85,7 @@ export async function measureSweep(
     await comm.allreduce(agreed, { op: "max" });
     return agreed[0];
   };
-  const loop = new Loop(comm);
+  const loop = new Loop(comm, comm.gpu ? await comm.gpu.completionFloorMs() : 0);
   let wrongTotal = 0;
   try {
     for (const count of options.counts) {
@@ -93,12 +93,10 @@ export async function measureSweep(
       await sized.fill();
       await comm.barrier();
       await sized.run(); // the cold first op: page faults, scratch, JIT
-      let estimate = await slowest(await loop.time(sized, 1));
+      let estimate = await slowest(await loop.perOp(sized, 1));
       if (options.warmup !== undefined) {
-        const warm = await loop.time(sized, options.warmup);
-        if (options.warmup > 0 && options.iters === undefined) {
-          estimate = await slowest(warm / options.warmup);
-        }
+        const warm = await loop.perOp(sized, options.warmup);
+        if (options.warmup > 0 && options.iters === undefined) estimate = await slowest(warm);
       } else {
         const ms = count === options.counts[0] ? FIRST_WARMUP_MS : WARMUP_MS;
         estimate = await warmUp(loop, sized, estimate, ms, slowest);
@@ -138,8 +136,9 @@ export async function measureSweep(
  * Adaptive warm-up: rounds of doubling length until the slowest rank has spent `ms` in them — the
  * JIT and its compiler threads (which compete with the ranks for cores) settle only after tens to
  * hundreds of milliseconds of small ops, whatever their count. Every rank runs the same rounds,
- * because each round's length follows from times agreed by `slowest`. Returns the last round's µs
- * per op.
+ * because each round's length follows from times agreed by `slowest`. Ranks with a device run two
+ * rounds at least: their first op at a size also builds pipelines and bind groups. Returns the
+ * last round's µs per op.
  */
 async function warmUp(
   loop: Loop,
@@ -149,10 +148,9 @@ async function warmUp(
   slowest: (us: number) => Promise<number>,
 ): Promise<number> {
   let perOpUs = coldUs, spentUs = 0;
-  for (let n = 1; spentUs + perOpUs < ms * 1e3; n *= 2) {
-    const roundUs = await slowest(await loop.time(sized, n));
-    spentUs += roundUs;
-    perOpUs = roundUs / n;
+  for (let n = 1; spentUs + perOpUs < ms * 1e3 || n <= loop.minWarmupRounds; n *= 2) {
+    perOpUs = await slowest(await loop.perOp(sized, n));
+    spentUs += perOpUs * n;
   }
   return perOpUs;
 }
@@ -161,21 +159,32 @@ async function warmUp(
 class Loop {
   readonly #comm: Communicator;
   readonly #device: boolean;
+  /** Deno's completion floor on this rank's device, µs (0 without one). */
+  readonly #floorUs: number;
 
-  constructor(comm: Communicator) {
+  constructor(comm: Communicator, floorMs: number) {
     this.#comm = comm;
     this.#device = comm.gpu !== undefined;
+    this.#floorUs = floorMs * 1e3;
   }
 
-  /** µs for `n` ops back to back (touches included), to their completion. */
-  async time(sized: SizedCase, n: number): Promise<number> {
+  /** Warm-up rounds a size needs at least (see `warmUp`). */
+  get minWarmupRounds(): number {
+    return this.#device ? 2 : 0;
+  }
+
+  /**
+   * µs per op of `n` ops back to back (touches included), to their completion; an estimate for
+   * iteration counts, so the one completion wait of the loop (~11 ms in Deno) is left out.
+   */
+  async perOp(sized: SizedCase, n: number): Promise<number> {
     const start = performance.now();
     for (let i = 0; i < n; i++) {
       await sized.touch?.();
       await sized.run();
     }
     await this.#complete();
-    return (performance.now() - start) * 1e3;
+    return Math.max(0.01, ((performance.now() - start) * 1e3 - this.#floorUs) / n);
   }
 
   async backToBack(sized: SizedCase, iters: number): Promise<Timed> {

@@ -1,7 +1,7 @@
 // Divides every element of a window by `divisor` in place: the second half of `avg` (after a
 // sum), and, with divisor 1, a device-side write of every element (a managed buffer's touch).
 // Integer division truncates toward zero, as in C and NCCL. kernels/gpu_kernels.ts fills in
-// {{TYPE}} and {{DIVIDE}} (the quotient of `x` by `divisor` in that type).
+// {{TYPE}} (a scalar, or vec4 of it) and {{DIVIDE}} (the quotient of `x` by `divisor`).
 
 alias T = {{TYPE}};
 

@@ -6,9 +6,10 @@
  *
  * - `staged`: the whole buffer down, the host collective, the whole buffer up, one after the
  *   other (what a user of non-CUDA-aware MPI writes);
- * - `pipelined`: 4 MiB segments, with the downloads of the next segments in flight while the host
- *   collective runs on this one and its upload is queued (what CUDA-aware MPI and Gloo's CUDA path
- *   do). Downloads in flight together share one ~11 ms completion wait in Deno.
+ * - `pipelined`: 32 MiB segments, with the downloads of the next segments in flight while the
+ *   host collective runs on this one and its upload is queued (what CUDA-aware MPI and Gloo's CUDA
+ *   path do). Segments are large because every wave of downloads costs one ~11 ms completion in
+ *   Deno, whatever its size.
  * @module
  */
 
@@ -17,8 +18,8 @@ import { ALGORITHMS, autoAlgorithm, type CollectiveName } from "../registry.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 
-/** Bytes of a pipelined segment (one staging piece of the device). */
-const SEGMENT_BYTES = 4 * 1024 * 1024;
+/** Bytes of a pipelined segment (two staging pieces of the device). */
+const SEGMENT_BYTES = 32 * 1024 * 1024;
 /** Segments whose downloads are in flight while one is reduced. */
 const DEPTH = 4;
 /** First scratch slot of staging (host algorithms use the ones below). */
