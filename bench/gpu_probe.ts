@@ -75,6 +75,14 @@ for (const piece of pieces) {
         await gpu.synchronize();
       });
     const copy = Math.max(1e-3, ((await copies(2 * k)) - (await copies(k))) / k);
+    // The same copy by a kernel (a one-input reduce): the memory's own roofline, which the
+    // copy command need not reach.
+    const kernelCopies = (count: number) =>
+      timed(async () => {
+        for (let i = 0; i < count; i++) gpu.kernels.reduce(gpu.encoder(), "sum", [b], [a]);
+        await gpu.synchronize();
+      });
+    const kernelCopy = Math.max(1e-3, ((await kernelCopies(2 * k)) - (await kernelCopies(k))) / k);
     rows.push({
       piece_MiB: piece / 2 ** 20,
       floats: n,
@@ -82,6 +90,7 @@ for (const piece of pieces) {
       read_Gbps: gbps(bytes, read),
       round_trip_Gbps: gbps(bytes, roundTrip),
       d2d_copy_Gbps: gbps(bytes, copy),
+      kernel_copy_Gbps: gbps(bytes, kernelCopy),
     });
     a.destroy();
     b.destroy();

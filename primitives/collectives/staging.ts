@@ -6,10 +6,10 @@
  *
  * - `staged`: the whole buffer down, the host collective, the whole buffer up, one after the
  *   other (what a user of non-CUDA-aware MPI writes);
- * - `pipelined`: 32 MiB segments, with the downloads of the next segments in flight while the
- *   host collective runs on this one and its upload is queued (what CUDA-aware MPI and Gloo's CUDA
- *   path do). Segments are large because every wave of downloads costs one ~11 ms completion in
- *   Deno, whatever its size.
+ * - `pipelined`: segments of an eighth of the buffer (4 to 32 MiB), with the downloads of the next
+ *   segments in flight while the host collective runs on this one and its upload is queued (what
+ *   CUDA-aware MPI and Gloo's CUDA path do). Segments are large because every wave of downloads
+ *   costs one ~11 ms completion in Deno, whatever its size.
  * @module
  */
 
@@ -18,8 +18,9 @@ import { ALGORITHMS, autoAlgorithm, type CollectiveName } from "../registry.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 
-/** Bytes of a pipelined segment (two staging pieces of the device). */
-const SEGMENT_BYTES = 32 * 1024 * 1024;
+/** A pipelined buffer is cut into this many segments, each within the bounds below. */
+const SEGMENTS = 8;
+const MIN_SEGMENT_BYTES = 4 * 1024 * 1024, MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 /** Segments whose downloads are in flight while one is reduced. */
 const DEPTH = 4;
 /** First scratch slot of staging (host algorithms use the ones below). */
@@ -68,8 +69,9 @@ function host(ctx: CollectiveContext, collective: CollectiveName, bytes: number)
 /** Segments of `count` elements of `dtype` in units of `unit` elements. */
 function cut(count: number, dtype: Dtype, unit: number, pipelined: boolean): number {
   if (!pipelined) return 1;
-  const per = Math.max(1, Math.floor(SEGMENT_BYTES / DTYPE_INFO[dtype].bytes / unit));
-  return Math.max(1, Math.ceil(count / per));
+  const bytes = count * unit * DTYPE_INFO[dtype].bytes;
+  const segment = Math.min(MAX_SEGMENT_BYTES, Math.max(MIN_SEGMENT_BYTES, bytes / SEGMENTS));
+  return Math.max(1, Math.ceil(bytes / segment));
 }
 
 /** `[start, end)` of segment `k` of `segments` over `count`. */
