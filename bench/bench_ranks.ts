@@ -70,9 +70,10 @@ export class CaseRunner {
     }
   }
 
-  /** Runs the prepared case `ops` times. */
+  /** Runs the prepared case `ops` times, to their completion (device work included). */
   async #run(ops: number): Promise<void> {
     for (let i = ops; i > 0; i--) await this.#current!.run();
+    await this.#comm.synchronize();
   }
 
   /** Carries out one command; false once told to stop. */

@@ -1,6 +1,6 @@
 /**
  * `deno bench`: every primitive at 1 float, 64 KiB, 4 MiB and 64 MiB over each transport (shm,
- * worker, ws), 2 ranks. Groups are per primitive and size, so transports compare side by side.
+ * worker, ws, and gpu where an adapter exists), 2 ranks. Groups are per primitive and size, so transports compare side by side.
  * Ranks and buffers are set up outside the timed region; small sizes run a batch of operations
  * per benchmark iteration (named in the benchmark) so the launcher→ranks handoff (~tens of µs)
  * does not swamp them. For latency curves use the CLI (`deno task allreduce`).
@@ -9,7 +9,9 @@
 
 import type { Communicator } from "../primitives/communicator.ts";
 import { leadProcesses } from "../primitives/launch/spawn_processes.ts";
-import { type RankGroup, startRanks } from "../primitives/launch/spawn_ranks.ts";
+import type { RankGroup } from "../primitives/launch/spawn_ranks.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
+import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import {
   type BenchCase,
   type BenchRankArgs,
@@ -20,7 +22,7 @@ import {
 } from "./bench_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "./primitives.ts";
 import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
-import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../primitives/types.ts";
+import { DEFAULT_TIMEOUT_MS, type MemoryKind, type TransportName } from "../primitives/types.ts";
 
 const RANKS = 2;
 const SIZES = [
@@ -57,16 +59,19 @@ abstract class BenchGroup {
   protected abstract command(command: number, index: number, ops: number): Promise<void>;
 }
 
-/** Worker ranks (shm, worker), commanded through a SharedArrayBuffer mailbox. */
+/**
+ * Ranks in workers (shm, worker) or logical ranks in one (gpu), commanded through a
+ * SharedArrayBuffer mailbox.
+ */
 class WorkerGroup extends BenchGroup {
   readonly #box = new Int32Array(new SharedArrayBuffer((MAILBOX.DONE + RANKS) * 4));
   readonly #results: Promise<unknown>;
   #seq = 0;
 
-  constructor(transport: "shm" | "worker", memory: MemoryKind) {
+  constructor(transport: TransportName, memory: MemoryKind) {
     super();
     const args: BenchRankArgs = { mailbox: this.#box.buffer as SharedArrayBuffer, cases, memory };
-    this.#results = startRanks(RANK_MODULE, { size: RANKS, transport, args }).results;
+    this.#results = startGroup(RANK_MODULE, { size: RANKS, transport, args }).results;
     this.#results.catch(() => {}); // surfaced by the next command
   }
 
@@ -135,13 +140,18 @@ class WsGroup extends BenchGroup {
   }
 }
 
-/** Every transport of the registry with its best memory kind, started as its row says. */
+/**
+ * Every transport of the registry with its best memory kind, started as its row says; the gpu
+ * transport only where a WebGPU adapter exists.
+ */
+const NO_GPU = await gpuUnavailable();
+if (NO_GPU) console.error(`deno bench: the gpu transport is left out: ${NO_GPU}`);
 const GROUPS = await Promise.all(
-  TRANSPORT_NAMES.map(async (transport) => {
+  TRANSPORT_NAMES.filter((t) => !(TRANSPORTS[t].needsDevice && NO_GPU)).map(async (transport) => {
     const { launch, bestMemory: memory } = TRANSPORTS[transport];
-    const group = launch === "workers"
-      ? new WorkerGroup(transport as "shm" | "worker", memory)
-      : await WsGroup.start(memory);
+    const group = launch === "processes"
+      ? await WsGroup.start(memory)
+      : new WorkerGroup(transport, memory);
     return { transport, memory, group };
   }),
 );
