@@ -205,15 +205,28 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  /** Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must match). */
-  async recv(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
+  /**
+   * Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must
+   * match); `"any"` takes the first message of the tag from any other rank (MPI_ANY_SOURCE,
+   * torch.distributed's `src=None`). Resolves with the sender's rank.
+   */
+  async recv(buf: BufferLike, peer: number | "any", options: TagOptions = {}): Promise<number> {
     const cb = this.#check(buf);
-    this.#checkPeer(peer, "receive from");
+    if (peer !== "any") this.#checkPeer(peer, "receive from");
+    else if (this.size === 1) {
+      throw new RangeError("Cannot receive from any rank: this rank is the only one");
+    }
     const tag = this.#checkTag(options.tag ?? 0);
     let stamp: number;
     try {
       const side = this.#side(cb);
       const device = this.#transport.device;
+      if (peer === "any") {
+        const others = Array.from({ length: this.size - 1 }, (_, i) => i < this.rank ? i : i + 1);
+        peer = side === "device" && device
+          ? await device.probe(others, tag)
+          : await this.#transport.probe(others, tag);
+      }
       if (side === "device" && device) {
         stamp = await device.recv(peer, await this.#resolve(cb, side, true) as GpuBuffer, tag);
       } else if (side === "host") {
@@ -244,6 +257,7 @@ export class Communicator implements AsyncDisposable {
         ),
       );
     }
+    return peer;
   }
 
   /** Copies `buf` on `root` into `buf` on every rank. */

@@ -38,6 +38,16 @@ interface Transfer {
   settle: { resolve: (stamp: number) => void; reject: (e: Error) => void };
 }
 
+/** A rank waiting for a device message from any of `peers`. */
+interface Probe {
+  to: number;
+  peers: readonly number[];
+  tag: number;
+  resolve: (peer: number) => void;
+  reject: (e: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
 /** The ranks of one device: their pending joins and transfers, and shared scratch. */
 export class GpuGroup {
   /** The device every rank uses. */
@@ -50,6 +60,7 @@ export class GpuGroup {
   /** Pending sends and receives by `from:to:tag`. */
   readonly #sends = new Map<string, Transfer[]>();
   readonly #recvs = new Map<string, Transfer[]>();
+  readonly #probes: Probe[] = [];
   readonly #scratch = new Map<string, DeviceView>();
   readonly #ops: DeviceOps;
   #failed: CommError | undefined;
@@ -129,6 +140,32 @@ export class GpuGroup {
     return this.#transfer(this.#recvs, this.#sends, `${from}:${to}:${tag}`, view, 0);
   }
 
+  /** Rank `to` learns the first of `peers` with a device message of `tag` waiting for it. */
+  probe(to: number, peers: readonly number[], tag: number): Promise<number> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    const ready = peers.find((p) => (this.#sends.get(`${p}:${to}:${tag}`)?.length ?? 0) > 0);
+    if (ready !== undefined) return Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      const probe: Probe = {
+        to,
+        peers,
+        tag,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.#probes.splice(this.#probes.indexOf(probe), 1);
+          reject(
+            new CommTimeoutError(
+              `Rank ${to} timed out after ${this.#timeoutMs} ms waiting for a message from any ` +
+                `of ranks ${peers.join(", ")}`,
+            ),
+          );
+        }, this.#timeoutMs),
+      };
+      this.#probes.push(probe);
+    });
+  }
+
   /** Fails every pending and later call of every rank (idempotent). */
   abort(error: CommError): void {
     if (this.#failed) return;
@@ -143,6 +180,10 @@ export class GpuGroup {
     }
     this.#sends.clear();
     this.#recvs.clear();
+    for (const p of this.#probes.splice(0)) {
+      clearTimeout(p.timer);
+      p.reject(error);
+    }
     const { failedRank, reason } = failureNotice(error, 0);
     for (const t of this.transports) t.fail(new PeerFailedError(failedRank, reason));
   }
@@ -164,6 +205,7 @@ export class GpuGroup {
       const other = theirs.get(key)?.shift();
       if (!other) {
         mine.set(key, [...(mine.get(key) ?? []), me]);
+        if (mine === this.#sends) this.#answerProbe(key);
         return;
       }
       const [send, recv] = mine === this.#sends ? [me, other] : [other, me];
@@ -182,6 +224,16 @@ export class GpuGroup {
       send.settle.resolve(0);
       recv.settle.resolve(send.stamp);
     });
+  }
+
+  /** A send is waiting under `key`: the first probe of its receiver for it learns. */
+  #answerProbe(key: string): void {
+    const [from, to, tag] = key.split(":").map(Number);
+    const i = this.#probes.findIndex((p) => p.to === to && p.tag === tag && p.peers.includes(from));
+    if (i < 0) return;
+    const [probe] = this.#probes.splice(i, 1);
+    clearTimeout(probe.timer);
+    probe.resolve(from);
   }
 
   /** Rejects a join whose ranks stop arriving for the timeout, naming the first missing one. */
@@ -237,6 +289,7 @@ export class GpuTransport implements Transport {
       join: (stamp, args, record) => group.join(rank, seq++, stamp, args, record),
       send: (peer, view, tag, stamp) => group.send(rank, peer, view, tag, stamp),
       recv: (peer, view, tag) => group.recv(rank, peer, view, tag),
+      probe: (peers, tag) => group.probe(rank, peers, tag),
     };
     this.#inbox = new Inbox(rank, size, timeoutMs, {
       check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
@@ -265,6 +318,10 @@ export class GpuTransport implements Transport {
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     return this.#inbox.post(peer, into, tag);
+  }
+
+  probe(peers: readonly number[], tag: number): Promise<number> {
+    return this.#inbox.probe(peers, tag);
   }
 
   abort(error: CommError): void {

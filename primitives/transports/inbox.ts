@@ -30,6 +30,14 @@ interface PendingRecv {
   reject: (e: Error) => void;
 }
 
+interface PendingProbe {
+  peers: readonly number[];
+  tag: number;
+  since: number;
+  resolve: (peer: number) => void;
+  reject: (e: Error) => void;
+}
+
 interface Arrival {
   tag: number;
   stamp: number;
@@ -66,6 +74,7 @@ export class Inbox {
   #failed?: Error;
   /** Peers that closed their end gracefully: what they sent is still delivered, nothing more. */
   #closed: (Error | undefined)[];
+  #probes: PendingProbe[] = [];
   #watchdog: ReturnType<typeof setInterval>;
   #hooks: InboxHooks;
 
@@ -106,6 +115,18 @@ export class Inbox {
     });
   }
 
+  /** Resolves with the first of `peers` with an unclaimed message of `tag` (see `Transport.probe`). */
+  probe(peers: readonly number[], tag: number): Promise<number> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    const waiting = peers.find((p) => this.#arrivals[p].some((a) => a.tag === tag && !a.waiter));
+    if (waiting !== undefined) return Promise.resolve(waiting);
+    const closed = peers.filter((p) => this.#closed[p]);
+    if (closed.length === peers.length) return Promise.reject(this.#closed[peers[0]]);
+    return new Promise((resolve, reject) => {
+      this.#probes.push({ peers, tag, since: performance.now(), resolve, reject });
+    });
+  }
+
   /** Takes one segment from `peer` (segments of one message arrive contiguously, in order). */
   deliver(peer: number, seg: Segment): void {
     this.#lastData[peer] = performance.now();
@@ -126,6 +147,7 @@ export class Inbox {
       } else {
         cur = { tag, stamp, data: new Uint8Array(seg.total), received: 0 };
         this.#arrivals[peer].push(cur);
+        this.#answerProbes(peer, tag);
       }
       this.#current[peer] = cur;
     }
@@ -146,6 +168,7 @@ export class Inbox {
     for (const list of this.#posted) for (const p of list.splice(0)) p.reject(error);
     for (const list of this.#arrivals) for (const a of list) a.waiter?.reject(error);
     for (const cur of this.#current) if (cur && "into" in cur) cur.reject(error);
+    for (const p of this.#probes.splice(0)) p.reject(error);
   }
 
   /**
@@ -155,11 +178,22 @@ export class Inbox {
   closePeer(peer: number, error: Error): void {
     this.#closed[peer] = error;
     for (const p of this.#posted[peer].splice(0)) p.reject(error);
+    const hopeless = this.#probes.filter((p) => p.peers.every((q) => this.#closed[q]));
+    for (const p of hopeless) {
+      this.#probes.splice(this.#probes.indexOf(p), 1);
+      p.reject(error);
+    }
   }
 
   /** Stops the timeout watchdog. */
   close(): void {
     clearInterval(this.#watchdog);
+  }
+
+  /** A message of `tag` from `peer` started to arrive unclaimed: the first probe for it learns. */
+  #answerProbes(peer: number, tag: number): void {
+    const i = this.#probes.findIndex((p) => p.tag === tag && p.peers.includes(peer));
+    if (i >= 0) this.#probes.splice(i, 1)[0].resolve(peer);
   }
 
   #settleArrival(peer: number, a: Arrival): void {
@@ -205,6 +239,19 @@ export class Inbox {
       for (const a of this.#arrivals[peer]) a.waiter?.reject(error);
       const cur = this.#current[peer];
       if (cur && "into" in cur) cur.reject(error);
+    }
+    for (const p of [...this.#probes]) {
+      // Silent for the timeout: the probe started that long ago and no peer of it sent since.
+      const last = Math.max(p.since, ...p.peers.map((q) => this.#lastData[q]));
+      if (now - last <= this.#timeoutMs) continue;
+      this.#probes.splice(this.#probes.indexOf(p), 1);
+      p.reject(
+        new CommTimeoutError(
+          `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for a message from ` +
+            `any of ranks ${p.peers.join(", ")}`,
+          { failedRank: p.peers.length === 1 ? p.peers[0] : undefined },
+        ),
+      );
     }
   }
 }

@@ -142,6 +142,8 @@ export class ShmTransport implements Transport, SharedAccess {
   #recvs: RecvRequest[][];
   #incoming: (Incoming | undefined)[];
   #unexpected: Unexpected[][];
+  /** Where the next probe starts scanning its peers. */
+  #probeStart = 0;
   #timeoutMs: number;
   #spinMs: number;
   #slotBytes: number;
@@ -216,6 +218,25 @@ export class ShmTransport implements Transport, SharedAccess {
     );
     if (request.error) throw request.error;
     return request.stamp;
+  }
+
+  async probe(peers: readonly number[], tag: number): Promise<number> {
+    await null;
+    // Peers are scanned from a rotating start so that one busy sender cannot starve the rest.
+    const start = this.#probeStart++;
+    let found = -1;
+    this.#waitUntil(
+      () => {
+        for (let i = 0; i < peers.length && found < 0; i++) {
+          const p = peers[(start + i) % peers.length];
+          if (this.#unexpected[p].some((u) => u.tag === tag && !u.waiter)) found = p;
+        }
+        return found >= 0;
+      },
+      () => `a message (tag ${tag}) from any of ranks ${peers.join(", ")}`,
+      peers.length === 1 ? peers[0] : undefined,
+    );
+    return found;
   }
 
   barrier(stamp: number): void {

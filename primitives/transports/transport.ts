@@ -52,6 +52,13 @@ export interface Transport {
    * resolves with the sender's stamp.
    */
   recv(peer: number, into: Uint8Array, tag: number): Promise<number>;
+  /**
+   * Resolves with the first of `peers` that has a message with `tag` waiting (arrived or
+   * arriving, and not claimed by a posted receive), so that a receive from it takes that message:
+   * MPI_Probe over a set of sources, for receives from any rank. Rejects after the timeout
+   * without a message from any of them.
+   */
+  probe(peers: readonly number[], tag: number): Promise<number>;
   /** Direct access to peers' heaps, when ranks share memory (`shm`). */
   readonly shared?: SharedAccess;
   /** Collective access to every rank's device buffers, when ranks share a device (`gpu`). */
@@ -109,6 +116,8 @@ export interface DeviceAccess {
   send(peer: number, view: DeviceView, tag: number, stamp: number): Promise<void>;
   /** Receives `peer`'s next device message with `tag` into `view`; resolves with its stamp. */
   recv(peer: number, view: DeviceView, tag: number): Promise<number>;
+  /** {@linkcode Transport.probe} for device messages. */
+  probe(peers: readonly number[], tag: number): Promise<number>;
 }
 
 /** What a device algorithm records (kernels/gpu_kernels.ts, on the shared device). */

@@ -100,6 +100,10 @@ export class WorkerTransport implements Transport {
     return this.#inbox.post(peer, into, tag);
   }
 
+  probe(peers: readonly number[], tag: number): Promise<number> {
+    return this.#inbox.probe(peers, tag);
+  }
+
   abort(error: CommError): void {
     if (this.#aborted) return;
     this.#aborted = error;

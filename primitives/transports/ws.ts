@@ -174,6 +174,10 @@ export class WsTransport implements Transport {
     return this.#inbox.post(peer, into, tag);
   }
 
+  probe(peers: readonly number[], tag: number): Promise<number> {
+    return this.#inbox.probe(peers, tag);
+  }
+
   /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
   #probe(peer: number, tag: number): void {
     const stamp = this.calls?.stampOf(tag);
