@@ -7,7 +7,7 @@
 
 import { memoryOf, type RankHeap } from "../primitives/memory/heap.ts";
 import { MLP_PLAIN_WASM_BASE64, MLP_RELAXED_WASM_BASE64 } from "./mlp_wasm_bytes.generated.ts";
-import type { GemmOptions, MlpKernels } from "./mlp_kernels.ts";
+import type { GemmOptions, MlpKernels, PixelSource } from "./mlp_kernels.ts";
 import type { MlpBuild } from "./mlp_wat.ts";
 import { MR, NR } from "./mlp_wat.ts";
 
@@ -52,12 +52,17 @@ interface Exports {
     tile: number,
   ): void;
   relu_mask(d: number, a: number, n: number): void;
+  gather_u8(dst: number, src: number, rows: number, count: number, pixels: number): void;
   colsum(dst: number, src: number, rows: number, cols: number, flags: number): void;
   sgd(p: number, g: number, v: number, n: number, lr: number, mu: number, scale: number): void;
 }
 
+/** A memory for kernels made without a data set: `gather` then refuses every source. */
+let noData: WebAssembly.Memory | undefined;
+
 /**
- * {@linkcode MlpKernels} in WebAssembly SIMD over one rank heap.
+ * {@linkcode MlpKernels} in WebAssembly SIMD over one rank heap (and, for `gather`, the shared
+ * memory holding the data set's images).
  *
  * @example
  * ```ts ignore
@@ -69,16 +74,27 @@ export class WasmMlpKernels implements MlpKernels {
   readonly name: MlpBuild;
   readonly #heap: RankHeap;
   readonly #k: Exports;
+  readonly #data: WebAssembly.Memory;
   #packA: Float32Array;
   #packB: Float32Array;
   readonly #tile: Float32Array;
 
-  /** Kernels over `heap`; `build` defaults to the best this engine validates. */
-  constructor(heap: RankHeap, build: MlpBuild = bestMlpBuild()) {
-    this.name = build;
+  /**
+   * Kernels over `heap` whose `gather` reads images from `data`; `build` defaults to the best
+   * this engine validates.
+   */
+  constructor(
+    heap: RankHeap,
+    options: { build?: MlpBuild; data?: WebAssembly.Memory } = {},
+  ) {
+    this.name = options.build ?? bestMlpBuild();
     this.#heap = heap;
-    this.#k = new WebAssembly.Instance(mlpModule(build), { heap: { mem: heap.memory } })
-      .exports as unknown as Exports;
+    this.#data = options.data ??
+      (noData ??= new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }));
+    this.#k = new WebAssembly.Instance(mlpModule(this.name), {
+      heap: { mem: heap.memory },
+      data: { mem: this.#data },
+    }).exports as unknown as Exports;
     this.#packA = heap.alloc("f32", 0) as Float32Array;
     this.#packB = heap.alloc("f32", 0) as Float32Array;
     this.#tile = heap.alloc("f32", MR * NR) as Float32Array;
@@ -123,6 +139,25 @@ export class WasmMlpKernels implements MlpKernels {
     }
   }
 
+  gather(input: Float32Array, from: PixelSource, rows: Uint32Array): void {
+    this.#check(input, rows);
+    if (from.memory !== this.#data) {
+      throw new TypeError(
+        "Cannot gather images from a memory these kernels were not made with: pass it as `data`",
+      );
+    }
+    if (input.length < rows.length * from.pixels) {
+      throw new RangeError(`Cannot gather ${rows.length} images into ${input.length} floats`);
+    }
+    this.#k.gather_u8(
+      input.byteOffset,
+      from.images.byteOffset,
+      rows.byteOffset,
+      rows.length,
+      from.pixels,
+    );
+  }
+
   reluBackward(d: Float32Array, a: Float32Array): void {
     this.#check(d, a);
     this.#k.relu_mask(d.byteOffset, a.byteOffset, d.length);
@@ -163,7 +198,7 @@ export class WasmMlpKernels implements MlpKernels {
     return area.byteOffset;
   }
 
-  #check(...arrays: Float32Array[]): void {
+  #check(...arrays: ArrayBufferView[]): void {
     for (const x of arrays) {
       if (memoryOf(x.buffer) !== this.#heap.memory) {
         throw new TypeError(

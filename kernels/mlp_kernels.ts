@@ -19,6 +19,13 @@ export interface GemmOptions {
   accumulate?: boolean;
 }
 
+/** Images as bytes, `pixels` per image, row after row, in a shared WebAssembly memory. */
+export interface PixelSource {
+  images: Uint8Array;
+  pixels: number;
+  memory: WebAssembly.Memory;
+}
+
 /** The trainer's CPU kernels. */
 export interface MlpKernels {
   /** Which implementation: `relaxed` or `plain` WebAssembly SIMD, or `js`. */
@@ -33,6 +40,8 @@ export interface MlpKernels {
     k: number,
     options?: GemmOptions,
   ): void;
+  /** input (rows.length × pixels) = the images numbered `rows`, each byte divided by 255. */
+  gather(input: Float32Array, from: PixelSource, rows: Uint32Array): void;
   /** ReLU's backward: `d[i] = 0` wherever `a[i] ≤ 0` (a: the layer's output). */
   reluBackward(d: Float32Array, a: Float32Array): void;
   /** `dst[j] = Σᵢ src[i, j]` over a rows × dst.length matrix (+ dst when accumulating). */

@@ -6,6 +6,9 @@
 
 import type { GemmOptions, MlpKernels } from "./mlp_kernels.ts";
 
+/** Bytes as inputs: byte / 255, rounded once to f32. */
+const PIXEL = Float32Array.from({ length: 256 }, (_, i) => i / 255);
+
 /** Plain-JS {@linkcode MlpKernels}. */
 export const MLP_REFERENCE: MlpKernels = {
   name: "js",
@@ -21,6 +24,12 @@ export const MLP_REFERENCE: MlpKernels = {
         if (accumulate) s += c[i * n + j];
         c[i * n + j] = relu && !(s > 0) ? 0 : s;
       }
+    }
+  },
+  gather(input, { images, pixels }, rows) {
+    for (let r = 0; r < rows.length; r++) {
+      const from = rows[r] * pixels, to = r * pixels;
+      for (let p = 0; p < pixels; p++) input[to + p] = PIXEL[images[from + p]];
     }
   },
   reluBackward(d, a) {

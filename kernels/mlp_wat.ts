@@ -9,8 +9,9 @@
  * (`v128.load32_splat`) and B's row of the panel loaded as NR/4 vectors, unrolled four deep in k
  * so that every address is a constant offset from two pointers.
  *
- * Every function reads and writes the imported memory `heap.mem` at byte addresses; strides and
- * sizes are in elements.
+ * Every function reads and writes the imported memory `heap.mem` (the rank's heap) at byte
+ * addresses, and `gather_u8` also reads `data.mem` (the data set's images); strides and sizes are
+ * in elements.
  *
  * - `pack_a(dst, src, rs, cs, m, k)`: A (m × k, element (i, kk) at `src + 4·(i·rs + kk·cs)`)
  *   into ⌈m/MR⌉ panels of kp × MR floats, kp = k rounded up to 4; padding is zero.
@@ -20,6 +21,8 @@
  * - `relu_mask(d, a, n)`: d[i] = a[i] > 0 ? d[i] : 0 (ReLU's backward).
  * - `colsum(dst, src, rows, cols, flags)`: dst[j] = Σᵢ src[i, j] (a bias gradient); flags: 2
  *   accumulate.
+ * - `gather_u8(dst, src, rows, count, pixels)`: for each of `count` row numbers (u32 at `rows`),
+ *   `pixels` bytes of `data.mem` at `src + row·pixels`, as floats divided by 255, to `dst`.
  * - `sgd(p, g, v, n, lr, momentum, scale)`: PyTorch's SGD on a gradient scaled by `scale` (which
  *   turns a sum into a mean): with momentum v = μ·v + s·g, p −= lr·v; without, p −= lr·s·g.
  *
@@ -190,6 +193,7 @@ function gemmPacked(build: MlpBuild): string {
     }
   }
   const zero: string[] = [];
+  const stores: string[] = [];
   const full: string[] = [];
   const spill: string[] = [];
   for (let r = 0; r < MR; r++) {
@@ -209,6 +213,7 @@ function gemmPacked(build: MlpBuild): string {
             (else (local.get ${acc(r, v)})))`;
       const summed = `(if (result v128) (i32.and ${local("flags")} (i32.const 2))
             (then (f32x4.add ${biased} (v128.load ${at}))) (else ${biased}))`;
+      stores.push(`(v128.store ${at} (local.get ${acc(r, v)}))`);
       full.push(`(v128.store ${at} (if (result v128) (i32.and ${local("flags")} (i32.const 1))
             (then (f32x4.max ${summed} (v128.const f32x4 0 0 0 0))) (else ${summed})))`);
       spill.push(
@@ -246,7 +251,10 @@ function gemmPacked(build: MlpBuild): string {
         (if (i32.and (i32.le_u (i32.add ${local("i")} (i32.const ${MR})) ${local("m")})
                      (i32.le_u (i32.add ${local("j")} (i32.const ${NR})) ${local("n")}))
           (then
-          ${full.join("\n          ")})
+            ;; a full tile: plain stores unless there is a bias, accumulation or ReLU
+            (if (i32.or ${local("flags")} ${local("bias")})
+              (then ${full.join("\n              ")})
+              (else ${stores.join("\n              ")})))
           (else
             ;; an edge tile: through the scratch tile, element by element
             ${spill.join("\n            ")}
@@ -332,55 +340,96 @@ const COLSUM = `
       (local.set $j (i32.add (local.get $j) (i32.const 1)))
       (br $sloop))))`;
 
+/** Bytes to floats / 255 (exactly rounded, like the JS reference's table), 16 bytes at a time. */
+const GATHER = `
+  (func (export "gather_u8") (param $dst i32) (param $src i32) (param $rows i32) (param $count i32) (param $pixels i32)
+    (local $s i32) (local $end i32) (local $tail i32) (local $b v128) (local $w v128)
+    (local $k v128)
+    (local.set $k (f32x4.splat (f32.const 255)))
+    (local.set $tail (i32.and (local.get $pixels) (i32.const 15)))
+    (block $rdone (loop $rloop
+      (br_if $rdone (i32.eqz (local.get $count)))
+      (local.set $s (i32.add (local.get $src) (i32.mul (i32.load $heap (local.get $rows)) (local.get $pixels))))
+      (local.set $end (i32.add (local.get $s) (i32.sub (local.get $pixels) (local.get $tail))))
+      (block $vdone (loop $vloop
+        (br_if $vdone (i32.ge_u (local.get $s) (local.get $end)))
+        (local.set $b (v128.load $data (local.get $s)))
+        (local.set $w (i16x8.extend_low_i8x16_u (local.get $b)))
+        (v128.store $heap (local.get $dst) (f32x4.div (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $w))) (local.get $k)))
+        (v128.store $heap offset=16 (local.get $dst) (f32x4.div (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $w))) (local.get $k)))
+        (local.set $w (i16x8.extend_high_i8x16_u (local.get $b)))
+        (v128.store $heap offset=32 (local.get $dst) (f32x4.div (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $w))) (local.get $k)))
+        (v128.store $heap offset=48 (local.get $dst) (f32x4.div (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $w))) (local.get $k)))
+        (local.set $s (i32.add (local.get $s) (i32.const 16)))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 64)))
+        (br $vloop)))
+      (local.set $end (i32.add (local.get $end) (local.get $tail)))
+      (block $sdone (loop $sloop
+        (br_if $sdone (i32.ge_u (local.get $s) (local.get $end)))
+        (f32.store $heap (local.get $dst) (f32.div (f32.convert_i32_u (i32.load8_u $data (local.get $s))) (f32.const 255)))
+        (local.set $s (i32.add (local.get $s) (i32.const 1)))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+        (br $sloop)))
+      (local.set $rows (i32.add (local.get $rows) (i32.const 4)))
+      (local.set $count (i32.sub (local.get $count) (i32.const 1)))
+      (br $rloop))))`;
+
 /** SGD with optional momentum over n parameters (see the module docs). */
 function sgd(build: MlpBuild): string {
-  return `
-  (func (export "sgd") (param $p i32) (param $g i32) (param $v i32) (param $n i32) (param $lr f32) (param $mu f32) (param $scale f32)
-    (local $end i32) (local $muv v128) (local $sv v128) (local $nlr v128) (local $vel v128) (local $x f32)
-    (local.set $nlr (f32x4.splat (f32.neg (local.get $lr))))
-    (local.set $muv (f32x4.splat (local.get $mu)))
-    (local.set $sv (f32x4.splat (local.get $scale)))
+  // One loop per case, so the vector loop carries no branch.
+  const loop = (label: string, body: string, scalar: string) => `
     (local.set $end (i32.add (local.get $p) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
-    (block $done (loop $loop
-      (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-      (if (f32.eq (local.get $mu) (f32.const 0))
-        (then (v128.store (local.get $p) ${
-    madd(
-      build,
-      "(local.get $nlr)",
-      "(f32x4.mul (v128.load (local.get $g)) (local.get $sv))",
-      "(v128.load (local.get $p))",
-    )
-  }))
-        (else
-          (local.set $vel ${
-    madd(
-      build,
-      "(local.get $muv)",
-      "(v128.load (local.get $v))",
-      "(f32x4.mul (v128.load (local.get $g)) (local.get $sv))",
-    )
-  })
-          (v128.store (local.get $v) (local.get $vel))
-          (v128.store (local.get $p) ${
-    madd(build, "(local.get $nlr)", "(local.get $vel)", "(v128.load (local.get $p))")
-  })))
+    (block $${label}done (loop $${label}loop
+      (br_if $${label}done (i32.ge_u (local.get $p) (local.get $end)))
+      ${body}
       (local.set $p (i32.add (local.get $p) (i32.const 16)))
       (local.set $g (i32.add (local.get $g) (i32.const 16)))
       (local.set $v (i32.add (local.get $v) (i32.const 16)))
-      (br $loop)))
+      (br $${label}loop)))
     (local.set $end (i32.add (local.get $end) (i32.shl (i32.and (local.get $n) (i32.const 3)) (i32.const 2))))
-    (block $done1 (loop $loop1
-      (br_if $done1 (i32.ge_u (local.get $p) (local.get $end)))
+    (block $${label}done1 (loop $${label}loop1
+      (br_if $${label}done1 (i32.ge_u (local.get $p) (local.get $end)))
       (local.set $x (f32.mul (f32.load (local.get $g)) (local.get $scale)))
-      (if (f32.ne (local.get $mu) (f32.const 0)) (then
-        (local.set $x (f32.add (f32.mul (local.get $mu) (f32.load (local.get $v))) (local.get $x)))
-        (f32.store (local.get $v) (local.get $x))))
+      ${scalar}
       (f32.store (local.get $p) (f32.sub (f32.load (local.get $p)) (f32.mul (local.get $lr) (local.get $x))))
       (local.set $p (i32.add (local.get $p) (i32.const 4)))
       (local.set $g (i32.add (local.get $g) (i32.const 4)))
       (local.set $v (i32.add (local.get $v) (i32.const 4)))
-      (br $loop1))))`;
+      (br $${label}loop1)))`;
+  const plain = loop(
+    "plain",
+    `(v128.store (local.get $p) ${
+      madd(build, "(local.get $nls)", "(v128.load (local.get $g))", "(v128.load (local.get $p))")
+    })`,
+    "",
+  );
+  const momentum = loop(
+    "mom",
+    `(local.set $vel ${
+      madd(
+        build,
+        "(local.get $muv)",
+        "(v128.load (local.get $v))",
+        "(f32x4.mul (v128.load (local.get $g)) (local.get $sv))",
+      )
+    })
+      (v128.store (local.get $v) (local.get $vel))
+      (v128.store (local.get $p) ${
+      madd(build, "(local.get $nlr)", "(local.get $vel)", "(v128.load (local.get $p))")
+    })`,
+    `(local.set $x (f32.add (f32.mul (local.get $mu) (f32.load (local.get $v))) (local.get $x)))
+      (f32.store (local.get $v) (local.get $x))`,
+  );
+  return `
+  (func (export "sgd") (param $p i32) (param $g i32) (param $v i32) (param $n i32) (param $lr f32) (param $mu f32) (param $scale f32)
+    (local $end i32) (local $muv v128) (local $sv v128) (local $nlr v128) (local $nls v128) (local $vel v128) (local $x f32)
+    (local.set $nlr (f32x4.splat (f32.neg (local.get $lr))))
+    (local.set $nls (f32x4.splat (f32.neg (f32.mul (local.get $lr) (local.get $scale)))))
+    (local.set $muv (f32x4.splat (local.get $mu)))
+    (local.set $sv (f32x4.splat (local.get $scale)))
+    (if (f32.eq (local.get $mu) (f32.const 0))
+      (then ${plain})
+      (else ${momentum})))`;
 }
 
 /** The whole kernel module of a build, as WebAssembly text. */
@@ -388,7 +437,8 @@ export function mlpWat(build: MlpBuild): string {
   const strided = (outer: string) =>
     `(param $dst i32) (param $src i32) (param $rs i32) (param $cs i32) ${outer}`;
   return `(module
-  (import "heap" "mem" (memory 1 65536 shared))
+  (import "heap" "mem" (memory $heap 1 65536 shared))
+  (import "data" "mem" (memory $data 1 65536 shared))
 ${
     pack(
       "pack_a",
@@ -412,6 +462,7 @@ ${
 ${gemmPacked(build)}
 ${RELU_MASK}
 ${COLSUM}
+${GATHER}
 ${sgd(build)}
 )\n`;
 }

@@ -13,6 +13,7 @@ import { asCommBuffer, type BufferLike, CommBuffer, HostBuffer } from "./memory/
 import { GpuBuffer } from "./memory/gpu.ts";
 import type { GpuDevice } from "./memory/gpu_device.ts";
 import { ManagedBuffer, type MigrationCount } from "./memory/managed.ts";
+import type { RankHeap } from "./memory/heap.ts";
 import type { RankMemory } from "./memory/rank_memory.ts";
 import {
   type AlgorithmNeed,
@@ -410,6 +411,14 @@ export class Communicator implements AsyncDisposable {
     } catch (e) {
       throw this.#broke(e);
     }
+  }
+
+  /**
+   * This rank's heap: the shared WebAssembly memory behind its `shared` buffers, for kernels of
+   * the program's own that work on them in place.
+   */
+  get heap(): RankHeap {
+    return this.#memory.heap;
   }
 
   /** This rank's WebGPU device, when it has one (see `SpawnOptions.gpu`). */

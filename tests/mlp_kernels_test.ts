@@ -38,7 +38,7 @@ Deno.test("this Deno validates relaxed SIMD, so the FMA build is the one that ru
 
 for (const build of BUILDS) {
   Deno.test(`${build} gemm equals the JS reference for every form and edge`, () => {
-    const kernels = new WasmMlpKernels(heap, build);
+    const kernels = new WasmMlpKernels(heap, { build });
     const shapes = [
       [1, 1, 1],
       [3, 5, 2],
@@ -80,7 +80,7 @@ for (const build of BUILDS) {
   });
 
   Deno.test(`${build} elementwise kernels equal the JS reference`, () => {
-    const kernels = new WasmMlpKernels(heap, build);
+    const kernels = new WasmMlpKernels(heap, { build });
     for (const n of [1, 3, 4, 5, 17, 1001]) {
       const d = heapArray(n, 5), a = heapArray(n, 6), ref = Float32Array.from(d);
       a[0] = 0; // ReLU's derivative at 0 is 0, as in PyTorch
@@ -113,6 +113,27 @@ for (const build of BUILDS) {
     }
   });
 }
+
+Deno.test("wasm gather scales image bytes exactly like the JS reference", () => {
+  const pixels = 37; // a 16-byte vector loop and a tail
+  const data = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const images = new Uint8Array(data.buffer, 3, 10 * pixels);
+  images.forEach((_, i) => images[i] = (i * 97) % 256);
+  const from = { images, pixels, memory: data };
+  const at = heap.alloc("i32", 4);
+  const order = new Uint32Array(at.buffer, at.byteOffset, 4);
+  order.set([9, 0, 4, 4]);
+  const got = heapArray(4 * pixels, 1), want = new Float32Array(4 * pixels);
+  new WasmMlpKernels(heap, { data }).gather(got, from, order);
+  MLP_REFERENCE.gather(want, from, order);
+  assertEquals(Array.from(got), Array.from(want));
+  assertEquals(got[1], Math.fround(images[9 * pixels + 1] / 255));
+  assertThrows(
+    () => new WasmMlpKernels(heap).gather(got, from, order),
+    TypeError,
+    /not made with/,
+  );
+});
 
 Deno.test("wasm kernels refuse arrays outside their heap", () => {
   const kernels = new WasmMlpKernels(heap);

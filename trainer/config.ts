@@ -1,0 +1,45 @@
+/**
+ * A training run's settings, as the CLI validates them and every rank receives them.
+ * @module
+ */
+
+import type { MemoryKind, TransportName } from "../primitives/types.ts";
+import type { Activation } from "./model.ts";
+import type { SyncEvery } from "./sync/strategy.ts";
+
+/** Synchronisation strategies. */
+export const SYNC_STRATEGIES = ["allreduce", "local-sgd", "ps"] as const;
+/** A synchronisation strategy's name. */
+export type SyncName = typeof SYNC_STRATEGIES[number];
+/** Parameter-server modes. */
+export const PS_MODES = ["sync", "async"] as const;
+/** Where the model computes. */
+export const DEVICES = ["cpu", "gpu"] as const;
+
+/** Everything a rank needs to know about the run. */
+export interface TrainConfig {
+  procs: number;
+  transport: TransportName;
+  /** Memory kind of the slabs collectives use. */
+  memory: MemoryKind;
+  sync: SyncName;
+  syncEvery: SyncEvery;
+  psMode: typeof PS_MODES[number];
+  /** Rows per batch on each computing rank. */
+  batch: number;
+  epochs: number;
+  lr: number;
+  momentum: number;
+  /** Widths, inputs first. */
+  layers: number[];
+  activation: Activation;
+  bucketBytes: number;
+  device: typeof DEVICES[number];
+  seed: number;
+  /** Train on the first N training images only (quick runs). */
+  trainSamples?: number;
+  /** Evaluate on the first N test images only. */
+  testSamples?: number;
+  /** Milliseconds an operation may wait without progress. */
+  timeoutMs: number;
+}

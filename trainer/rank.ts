@@ -1,0 +1,201 @@
+/**
+ * The rank program of `deno task train`: loads (or is handed) the data, builds the engine, runs
+ * the strategy epoch by epoch, evaluates on the test set (sharded over ranks), and aggregates
+ * every epoch's scores and time split over ranks; rank 0 reports.
+ * @module
+ */
+
+import type { Communicator } from "../primitives/communicator.ts";
+import type { HostBuffer } from "../primitives/memory/comm_buffer.ts";
+import type { TrainConfig } from "./config.ts";
+import { CpuEngine } from "./cpu_engine.ts";
+import type { Engine } from "./engine.ts";
+import { GpuEngine } from "./gpu_engine.ts";
+import { type ImageSet, loadMnist, type Mnist } from "./mnist.ts";
+import { MlpLayout } from "./model.ts";
+import {
+  type EpochRow,
+  TrainReporter,
+  type TrainReportOptions,
+  type TrainSummary,
+} from "./report.ts";
+import { allreduceStrategy } from "./sync/allreduce.ts";
+import { localSgdStrategy } from "./sync/local_sgd.ts";
+import { psStrategy } from "./sync/ps.ts";
+import { Stopwatch, type Strategy, type StrategyContext } from "./sync/strategy.ts";
+
+/** Strategies by name. */
+export const STRATEGIES: Record<TrainConfig["sync"], Strategy> = {
+  "allreduce": allreduceStrategy,
+  "local-sgd": localSgdStrategy,
+  "ps": psStrategy,
+};
+
+/** Rows per evaluation batch. */
+const EVAL_ROWS = 500;
+
+/** What the launcher hands every rank. */
+export interface TrainRankArgs {
+  config: TrainConfig;
+  /** The data, shared between worker ranks; process ranks read `dataDir` themselves. */
+  mnist?: Mnist;
+  dataDir: string;
+  report: Omit<TrainReportOptions, "epochs">;
+  /** Return the parameters in the summary (tests compare them). @default {false} */
+  returnParams?: boolean;
+}
+
+/** What a rank returns: rank 0's summary (others: undefined), and its parameters if asked. */
+export interface TrainRankResult {
+  summary?: TrainSummary;
+  params?: number[];
+}
+
+function firstRows(set: ImageSet, n: number | undefined): ImageSet {
+  if (n === undefined || n >= set.count) return set;
+  return {
+    images: set.images.subarray(0, n * set.pixels),
+    labels: set.labels.subarray(0, n),
+    count: n,
+    pixels: set.pixels,
+    memory: set.memory,
+  };
+}
+
+/** Trains on this rank. */
+export async function run(comm: Communicator, args: TrainRankArgs): Promise<TrainRankResult> {
+  const { config } = args;
+  const mnist = args.mnist ?? await loadMnist(args.dataDir);
+  const train = firstRows(mnist.train, config.trainSamples);
+  const test = firstRows(mnist.test, config.testSamples);
+  const layout = new MlpLayout(config.layers);
+  const strategy = STRATEGIES[config.sync];
+  const evalRows = Math.max(config.batch, EVAL_ROWS);
+  const options = {
+    data: mnist.train.memory,
+    activation: config.activation,
+    rows: evalRows,
+    lr: config.lr,
+    momentum: config.momentum,
+    memory: config.memory,
+  };
+  const engine: Engine = config.device === "gpu"
+    ? await GpuEngine.create(comm, layout, options)
+    : new CpuEngine(comm, layout, options);
+  const reporter = comm.rank === 0
+    ? new TrainReporter({ ...args.report, epochs: config.epochs })
+    : undefined;
+  let epoch = 0;
+  const ctx: StrategyContext = {
+    comm,
+    engine,
+    train,
+    options: config,
+    watch: new Stopwatch(),
+    progress: (step, steps) => reporter?.progress(epoch, step, steps),
+    staleness: { pushes: 0, total: 0, max: 0 },
+  };
+  try {
+    reporter?.start();
+    if (comm.rank === 0) await engine.initParams(config.seed);
+    await strategy.start(ctx);
+    const computing = strategy.computing(comm.size).length;
+    const rows: EpochRow[] = [];
+    const totals = comm.alloc(8, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
+    const mine = comm.alloc(4, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
+    const all = comm.alloc(4 * comm.size, { dtype: "f64", memory: "host" }) as HostBuffer<
+      Float64Array
+    >;
+    let perStep = { compute: 0, comm: 0, wait: 0 }, steps = 0, macs = 0;
+    for (epoch = 0; epoch < config.epochs; epoch++) {
+      ctx.staleness = { pushes: 0, total: 0, max: 0 };
+      await comm.barrier();
+      ctx.watch.reset();
+      const start = performance.now();
+      await strategy.epoch(ctx, epoch);
+      await engine.synchronize();
+      ctx.watch.lap("compute");
+      const time = performance.now() - start;
+      await evaluate(comm, engine, test, evalRows);
+      const { train: t, eval: e } = await engine.takeScores();
+      totals.view.set([
+        t.loss,
+        t.correct,
+        t.rows,
+        e.loss,
+        e.correct,
+        e.rows,
+        ctx.staleness.pushes,
+        ctx.staleness.total,
+      ]);
+      await comm.allreduce(totals, { op: "sum" });
+      mine.view.set([time, ctx.watch.compute, ctx.watch.comm, ctx.staleness.max]);
+      await comm.allgather(mine, all);
+      const [loss, correct, seen, testLoss, testCorrect, tested, pushes, stale] = totals.view;
+      const per = (i: number) => Array.from({ length: comm.size }, (_, r) => all.view[4 * r + i]);
+      const commTimes = per(2), fastest = Math.min(...commTimes);
+      const row: EpochRow = {
+        epoch: epoch + 1,
+        time_s: Math.max(...per(0)) / 1000,
+        compute_s: Math.max(...per(1)) / 1000,
+        comm_s: Math.max(...commTimes) / 1000,
+        wait_s: Math.max(...commTimes.map((c) => c - fastest)) / 1000,
+        loss: loss / seen,
+        train_acc: correct / seen,
+        test_acc: testCorrect / tested,
+        test_loss: testLoss / tested,
+        samples_per_s: seen / (Math.max(...per(0)) / 1000),
+        ...(config.sync === "ps" && config.psMode === "async"
+          ? { staleness_mean: pushes > 0 ? stale / pushes : 0, staleness_max: Math.max(...per(3)) }
+          : {}),
+      };
+      rows.push(row);
+      reporter?.add(row);
+      const epochSteps = seen / (computing * config.batch);
+      steps += epochSteps;
+      perStep = {
+        compute: perStep.compute + row.compute_s * 1000,
+        comm: perStep.comm + row.comm_s * 1000,
+        wait: perStep.wait + row.wait_s * 1000,
+      };
+      macs += layout.trainMacs * seen / computing;
+    }
+    const computeS = rows.reduce((s, r) => s + r.compute_s, 0);
+    const summary: TrainSummary = {
+      epochs: rows,
+      train_s: rows.reduce((s, r) => s + r.time_s, 0),
+      final_test_acc: rows.at(-1)?.test_acc ?? 0,
+      step_ms: {
+        compute: perStep.compute / Math.max(steps, 1),
+        comm: perStep.comm / Math.max(steps, 1),
+        wait: perStep.wait / Math.max(steps, 1),
+      },
+      gflops_per_rank: computeS > 0 ? (2 * macs) / computeS / 1e9 : 0,
+      kernels: engine.kernels,
+    };
+    reporter?.finish(summary);
+    const params = args.returnParams ? await readParams(engine) : undefined;
+    return { summary: comm.rank === 0 ? summary : undefined, params };
+  } finally {
+    engine.dispose();
+  }
+}
+
+/** Scores the test set, rank r taking rows r, r + R, …, in batches. */
+async function evaluate(comm: Communicator, engine: Engine, test: ImageSet, rows: number) {
+  const mine = Array.from(
+    { length: Math.ceil((test.count - comm.rank) / comm.size) },
+    (_, i) => comm.rank + i * comm.size,
+  );
+  for (let i = 0; i < mine.length; i += rows) {
+    engine.load(test, mine.slice(i, i + rows));
+    engine.evaluate();
+  }
+  await engine.synchronize();
+}
+
+async function readParams(engine: Engine): Promise<number[]> {
+  const out = new Float32Array(engine.params.local.length);
+  await engine.params.local.read(out);
+  return Array.from(out);
+}

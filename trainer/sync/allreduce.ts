@@ -1,0 +1,96 @@
+/**
+ * `allreduce` (DDP, Horovod, MirroredStrategy): every `--sync-every` batches the gradients,
+ * accumulated over those batches, are averaged over ranks (a `sum` allreduce, divided in the
+ * update's own pass rather than in one more pass of `avg`), then every rank takes the same SGD
+ * step. Gradients go in buckets of whole layers, last layer first (the first
+ * bucket at most 1 MiB, the rest at most `--bucket-mb`, as in PyTorch DDP); a bucket's allreduce
+ * starts as soon as its layers' gradients are complete. On `worker` and `ws` it then runs while
+ * the rest of the backward pass computes (its messages move whenever the backward yields to the
+ * event loop, and at the latest when the step awaits it); on `shm` a collective blocks its
+ * thread until done, so buckets run one after another between layers and buy nothing there.
+ * @module
+ */
+
+import type { Engine } from "../engine.ts";
+import { epochShard } from "../data.ts";
+import { broadcastParams, type Strategy, type StrategyContext, syncInterval } from "./strategy.ts";
+
+/** PyTorch DDP's first bucket cap: small, so communication starts early. */
+const FIRST_BUCKET_BYTES = 1 << 20;
+
+/** A run of whole layers whose gradients are reduced together. */
+export interface Bucket {
+  /** The layer whose gradients complete the bucket (its lowest). */
+  completedBy: number;
+  start: number;
+  end: number;
+}
+
+/** Buckets of whole layers from the last layer down: the first ≤ 1 MiB, the rest ≤ `bytes`. */
+export function gradientBuckets(engine: Engine, bytes: number): Bucket[] {
+  const buckets: Bucket[] = [];
+  let open: Bucket | undefined;
+  for (let l = engine.layers - 1; l >= 0; l--) {
+    const [start, end] = engine.span(l);
+    const cap = buckets.length === 0 ? Math.min(FIRST_BUCKET_BYTES, bytes) : bytes;
+    if (open && (open.end - start) * 4 <= cap) {
+      open.start = start;
+      open.completedBy = l;
+      continue;
+    }
+    open = { completedBy: l, start, end };
+    buckets.push(open);
+  }
+  return buckets;
+}
+
+async function reduceBucket(ctx: StrategyContext, b: Bucket): Promise<void> {
+  const { grads } = ctx.engine;
+  await grads.toComm(b.start, b.end);
+  await ctx.comm.allreduce(grads.comm.subarray(b.start, b.end), { op: "sum" });
+  await grads.fromComm(b.start, b.end);
+}
+
+/** The `allreduce` strategy. */
+export const allreduceStrategy: Strategy = {
+  computing: (size) => Array.from({ length: size }, (_, r) => r),
+  start: broadcastParams,
+  async epoch(ctx, epoch) {
+    const { comm, engine, options, watch } = ctx;
+    const shard = epochShard(
+      ctx.train.count,
+      options.seed,
+      epoch,
+      comm.rank,
+      comm.size,
+      options.batch,
+    );
+    const every = syncInterval(options.syncEvery, shard.steps);
+    const buckets = gradientBuckets(engine, options.bucketBytes);
+    let accumulated = 0;
+    for (let step = 0; step < shard.steps; step++) {
+      engine.load(ctx.train, shard.indices.subarray(step * shard.batch, (step + 1) * shard.batch));
+      accumulated++;
+      const sync = accumulated === every || step === shard.steps - 1;
+      const pending: Promise<void>[] = [];
+      const ready = (layer: number) => {
+        const bucket = buckets.find((b) => b.completedBy === layer);
+        if (!bucket) return;
+        watch.lap("compute");
+        pending.push(reduceBucket(ctx, bucket));
+        watch.lap("comm");
+      };
+      engine.trainStep(accumulated > 1, sync && comm.size > 1 ? ready : undefined);
+      watch.lap("compute");
+      if (sync) {
+        await Promise.all(pending);
+        watch.lap("comm");
+        // The sum over ranks becomes their mean here, in the update's pass over the gradients.
+        engine.update(1 / (accumulated * comm.size));
+        accumulated = 0;
+        watch.lap("compute");
+      }
+      ctx.progress(step + 1, shard.steps);
+    }
+  },
+};

@@ -1,0 +1,99 @@
+/**
+ * What every synchronisation strategy gets and gives: the rank's communicator and engine, the
+ * run's options, a stopwatch that splits time into computation and communication, and a progress
+ * callback; each strategy trains one epoch and leaves every rank holding the same parameters.
+ * @module
+ */
+
+import type { Communicator } from "../../primitives/communicator.ts";
+import type { Engine } from "../engine.ts";
+import type { ImageSet } from "../mnist.ts";
+
+/** How often to synchronise: every K batches, or once at the end of each epoch. */
+export type SyncEvery = number | "epoch";
+
+/** The run's options a strategy reads. */
+export interface StrategyOptions {
+  /** Rows per batch on each computing rank. */
+  batch: number;
+  syncEvery: SyncEvery;
+  /** Largest gradient bucket of `allreduce`, bytes (the first is at most 1 MiB). */
+  bucketBytes: number;
+  /** Parameter server: apply pushes together (`sync`) or as they arrive (`async`). */
+  psMode: "sync" | "async";
+  seed: number;
+}
+
+/**
+ * Splits a rank's time: {@linkcode lap} charges the time since the previous lap to computation
+ * or communication (copies to and from the collectives' slabs count as communication).
+ */
+export class Stopwatch {
+  compute = 0;
+  comm = 0;
+  #last = performance.now();
+
+  /** Charges the time since the last lap to `what`. */
+  lap(what: "compute" | "comm"): void {
+    const now = performance.now();
+    this[what] += now - this.#last;
+    this.#last = now;
+  }
+
+  /** Starts counting afresh. */
+  reset(): void {
+    this.compute = this.comm = 0;
+    this.#last = performance.now();
+  }
+}
+
+/** Staleness of a parameter server's pushes: updates applied between a worker's pull and push. */
+export interface Staleness {
+  pushes: number;
+  total: number;
+  max: number;
+}
+
+/** One rank's state during training. */
+export interface StrategyContext {
+  comm: Communicator;
+  engine: Engine;
+  train: ImageSet;
+  options: StrategyOptions;
+  watch: Stopwatch;
+  /** Rank 0 shows `step` of `steps`; others ignore it. */
+  progress(step: number, steps: number): void;
+  /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
+  staleness: Staleness;
+}
+
+/** A synchronisation strategy. */
+export interface Strategy {
+  /** Ranks that compute gradients (the others serve). */
+  computing(size: number): number[];
+  /** Before the first epoch: every rank ends up with rank 0's initial parameters. */
+  start(ctx: StrategyContext): Promise<void>;
+  /** Trains one epoch; afterwards every rank holds the parameters to evaluate. */
+  epoch(ctx: StrategyContext, epoch: number): Promise<void>;
+}
+
+/** Batches between synchronisations in an epoch of `steps`. */
+export function syncInterval(every: SyncEvery, steps: number): number {
+  return every === "epoch" ? steps : Math.min(every, steps);
+}
+
+/** Rank 0's parameters on every rank (DDP's initial broadcast). */
+export async function broadcastParams(ctx: StrategyContext): Promise<void> {
+  const { params } = ctx.engine;
+  await params.toComm();
+  await ctx.comm.bcast(params.comm, { root: 0 });
+  await params.fromComm();
+}
+
+/** Every rank's parameters replaced by their average. */
+export async function averageParams(ctx: StrategyContext): Promise<void> {
+  const { params } = ctx.engine;
+  await params.toComm();
+  await ctx.comm.allreduce(params.comm, { op: "avg" });
+  await params.fromComm();
+}
