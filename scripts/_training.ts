@@ -8,6 +8,7 @@
 import { MAX_PROCS } from "./_benchmark.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
+import type { RankGroup } from "../primitives/launch/spawn_ranks.ts";
 import { DEVICE_MEMORY, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
@@ -117,8 +118,14 @@ export async function readData(dir: string | undefined): Promise<Mnist> {
   }
 }
 
-/** Turns flag values into a plan; throws UsageError for anything not accepted. */
-export async function planTraining(v: Record<string, string | undefined>): Promise<TrainPlan> {
+/**
+ * Turns flag values into a plan; throws UsageError for anything not accepted. `data`, when
+ * given, stands for the folder's contents (a study or a test reads them once for many runs).
+ */
+export async function planTraining(
+  v: Record<string, string | undefined>,
+  data?: Mnist,
+): Promise<TrainPlan> {
   const procs = integer("procs", v.procs!, 1, MAX_PROCS);
   const transport = oneOf("transport", v.transport!, TRANSPORT_NAMES);
   const device = oneOf("device", v.device!, DEVICES);
@@ -180,7 +187,7 @@ export async function planTraining(v: Record<string, string | undefined>): Promi
   }
 
   // The data last: reading it takes a moment, and every cheaper mistake is reported first.
-  const mnist = await readData(v.data === undefined ? undefined : userPath(v.data));
+  const mnist = data ?? await readData(v.data === undefined ? undefined : userPath(v.data));
   const samples = (flag: string, count: number) =>
     v[flag] === undefined ? undefined : integer(flag, v[flag]!, 1, count);
   const trainSamples = samples("train-samples", mnist.train.count);
@@ -257,10 +264,12 @@ export interface TrainOutput {
 }
 
 /** Runs a plan; resolves with every rank's result (rank 0's holds the summary). */
-export async function runTraining(
-  plan: TrainPlan,
-  out: TrainOutput,
-): Promise<TrainRankResult[]> {
+export function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
+  return startTraining(plan, out).results;
+}
+
+/** Starts a plan's ranks (tests kill them); `results` as in {@linkcode runTraining}. */
+export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<TrainRankResult> {
   const { config } = plan;
   const processes = TRANSPORTS[config.transport].launch === "processes";
   const args: TrainRankArgs = {
@@ -279,7 +288,7 @@ export async function runTraining(
   };
   const device = config.device === "gpu" || TRANSPORTS[config.transport].needsDevice ||
     DEVICE_MEMORY.includes(config.memory);
-  return await startGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
+  return startGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
     size: config.procs,
     transport: config.transport,
     timeoutMs: config.timeoutMs,
@@ -287,7 +296,7 @@ export async function runTraining(
     signal: out.signal,
     bind: plan.bind,
     gpu: device,
-  }).results;
+  });
 }
 
 /** Rank 0's summary of a finished run. */

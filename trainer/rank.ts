@@ -62,26 +62,42 @@ function firstRows(set: ImageSet, n: number | undefined): ImageSet {
   };
 }
 
+/** The engine a run's config asks for, with batches of up to `rows` rows. */
+export async function createEngine(
+  comm: Communicator,
+  config: TrainConfig,
+  mnist: Mnist,
+  rows: number,
+): Promise<Engine> {
+  const layout = new MlpLayout(config.layers);
+  const options = {
+    data: mnist.train.memory,
+    activation: config.activation,
+    rows,
+    lr: config.lr,
+    momentum: config.momentum,
+    memory: config.memory,
+  };
+  return config.device === "gpu"
+    ? await GpuEngine.create(comm, layout, options)
+    : new CpuEngine(comm, layout, options);
+}
+
+/** The data a rank trains on: handed over by the launcher, or read from the folder. */
+export async function rankData(args: { mnist?: Mnist; dataDir: string }): Promise<Mnist> {
+  return args.mnist ?? await loadMnist(args.dataDir);
+}
+
 /** Trains on this rank. */
 export async function run(comm: Communicator, args: TrainRankArgs): Promise<TrainRankResult> {
   const { config } = args;
-  const mnist = args.mnist ?? await loadMnist(args.dataDir);
+  const mnist = await rankData(args);
   const train = firstRows(mnist.train, config.trainSamples);
   const test = firstRows(mnist.test, config.testSamples);
   const layout = new MlpLayout(config.layers);
   const strategy = STRATEGIES[config.sync];
   const evalRows = Math.max(config.batch, EVAL_ROWS);
-  const options = {
-    data: mnist.train.memory,
-    activation: config.activation,
-    rows: evalRows,
-    lr: config.lr,
-    momentum: config.momentum,
-    memory: config.memory,
-  };
-  const engine: Engine = config.device === "gpu"
-    ? await GpuEngine.create(comm, layout, options)
-    : new CpuEngine(comm, layout, options);
+  const engine = await createEngine(comm, config, mnist, evalRows);
   const reporter = comm.rank === 0
     ? new TrainReporter({ ...args.report, epochs: config.epochs })
     : undefined;

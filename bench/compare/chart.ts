@@ -81,8 +81,13 @@ const BINARY_SIZE = [
 );
 
 /** Renders the chart to an SVG document. */
-export async function renderSvg(curves: Curve[]): Promise<string> {
-  const compiled = vegaLite.compile(chartSpec(curves)).spec;
+export function renderSvg(curves: Curve[]): Promise<string> {
+  return specToSvg(chartSpec(curves));
+}
+
+/** Renders any Vega-Lite spec to an SVG document, without a browser. */
+export async function specToSvg(spec: vegaLite.TopLevelSpec): Promise<string> {
+  const compiled = vegaLite.compile(spec).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: "none" });
   try {
     return await view.toSVG();
@@ -94,6 +99,25 @@ export async function renderSvg(curves: Curve[]): Promise<string> {
 const escape = (s: string) =>
   s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 
+/** An HTML table of a header row and rows of cells. */
+export function htmlTable(header: string[], rows: (string | number)[][]): string {
+  const cells = (tag: string, values: (string | number)[]) =>
+    `<tr>${values.map((v) => `<${tag}>${escape(String(v))}</${tag}>`).join("")}</tr>`;
+  return `<table>\n${[cells("th", header), ...rows.map((r) => cells("td", r))].join("\n")}\n</table>`;
+}
+
+/** A self-contained HTML page: `title`, then `body` (already HTML). */
+export function htmlPage(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}</style></head>
+<body><h1>${escape(title)}</h1>
+${body}
+</body></html>
+`;
+}
+
 /** A self-contained HTML page: title, inputs, the SVG inline, and the crossover table. */
 export function renderHtml(
   svg: string,
@@ -101,43 +125,26 @@ export function renderHtml(
   inputs: string[],
   tolerance: number,
 ): string {
-  const cells = (tag: string, values: (string | number)[]) =>
-    `<tr>${values.map((v) => `<${tag}>${escape(String(v))}</${tag}>`).join("")}</tr>`;
-  const table = [
-    cells("th", [
-      "primitive",
-      "procs",
-      "from floats",
-      "to floats",
-      "fastest",
-      "margin",
-      "level with",
+  const table = htmlTable(
+    ["primitive", "procs", "from floats", "to floats", "fastest", "margin", "level with"],
+    rows.map((r) => [
+      r.primitive,
+      r.procs,
+      r.fromFloats,
+      r.toFloats,
+      r.fastest,
+      Number.isNaN(r.margin) ? "-" : `${r.margin.toFixed(2)}×`,
+      r.level.join(", ") || "-",
     ]),
-    ...rows.map((r) =>
-      cells("td", [
-        r.primitive,
-        r.procs,
-        r.fromFloats,
-        r.toFloats,
-        r.fastest,
-        Number.isNaN(r.margin) ? "-" : `${r.margin.toFixed(2)}×`,
-        r.level.join(", ") || "-",
-      ])
-    ),
-  ].join("\n");
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>dccl compare</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}</style></head>
-<body><h1>dccl compare</h1>
-<p>Inputs: ${inputs.map(escape).join(", ")}</p>
+  );
+  return htmlPage(
+    "dccl compare",
+    `<p>Inputs: ${inputs.map(escape).join(", ")}</p>
 ${svg}
 <h2>Fastest per size range</h2>
 <p>A curve within ${Math.round(tolerance * 100)}% of the fastest at a size counts as fastest
 there (level with it). margin: median over the range of the runner-up's time / this curve's
 time.</p>
-<table>
-${table}
-</table></body></html>
-`;
+${table}`,
+  );
 }

@@ -1,0 +1,167 @@
+// `deno task train` as users meet it: bad flags are one line and exit 2 (before any rank
+// starts), a run writes one CSV row per epoch with its JSON sidecar, and a rank dying in the
+// middle of training fails the run fast, naming it, with no worker or process left behind.
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { MNIST, MNIST_DIR } from "./_train.ts";
+import { NO_GPU } from "./_gpu.ts";
+import { liveWorkers } from "../mod.ts";
+import { parseFlags, UsageError } from "../scripts/_flags.ts";
+import { planTraining, startTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
+import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
+import { EPOCH_COLUMNS } from "../trainer/report.ts";
+import { parse } from "csv-parse/sync";
+
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function plan(argv: string[]) {
+  return planTraining(parseFlags(TRAIN_FLAGS, argv), MNIST);
+}
+
+Deno.test("train: every bad flag value is refused with what is accepted", async () => {
+  const cases: [string[], RegExp][] = [
+    [["--sync", "gossip"], /--sync gossip is not accepted; accepted: allreduce, local-sgd, ps/],
+    [["--procs", "0"], /--procs 0 is not accepted: expected an integer from 1 to 256/],
+    [["--sync", "ps", "--procs", "1"], /rank 0 serves, so it needs at least 2/],
+    [["--ps-mode", "async"], /--ps-mode async is not accepted: it applies to --sync ps/],
+    [["--sync-every", "0"], /--sync-every 0 is not accepted/],
+    [["--sync-every", "sometimes"], /--sync-every sometimes is not accepted/],
+    [["--layers", "784,10,3"], /widths from 784 .* to 10/],
+    [["--layers", "784,x,10"], /--layers x is not accepted/],
+    [["--act", "tanh"], /--act tanh is not accepted; accepted: relu, sigmoid/],
+    [["--lr=-1"], /--lr -1 is not accepted: expected a number above 0/],
+    [["--lr", "0"], /--lr 0 is not accepted/],
+    [["--momentum", "1"], /--momentum 1 is not accepted: expected a number from 0 to/],
+    [["--batch", "60001"], /--batch 60001 is not accepted: expected an integer from 1 to 30000/],
+    [["--train-samples", "0"], /--train-samples 0 is not accepted/],
+    [["--device", "tpu"], /--device tpu is not accepted; accepted: cpu, gpu/],
+    [["--memory", "gpu", "--transport", "gpu", "--memory", "shared"], /--memory shared/],
+    [["--bind", "0.0.0.0"], /--bind 0.0.0.0 is not accepted: it applies to ws ranks/],
+    [["--csv", "/nonexistent/x.csv"], /folder \/nonexistent does not exist/],
+    [["--epochs", "1.5"], /--epochs 1.5 is not accepted/],
+  ];
+  for (const [argv, message] of cases) {
+    await assertRejects(() => plan(argv), { name: "UsageError", message });
+  }
+  const e = await assertRejects(() => planTraining(parseFlags(TRAIN_FLAGS, ["--data", "/tmp"])), {
+    name: "UsageError",
+    message: /--data \/tmp: \/tmp has neither train-images-idx3-ubyte nor/,
+  });
+  assert_(e instanceof UsageError && !e.message.includes("\n"));
+});
+
+Deno.test("train: the CLI exits 2 with one line for a bad flag, and never starts ranks", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "scripts/train.ts", "--sync", "gossip", "--data", MNIST_DIR],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 2);
+  const lines = decode(out.stderr).trim().split("\n");
+  assertEquals(lines.length, 1, decode(out.stderr));
+  assert_(lines[0].startsWith("dccl train: --sync gossip is not accepted"));
+  assertEquals(decode(out.stdout), "");
+});
+
+Deno.test("train: a run prints its epochs and writes one CSV row per epoch and a JSON sidecar", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "scripts/train.ts",
+        ...["--data", MNIST_DIR, "--epochs", "2", "--train-samples", "2048"],
+        ...["--test-samples", "500", "--csv", `${dir}/run.csv`],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(out.code, 0, decode(out.stderr));
+    const stdout = decode(out.stdout);
+    assert_(
+      /^# dccl train: MNIST 784-256-10 \(relu\) on cpu, allreduce every batch, 2 ranks/.test(
+        stdout,
+      ),
+    );
+    assert_(/^ +2 +\d\.\d{4} +\d+\.\d\d% +\d+\.\d\d%/m.test(stdout), stdout);
+    assert_(/# trained 2 epochs in .* test accuracy/.test(stdout));
+    const rows: Record<string, string>[] = parse(await Deno.readTextFile(`${dir}/run.csv`), {
+      columns: true,
+    });
+    assertEquals(rows.length, 2);
+    assertEquals(Object.keys(rows[0]), EPOCH_COLUMNS);
+    assertEquals(rows.map((r) => r.epoch), ["1", "2"]);
+    for (const r of rows) {
+      for (const c of ["time_s", "compute_s", "comm_s", "loss", "train_acc", "test_acc"]) {
+        assert_(Number(r[c]) > 0, `${c} = ${r[c]}`);
+      }
+      assert_(Number(r.test_acc) <= 1 && r.staleness_mean === "");
+    }
+    const json = JSON.parse(await Deno.readTextFile(`${dir}/run.json`));
+    assertEquals(json.rows.length, 2);
+    assertEquals(json.summary.epochs.length, 2);
+    assertEquals(json.metadata.options.sync, "allreduce");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+for (const transport of ["shm", "worker", "ws"] as const) {
+  Deno.test(`train: a rank dying mid-training fails the run fast, naming it: ${transport}`, async () => {
+    const p = await plan(["--transport", transport, "--procs", "3", "--epochs", "20"]);
+    const metadata = JSON.parse(JSON.stringify({ options: {} }));
+    const group = startTraining(p, { metadata, print: false });
+    await new Promise((r) => setTimeout(r, transport === "ws" ? 2500 : 1500));
+    const killedAt = performance.now();
+    group.kill(1);
+    await assertRejects(() => group.results, {
+      name: "RankFailedError",
+      message: /^Rank 1 failed/,
+    });
+    assert_(performance.now() - killedAt < 5000, "well within the 30 s timeout");
+    assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
+  });
+}
+
+Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints its table", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = (...argv: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "scripts/train_study.ts", ...argv],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const bad = await run("speed", "--out", dir);
+    assertEquals(bad.code, 2);
+    assertEquals(
+      decode(bad.stderr).trim(),
+      "dccl train-study: --study speed is not accepted; accepted: speedup, sync-every, batch, " +
+        "strategies, memory",
+    );
+    const out = await run(
+      "memory",
+      ...["--epochs", "1", "--train-samples", "1024", "--test-samples", "200"],
+      ...["--data", MNIST_DIR, "--out", dir, "--gpu", "no"],
+    );
+    assertEquals(out.code, 0, decode(out.stderr));
+    assert_(/^ *memory +time_s +comm_s +relative_speed +test_acc_pct$/m.test(decode(out.stdout)));
+    const rows: Record<string, string>[] = parse(await Deno.readTextFile(`${dir}/memory.csv`), {
+      columns: true,
+    });
+    assertEquals(
+      rows.map((r) => r.memory),
+      NO_GPU ? ["host", "shared"] : ["host", "shared", "managed"],
+    );
+    // The slabs' memory kind changes the time, never the result.
+    assertEquals(new Set(rows.map((r) => r.test_acc_pct)).size, 1);
+    assert_((await Deno.readTextFile(`${dir}/memory.svg`)).startsWith("<svg"));
+    assert_((await Deno.readTextFile(`${dir}/memory.html`)).includes("<table>"));
+    assertEquals(
+      JSON.parse(await Deno.readTextFile(`${dir}/memory.json`)).rows.length,
+      rows.length,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
