@@ -189,14 +189,20 @@ export class GpuMlpKernels {
     classes: number,
     scale: number,
   ): GpuCall {
-    return this.#elementwise("softmax_xent", rows, {
-      m: rows,
-      n: classes,
-      aOff: dlogits.offset,
-      bOff: logits.offset,
-      cOff: batch.offset,
-      scale,
-    }, [dlogits.buffer, logits.buffer, batch.buffer], "m");
+    return this.#elementwise(
+      "softmax_xent",
+      rows,
+      {
+        m: rows,
+        n: classes,
+        aOff: dlogits.offset,
+        bOff: logits.offset,
+        cOff: batch.offset,
+        scale,
+      },
+      [dlogits.buffer, logits.buffer, batch.buffer],
+      "m",
+    );
   }
 
   /** `total[0] += Σ losses`, `total[1] += Σ hits` of softmaxXent's `rows` rows in `batch`. */

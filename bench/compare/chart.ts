@@ -103,7 +103,9 @@ const escape = (s: string) =>
 export function htmlTable(header: string[], rows: (string | number)[][]): string {
   const cells = (tag: string, values: (string | number)[]) =>
     `<tr>${values.map((v) => `<${tag}>${escape(String(v))}</${tag}>`).join("")}</tr>`;
-  return `<table>\n${[cells("th", header), ...rows.map((r) => cells("td", r))].join("\n")}\n</table>`;
+  return `<table>\n${
+    [cells("th", header), ...rows.map((r) => cells("td", r))].join("\n")
+  }\n</table>`;
 }
 
 /** A self-contained HTML page: `title`, then `body` (already HTML). */
