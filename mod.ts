@@ -34,6 +34,7 @@ export type {
 } from "./primitives/communicator.ts";
 export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
 export { GpuBuffer } from "./primitives/memory/gpu.ts";
+export { RankHeap } from "./primitives/memory/heap.ts";
 export { GpuKernels } from "./kernels/gpu_kernels.ts";
 export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
 export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
