@@ -49,7 +49,7 @@ Deno.test("cli: every flag is honoured", () => {
   });
   assertEquals([p.timeoutMs, p.csv, p.json], [5000, "x.csv", "x.json"]);
   // A CSV always gets its metadata sidecar.
-  assertEquals(plan(["--csv", "out/run.csv"]).json, "out/run.json");
+  assertEquals(plan(["--csv", "tests/run.csv"]).json, "tests/run.json");
   assertEquals(plan(["--csv", "run.data"]).json, "run.data.json");
   assertEquals(plan(["--csv", "a.csv", "--json", "b.json"]).json, "b.json");
   assertEquals(plan([]).json, undefined);

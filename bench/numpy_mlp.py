@@ -1,0 +1,73 @@
+"""The reference the trainer's closing numbers are measured against (DESIGN.md, "Trainer"):
+the same MNIST MLP (784-256-10, ReLU, softmax cross-entropy, SGD lr 0.1, batch 64, 10 epochs)
+in float32 numpy on one OpenBLAS thread. Run it next to `deno task train` in the same session:
+
+    OPENBLAS_NUM_THREADS=1 python3 bench/numpy_mlp.py ../shared/data/mnist
+
+Prints one line per epoch and the training loop's total seconds.
+"""
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def load(folder, name):
+    for suffix in ("", ".gz"):
+        path = os.path.join(folder, name + suffix)
+        if os.path.exists(path):
+            return idx(path)
+    raise SystemExit(f"{folder} has no {name}")
+
+
+def main():
+    folder = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/mnist"
+    epochs, batch, lr = 10, 64, np.float32(0.1)
+    x = load(folder, "train-images-idx3-ubyte").reshape(-1, 784).astype(np.float32) / 255
+    y = load(folder, "train-labels-idx1-ubyte").astype(np.int64)
+    xt = load(folder, "t10k-images-idx3-ubyte").reshape(-1, 784).astype(np.float32) / 255
+    yt = load(folder, "t10k-labels-idx1-ubyte").astype(np.int64)
+    rng = np.random.default_rng(0)
+    b1, b2 = 1 / np.sqrt(784), 1 / np.sqrt(256)
+    w1 = rng.uniform(-b1, b1, (784, 256)).astype(np.float32)
+    c1 = rng.uniform(-b1, b1, 256).astype(np.float32)
+    w2 = rng.uniform(-b2, b2, (256, 10)).astype(np.float32)
+    c2 = rng.uniform(-b2, b2, 10).astype(np.float32)
+    total = 0.0
+    for epoch in range(epochs):
+        order = rng.permutation(len(x))
+        start = time.perf_counter()
+        for s in range(len(x) // batch):
+            rows = order[s * batch:(s + 1) * batch]
+            xb, yb = x[rows], y[rows]
+            h = np.maximum(xb @ w1 + c1, 0)
+            z = h @ w2 + c2
+            z -= z.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            p[np.arange(batch), yb] -= 1
+            p /= batch
+            dh = (p @ w2.T) * (h > 0)
+            w2 -= lr * (h.T @ p)
+            c2 -= lr * p.sum(axis=0)
+            w1 -= lr * (xb.T @ dh)
+            c1 -= lr * dh.sum(axis=0)
+        took = time.perf_counter() - start
+        total += took
+        acc = ((np.maximum(xt @ w1 + c1, 0) @ w2 + c2).argmax(axis=1) == yt).mean()
+        print(f"epoch {epoch + 1:2d}  time {took:.3f} s  test {100 * acc:.2f}%")
+    print(f"numpy: {epochs} epochs in {total:.2f} s")
+
+
+main()
