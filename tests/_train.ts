@@ -1,12 +1,16 @@
-// Test helper for the trainer: MNIST read once per test file (from ../shared/data/mnist, like
-// CI), and training runs planned from flag values like the CLI's, returning every rank's result.
+// Test helper for the trainer: MNIST read once per test file (from ../shared/data/mnist where the
+// checkout sits beside it, as on CI; else the npm package the CLI uses by default), and training
+// runs planned from flag values like the CLI's, returning every rank's result.
 import { parseFlags } from "../scripts/_flags.ts";
+import { packagedMnistDir } from "../trainer/mnist.ts";
 import { planTraining, readData, runTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import type { TrainRankResult } from "../trainer/rank.ts";
 
+const SHARED_MNIST = new URL("../../shared/data/mnist", import.meta.url).pathname;
+
 /** The MNIST folder tests use. */
-export const MNIST_DIR = new URL("../../shared/data/mnist", import.meta.url).pathname;
+export const MNIST_DIR = await Deno.stat(SHARED_MNIST).then(() => SHARED_MNIST, packagedMnistDir);
 
 export const MNIST = await readData(MNIST_DIR);
 
