@@ -89,3 +89,5 @@ export {
 export type { LaunchOptions, SpawnProcessesOptions } from "./primitives/launch/spawn_processes.ts";
 export { joinFromEnv, rankFromEnv } from "./primitives/launch/env_rank.ts";
 export type { EnvRank, JoinOptions } from "./primitives/launch/env_rank.ts";
+export { MESH_TRANSPORTS } from "./primitives/transports/mesh.ts";
+export type { MeshTransport } from "./primitives/transports/mesh.ts";

@@ -189,6 +189,15 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     rankBytes: 80 * 2 ** 20,
     groupBytes: () => 0,
   },
+  tcp: {
+    memory: ["host", "shared", "gpu", "managed"],
+    bestMemory: "host",
+    launch: "processes",
+    offers: ["messages", "staging"],
+    needsDevice: false,
+    rankBytes: 80 * 2 ** 20,
+    groupBytes: () => 0,
+  },
   gpu: {
     memory: ["host", "gpu", "managed"],
     bestMemory: "gpu",

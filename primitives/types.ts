@@ -27,7 +27,7 @@ export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "ma
 export type Side = "host" | "device";
 
 /** How bytes move between ranks (DESIGN.md: transports). */
-export type TransportName = "shm" | "worker" | "ws" | "gpu";
+export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu";
 
 /** A typed array of one of the supported dtypes. */
 export type TypedArray = Float32Array | Float64Array | Int32Array;

@@ -20,6 +20,7 @@ import {
   TRANSPORTS,
 } from "../primitives/registry.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
+import { MESH_TRANSPORTS, type MeshTransport } from "../primitives/transports/mesh.ts";
 import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import {
   address,
@@ -70,11 +71,11 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   },
   launcher: {
     help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
-      "started by torchrun/mpirun/srun; implies --transport ws)",
+      "started by torchrun/mpirun/srun; over ws unless --transport tcp)",
     default: "local",
   },
   bind: {
-    help: "address ws ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
+    help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
     default: "127.0.0.1",
   },
   csv: { help: "write the rows to this CSV file" },
@@ -110,11 +111,16 @@ export function planRun(
 ): RunPlan {
   const spec = PRIMITIVES[primitive];
   const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
-  const transport = oneOf("transport", launcher === "env" ? "ws" : v.transport!, TRANSPORT_NAMES);
-  if (
-    launcher === "env" && v.transport !== "ws" && v.transport !== BENCHMARK_FLAGS.transport.default
-  ) {
-    throw new UsageError(`--launcher env runs over ws; --transport ${v.transport} is not accepted`);
+  // An external launcher starts processes: ws unless --transport says tcp.
+  const given = launcher === "env" && v.transport === BENCHMARK_FLAGS.transport.default
+    ? "ws"
+    : v.transport!;
+  const transport = oneOf("transport", given, TRANSPORT_NAMES);
+  if (launcher === "env" && TRANSPORTS[transport].launch !== "processes") {
+    throw new UsageError(
+      `--launcher env runs over ${MESH_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
+        `is not accepted`,
+    );
   }
   const procs = integer("procs", v.procs!, 1, MAX_PROCS);
   if (primitive === "sendrecv" && procs !== 2) {
@@ -151,13 +157,14 @@ export function planRun(
   const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const bind = address("bind", v.bind!);
-  if (bind !== BENCHMARK_FLAGS.bind.default && transport !== "ws") {
+  const processes = TRANSPORTS[transport].launch === "processes";
+  if (bind !== BENCHMARK_FLAGS.bind.default && !processes) {
     throw new UsageError(
-      `--bind ${bind} is not accepted: it applies to ws ranks (processes); ${transport} ranks ` +
+      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp); ${transport} ranks ` +
         `are workers of this process`,
     );
   }
-  if (transport === "ws") canListen(bind);
+  if (processes) canListen(bind);
   // The run's metadata always travels with a CSV, in its JSON sidecar (DESIGN.md).
   const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
   const json = v.json !== undefined
@@ -299,6 +306,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   if (plan.launcher === "env") {
     // This process is one rank of a group started elsewhere.
     await using comm = await joinFromEnv({
+      transport: plan.sweep.transport as MeshTransport,
       bind: plan.bind,
       timeoutMs: plan.timeoutMs,
       gpu: plan.device,

@@ -75,7 +75,7 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     help: "seconds an operation may wait without progress (0.1 to 86400)",
     default: "30",
   },
-  bind: { help: "address ws ranks listen on", default: "127.0.0.1" },
+  bind: { help: "address ws and tcp ranks listen on", default: "127.0.0.1" },
   csv: { help: "write one row per epoch to this CSV file" },
   json: {
     help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +
@@ -164,8 +164,10 @@ export async function planTraining(
   const seed = integer("seed", v.seed!, 0, 2 ** 32 - 1);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const bind = address("bind", v.bind!);
-  if (bind !== TRAIN_FLAGS.bind.default && transport !== "ws") {
-    throw new UsageError(`--bind ${bind} is not accepted: it applies to ws ranks (processes)`);
+  if (bind !== TRAIN_FLAGS.bind.default && TRANSPORTS[transport].launch !== "processes") {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp)`,
+    );
   }
   const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
   const json = v.json !== undefined

@@ -29,7 +29,7 @@ async function anySource(transport: TransportName, size: number, memory: MemoryK
   assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
 }
 
-for (const transport of ["shm", "worker", "ws"] as const) {
+for (const transport of ["shm", "worker", "ws", "tcp"] as const) {
   Deno.test(`recv from any rank: ${transport}, 4 ranks`, () => anySource(transport, 4, "host"));
 }
 gpuTest("recv from any rank: gpu transport, 3 logical ranks", () => anySource("gpu", 3, "gpu"));

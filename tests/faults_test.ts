@@ -15,25 +15,31 @@ import { expectedReduction, inputValue } from "../bench/primitives.ts";
 import { PORT_MARK, RESULT_MARK } from "../primitives/launch/spawn_processes.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
 import type { TransportName } from "../primitives/types.ts";
+import { TRANSPORTS } from "../primitives/registry.ts";
+import type { MeshTransport } from "../primitives/transports/mesh.ts";
 import { NO_GPU } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
+import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import type { ReduceOp } from "../primitives/types.ts";
 
 const FAULTS = new URL("./ranks/faults_rank.ts", import.meta.url);
 const quiet = () => {};
 
+const isProcesses = (t: TransportName) => TRANSPORTS[t].launch === "processes";
+
 /** Runs the faults rank program on every transport kind the test names. */
 function group(transport: TransportName, size: number, args: FaultArgs, timeoutMs = 5000) {
-  if (transport === "ws") {
-    return startProcesses(FAULTS, { size, args, timeoutMs, onLine: quiet });
+  if (isProcesses(transport)) {
+    const mesh = transport as MeshTransport;
+    return startProcesses(FAULTS, { size, transport: mesh, args, timeoutMs, onLine: quiet });
   }
   return startGroup(FAULTS, { size, transport, args, timeoutMs });
 }
 
 // The gpu transport (logical ranks of one thread) runs where an adapter exists.
 const TRANSPORTS_HERE: TransportName[] = NO_GPU
-  ? ["shm", "worker", "ws"]
-  : ["shm", "worker", "ws", "gpu"];
+  ? ["shm", "worker", "ws", "tcp"]
+  : ["shm", "worker", "ws", "tcp", "gpu"];
 
 for (const transport of TRANSPORTS_HERE) {
   Deno.test(`faults: survivors catch a peer's failure, keep running and form a new group: ${transport}`, async () => {
@@ -45,7 +51,7 @@ for (const transport of TRANSPORTS_HERE) {
     for (const r of [0, 2]) {
       const outcome = err.outcomes[r];
       assertEquals(outcome.status, "ok", `rank ${r}: ${JSON.stringify(outcome)}`);
-      const result = transport === "ws" ? JSON.parse(outcome.result as string) : outcome.result;
+      const result = isProcesses(transport) ? JSON.parse(outcome.result as string) : outcome.result;
       assertEquals(result, {
         caught: "PeerFailedError: Rank 1 failed: Error: boom from rank 1",
         later: "PeerFailedError", // the broken communicator keeps failing fast
@@ -58,7 +64,7 @@ for (const transport of TRANSPORTS_HERE) {
 
   Deno.test(`faults: the launcher blames the rank that threw, with its message: ${transport}`, async () => {
     // The bug was nondeterministic (the first rank to exit was blamed): repeat.
-    for (let i = 0; i < (transport === "ws" ? 4 : 3); i++) {
+    for (let i = 0; i < (isProcesses(transport) ? 4 : 3); i++) {
       const err = await assertRejects(() => group(transport, 3, { mode: "throw-on-1" }).results, {
         name: "RankFailedError",
         message: /^Rank 1 failed: Error: boom from rank 1$/,
@@ -76,9 +82,10 @@ for (const transport of TRANSPORTS_HERE) {
 
   Deno.test(`faults: a rank that never returns after its last collective is named: ${transport}`, async () => {
     const start = performance.now();
-    const g = transport === "ws"
+    const g = isProcesses(transport)
       ? startProcesses(FAULTS, {
         size: 3,
+        transport: transport as MeshTransport,
         args: { mode: "straggle" },
         stragglerMs: 1000,
         onLine: quiet,
@@ -117,8 +124,8 @@ for (const transport of TRANSPORTS_HERE) {
       /allreduce\(sum, 262144 × f32, (ring|recursive_doubling|gpu_ring|gpu_direct)\) but/,
     ]);
   }
-  // Processes cost a second each: ws checks the kinds that used to pass silently there.
-  const kinds = transport === "ws"
+  // Processes cost a second each: ws and tcp check the kinds that used to pass silently on ws.
+  const kinds = isProcesses(transport)
     ? mismatches.filter(([m]) =>
       m === "bcast-vs-allreduce" || m === "dtypes" || m === "bcast-roots"
     )
@@ -226,31 +233,45 @@ Deno.test("faults: a group of 1 … 8 ranks that is fine stays fine (no false mi
   }
 });
 
-Deno.test("faults: a hostile or broken peer at rendezvous crashes nothing; the real run completes", async () => {
-  const token = "s3cret-token";
-  const rank = (r: number, port: string) =>
-    new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname,
-      ],
-      env: {
-        DCCL_MODULE: new URL("./ranks/sum_rank.ts", import.meta.url).href,
-        DCCL_TOKEN: token,
-        DCCL_TIMEOUT_MS: "20000",
-        RANK: String(r),
-        WORLD_SIZE: "2",
-        MASTER_PORT: port,
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-  const rank0 = rank(0, "0");
+/** Rank `r` of a 2-rank sum over `transport`, started by hand with a known token. */
+function sumRank(transport: MeshTransport, r: number, port: string, token: string) {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname],
+    env: {
+      DCCL_MODULE: new URL("./ranks/sum_rank.ts", import.meta.url).href,
+      DCCL_TOKEN: token,
+      DCCL_TRANSPORT: transport,
+      DCCL_TIMEOUT_MS: "20000",
+      RANK: String(r),
+      WORLD_SIZE: "2",
+      MASTER_PORT: port,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+/** Starts rank 0 of a hostile-rendezvous test; `finish` runs the real rank 1 and checks the sum. */
+async function hostileRendezvous(transport: MeshTransport, token: string) {
+  const rank0 = sumRank(transport, 0, "0", token);
   const reader = rank0.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let stdout = "";
   while (!stdout.includes(PORT_MARK)) stdout += (await reader.read()).value ?? "";
   const port = Number(stdout.split(PORT_MARK)[1].split("\n")[0]);
+  const finish = async () => {
+    const rank1 = sumRank(transport, 1, String(port), token);
+    const [out1, status0] = await Promise.all([rank1.output(), rank0.status]);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
+    const stderr0 = new TextDecoder().decode(await new Response(rank0.stderr).arrayBuffer());
+    assertEquals([status0.code, out1.code], [0, 0], stderr0);
+    assert_(stdout.includes(RESULT_MARK + "3"), stdout);
+  };
+  return { port, finish };
+}
+
+Deno.test("faults: a hostile or broken peer at rendezvous crashes nothing; the real run completes: ws", async () => {
+  const token = "s3cret-token";
+  const { port, finish } = await hostileRendezvous("ws", token);
   const good = { "x-dccl-token": token, "x-dccl-rank": "1" };
 
   // Tokens are refused whatever their length; ranks must be plain decimals.
@@ -295,10 +316,70 @@ Deno.test("faults: a hostile or broken peer at rendezvous crashes nothing; the r
   holder.conn.close();
   await new Promise((r) => setTimeout(r, 50));
 
-  const rank1 = rank(1, String(port));
-  const [out1, status0] = await Promise.all([rank1.output(), rank0.status]);
-  for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
-  const stderr0 = new TextDecoder().decode(await new Response(rank0.stderr).arrayBuffer());
-  assertEquals([status0.code, out1.code], [0, 0], stderr0);
-  assert_(stdout.includes(RESULT_MARK + "3"), stdout);
+  await finish();
+});
+
+Deno.test("faults: a hostile or broken peer at rendezvous crashes nothing; the real run completes: tcp", async () => {
+  const token = "s3cret-token";
+  const { port, finish } = await hostileRendezvous("tcp", token);
+  const connect = () => Deno.connect({ hostname: "127.0.0.1", port });
+  const hello = (rank: number, t = token, magic = 0x74636364) => {
+    const b = new Uint8Array(40);
+    new DataView(b.buffer).setUint32(0, magic, true);
+    new DataView(b.buffer).setUint32(4, rank, true);
+    b.set(tokenDigest(t), 8);
+    return b;
+  };
+  /** Sends `bytes` and reads rank 0's answer: its status byte, then whether it closed. */
+  const talk = async (bytes: Uint8Array, then?: Uint8Array) => {
+    const conn = await connect();
+    await conn.write(bytes).catch(() => {});
+    const status = new Uint8Array(1);
+    const got = await conn.read(status).catch(() => null);
+    if (then) await conn.write(then).catch(() => {});
+    const closed = then || got !== 1 || status[0] !== 0 ? await closedWithin(conn, 3000) : false;
+    if (!closed) conn.close();
+    return { status: got === 1 ? status[0] : undefined, closed };
+  };
+  // Tokens are refused whatever their length; garbage and short hellos get nothing.
+  for (const t of ["", "x", "s3cret-tokem", "s3cret-token-and-more"]) {
+    assertEquals((await talk(hello(1, t))).status, 1, `token ${t}`);
+  }
+  assertEquals((await talk(hello(1, token, 0x1234))).status, 1, "bad magic");
+  for (const r of [2, 0, 2 ** 31]) assertEquals((await talk(hello(r))).status, 2, `rank ${r}`);
+  const short = await connect();
+  await short.write(new Uint8Array(10));
+  await short.closeWrite();
+  assertEquals(await short.read(new Uint8Array(1)), null, "a short hello gets no answer");
+  short.close();
+  // Authenticated, then a bad address message: the connection closes and frees rank 1's slot.
+  const text = (s: string) => new TextEncoder().encode(s);
+  const prefixed = (body: Uint8Array, length = body.byteLength) => {
+    const out = new Uint8Array(4 + body.byteLength);
+    new DataView(out.buffer).setUint32(0, length, true);
+    out.set(body, 4);
+    return out;
+  };
+  const firsts: [string, Uint8Array][] = [
+    ["not JSON", prefixed(text("hello"))],
+    ["2 MiB", prefixed(new Uint8Array(0), 2 * 1024 * 1024)],
+    ["4 GiB", prefixed(new Uint8Array(0), 2 ** 32 - 1)],
+    ["a number", prefixed(text("42"))],
+    ["a bad host", prefixed(text('{"host":"a b","port":1}'))],
+    ["a bad port", prefixed(text('{"host":"127.0.0.1","port":70000}'))],
+    ["invalid UTF-8", prefixed(Uint8Array.of(0xff, 0xfe))],
+  ];
+  for (const [what, bytes] of firsts) {
+    const { status, closed } = await talk(hello(1), bytes);
+    assertEquals([status, closed], [0, true], what);
+  }
+  // A second connection claiming a rank that is connected is refused; when the holder leaves
+  // before the table, its slot is free again.
+  const holder = await connect();
+  await holder.write(hello(1));
+  await holder.read(new Uint8Array(1));
+  assertEquals((await talk(hello(1))).status, 3);
+  holder.close();
+  await new Promise((r) => setTimeout(r, 200)); // the close reaches rank 0's slot bookkeeping
+  await finish();
 });

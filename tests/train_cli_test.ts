@@ -35,7 +35,10 @@ Deno.test("train: every bad flag value is refused with what is accepted", async 
     [["--train-samples", "0"], /--train-samples 0 is not accepted/],
     [["--device", "tpu"], /--device tpu is not accepted; accepted: cpu, gpu/],
     [["--memory", "gpu", "--transport", "gpu", "--memory", "shared"], /--memory shared/],
-    [["--bind", "0.0.0.0"], /--bind 0.0.0.0 is not accepted: it applies to ws ranks/],
+    [
+      ["--bind", "0.0.0.0"],
+      /--bind 0.0.0.0 is not accepted: it applies to ranks that are processes/,
+    ],
     [["--csv", "/nonexistent/x.csv"], /folder \/nonexistent does not exist/],
     [["--epochs", "1.5"], /--epochs 1.5 is not accepted/],
   ];

@@ -88,7 +88,7 @@ async function assertSameAsOneRank(flags: Record<string, string>, ranks: number,
   }
 }
 
-for (const [transport, ranks] of [["shm", 4], ["worker", 4], ["ws", 2]] as const) {
+for (const [transport, ranks] of [["shm", 4], ["worker", 4], ["ws", 2], ["tcp", 2]] as const) {
   Deno.test(`allreduce every batch on ${ranks} ranks equals one rank on the whole batch: ${transport}`, () =>
     assertSameAsOneRank({ transport }, ranks, transport));
 }

@@ -1,7 +1,8 @@
 /**
- * Joining a `ws` group from an existing launcher's environment: torchrun (`RANK`, `WORLD_SIZE`,
+ * Joining a `ws` or `tcp` group from an existing launcher's environment: torchrun (`RANK`, `WORLD_SIZE`,
  * `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`), PMI (`PMI_RANK`/
- * `PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus `DCCL_TOKEN`.
+ * `PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus `DCCL_TOKEN`
+ * and, optionally, `DCCL_TRANSPORT` (`ws` unless told).
  * @module
  */
 
@@ -10,7 +11,7 @@ import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { PORT_MARK } from "./spawn_processes.ts";
-import { connectWs } from "../transports/ws_connect.ts";
+import { connectMesh, type MeshTransport, meshTransport } from "../transports/mesh.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -26,6 +27,8 @@ export interface EnvRank {
   token: string;
   /** Which convention supplied rank and size. */
   source: string;
+  /** The transport (`DCCL_TRANSPORT`, `ws` unless set). */
+  transport: MeshTransport;
 }
 
 const CONVENTIONS: [string, string, string][] = [
@@ -68,11 +71,17 @@ export function rankFromEnv(
   if (!token) {
     throw new Error("DCCL_TOKEN is not set: export the same secret for every rank of the run");
   }
-  return { rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token, source };
+  const transport = meshTransport(env.DCCL_TRANSPORT ?? "ws", "DCCL_TRANSPORT");
+  return {
+    ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
+    ...{ source, transport },
+  };
 }
 
 /** Options of {@linkcode joinFromEnv}. */
 export interface JoinOptions {
+  /** The transport, over `DCCL_TRANSPORT`. */
+  transport?: MeshTransport;
   /** Address to listen on. @default {"127.0.0.1"} */
   bind?: string;
   /** Milliseconds for rendezvous and each wait. @default {30000} */
@@ -84,7 +93,7 @@ export interface JoinOptions {
 }
 
 /**
- * Joins the group the environment describes and returns a Communicator over `ws`.
+ * Joins the group the environment describes and returns a Communicator over its transport.
  *
  * @example
  * ```ts ignore
@@ -96,7 +105,7 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
-  const transport = await connectWs({
+  const transport = await connectMesh(options.transport ?? me.transport, {
     ...me,
     bind: options.bind,
     timeoutMs: options.timeoutMs,

@@ -1,11 +1,13 @@
 /**
  * Starting a group the way its transport's row in the registry says: workers of this process
- * (`shm`, `worker`), local subprocesses (`ws`) or logical ranks in one worker (`gpu`). Tests, `deno bench` and the CLI all start
- * groups here, so a new transport's launcher is one case here plus its row.
+ * (`shm`, `worker`), local subprocesses (`ws`, `tcp`) or logical ranks in one worker (`gpu`).
+ * Tests, `deno bench` and the CLI all start groups here, so a new transport's launcher is one case
+ * here plus its row.
  * @module
  */
 
 import { TRANSPORTS } from "../registry.ts";
+import type { MeshTransport } from "../transports/mesh.ts";
 import type { TransportName } from "../types.ts";
 import { startProcesses } from "./spawn_processes.ts";
 import { type RankGroup, startRanks } from "./spawn_ranks.ts";
@@ -53,6 +55,7 @@ export function startGroup<T = unknown>(module: URL | string, options: GroupOpti
     case "processes": {
       const group = startProcesses(module, {
         ...common,
+        transport: transport as MeshTransport,
         gpu,
         bind,
         // Ranks listening on every interface are reached on this machine through loopback.

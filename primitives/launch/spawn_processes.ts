@@ -1,5 +1,5 @@
 /**
- * The local process launcher for `ws`: starts `size` Deno subprocesses on this machine with
+ * The local process launcher for `ws` and `tcp`: starts `size` Deno subprocesses on this machine with
  * torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a random per-run
  * token) and prefixes their output with their rank. When one fails it blames the rank that caused
  * it (each child reports its error on a marked stdout line) and stops every other child.
@@ -13,7 +13,7 @@ import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { RankGroup } from "./spawn_ranks.ts";
 import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
 import type { RankEnd } from "./verdict.ts";
-import { connectWs } from "../transports/ws_connect.ts";
+import { connectMesh, type MeshTransport } from "../transports/mesh.ts";
 
 /** Options of {@linkcode launchProcesses}. */
 export interface LaunchOptions {
@@ -39,6 +39,8 @@ export interface LaunchOptions {
   stragglerMs?: number;
   /** Address every rank listens on (`DCCL_BIND`). @default {"127.0.0.1"} */
   bind?: string;
+  /** The transport linking the ranks (`DCCL_TRANSPORT`). @default {"ws"} */
+  transport?: MeshTransport;
 }
 
 let live = 0;
@@ -116,6 +118,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
         MASTER_PORT: String(port),
         DCCL_TOKEN: token,
         DCCL_WATCH_PARENT: "1",
+        DCCL_TRANSPORT: options.transport ?? "ws",
         ...(options.bind ? { DCCL_BIND: options.bind } : {}),
       },
       stdin: "piped",
@@ -230,7 +233,7 @@ export interface SpawnProcessesOptions extends Omit<LaunchOptions, "env"> {
 }
 
 /**
- * Like `spawnRanks`, with ranks as processes over `ws`: runs `module`'s `run(comm, args)` in
+ * Like `spawnRanks`, with ranks as processes over `ws` (or `tcp`): runs `module`'s `run(comm, args)` in
  * `size` subprocesses and resolves with what each returns (JSON).
  *
  * @example
@@ -271,7 +274,7 @@ export function startProcesses(
 }
 
 /**
- * Makes this process rank 0 of a `ws` group and starts ranks 1 … size−1 as subprocesses running
+ * Makes this process rank 0 of a `ws` (or `tcp`) group and starts ranks 1 … size−1 as subprocesses running
  * `module`'s `run(comm, args)`; resolves once all are connected. `others` settles when they exit.
  *
  * @example
@@ -289,7 +292,7 @@ export async function leadProcesses(
 ): Promise<{ comm: Communicator; others: RankGroup<string> }> {
   const token = randomToken();
   let others: RankGroup<string> | undefined;
-  const transport = await connectWs({
+  const transport = await connectMesh(options.transport ?? "ws", {
     ...{ rank: 0, size: options.size, masterAddr: "127.0.0.1", masterPort: 0, token },
     timeoutMs: options.timeoutMs,
     onListening: (port) => {

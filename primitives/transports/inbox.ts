@@ -1,5 +1,5 @@
 /**
- * The receive side shared by message transports (`worker`, `ws`): segments of tagged messages
+ * The receive side shared by message transports (`worker`, `ws`, `tcp`): segments of tagged messages
  * arrive in order per peer and are matched to posted receives (copied straight in) or kept as
  * unexpected messages until one is posted. Also detects length mismatches and receive timeouts.
  * @module
@@ -129,36 +129,57 @@ export class Inbox {
 
   /** Takes one segment from `peer` (segments of one message arrive contiguously, in order). */
   deliver(peer: number, seg: Segment): void {
-    this.#lastData[peer] = performance.now();
-    let cur = this.#current[peer];
-    if (seg.offset === 0) {
-      const problem = this.#hooks.check(peer, seg.tag, seg.stamp);
-      if (problem) this.#hooks.abort(problem);
-      const posted = this.#posted[peer];
-      const i = posted.findIndex((p) => p.tag === seg.tag);
-      const { tag, stamp } = seg;
-      if (i >= 0) {
-        cur = posted.splice(i, 1)[0];
-        cur.stamp = stamp;
-        if (cur.into.byteLength !== seg.total) {
-          cur.reject(this.#mismatch(peer, seg.tag, cur.into.byteLength, seg.total));
-          cur = { tag, stamp, data: new Uint8Array(seg.total), received: 0 }; // drained, dropped
-        }
-      } else {
-        cur = { tag, stamp, data: new Uint8Array(seg.total), received: 0 };
-        this.#arrivals[peer].push(cur);
-        this.#answerProbes(peer, tag);
-      }
-      this.#current[peer] = cur;
-    }
-    if (!cur) return;
-    const target = "into" in cur ? cur.into : cur.data;
+    const target = seg.offset === 0
+      ? this.begin(peer, seg.tag, seg.stamp, seg.total)
+      : this.#targetOf(this.#current[peer]);
+    if (!target) return;
     target.set(seg.data, seg.offset);
-    cur.received += seg.data.byteLength;
-    if (cur.received < seg.total) return;
+    this.advance(peer, seg.data.byteLength);
+  }
+
+  /**
+   * A `total`-byte message with `tag` and the sender's `stamp` starts to arrive from `peer`:
+   * returns where its bytes go (the posted receive's buffer, or one of its own until a receive
+   * is posted). Report the bytes written there with {@linkcode advance}.
+   */
+  begin(peer: number, tag: number, stamp: number, total: number): Uint8Array {
+    this.#lastData[peer] = performance.now();
+    const problem = this.#hooks.check(peer, tag, stamp);
+    if (problem) this.#hooks.abort(problem);
+    const posted = this.#posted[peer];
+    const i = posted.findIndex((p) => p.tag === tag);
+    let cur: Arrival | PendingRecv;
+    if (i >= 0) {
+      cur = posted.splice(i, 1)[0];
+      cur.stamp = stamp;
+      if (cur.into.byteLength !== total) {
+        cur.reject(this.#mismatch(peer, tag, cur.into.byteLength, total));
+        cur = { tag, stamp, data: new Uint8Array(total), received: 0 }; // drained, dropped
+      }
+    } else {
+      cur = { tag, stamp, data: new Uint8Array(total), received: 0 };
+      this.#arrivals[peer].push(cur);
+      this.#answerProbes(peer, tag);
+    }
+    this.#current[peer] = cur;
+    return this.#targetOf(cur)!;
+  }
+
+  /** `bytes` more bytes of `peer`'s current message are in place; the last settle it. */
+  advance(peer: number, bytes: number): void {
+    this.#lastData[peer] = performance.now();
+    const cur = this.#current[peer];
+    if (!cur) return;
+    cur.received += bytes;
+    const total = "into" in cur ? cur.into.byteLength : cur.data.byteLength;
+    if (cur.received < total) return;
     this.#current[peer] = undefined;
     if ("into" in cur) cur.resolve(cur.stamp);
     else this.#settleArrival(peer, cur);
+  }
+
+  #targetOf(cur: Arrival | PendingRecv | undefined): Uint8Array | undefined {
+    return cur && ("into" in cur ? cur.into : cur.data);
   }
 
   /** Rejects every pending and future receive with `error`. */

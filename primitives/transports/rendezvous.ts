@@ -1,12 +1,14 @@
 /**
- * What ranks trust at rendezvous, checked strictly: the run's token (compared in constant time
- * over a fixed-length digest, so a wrong guess learns nothing, its length included), a rank
- * number (plain decimal only), and the messages that carry addresses. Every check returns the
- * problem as text instead of throwing, so callers can refuse a connection and name the peer.
+ * What the process meshes (`ws`, `tcp`) share at rendezvous. What ranks trust is checked
+ * strictly: the run's token (compared in constant time over a fixed-length digest, so a wrong
+ * guess learns nothing, its length included), a rank number (plain decimal only), and the
+ * messages that carry addresses. Every check returns the problem as text instead of throwing, so
+ * callers can refuse a connection and name the peer.
  * @module
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
+import { CommTimeoutError } from "../errors.ts";
 
 /** A rank's listening address. */
 export interface Address {
@@ -16,6 +18,26 @@ export interface Address {
 
 /** Largest rendezvous message a rank accepts (an address; the table is 64 B × ranks at most). */
 export const MAX_ADDRESS_BYTES = 1024;
+/** The address table of up to 256 ranks. */
+export const MAX_TABLE_BYTES = 256 * 64;
+
+/** Where and how a rank joins a process mesh (`ws`, `tcp`). */
+export interface MeshOptions {
+  rank: number;
+  size: number;
+  /** Rank 0's host, as the other ranks reach it. */
+  masterAddr: string;
+  /** Rank 0's rendezvous port. */
+  masterPort: number;
+  /** The run's shared secret; every connection must present it. */
+  token: string;
+  /** Address this rank listens on. @default {"127.0.0.1"} */
+  bind?: string;
+  /** Milliseconds for the whole rendezvous, and each later wait. @default {30000} */
+  timeoutMs?: number;
+  /** Called with the port this rank listens on, once it listens (for `masterPort` 0). */
+  onListening?: (port: number) => void;
+}
 
 /** The SHA-256 digest tokens are compared by. */
 export function tokenDigest(token: string): Uint8Array {
@@ -83,4 +105,43 @@ export function checkTable(value: unknown, size: number): Address[] | string {
     table.push(a);
   }
   return table;
+}
+
+/** Resolves once `done()` holds (checked whenever `subscribe`'s callback runs), or times out. */
+export function waitFor(
+  done: () => boolean,
+  subscribe: (notify: () => void) => void,
+  deadline: number,
+  why: () => string,
+  blame?: () => number | undefined,
+): Promise<void> {
+  if (done()) return Promise.resolve();
+  return withDeadline(
+    new Promise<void>((resolve) => subscribe(() => done() && resolve())),
+    deadline,
+    why,
+    blame,
+  );
+}
+
+/** `p`, or a `CommTimeoutError` saying `why` (blaming `failedRank`) at `deadline`. */
+export function withDeadline<T>(
+  p: Promise<T>,
+  deadline: number,
+  why: string | (() => string),
+  failedRank?: number | (() => number | undefined),
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new CommTimeoutError(typeof why === "string" ? why : why(), {
+            failedRank: typeof failedRank === "function" ? failedRank() : failedRank,
+          }),
+        ),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

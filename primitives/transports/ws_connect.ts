@@ -17,35 +17,22 @@ import {
   checkAddress,
   checkTable,
   MAX_ADDRESS_BYTES,
+  MAX_TABLE_BYTES,
+  type MeshOptions,
   parseRank,
   readJson,
   tokenDigest,
   tokenMatches,
+  waitFor,
+  withDeadline,
 } from "./rendezvous.ts";
 import { closeText, WS_HEADER_BYTES, WS_SEGMENT_BYTES, type WsLinks, WsTransport } from "./ws.ts";
 
-/** Where and how to join. */
-export interface WsConnectOptions {
-  rank: number;
-  size: number;
-  /** Rank 0's host, as the other ranks reach it. */
-  masterAddr: string;
-  /** Rank 0's rendezvous port. */
-  masterPort: number;
-  /** The run's shared secret; every connection must present it. */
-  token: string;
-  /** Address this rank listens on. @default {"127.0.0.1"} */
-  bind?: string;
-  /** Milliseconds for the whole rendezvous, and each later wait. @default {30000} */
-  timeoutMs?: number;
-  /** Called with the port this rank listens on, once it listens (for `masterPort` 0). */
-  onListening?: (port: number) => void;
-}
+/** Where and how to join (see `MeshOptions`). */
+export type WsConnectOptions = MeshOptions;
 
 const HEADER_TOKEN = "x-dccl-token";
 const HEADER_RANK = "x-dccl-rank";
-/** The address table of up to 256 ranks. */
-const MAX_TABLE_BYTES = 256 * 64;
 
 /** Connects this rank to all others and returns the transport. */
 export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
@@ -299,41 +286,4 @@ async function dial(
     `rank ${o.rank} cannot reach rank ${peer} at ${host}:${port}: ${last || "timed out"}`,
     { failedRank: peer },
   );
-}
-
-function waitFor(
-  done: () => boolean,
-  subscribe: (notify: () => void) => void,
-  deadline: number,
-  why: () => string,
-  blame?: () => number | undefined,
-): Promise<void> {
-  if (done()) return Promise.resolve();
-  return withDeadline(
-    new Promise<void>((resolve) => subscribe(() => done() && resolve())),
-    deadline,
-    why,
-    blame,
-  );
-}
-
-function withDeadline<T>(
-  p: Promise<T>,
-  deadline: number,
-  why: string | (() => string),
-  failedRank?: number | (() => number | undefined),
-): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new CommTimeoutError(typeof why === "string" ? why : why(), {
-            failedRank: typeof failedRank === "function" ? failedRank() : failedRank,
-          }),
-        ),
-      Math.max(0, deadline - Date.now()),
-    );
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,7 +1,7 @@
 // Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
 import { type Communicator, TRANSPORTS } from "../../mod.ts";
 import { startGroup } from "../../primitives/launch/launch.ts";
-import { connectWs } from "../../primitives/transports/ws_connect.ts";
+import { connectMesh } from "../../primitives/transports/mesh.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
@@ -96,15 +96,15 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
 
 /** The ring over message transports (its promises are many), else `auto`. */
 function messageRing(comm: Communicator): string {
-  return comm.transport === "worker" || comm.transport === "ws" ? "ring" : "auto";
+  return comm.transport === "shm" || comm.transport === "gpu" ? "auto" : "ring";
 }
 
 /**
  * The survivors' new communicator: worker ranks start a fresh group of their own; process ranks
- * form one over ws, rank 0 leaving its port in `store` for the others.
+ * form one over their transport, rank 0 leaving its port in `store` for the others.
  */
 async function newGroupSum(comm: Communicator, store?: string): Promise<number> {
-  if (comm.transport !== "ws") {
+  if (comm.transport !== "ws" && comm.transport !== "tcp") {
     const sums = await startGroup<number>(new URL("./sum_rank.ts", import.meta.url), {
       size: 2,
       transport: comm.transport,
@@ -114,7 +114,7 @@ async function newGroupSum(comm: Communicator, store?: string): Promise<number> 
   const survivors = [0, 2];
   const rank = survivors.indexOf(comm.rank);
   const portFile = `${store}/port`;
-  const transport = await connectWs({
+  const transport = await connectMesh(comm.transport, {
     rank,
     size: survivors.length,
     masterAddr: "127.0.0.1",
