@@ -28,15 +28,14 @@ import {
   integer,
   number,
   oneOf,
+  outputFiles,
   parseFlags,
   size,
   usage,
   UsageError,
   userPath,
-  writableFile,
 } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
-import { resolve } from "node:path";
 
 /** Most ranks one machine runs. */
 export const MAX_PROCS = 256;
@@ -165,16 +164,7 @@ export function planRun(
     );
   }
   if (processes) canListen(bind);
-  // The run's metadata always travels with a CSV, in its JSON sidecar (DESIGN.md).
-  const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
-  const json = v.json !== undefined
-    ? writableFile("json", v.json)
-    : csv === undefined
-    ? undefined
-    : writableFile("csv", csv.replace(/(\.csv)?$/i, ".json"));
-  if (csv !== undefined && json !== undefined && resolve(csv) === resolve(json)) {
-    throw new UsageError(`--csv and --json name the same file ${csv}; give them different paths`);
-  }
+  const { csv, json } = outputFiles(v);
 
   const notes: string[] = [];
   const shape = { primitive, transport, memory, dtype };

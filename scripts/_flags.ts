@@ -127,6 +127,25 @@ export function address(flag: string, value: string): string {
 }
 
 /**
+ * The `--csv` and `--json` files of a run, each checked writable up front. A CSV always gets its
+ * metadata sidecar (DESIGN.md): without `--json`, the CSV's path with `.json`.
+ */
+export function outputFiles(
+  v: Record<string, string | undefined>,
+): { csv?: string; json?: string } {
+  const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
+  const json = v.json !== undefined
+    ? writableFile("json", v.json)
+    : csv === undefined
+    ? undefined
+    : writableFile("csv", csv.replace(/(\.csv)?$/i, ".json"));
+  if (csv !== undefined && json !== undefined && resolve(csv) === resolve(json)) {
+    throw new UsageError(`--csv and --json name the same file ${csv}; give them different paths`);
+  }
+  return { csv, json };
+}
+
+/**
  * `path` if a file can be written there: its folder exists and takes new files, and it is not a
  * folder itself. Probes with a temporary file, so nothing is left behind.
  */

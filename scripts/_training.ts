@@ -29,11 +29,10 @@ import {
   integer,
   number,
   oneOf,
+  outputFiles,
   UsageError,
   userPath,
-  writableFile,
 } from "./_flags.ts";
-import { resolve } from "node:path";
 
 /** Flags of `deno task train`. */
 export const TRAIN_FLAGS: Record<string, FlagSpec> = {
@@ -169,15 +168,7 @@ export async function planTraining(
       `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp)`,
     );
   }
-  const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
-  const json = v.json !== undefined
-    ? writableFile("json", v.json)
-    : csv === undefined
-    ? undefined
-    : writableFile("csv", csv.replace(/(\.csv)?$/i, ".json"));
-  if (csv !== undefined && json !== undefined && resolve(csv) === resolve(json)) {
-    throw new UsageError(`--csv and --json name the same file ${csv}; give them different paths`);
-  }
+  const { csv, json } = outputFiles(v);
   if (device === "gpu" || info.needsDevice || DEVICE_MEMORY.includes(memory)) {
     const why = await gpuUnavailable();
     const what = device === "gpu"
