@@ -12,8 +12,15 @@
  */
 
 import type { Engine } from "../engine.ts";
-import { epochShard } from "../data.ts";
-import { broadcastParams, type Strategy, type StrategyContext, syncInterval } from "./strategy.ts";
+import {
+  broadcastParams,
+  everyRank,
+  loadBatch,
+  shardOf,
+  type Strategy,
+  type StrategyContext,
+  syncInterval,
+} from "./strategy.ts";
 
 /** PyTorch DDP's first bucket cap: small, so communication starts early. */
 const FIRST_BUCKET_BYTES = 1 << 20;
@@ -53,23 +60,16 @@ async function reduceBucket(ctx: StrategyContext, b: Bucket): Promise<void> {
 
 /** The `allreduce` strategy. */
 export const allreduceStrategy: Strategy = {
-  computing: (size) => Array.from({ length: size }, (_, r) => r),
+  computing: everyRank,
   start: broadcastParams,
   async epoch(ctx, epoch) {
     const { comm, engine, options, watch } = ctx;
-    const shard = epochShard(
-      ctx.train.count,
-      options.seed,
-      epoch,
-      comm.rank,
-      comm.size,
-      options.batch,
-    );
+    const shard = shardOf(ctx, epoch);
     const every = syncInterval(options.syncEvery, shard.steps);
     const buckets = gradientBuckets(engine, options.bucketBytes);
     let accumulated = 0;
     for (let step = 0; step < shard.steps; step++) {
-      engine.load(ctx.train, shard.indices.subarray(step * shard.batch, (step + 1) * shard.batch));
+      loadBatch(ctx, shard, step);
       accumulated++;
       const sync = accumulated === every || step === shard.steps - 1;
       const pending: Promise<void>[] = [];

@@ -5,26 +5,26 @@
  * @module
  */
 
-import { epochShard } from "../data.ts";
-import { averageParams, broadcastParams, type Strategy, syncInterval } from "./strategy.ts";
+import {
+  averageParams,
+  broadcastParams,
+  everyRank,
+  loadBatch,
+  shardOf,
+  type Strategy,
+  syncInterval,
+} from "./strategy.ts";
 
 /** The `local-sgd` strategy. */
 export const localSgdStrategy: Strategy = {
-  computing: (size) => Array.from({ length: size }, (_, r) => r),
+  computing: everyRank,
   start: broadcastParams,
   async epoch(ctx, epoch) {
     const { comm, engine, options, watch } = ctx;
-    const shard = epochShard(
-      ctx.train.count,
-      options.seed,
-      epoch,
-      comm.rank,
-      comm.size,
-      options.batch,
-    );
+    const shard = shardOf(ctx, epoch);
     const every = syncInterval(options.syncEvery, shard.steps);
     for (let step = 0; step < shard.steps; step++) {
-      engine.load(ctx.train, shard.indices.subarray(step * shard.batch, (step + 1) * shard.batch));
+      loadBatch(ctx, shard, step);
       engine.trainStep(false);
       engine.update(1);
       watch.lap("compute");

@@ -10,39 +10,36 @@
  */
 
 import type { CommBuffer } from "../../primitives/memory/comm_buffer.ts";
-import { epochShard } from "../data.ts";
-import { broadcastParams, type Strategy, type StrategyContext, syncInterval } from "./strategy.ts";
+import type { Shard } from "../data.ts";
+import {
+  broadcastParams,
+  loadBatch,
+  shardOf,
+  type Strategy,
+  type StrategyContext,
+  syncInterval,
+} from "./strategy.ts";
 
 const PUSH = 1001, PULL = 1002;
 
 /** Rounds of an epoch: pushes per worker, and the batches behind each. */
 function rounds(ctx: StrategyContext, epoch: number, worker: number): {
-  indices: Uint32Array;
-  batch: number;
+  shard: Shard;
   sizes: number[];
 } {
-  const { comm, options } = ctx;
-  const shard = epochShard(
-    ctx.train.count,
-    options.seed,
-    epoch,
-    worker,
-    comm.size - 1,
-    options.batch,
-  );
-  const every = syncInterval(options.syncEvery, shard.steps);
+  const shard = shardOf(ctx, epoch, worker, ctx.comm.size - 1);
+  const every = syncInterval(ctx.options.syncEvery, shard.steps);
   const sizes: number[] = [];
   for (let done = 0; done < shard.steps; done += every) {
     sizes.push(Math.min(every, shard.steps - done));
   }
-  return { indices: shard.indices, batch: shard.batch, sizes };
+  return { shard, sizes };
 }
 
-/** A worker's side of one round: `batches` steps from `first`, then push and pull. */
+/** A worker's side of one round: `batches` steps of `shard` from `first`, then push and pull. */
 async function workerRound(
   ctx: StrategyContext,
-  indices: Uint32Array,
-  batch: number,
+  shard: Shard,
   first: number,
   batches: number,
   total: number,
@@ -50,7 +47,7 @@ async function workerRound(
   const { comm, engine, options, watch } = ctx;
   for (let i = 0; i < batches; i++) {
     const step = first + i;
-    engine.load(ctx.train, indices.subarray(step * batch, (step + 1) * batch));
+    loadBatch(ctx, shard, step);
     engine.trainStep(i > 0);
     watch.lap("compute");
     ctx.progress(step + 1, total);
@@ -122,11 +119,11 @@ export const psStrategy: Strategy = {
         comm.free(zeros);
       }
     } else {
-      const { indices, batch, sizes } = rounds(ctx, epoch, comm.rank - 1);
+      const { shard, sizes } = rounds(ctx, epoch, comm.rank - 1);
       const total = sizes.reduce((a, b) => a + b, 0);
       let first = 0;
       for (const batches of sizes) {
-        await workerRound(ctx, indices, batch, first, batches, total);
+        await workerRound(ctx, shard, first, batches, total);
         first += batches;
       }
     }

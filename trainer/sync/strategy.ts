@@ -6,6 +6,7 @@
  */
 
 import type { Communicator } from "../../primitives/communicator.ts";
+import { epochShard, type Shard } from "../data.ts";
 import type { Engine } from "../engine.ts";
 import type { ImageSet } from "../mnist.ts";
 
@@ -75,6 +76,26 @@ export interface Strategy {
   start(ctx: StrategyContext): Promise<void>;
   /** Trains one epoch; afterwards every rank holds the parameters to evaluate. */
   epoch(ctx: StrategyContext, epoch: number): Promise<void>;
+}
+
+/** Every rank computes (allreduce, local-sgd). */
+export function everyRank(size: number): number[] {
+  return Array.from({ length: size }, (_, r) => r);
+}
+
+/** Epoch `epoch`'s shard of computing rank `part` of `parts` (by default: this rank of all). */
+export function shardOf(
+  ctx: StrategyContext,
+  epoch: number,
+  part = ctx.comm.rank,
+  parts = ctx.comm.size,
+): Shard {
+  return epochShard(ctx.train.count, ctx.options.seed, epoch, part, parts, ctx.options.batch);
+}
+
+/** Loads batch `step` of `shard` into the engine. */
+export function loadBatch(ctx: StrategyContext, shard: Shard, step: number): void {
+  ctx.engine.load(ctx.train, shard.indices.subarray(step * shard.batch, (step + 1) * shard.batch));
 }
 
 /** Batches between synchronisations in an epoch of `steps`. */
