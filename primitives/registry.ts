@@ -160,6 +160,17 @@ export interface TransportInfo {
   groupBytes(size: number): number;
 }
 
+/** The process meshes (`ws`, `tcp`): one process per rank, messages between them. */
+const PROCESS_MESH: TransportInfo = {
+  memory: ["host", "shared", "gpu", "managed"],
+  bestMemory: "host",
+  launch: "processes",
+  offers: ["messages", "staging"],
+  needsDevice: false,
+  rankBytes: 80 * 2 ** 20,
+  groupBytes: () => 0,
+};
+
 /** Every transport, by name (the one table tests, benchmarks and the CLI read). */
 export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
   shm: {
@@ -180,24 +191,8 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     rankBytes: 16 * 2 ** 20,
     groupBytes: () => 0,
   },
-  ws: {
-    memory: ["host", "shared", "gpu", "managed"],
-    bestMemory: "host",
-    launch: "processes",
-    offers: ["messages", "staging"],
-    needsDevice: false,
-    rankBytes: 80 * 2 ** 20,
-    groupBytes: () => 0,
-  },
-  tcp: {
-    memory: ["host", "shared", "gpu", "managed"],
-    bestMemory: "host",
-    launch: "processes",
-    offers: ["messages", "staging"],
-    needsDevice: false,
-    rankBytes: 80 * 2 ** 20,
-    groupBytes: () => 0,
-  },
+  ws: PROCESS_MESH,
+  tcp: PROCESS_MESH,
   gpu: {
     memory: ["host", "gpu", "managed"],
     bestMemory: "gpu",

@@ -9,6 +9,7 @@
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import { CommTimeoutError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 
 /** A rank's listening address. */
 export interface Address {
@@ -144,4 +145,42 @@ export function withDeadline<T>(
     );
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Rank 0's wait for every other rank's address. Its timeout names the ranks that never arrived
+ * at `port`, and why any that connected were dropped (`problems`), blaming the first missing.
+ */
+export function awaitArrivals(
+  o: MeshOptions,
+  port: number,
+  deadline: number,
+  arrived: ReadonlyMap<number, Address>,
+  problems: ReadonlyMap<number, string>,
+  subscribe: (notify: () => void) => void,
+): Promise<void> {
+  const missing = () =>
+    Array.from({ length: o.size }, (_, r) => r).filter((r) => r !== 0 && !arrived.has(r));
+  return waitFor(
+    () => arrived.size === o.size - 1,
+    subscribe,
+    deadline,
+    () => {
+      const absent = missing();
+      const why = absent.filter((r) => problems.has(r))
+        .map((r) => `; rank ${r} connected but ${problems.get(r)}`).join("");
+      return `rendezvous timed out after ${o.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms: rank${
+        absent.length > 1 ? "s" : ""
+      } ${absent.join(", ")} of ${o.size} never arrived at ${o.masterAddr}:${port}${why}`;
+    },
+    () => missing()[0],
+  );
+}
+
+/**
+ * The host this rank tells rank 0 to reach it at: its `bind` address, or, when it listens on
+ * every interface, the local address of its connection to rank 0.
+ */
+export function advertisedHost(bind: string | undefined, local: string): string {
+  return !bind || bind === "0.0.0.0" || bind === "::" ? local : bind;
 }

@@ -27,6 +27,7 @@ export const FRAME = {
   /** "This rank finished and sends nothing more"; no payload. */
   bye: 0xdcc4,
 } as const;
+const FRAME_KINDS: ReadonlySet<number> = new Set(Object.values(FRAME));
 /** Longest failure reason a notice carries. */
 export const MAX_REASON_BYTES = 1024;
 /** Messages up to this size are copied behind their header and written in one call. */
@@ -74,7 +75,7 @@ export function readHeader(bytes: Uint8Array, size: number): FrameHeader | strin
     stamp: v.getFloat64(16, true),
     rank: v.getFloat64(24, true),
   };
-  if (!Object.values(FRAME).includes(h.kind as never)) return "bad magic";
+  if (!FRAME_KINDS.has(h.kind)) return "bad magic";
   const limit = h.kind === FRAME.data ? MAX_BYTES : h.kind === FRAME.abort ? MAX_REASON_BYTES : 0;
   if (!Number.isSafeInteger(h.length) || h.length < 0 || h.length > limit) {
     return `${h.length}-byte payload (at most ${limit} accepted)`;

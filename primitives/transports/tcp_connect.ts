@@ -15,6 +15,8 @@ import { CommError, CommTimeoutError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import {
   type Address,
+  advertisedHost,
+  awaitArrivals,
   checkAddress,
   checkTable,
   MAX_ADDRESS_BYTES,
@@ -77,22 +79,7 @@ export async function connectTcp(o: MeshOptions): Promise<TcpTransport> {
 
   try {
     if (o.rank === 0) {
-      await waitFor(
-        () => arrived.size === o.size - 1,
-        (f) => notify = f,
-        deadline,
-        () => {
-          const missing = ranks(o.size).filter((r) => r !== 0 && !arrived.has(r));
-          const why = missing.filter((r) => problems.has(r))
-            .map((r) => `; rank ${r} connected but ${problems.get(r)}`).join("");
-          return `rendezvous timed out after ${timeoutMs} ms: rank${
-            missing.length > 1 ? "s" : ""
-          } ${
-            missing.join(", ")
-          } of ${o.size} never arrived at ${o.masterAddr}:${server.port}${why}`;
-        },
-        () => ranks(o.size).find((r) => r !== 0 && !arrived.has(r)),
-      );
+      await awaitArrivals(o, server.port, deadline, arrived, problems, (f) => notify = f);
       tableSent = true;
       const table = [
         { host: o.masterAddr, port: server.port },
@@ -117,8 +104,7 @@ export async function connectTcp(o: MeshOptions): Promise<TcpTransport> {
     } else {
       const master = await dial(o, 0, o.masterAddr, o.masterPort, deadline);
       conns[0] = master;
-      const local = (master.localAddr as Deno.NetAddr).hostname;
-      const host = !o.bind || o.bind === "0.0.0.0" || o.bind === "::" ? local : o.bind;
+      const host = advertisedHost(o.bind, (master.localAddr as Deno.NetAddr).hostname);
       const address = new TextEncoder().encode(JSON.stringify({ host, port: server.port }));
       await writeAll(master, lengthPrefixed(address));
       const table = await readTable(master, o.size, deadline);

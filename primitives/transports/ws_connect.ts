@@ -14,6 +14,8 @@ import { CommError, CommTimeoutError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import {
   type Address,
+  advertisedHost,
+  awaitArrivals,
   checkAddress,
   checkTable,
   MAX_ADDRESS_BYTES,
@@ -81,23 +83,7 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
   try {
     let table: Address[];
     if (o.rank === 0) {
-      await waitFor(
-        () => arrived.size === o.size - 1,
-        (f) => onArrival = f,
-        deadline,
-        () => {
-          const missing = Array.from({ length: o.size }, (_, r) => r)
-            .filter((r) => r !== 0 && !arrived.has(r));
-          const why = missing.filter((r) => problems.has(r))
-            .map((r) => `; rank ${r} connected but ${problems.get(r)}`).join("");
-          return `rendezvous timed out after ${timeoutMs} ms: rank${
-            missing.length > 1 ? "s" : ""
-          } ${
-            missing.join(", ")
-          } of ${o.size} never arrived at ${o.masterAddr}:${serverPort}${why}`;
-        },
-        () => Array.from({ length: o.size }, (_, r) => r).find((r) => r !== 0 && !arrived.has(r)),
-      );
+      await awaitArrivals(o, serverPort, deadline, arrived, problems, (f) => onArrival = f);
       table = [{ host: o.masterAddr, port: serverPort }];
       for (const [r, a] of arrived) table[r] = a;
       for (const r of arrived.keys()) sendTo[r]!.send(JSON.stringify(table));
@@ -119,7 +105,7 @@ export async function connectWs(o: WsConnectOptions): Promise<WsTransport> {
         (master as unknown as { _socket: { localAddress: string } })._socket.localAddress;
       master.send(
         JSON.stringify({
-          host: o.bind === "0.0.0.0" || !o.bind ? local : o.bind,
+          host: advertisedHost(o.bind, local),
           port: serverPort,
         }),
       );
