@@ -30,6 +30,8 @@ const MAGIC = 0xdcc1;
 const PROBE_MAGIC = 0xdcc2;
 /** Frame buffers in flight per peer. */
 const FRAMES_IN_FLIGHT = 4;
+/** How long a send to a closing socket waits for the close event and its reason. */
+const CLOSE_WAIT_MS = 1000;
 
 /** Options of {@linkcode WsTransport}. */
 export interface WsTransportOptions {
@@ -164,10 +166,27 @@ export class WsTransport implements Transport {
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     const socket = this.#links.sendTo[peer]!;
-    if (socket.readyState !== socket.OPEN) {
-      return Promise.reject(new PeerFailedError(peer, `connection to rank ${peer} is closed`));
-    }
+    if (socket.readyState !== socket.OPEN) return this.#closedTo(peer, socket);
     return this.#outboxes[peer]!.send(data, tag, stamp, () => this.#failed);
+  }
+
+  /**
+   * A send to a socket that is not open. A peer that aborted has sent its close frame, and
+   * the socket is closing: its close event (soon, bounded here) carries the peer's reason, so
+   * the rejection waits for it instead of racing it with a reason-less "closed".
+   */
+  #closedTo(peer: number, socket: WebSocket): Promise<never> {
+    const closed = () =>
+      this.#failed ?? new PeerFailedError(peer, `connection to rank ${peer} is closed`);
+    if (socket.readyState === socket.CLOSED) return Promise.reject(closed());
+    return new Promise((_, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        reject(closed());
+      };
+      const timer = setTimeout(done, CLOSE_WAIT_MS);
+      socket.once("close", done);
+    });
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
