@@ -1,6 +1,7 @@
 // The correctness matrix: transports × ranks × counts × algorithms × ops × dtypes × memory kinds,
 // with exact integer-valued inputs, so every algorithm must equal the exact expected result.
 import type { CheckCase } from "./ranks/check_rank.ts";
+import type { PipelineArgs } from "./ranks/pipeline_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assertEquals } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
@@ -67,6 +68,18 @@ for (const transport of ["shm", "worker"] as const) {
       });
       const sent = Array.from({ length: ROUNDS }, (_, round) => [round + 1, round + 1]);
       assertEquals(got, sent, `${count} floats`);
+    }
+  });
+
+  Deno.test(`back-to-back small bcasts and reduces with rotating roots are exact: ${transport}`, async () => {
+    // On shm, writers of small calls return before anyone reads: 600 calls lap the slots many
+    // times; 4 and 8 ranks outnumber this machine's cores. 1025 floats take the eager path.
+    for (const size of [2, 3, 4, 8]) {
+      for (const count of [1, 1024, 1025]) {
+        const args: PipelineArgs = { count, calls: 600 };
+        const wrong = await runRanks<number>("pipeline_rank.ts", { size, transport, args });
+        assertEquals(wrong, new Array(size).fill(0), `${size} ranks, ${count} floats`);
+      }
     }
   });
 

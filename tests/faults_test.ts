@@ -142,6 +142,30 @@ for (const transport of TRANSPORTS_HERE) {
   });
 }
 
+Deno.test("faults: pipelined small bcast and reduce on shm still fail on every mismatch", async () => {
+  const small: [FaultMode, RegExp][] = [
+    ["small-bcast-roots", /MismatchError: Rank \d and rank \d made different small bcast\/reduce/],
+    ["small-bcast-roots-last", /MismatchError: Rank \d and rank \d made different small bcast/],
+    [
+      "small-reduce-roots",
+      /MismatchError: Rank [01] called reduce\(sum, 1 × f32, root [01], shm_direct\) but rank [01] called reduce\(sum, 1 × f32, root [01]/,
+    ],
+    [
+      "small-bcast-vs-allreduce",
+      /MismatchError: Rank [12] called allreduce\(sum, 1 × f32, shm_direct\) but rank 0 had finished/,
+    ],
+  ];
+  for (const [mode, message] of small) {
+    const start = performance.now();
+    const err = await assertRejects(() => group("shm", 3, { mode }).results, {
+      name: "RankFailedError",
+    });
+    assert_(message.test(err.message), `${mode}: ${err.message}`);
+    assert_(performance.now() - start < 4000, `${mode}: caught before the 5 s timeout`);
+  }
+  assertEquals(liveWorkers(), 0);
+});
+
 Deno.test("faults: a stopped (SIGSTOP) process is blamed, not the rank that timed out on it", async () => {
   const g = startProcesses(FAULTS, {
     size: 3,

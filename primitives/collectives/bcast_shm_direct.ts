@@ -9,6 +9,7 @@ const ROOT_HELPS_BYTES = 1024 * 1024;
  * Direct shared-memory broadcast (`shm` only): every rank copies straight from the root's buffer
  * (through its eager slot when small, a heap bounce buffer when the root's buffer is `host`), and
  * the root writes one part of every receiver's buffer meanwhile. One copy per receiver, 2 barriers.
+ * The smallest are pipelined: the root leaves its data in a slot and returns at once.
  */
 export function bcastShmDirect(
   ctx: CollectiveContext,
@@ -16,6 +17,12 @@ export function bcastShmDirect(
   root: number,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
+  if (buf.byteLength <= shared.pipeBytes) {
+    shared.pipeBegin(ctx.stamp);
+    if (ctx.rank === root) return shared.pipeWrite(buf);
+    buf.set(shared.pipeRead(root, buf));
+    return shared.pipeEnd();
+  }
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, ctx.stamp);
     if (ctx.rank !== root) buf.set(slots[root]);

@@ -6,7 +6,8 @@ import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
 /**
  * Direct shared-memory reduce (`shm` only): rank r reduces chunk r of every rank's buffer straight
  * into the root's buffer, so all ranks share the work and non-roots' buffers stay untouched.
- * Small buffers go through the eager slots and the root reduces them in rank order.
+ * Small buffers go through the eager slots and the root reduces them in rank order; the smallest
+ * are pipelined: non-roots leave their data in a slot and return at once.
  */
 export function reduceShmDirect(
   ctx: CollectiveContext,
@@ -16,6 +17,13 @@ export function reduceShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
+  if (buf.byteLength <= shared.pipeBytes) {
+    shared.pipeBegin(ctx.stamp);
+    if (rank !== root) return shared.pipeWrite(buf, root);
+    // Root first, then the others in rank order: a fixed order, so the bits are deterministic.
+    for (let r = 0; r < size; r++) if (r !== root) reduce(op, buf, buf, shared.pipeRead(r, buf));
+    return shared.pipeEnd();
+  }
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, ctx.stamp);
     if (rank === root) reduceSlots(op, buf, slots);

@@ -27,9 +27,12 @@ import {
   type TypedArray,
 } from "../types.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
+import { coreYielder } from "./yield_core.ts";
 import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
+  PIPE_SLOTS,
+  PIPE_WORD,
   raiseAbort,
   RANK_WORD,
   readAbort,
@@ -53,14 +56,23 @@ import {
  * it sleeps after a few µs.
  */
 function spinMs(size: number): number {
-  return size <= navigator.hardwareConcurrency ? 2 : 0;
+  return oversubscribed(size) ? 0 : 2;
 }
+const oversubscribed = (size: number) => size > navigator.hardwareConcurrency;
+/** How long a wait of oversubscribed ranks yields its core (when it can) before it sleeps. */
+const YIELD_MS = 5;
 /** Polls between clock readings while spinning (a poll is ~50-100 ns). */
 const POLLS_PER_CLOCK = 64;
 /** Longest single sleep, so aborts and timeouts are noticed even without a wake-up. */
 const SLEEP_SLICE_MS = 50;
 /** Payload bytes of one eager slot (small allreduce and friends). */
 const EAGER_BYTES = 16 * 1024;
+/** Payload bytes of one pipeline slot: bcast and reduce up to this size do not wait for readers. */
+const PIPE_BYTES = 4 * 1024;
+/** Pipelined calls between two publications of a rank's progress (≤ PIPE_SLOTS / 2). */
+const PIPE_DONE_EVERY = 8;
+/** FNV-1a's offset basis and prime: the digest of pipelined calls. */
+const DIGEST_SEED = 0x811c9dc5 | 0, DIGEST_PRIME = 0x01000193;
 /** Stamp of the joining barrier: every rank's is 0, the stamp of no call. */
 const JOIN_STAMP = 0;
 /** Slot header flags (word 3): the first slot of a message, a probe (see `#probe`). */
@@ -130,6 +142,7 @@ export class ShmTransport implements Transport, SharedAccess {
   readonly rank: number;
   readonly size: number;
   readonly eagerBytes = EAGER_BYTES;
+  readonly pipeBytes = PIPE_BYTES;
   readonly shared: SharedAccess = this;
   calls?: CallCheck;
 
@@ -146,9 +159,17 @@ export class ShmTransport implements Transport, SharedAccess {
   #probeStart = 0;
   #timeoutMs: number;
   #spinMs: number;
+  #yieldCore?: () => void;
   #slotBytes: number;
   #arriveSeq = 0;
   #eagerViews: (TypedArray[] | undefined)[] = [];
+  /** The current pipelined call: its number (the same on every rank) and stamp. */
+  #pipeSeq = 0;
+  #pipeStamp = 0;
+  /** Digest of the stamps of the pipelined calls since the last arrival (checked there). */
+  #digest = DIGEST_SEED;
+  /** Views of pipeline slots, by rank × slot; kept while calls repeat the shape. */
+  #pipeViews: (TypedArray | undefined)[] = [];
   #aborted?: Error;
 
   /**
@@ -168,6 +189,7 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#heaps = setup.heaps;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#spinMs = spinMs(size);
+    if (oversubscribed(size)) this.#yieldCore = coreYielder();
     this.#slotBytes = slotBytes(size);
     const peers = Array.from({ length: size }, (_, p) => p);
     this.#outbound = peers.map((p) =>
@@ -187,7 +209,7 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /** Bytes each rank must reserve in its heap for eager slots. */
-  static readonly EAGER_AREA_BYTES = 2 * EAGER_BYTES;
+  static readonly EAGER_AREA_BYTES = 2 * EAGER_BYTES + PIPE_SLOTS * PIPE_BYTES;
 
   async send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     const request: SendRequest = { peer, tag, stamp, data, offset: 0, started: false, done: false };
@@ -256,6 +278,8 @@ export class ShmTransport implements Transport, SharedAccess {
     const mine = this.#word(this.rank, RANK_WORD.STAMP + (seq & 1) * 2);
     this.#ctrl[mine] = high;
     this.#ctrl[mine + 1] = low;
+    const digest = this.#word(this.rank, RANK_WORD.DIGEST + (seq & 1));
+    this.#ctrl[digest] = this.#digest;
     Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.ARRIVE_SEQ), seq);
     for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
     const arrival = this.#arrival;
@@ -263,6 +287,7 @@ export class ShmTransport implements Transport, SharedAccess {
     arrival.stamp = stamp;
     arrival.next = 0;
     this.#waitUntil(this.#allArrived, this.#describeArrival, this.#firstMissing);
+    if (arrival.gone) throw this.#finishedPeer(arrival.next, stamp);
     for (let r = 0; r < this.size; r++) {
       const theirs = mine + (r - this.rank) * CTRL.RANK_WORDS;
       if (this.#ctrl[theirs] !== high || this.#ctrl[theirs + 1] !== low) {
@@ -272,7 +297,28 @@ export class ShmTransport implements Transport, SharedAccess {
             failedRank: r,
           });
       }
+      if (this.#ctrl[digest + (r - this.rank) * CTRL.RANK_WORDS] !== this.#digest) {
+        throw this.#pipelineMismatch(r);
+      }
     }
+    this.#digest = DIGEST_SEED;
+  }
+
+  /** Rank `r` closed its communicator while this rank waits for it in the call with `stamp`. */
+  #finishedPeer(r: number, stamp: number): MismatchError {
+    return new MismatchError(
+      `Rank ${this.rank} called ${this.calls?.describe(stamp) ?? "a collective"} but rank ${r} ` +
+        `had finished (closed its communicator): every rank must make the same calls`,
+      { failedRank: r },
+    );
+  }
+
+  #pipelineMismatch(r: number): MismatchError {
+    return new MismatchError(
+      `Rank ${this.rank} and rank ${r} made different small bcast/reduce calls since their last ` +
+        `synchronizing call (their number, roots, ops, counts or dtypes differ)`,
+      { failedRank: r },
+    );
   }
 
   /** The parity of the next arrival, whose exchange words and slots a call may fill. */
@@ -281,16 +327,21 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /** What {@linkcode #arriveAll} waits for, in fields so the eager path allocates nothing. */
-  #arrival = { seq: 0, stamp: 0, next: 0 };
+  #arrival = { seq: 0, stamp: 0, next: 0, gone: false };
   #allArrived = (): boolean => {
     const a = this.#arrival;
+    a.gone = false;
     for (; a.next < this.size; a.next++) {
       if (a.next === this.rank) continue;
       const seen = Atomics.load(this.#ctrl, this.#word(a.next, RANK_WORD.ARRIVE_SEQ));
-      if (seen - a.seq < 0) return false;
+      if (seen - a.seq >= 0) continue;
+      // A rank that closed will never arrive: stop waiting, and say so.
+      return a.gone = this.#closed(a.next);
     }
     return true;
   };
+  #closed = (r: number): boolean =>
+    Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.CLOSED_ARRIVALS)) !== 0;
   #firstMissing = (): number => this.#arrival.next;
   #describeArrival = (): string => this.calls?.describe(this.#arrival.stamp) ?? "collective";
 
@@ -347,10 +398,163 @@ export class ShmTransport implements Transport, SharedAccess {
     raiseAbort(this.#control, this.size, failedRank, reason, this.rank);
   }
 
+  /**
+   * Pipelined calls after the last arrival are checked here: each rank leaves its digest, and
+   * one that finds a peer closed after as many arrivals with another digest fails.
+   */
   close(): void {
     this.#sends.forEach((q) => q.length = 0);
     this.#recvs.forEach((q) => q.length = 0);
+    if (this.#aborted || Atomics.load(this.#ctrl, CTRL.ABORT) !== 0) return;
+    const arrivals = this.#arriveSeq + 1;
+    this.#ctrl[this.#word(this.rank, RANK_WORD.CLOSED_DIGEST)] = this.#digest;
+    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.CLOSED_ARRIVALS), arrivals);
+    for (let r = 0; r < this.size; r++) {
+      if (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.CLOSED_ARRIVALS)) !== arrivals) continue;
+      if (this.#ctrl[this.#word(r, RANK_WORD.CLOSED_DIGEST)] !== this.#digest) {
+        throw this.#pipelineMismatch(r);
+      }
+    }
   }
+
+  pipeBegin(stamp: number): void {
+    this.#pipeSeq = (this.#pipeSeq + 1) | 0;
+    this.#pipeStamp = stamp;
+    const high = stampHigh(stamp);
+    const low = stamp - stampFromWords(high, 0);
+    this.#digest = Math.imul(Math.imul(this.#digest ^ high, DIGEST_PRIME) ^ low, DIGEST_PRIME);
+    const current = this.#word(this.rank, RANK_WORD.PIPE_CURRENT);
+    const words = current + 1 + (this.#pipeSeq & 1) * 2;
+    this.#ctrl[words] = high;
+    this.#ctrl[words + 1] = low;
+    Atomics.store(this.#ctrl, current, this.#pipeSeq);
+  }
+
+  pipeWrite(view: TypedArray, reader?: number): void {
+    // The slot last held call seq − PIPE_SLOTS (or earlier): every rank must be done with it.
+    // Peers' progress is cached, so a writer that is not about to lap them reads no shared line.
+    if (((this.#pipeSeq - PIPE_SLOTS - this.#pipeAllDone) | 0) > 0) {
+      if (!this.#slotFree()) this.#waitUntil(this.#slotFree, this.#describePipe, reader);
+    }
+    this.#pipeView(this.rank, view).set(view);
+    const ctrl = this.#ctrl;
+    const h = this.#pipeHeader(this.rank);
+    const high = stampHigh(this.#pipeStamp);
+    ctrl[h + PIPE_WORD.STAMP] = high;
+    ctrl[h + PIPE_WORD.STAMP + 1] = this.#pipeStamp - stampFromWords(high, 0);
+    Atomics.store(ctrl, h + PIPE_WORD.SEQ, this.#pipeSeq);
+    this.#pipeFinished();
+    if (reader !== undefined) return this.#ring(reader);
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+  }
+
+  pipeRead(writer: number, like: TypedArray): TypedArray {
+    const h = this.#pipeSlot = this.#pipeHeader(writer);
+    this.#pipeWriter = writer;
+    if (!this.#slotWritten()) this.#waitUntil(this.#slotReadable, this.#describePipe, writer);
+    if (Atomics.load(this.#ctrl, h + PIPE_WORD.SEQ) !== this.#pipeSeq) {
+      throw this.#writerElsewhere(writer);
+    }
+    const theirs = stampFromWords(
+      this.#ctrl[h + PIPE_WORD.STAMP],
+      this.#ctrl[h + PIPE_WORD.STAMP + 1],
+    );
+    if (theirs !== this.#pipeStamp) {
+      throw this.calls?.mismatch(writer, this.#pipeStamp, theirs) ?? this.#pipelineMismatch(writer);
+    }
+    return this.#pipeView(writer, like);
+  }
+
+  /**
+   * The stamp of the pipelined call `writer` is in, if it is this rank's call (read like a
+   * seqlock: a parity's words are rewritten only after the writer has moved on twice).
+   */
+  #writerStamp(writer: number): number | undefined {
+    const current = this.#word(writer, RANK_WORD.PIPE_CURRENT);
+    if (Atomics.load(this.#ctrl, current) !== this.#pipeSeq) return undefined;
+    const words = current + 1 + (this.#pipeSeq & 1) * 2;
+    const stamp = stampFromWords(this.#ctrl[words], this.#ctrl[words + 1]);
+    return Atomics.load(this.#ctrl, current) === this.#pipeSeq ? stamp : undefined;
+  }
+
+  /** Why `writer`'s slot does not hold this rank's pipelined call. */
+  #writerElsewhere(writer: number): MismatchError {
+    const theirs = this.#writerStamp(writer);
+    if (theirs !== undefined && this.calls) {
+      return this.calls.mismatch(writer, this.#pipeStamp, theirs);
+    }
+    if (this.#closed(writer)) return this.#finishedPeer(writer, this.#pipeStamp);
+    return this.#pipelineMismatch(writer);
+  }
+
+  pipeEnd(): void {
+    if (!this.#pipeFinished()) return;
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+  }
+
+  /**
+   * Publishes that this rank is done with the current pipelined call, every
+   * {@linkcode PIPE_DONE_EVERY} calls (each publication is a fence; a writer waits for calls
+   * PIPE_SLOTS behind its own, which every rank publishes before it can wait on that writer).
+   */
+  #pipeFinished(): boolean {
+    if ((this.#pipeSeq & (PIPE_DONE_EVERY - 1)) !== 0) return false;
+    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.PIPE_DONE), this.#pipeSeq);
+    return true;
+  }
+
+  /** Int32 index of `rank`'s pipeline slot header for the current pipelined call. */
+  #pipeHeader(rank: number): number {
+    const slot = this.#pipeSeq & (PIPE_SLOTS - 1);
+    return this.#word(rank, RANK_WORD.PIPE + slot * PIPE_WORD.WORDS);
+  }
+
+  /** `rank`'s pipeline slot of the current call viewed like `like`. */
+  #pipeView(rank: number, like: TypedArray): TypedArray {
+    const slot = this.#pipeSeq & (PIPE_SLOTS - 1);
+    const i = rank * PIPE_SLOTS + slot;
+    const cached = this.#pipeViews[i];
+    if (cached?.length === like.length && dtypeOf(cached) === dtypeOf(like)) return cached;
+    const base = (Atomics.load(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0) +
+      2 * EAGER_BYTES;
+    return this.#pipeViews[i] = makeView(
+      dtypeOf(like),
+      heapBuffer(this.#heaps[rank]),
+      base + slot * PIPE_BYTES,
+      like.length,
+    );
+  }
+
+  /** The slot header a pipeline read waits for, in a field so waits allocate nothing. */
+  #pipeSlot = 0;
+  /** The last pipelined call every rank is known to have finished. */
+  #pipeAllDone = 0;
+  #slotFree = (): boolean => {
+    let least = this.#pipeSeq;
+    for (let r = 0; r < this.size; r++) {
+      if (r === this.rank) continue;
+      const done = Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.PIPE_DONE));
+      if (((done - least) | 0) < 0) least = done;
+    }
+    this.#pipeAllDone = least;
+    return ((this.#pipeSeq - PIPE_SLOTS - least) | 0) <= 0;
+  };
+  #pipeWriter = 0;
+  #slotWritten = (): boolean =>
+    ((Atomics.load(this.#ctrl, this.#pipeSlot + PIPE_WORD.SEQ) - this.#pipeSeq) | 0) >= 0;
+  /**
+   * The slot is written, or will never be: its writer is in this call with another stamp, has
+   * gone past it, or has closed (checks read the writer's line only while waiting).
+   */
+  #slotReadable = (): boolean => {
+    if (this.#slotWritten()) return true;
+    const w = this.#pipeWriter;
+    const current = Atomics.load(this.#ctrl, this.#word(w, RANK_WORD.PIPE_CURRENT));
+    if (((current - this.#pipeSeq) | 0) > 0 || this.#closed(w)) return true;
+    const theirs = this.#writerStamp(w);
+    return theirs !== undefined && theirs !== this.#pipeStamp;
+  };
+  #describePipe = (): string => this.calls?.describe(this.#pipeStamp) ?? "pipelined call";
 
   #peerViews(
     mine: TypedArray,
@@ -420,17 +624,23 @@ export class ShmTransport implements Transport, SharedAccess {
     let spinSince = -1;
     let idleSince = -1;
     let waitingFor = -1;
+    let yielding = false;
     while (!done()) {
       if (this.#progress()) {
         polls = 0;
         spinSince = idleSince = -1;
+        yielding = false;
         continue;
       }
       this.#checkAbort();
+      if (yielding) this.#yieldCore!();
       if (++polls % POLLS_PER_CLOCK !== 0) continue;
       const spun = performance.now();
       if (spinSince < 0) spinSince = spun;
       if (spun - spinSince < this.#spinMs) continue;
+      // Ranks outnumber cores: hand the core to a peer (no wake-up to pay) before sleeping.
+      yielding = this.#yieldCore !== undefined && spun - spinSince < this.#spinMs + YIELD_MS;
+      if (yielding) continue;
       const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.#word(this.rank, RANK_WORD.DOORBELL);
       Atomics.store(this.#ctrl, sleeping, 1);

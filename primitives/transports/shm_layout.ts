@@ -22,7 +22,8 @@ export const CTRL = {
    * whether they sleep never pulls a freshly written line across cores.
    */
   RANK_BASE: 64,
-  RANK_WORDS: 32,
+  /** Three lines, then the headers of the rank's pipeline slots (`PIPE_WORD`). */
+  RANK_WORDS: 48 + 64 * 4,
 } as const;
 
 /** Longest abort reason kept, bytes. */
@@ -42,6 +43,35 @@ export const RANK_WORD = {
   VIEW_DESC: 21,
   /** Byte offset of this rank's eager slots in its heap. */
   EAGER_OFFSET: 27,
+  /** Two parities each of: the digest of the pipelined calls since the previous arrival. */
+  DIGEST: 28,
+  /** 1 + this rank's arrivals when it closed (0 while open), and its digest then. */
+  CLOSED_ARRIVALS: 30,
+  CLOSED_DIGEST: 31,
+  /**
+   * The last pipelined call this rank has finished (a line of its own: written on every pipelined
+   * call, read by writers only when they run out of slots).
+   */
+  PIPE_DONE: 32,
+  /**
+   * The pipelined call this rank is in, and two parities each of its stamp (two words): peers
+   * waiting on this rank's slot read them to tell a slow writer from one in another call.
+   */
+  PIPE_CURRENT: 33,
+  PIPE_CURRENT_STAMP: 34,
+  /** The first pipeline slot header: {@linkcode PIPE_SLOTS} of {@linkcode PIPE_WORD}. */
+  PIPE: 48,
+} as const;
+
+/** Pipeline slots per rank: a writer runs at most this many pipelined calls ahead of a reader. */
+export const PIPE_SLOTS = 64;
+/** Word offsets inside one pipeline slot header (4 words, four headers per 64-byte line). */
+export const PIPE_WORD = {
+  /** The pipelined call (a per-group count) whose data the slot holds; published last. */
+  SEQ: 0,
+  /** The call's stamp as two words (stampWords). */
+  STAMP: 1,
+  WORDS: 4,
 } as const;
 
 /** Slots per ring. */

@@ -94,6 +94,21 @@ export interface SharedAccess {
   eagerExchange(view: TypedArray, stamp: number): TypedArray[];
   /** Largest payload of {@linkcode eagerExchange}. */
   readonly eagerBytes: number;
+  /**
+   * Starts a pipelined call (bcast and reduce up to {@linkcode pipeBytes}): writers copy their
+   * data into a slot and return without waiting for their readers, so back-to-back calls overlap
+   * like MPI's eager sends. Every rank begins every pipelined call, in the same order; ranks
+   * that disagree fail with `MismatchError` when they read, at the next arrival, or at close.
+   */
+  pipeBegin(stamp: number): void;
+  /** Copies `view` into this rank's slot of the current pipelined call for `reader` (or all). */
+  pipeWrite(view: TypedArray, reader?: number): void;
+  /** `writer`'s slot of the current pipelined call viewed like `like`, once written. */
+  pipeRead(writer: number, like: TypedArray): TypedArray;
+  /** Ends a pipelined call this rank read slots in: it is done with all of them. */
+  pipeEnd(): void;
+  /** Largest payload of a pipelined call. */
+  readonly pipeBytes: number;
   /** Blocks until every rank has arrived. */
   barrier(stamp: number): void;
 }

@@ -16,7 +16,12 @@ export type FaultMode =
   | "reduce-roots"
   | "dtypes"
   | "ops"
-  | "algorithms";
+  | "algorithms"
+  // Pipelined (small) bcast and reduce on shm: writers return before anyone reads.
+  | "small-bcast-roots" // caught at the next arrival (the barrier below)
+  | "small-bcast-roots-last" // the last call: caught when the communicators close
+  | "small-reduce-roots" // caught by the reading roots
+  | "small-bcast-vs-allreduce"; // caught by the ranks waiting for the finished root
 
 export interface FaultArgs {
   mode: FaultMode;
@@ -81,6 +86,20 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
     case "ops":
       await comm.allreduce(buf, { op: comm.rank === 0 ? "max" : "sum" });
       break;
+    case "small-bcast-roots":
+    case "small-bcast-roots-last":
+      await comm.bcast(comm.alloc(1, { memory: host }), { root: comm.rank === 0 ? 0 : 1 });
+      if (mode === "small-bcast-roots-last") return "completed";
+      break;
+    case "small-reduce-roots":
+      await comm.reduce(comm.alloc(1, { memory: host }), { root: comm.rank === 0 ? 0 : 1 });
+      break;
+    case "small-bcast-vs-allreduce": {
+      const one = comm.alloc(1, { memory: host });
+      if (comm.rank === 0) await comm.bcast(one);
+      else await comm.allreduce(one);
+      return "completed";
+    }
     case "algorithms": {
       const [one, other] = comm.transport === "gpu"
         ? ["gpu_ring", "gpu_direct"]
