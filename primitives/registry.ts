@@ -239,7 +239,9 @@ export function algorithmsFor(
  * groups, the ring above; binomial trees beat the scatter forms of bcast and reduce at every size
  * measured (1 float … 16 MiB, 2 and 4 ranks). Device buffers: on `gpu` the direct kernels (each
  * byte read once) beat the ring at every size; over host transports the pipelined staging wins
- * from 16 MiB (four segments or more; measured on an H100).
+ * from 16 MiB (four segments or more; measured on an H100). Two `tcp` processes differ (one
+ * full-duplex socket: the forms that send halves both ways win from a few hundred KiB, measured
+ * with --algorithm on 2 and 4 processes; README "Algorithms").
  */
 export function autoAlgorithm(
   collective: CollectiveName,
@@ -253,6 +255,12 @@ export function autoAlgorithm(
     return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
   }
   if (transport === "shm") return "shm_direct";
+  if (transport === "tcp" && size === 2) {
+    const MiB = 1024 * 1024;
+    if (collective === "allreduce" && bytes >= MiB / 4 && bytes < 4 * MiB) return "rabenseifner";
+    if (collective === "bcast" && bytes >= 2 * MiB) return "scatter_allgather";
+    if (collective === "reduce" && bytes >= MiB / 2 && bytes < 8 * MiB) return "scatter_gather";
+  }
   switch (collective) {
     case "allreduce":
       if (bytes < 512 * 1024) return "recursive_doubling";

@@ -3,7 +3,8 @@
 import type { CheckCase } from "./ranks/check_rank.ts";
 import type { PipelineArgs } from "./ranks/pipeline_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
-import { assertEquals } from "./_assert.ts";
+import { assert_, assertEquals } from "./_assert.ts";
+import { coreYielder } from "../primitives/transports/yield_core.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 
@@ -89,3 +90,9 @@ for (const transport of ["shm", "worker"] as const) {
     assertEquals(wrong, [0, 0, 0, 0]);
   });
 }
+
+Deno.test("shm ranks that outnumber the cores can hand theirs over (sched_yield) here", () => {
+  const yieldCore = coreYielder();
+  assert_(yieldCore !== undefined, "FFI is granted and the C library is known on Linux");
+  yieldCore();
+});
