@@ -333,10 +333,13 @@ export class ShmTransport implements Transport, SharedAccess {
     a.gone = false;
     for (; a.next < this.size; a.next++) {
       if (a.next === this.rank) continue;
-      const seen = Atomics.load(this.#ctrl, this.#word(a.next, RANK_WORD.ARRIVE_SEQ));
-      if (seen - a.seq >= 0) continue;
-      // A rank that closed will never arrive: stop waiting, and say so.
-      return a.gone = this.#closed(a.next);
+      const arrived = this.#word(a.next, RANK_WORD.ARRIVE_SEQ);
+      if (Atomics.load(this.#ctrl, arrived) - a.seq >= 0) continue;
+      // A rank that closed will never arrive: stop waiting, and say so (unless it arrived just
+      // before closing: its arrival is visible once its close is).
+      if (!this.#closed(a.next)) return false;
+      if (Atomics.load(this.#ctrl, arrived) - a.seq >= 0) continue;
+      return a.gone = true;
     }
     return true;
   };
