@@ -233,9 +233,8 @@ export function size(flag: string, value: string, dtype: Dtype): number {
 
 /**
  * A file path as the user meant it: `deno task` runs scripts in the project folder, so a relative
- * path is taken from the folder the task was started in (`INIT_CWD`).
+ * path is taken from the folder the task was started in (`INIT_CWD`, or `from`).
  */
-export function userPath(path: string): string {
-  const from = Deno.env.get("INIT_CWD");
+export function userPath(path: string, from = Deno.env.get("INIT_CWD")): string {
   return from && path !== "" && !isAbsolute(path) ? resolve(from, path) : path;
 }

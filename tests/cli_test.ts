@@ -154,19 +154,13 @@ Deno.test("cli: sizes the machine cannot hold are refused, or the default lowere
   );
 });
 
+// The folder is passed in: setting INIT_CWD here would move the relative paths of test files
+// running in parallel in this process (the trainer tests' data folder).
 Deno.test("cli: relative paths are taken from the folder deno task was started in", () => {
-  const before = Deno.env.get("INIT_CWD");
-  try {
-    Deno.env.set("INIT_CWD", "/home/me/runs");
-    assertEquals(userPath("a.csv"), "/home/me/runs/a.csv");
-    assertEquals(userPath("../b/a.csv"), "/home/me/b/a.csv");
-    assertEquals(userPath("/tmp/a.csv"), "/tmp/a.csv");
-    Deno.env.delete("INIT_CWD"); // deno run: the working directory is the user's
-    assertEquals(userPath("a.csv"), "a.csv");
-  } finally {
-    if (before === undefined) Deno.env.delete("INIT_CWD");
-    else Deno.env.set("INIT_CWD", before);
-  }
+  assertEquals(userPath("a.csv", "/home/me/runs"), "/home/me/runs/a.csv");
+  assertEquals(userPath("../b/a.csv", "/home/me/runs"), "/home/me/b/a.csv");
+  assertEquals(userPath("/tmp/a.csv", "/home/me/runs"), "/tmp/a.csv");
+  assertEquals(userPath("a.csv", ""), "a.csv"); // deno run: the working directory is the user's
 });
 
 async function task(args: string[], script = "allreduce") {

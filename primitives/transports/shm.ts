@@ -426,11 +426,10 @@ export class ShmTransport implements Transport, SharedAccess {
     const high = stampHigh(stamp);
     const low = stamp - stampFromWords(high, 0);
     this.#digest = Math.imul(Math.imul(this.#digest ^ high, DIGEST_PRIME) ^ low, DIGEST_PRIME);
-    const current = this.#word(this.rank, RANK_WORD.PIPE_CURRENT);
-    const words = current + 1 + (this.#pipeSeq & 1) * 2;
+    const words = this.#word(this.rank, RANK_WORD.PIPE_CURRENT_STAMP + (this.#pipeSeq & 1) * 2);
     this.#ctrl[words] = high;
     this.#ctrl[words + 1] = low;
-    Atomics.store(this.#ctrl, current, this.#pipeSeq);
+    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.PIPE_CURRENT), this.#pipeSeq);
   }
 
   pipeWrite(view: TypedArray, reader?: number): void {
@@ -475,7 +474,7 @@ export class ShmTransport implements Transport, SharedAccess {
   #writerStamp(writer: number): number | undefined {
     const current = this.#word(writer, RANK_WORD.PIPE_CURRENT);
     if (Atomics.load(this.#ctrl, current) !== this.#pipeSeq) return undefined;
-    const words = current + 1 + (this.#pipeSeq & 1) * 2;
+    const words = this.#word(writer, RANK_WORD.PIPE_CURRENT_STAMP + (this.#pipeSeq & 1) * 2);
     const stamp = stampFromWords(this.#ctrl[words], this.#ctrl[words + 1]);
     return Atomics.load(this.#ctrl, current) === this.#pipeSeq ? stamp : undefined;
   }

@@ -4,6 +4,17 @@
  * @module
  */
 
+/** Pipeline slots per rank: a writer runs at most this many pipelined calls ahead of a reader. */
+export const PIPE_SLOTS = 64;
+/** Word offsets inside one pipeline slot header (4 words, four headers per 64-byte line). */
+export const PIPE_WORD = {
+  /** The pipelined call (a per-group count) whose data the slot holds; published last. */
+  SEQ: 0,
+  /** The call's stamp as two words (stampWords). */
+  STAMP: 1,
+  WORDS: 4,
+} as const;
+
 /** Control words (Int32 indices). */
 export const CTRL = {
   /** 0, or 1 + the rank whose failure aborts everyone. Set after the reason is written. */
@@ -17,13 +28,13 @@ export const CTRL = {
   /** First word of the abort reason text. */
   ABORT_REASON: 4,
   /**
-   * Each rank owns two 64-byte lines from here on: a sleep line written only around sleeps, and an
-   * arrival line written on every collective. Keeping them apart means polling peers and checking
-   * whether they sleep never pulls a freshly written line across cores.
+   * Each rank owns three 64-byte lines from here on: a sleep line written only around sleeps, an
+   * arrival line written on every collective, and a line of pipelined-call progress; then the
+   * headers of its pipeline slots. Keeping them apart means polling peers and checking whether
+   * they sleep never pulls a freshly written line across cores.
    */
   RANK_BASE: 64,
-  /** Three lines, then the headers of the rank's pipeline slots (`PIPE_WORD`). */
-  RANK_WORDS: 48 + 64 * 4,
+  RANK_WORDS: 48 + PIPE_SLOTS * PIPE_WORD.WORDS,
 } as const;
 
 /** Longest abort reason kept, bytes. */
@@ -61,17 +72,6 @@ export const RANK_WORD = {
   PIPE_CURRENT_STAMP: 34,
   /** The first pipeline slot header: {@linkcode PIPE_SLOTS} of {@linkcode PIPE_WORD}. */
   PIPE: 48,
-} as const;
-
-/** Pipeline slots per rank: a writer runs at most this many pipelined calls ahead of a reader. */
-export const PIPE_SLOTS = 64;
-/** Word offsets inside one pipeline slot header (4 words, four headers per 64-byte line). */
-export const PIPE_WORD = {
-  /** The pipelined call (a per-group count) whose data the slot holds; published last. */
-  SEQ: 0,
-  /** The call's stamp as two words (stampWords). */
-  STAMP: 1,
-  WORDS: 4,
 } as const;
 
 /** Slots per ring. */
