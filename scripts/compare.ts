@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
-    const inputs = positionals.map(userPath);
+    const inputs = positionals.map((p) => userPath(p));
     files = inputs.filter((f) =>
       !(/\.json$/i.test(f) && inputs.includes(f.replace(/\.json$/i, ".csv")))
     );
