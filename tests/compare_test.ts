@@ -122,3 +122,19 @@ Deno.test("compare: unreadable input is a one-line error", () => {
     assert_(e instanceof ResultFormatError && /notes\.txt: not a dccl CSV/.test(e.message));
   }
 });
+
+Deno.test("compare: the CLI reads several files given relative to the folder it started in", async () => {
+  const out = `${Deno.makeTempDirSync()}/chart.html`;
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "../scripts/compare.ts", "allreduce_shm.csv", "allreduce_worker.csv"]
+      .concat(["--out", out]),
+    cwd: new URL(".", import.meta.url).pathname,
+    env: { INIT_CWD: new URL("./fixtures", import.meta.url).pathname },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(stdout);
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  assert_(/worker host/.test(text) && /shm shared/.test(text), text);
+  assert_(Deno.statSync(out).size > 0);
+});
