@@ -31,6 +31,7 @@ import { coreYielder } from "./yield_core.ts";
 import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
+  loadStamp,
   PIPE_SLOTS,
   PIPE_WORD,
   raiseAbort,
@@ -45,8 +46,7 @@ import {
   slotBytes,
   slotDataOffset,
   SLOTS,
-  stampFromWords,
-  stampHigh,
+  storeStamp,
 } from "./shm_layout.ts";
 
 /**
@@ -274,14 +274,12 @@ export class ShmTransport implements Transport, SharedAccess {
    */
   #arriveAll(stamp: number): void {
     const seq = ++this.#arriveSeq;
-    const high = stampHigh(stamp), low = stamp - stampFromWords(high, 0);
     const mine = this.#word(this.rank, RANK_WORD.STAMP + (seq & 1) * 2);
-    this.#ctrl[mine] = high;
-    this.#ctrl[mine + 1] = low;
+    storeStamp(this.#ctrl, mine, stamp);
     const digest = this.#word(this.rank, RANK_WORD.DIGEST + (seq & 1));
     this.#ctrl[digest] = this.#digest;
     Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.ARRIVE_SEQ), seq);
-    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+    this.#ringPeers();
     const arrival = this.#arrival;
     arrival.seq = seq;
     arrival.stamp = stamp;
@@ -289,9 +287,8 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#waitUntil(this.#allArrived, this.#describeArrival, this.#firstMissing);
     if (arrival.gone) throw this.#finishedPeer(arrival.next, stamp);
     for (let r = 0; r < this.size; r++) {
-      const theirs = mine + (r - this.rank) * CTRL.RANK_WORDS;
-      if (this.#ctrl[theirs] !== high || this.#ctrl[theirs + 1] !== low) {
-        const stampOfR = stampFromWords(this.#ctrl[theirs], this.#ctrl[theirs + 1]);
+      const stampOfR = loadStamp(this.#ctrl, mine + (r - this.rank) * CTRL.RANK_WORDS);
+      if (stampOfR !== stamp) {
         throw this.calls?.mismatch(r, stamp, stampOfR) ??
           new MismatchError(`Rank ${this.rank} and rank ${r} are in different calls`, {
             failedRank: r,
@@ -423,12 +420,11 @@ export class ShmTransport implements Transport, SharedAccess {
   pipeBegin(stamp: number): void {
     this.#pipeSeq = (this.#pipeSeq + 1) | 0;
     this.#pipeStamp = stamp;
-    const high = stampHigh(stamp);
-    const low = stamp - stampFromWords(high, 0);
-    this.#digest = Math.imul(Math.imul(this.#digest ^ high, DIGEST_PRIME) ^ low, DIGEST_PRIME);
     const words = this.#word(this.rank, RANK_WORD.PIPE_CURRENT_STAMP + (this.#pipeSeq & 1) * 2);
-    this.#ctrl[words] = high;
-    this.#ctrl[words + 1] = low;
+    storeStamp(this.#ctrl, words, stamp);
+    // FNV over the two words just written.
+    const digest = Math.imul(this.#digest ^ this.#ctrl[words], DIGEST_PRIME);
+    this.#digest = Math.imul(digest ^ this.#ctrl[words + 1], DIGEST_PRIME);
     Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.PIPE_CURRENT), this.#pipeSeq);
   }
 
@@ -441,13 +437,11 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#pipeView(this.rank, view).set(view);
     const ctrl = this.#ctrl;
     const h = this.#pipeHeader(this.rank);
-    const high = stampHigh(this.#pipeStamp);
-    ctrl[h + PIPE_WORD.STAMP] = high;
-    ctrl[h + PIPE_WORD.STAMP + 1] = this.#pipeStamp - stampFromWords(high, 0);
+    storeStamp(ctrl, h + PIPE_WORD.STAMP, this.#pipeStamp);
     Atomics.store(ctrl, h + PIPE_WORD.SEQ, this.#pipeSeq);
     this.#pipeFinished();
-    if (reader !== undefined) return this.#ring(reader);
-    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+    if (reader !== undefined) this.#ring(reader);
+    else this.#ringPeers();
   }
 
   pipeRead(writer: number, like: TypedArray): TypedArray {
@@ -457,10 +451,7 @@ export class ShmTransport implements Transport, SharedAccess {
     if (Atomics.load(this.#ctrl, h + PIPE_WORD.SEQ) !== this.#pipeSeq) {
       throw this.#writerElsewhere(writer);
     }
-    const theirs = stampFromWords(
-      this.#ctrl[h + PIPE_WORD.STAMP],
-      this.#ctrl[h + PIPE_WORD.STAMP + 1],
-    );
+    const theirs = loadStamp(this.#ctrl, h + PIPE_WORD.STAMP);
     if (theirs !== this.#pipeStamp) {
       throw this.calls?.mismatch(writer, this.#pipeStamp, theirs) ?? this.#pipelineMismatch(writer);
     }
@@ -475,7 +466,7 @@ export class ShmTransport implements Transport, SharedAccess {
     const current = this.#word(writer, RANK_WORD.PIPE_CURRENT);
     if (Atomics.load(this.#ctrl, current) !== this.#pipeSeq) return undefined;
     const words = this.#word(writer, RANK_WORD.PIPE_CURRENT_STAMP + (this.#pipeSeq & 1) * 2);
-    const stamp = stampFromWords(this.#ctrl[words], this.#ctrl[words + 1]);
+    const stamp = loadStamp(this.#ctrl, words);
     return Atomics.load(this.#ctrl, current) === this.#pipeSeq ? stamp : undefined;
   }
 
@@ -490,8 +481,7 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   pipeEnd(): void {
-    if (!this.#pipeFinished()) return;
-    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
+    if (this.#pipeFinished()) this.#ringPeers();
   }
 
   /**
@@ -591,6 +581,11 @@ export class ShmTransport implements Transport, SharedAccess {
     const bell = this.#word(peer, RANK_WORD.DOORBELL);
     Atomics.add(this.#ctrl, bell, 1);
     Atomics.notify(this.#ctrl, bell);
+  }
+
+  /** {@linkcode #ring}s every other rank. */
+  #ringPeers(): void {
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#ring(p);
   }
 
   /** Queues a probe of `peer` with this rank's stamp for its call with `tag`. */
@@ -706,10 +701,7 @@ export class ShmTransport implements Transport, SharedAccess {
       words[h + 1] = req.data.byteLength;
       words[h + 2] = chunk;
       words[h + 3] = req.probe ? PROBE_SLOT : req.started ? 0 : FIRST_SLOT;
-      if (!req.started) {
-        words[h + 4] = stampHigh(req.stamp);
-        words[h + 5] = req.stamp - stampFromWords(words[h + 4], 0);
-      }
+      if (!req.started) storeStamp(words, h + 4, req.stamp);
       req.started = true;
       req.offset += chunk;
       head = (head + 1) | 0;
@@ -737,7 +729,7 @@ export class ShmTransport implements Transport, SharedAccess {
         const problem = this.calls?.arrived(
           peer,
           words[h],
-          stampFromWords(words[h + 4], words[h + 5]),
+          loadStamp(words, h + 4),
         );
         if (problem) this.abort(problem);
         tail = (tail + 1) | 0;
@@ -746,7 +738,7 @@ export class ShmTransport implements Transport, SharedAccess {
       }
       let cur = this.#incoming[peer];
       if (!cur) {
-        const stamp = stampFromWords(words[h + 4], words[h + 5]);
+        const stamp = loadStamp(words, h + 4);
         cur = this.#incoming[peer] = this.#startIncoming(peer, words[h], words[h + 1], stamp);
       }
       if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);

@@ -10,7 +10,7 @@ export const PIPE_SLOTS = 64;
 export const PIPE_WORD = {
   /** The pipelined call (a per-group count) whose data the slot holds; published last. */
   SEQ: 0,
-  /** The call's stamp as two words (stampWords). */
+  /** The call's stamp as two words (`storeStamp`). */
   STAMP: 1,
   WORDS: 4,
 } as const;
@@ -48,7 +48,7 @@ export const RANK_WORD = {
   SLEEPING: 1,
   /** Arrivals (barriers, eager and view exchanges) this rank has made. */
   ARRIVE_SEQ: 16,
-  /** Two parities each of: the arrival's call stamp as two words (stampWords). */
+  /** Two parities each of: the arrival's call stamp as two words (`storeStamp`). */
   STAMP: 17,
   /** Two parities each of: byte offset, count, dtype code of an exchanged view. */
   VIEW_DESC: 21,
@@ -140,16 +140,18 @@ export function createShmSetup(size: number): ShmSetup {
 
 /**
  * Stamps are safe integers (primitives/stamp.ts); Int32 words hold them in two parts: the high
- * word, and `stamp − stampFromWords(high, 0)`.
+ * word, and what is left below it.
  */
 const STAMP_SPLIT = 2 ** 26;
-/** The high word of `stamp`. */
-export function stampHigh(stamp: number): number {
-  return Math.floor(stamp / STAMP_SPLIT);
+/** Writes `stamp` into `words[at]` and `words[at + 1]` (plain stores). */
+export function storeStamp(words: Int32Array, at: number, stamp: number): void {
+  const high = Math.floor(stamp / STAMP_SPLIT);
+  words[at] = high;
+  words[at + 1] = stamp - high * STAMP_SPLIT;
 }
-/** The stamp held in two words. */
-export function stampFromWords(high: number, low: number): number {
-  return high * STAMP_SPLIT + low;
+/** The stamp held in `words[at]` and `words[at + 1]` (plain loads). */
+export function loadStamp(words: Int32Array, at: number): number {
+  return words[at] * STAMP_SPLIT + words[at + 1];
 }
 
 /**
