@@ -54,12 +54,18 @@ export async function loadMnist(dir: string): Promise<Mnist> {
     const bytes = await readMaybeGzipped(dir, name);
     return parseIdx(bytes, name, dims);
   };
-  const [trainImages, trainLabels, testImages, testLabels] = await Promise.all([
+  // Read at once, but a problem is reported for the first file in this order, whichever read
+  // failed first (the same folder always gets the same message).
+  const settled = await Promise.allSettled([
     read(MNIST_FILES.trainImages, 3),
     read(MNIST_FILES.trainLabels, 1),
     read(MNIST_FILES.testImages, 3),
     read(MNIST_FILES.testLabels, 1),
   ]);
+  const [trainImages, trainLabels, testImages, testLabels] = settled.map((r) => {
+    if (r.status === "rejected") throw r.reason;
+    return r.value;
+  });
   // Both splits' images in one shared memory; labels in shared buffers.
   const bytes = trainImages.data.length + testImages.data.length;
   const memory = new WebAssembly.Memory({
