@@ -1,8 +1,9 @@
 /**
- * The raw ceilings of the `ws` transport: a plain `Deno.connect` TCP stream on 127.0.0.1 between
- * this process and a worker, at the sizes the ws closing numbers use, plus a 4-byte ping-pong;
- * then the same stream through npm `ws` alone (1 MiB unmasked frames, server to client), which is
- * what dccl's framing, matching and copies add to.
+ * The raw ceilings of the `ws` and `tcp` transports: a plain `Deno.connect` TCP stream on
+ * 127.0.0.1 between this process and a worker, at the sizes the closing numbers use, plus a
+ * 4-byte ping-pong; then the same stream through npm `ws` alone (1 MiB unmasked frames, server to
+ * client), which is what dccl's framing, matching and copies add to; then through Deno's native
+ * WebSocket (`Deno.upgradeWebSocket` and the global `WebSocket`), the alternative data path.
  *
  *     deno run -A bench/tcp_probe.ts
  * @module
@@ -11,8 +12,10 @@
 import { WebSocket, WebSocketServer } from "ws";
 
 const SIZES = [2 ** 16, 2 ** 20, 2 ** 24].map((floats) => floats * 4);
+/** Sizes of the WebSocket streams: a 4-byte message (its round trip) first. */
+const WS_SIZES = [4, ...SIZES];
 const FRAME = 1024 * 1024;
-const itersFor = (bytes: number) => Math.max(3, Math.floor(2e8 / bytes));
+const itersFor = (bytes: number) => Math.max(3, Math.min(2000, Math.floor(2e8 / bytes)));
 const gbps = (bytes: number, us: number) => ((bytes * 8) / us / 1e3).toFixed(2);
 
 // The worker runs this same module under a name (import.meta.main is true in workers too).
@@ -51,29 +54,33 @@ if ((self as { name?: string }).name !== "tcp-peer") {
   await new Promise((r) => server.once("listening", r));
   worker.postMessage({ ws: (server.address() as { port: number }).port });
   const [socket] = await new Promise<[WebSocket]>((r) => server.once("connection", (s) => r([s])));
-  let acked = () => {};
-  socket.on("message", () => acked());
-  const frame = new Uint8Array(FRAME);
-  for (const bytes of SIZES) {
-    const iters = itersFor(bytes);
-    const start = performance.now();
-    for (let i = 0; i < iters; i++) {
-      const ack = new Promise<void>((r) => acked = r);
-      for (let sent = 0; sent < bytes; sent += FRAME) {
-        socket.send(frame.subarray(0, Math.min(FRAME, bytes - sent)), { binary: true });
-      }
-      await ack;
-    }
-    const us = ((performance.now() - start) * 1e3) / iters;
-    console.log(`npm ws stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`);
-  }
+  await wsStreams("npm ws", (data) => socket.send(data, { binary: true }), (ack) => {
+    socket.on("message", ack);
+  });
   socket.close();
   server.close();
+
+  let accepted: (s: globalThis.WebSocket) => void;
+  const native = new Promise<globalThis.WebSocket>((r) => accepted = r);
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onopen = () => accepted(socket);
+    return response;
+  });
+  worker.postMessage({ native: http.addr.port });
+  const nativeSocket = await native;
+  await wsStreams("native WebSocket", (data) => nativeSocket.send(data), (ack) => {
+    nativeSocket.onmessage = ack;
+  });
+  nativeSocket.close();
+  await http.shutdown();
   worker.terminate();
 } else {
   globalThis.addEventListener("message", async (event) => {
-    const e = event as MessageEvent<number | { ws: number }>;
-    if (typeof e.data === "object") return wsClient(e.data.ws);
+    const e = event as MessageEvent<number | { ws: number } | { native: number }>;
+    if (typeof e.data === "object") {
+      return "ws" in e.data ? npmWsClient(e.data.ws) : nativeWsClient(e.data.native);
+    }
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: e.data });
     conn.setNoDelay(true);
     const one = new Uint8Array(4);
@@ -104,16 +111,61 @@ async function writeFull(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   for (let sent = 0; sent < data.length;) sent += await conn.write(data.subarray(sent));
 }
 
-/** Receives each size's stream of frames and acknowledges every whole message. */
-function wsClient(port: number): void {
+/**
+ * Sends each of {@linkcode WS_SIZES} as a stream of 1 MiB frames through `send`, waits for the
+ * peer's acknowledgement (`onAck` registers its handler) of every whole message, and prints the
+ * bandwidth (the round trip for 4 bytes).
+ */
+async function wsStreams(
+  name: string,
+  send: (data: Uint8Array) => void,
+  onAck: (ack: () => void) => void,
+): Promise<void> {
+  let acked = () => {};
+  onAck(() => acked());
+  const frame = new Uint8Array(FRAME);
+  for (const bytes of WS_SIZES) {
+    const iters = itersFor(bytes);
+    const start = performance.now();
+    for (let i = 0; i < iters; i++) {
+      const ack = new Promise<void>((r) => acked = r);
+      for (let sent = 0; sent < bytes; sent += FRAME) {
+        send(frame.subarray(0, Math.min(FRAME, bytes - sent)));
+      }
+      await ack;
+    }
+    const us = ((performance.now() - start) * 1e3) / iters;
+    console.log(
+      bytes === 4
+        ? `${name} 4 B: ${us.toFixed(1)} µs round trip`
+        : `${name} stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`,
+    );
+  }
+}
+
+/** Counts the bytes of each size's stream and acknowledges every whole message with `ack`. */
+function acknowledger(ack: () => void): (bytes: number) => void {
+  let size = 0, got = 0, count = 0;
+  return (bytes) => {
+    got += bytes;
+    if (got < WS_SIZES[size]) return;
+    got = 0;
+    ack();
+    if (++count === itersFor(WS_SIZES[size])) [size, count] = [size + 1, 0];
+  };
+}
+
+function npmWsClient(port: number): void {
   const socket = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false });
   const one = new Uint8Array(4);
-  let size = 0, got = 0, count = 0;
-  socket.on("message", (d: Uint8Array) => {
-    got += d.byteLength;
-    if (got < SIZES[size]) return;
-    got = 0;
-    socket.send(one);
-    if (++count === itersFor(SIZES[size])) [size, count] = [size + 1, 0];
-  });
+  const received = acknowledger(() => socket.send(one));
+  socket.on("message", (d: Uint8Array) => received(d.byteLength));
+}
+
+function nativeWsClient(port: number): void {
+  const socket = new globalThis.WebSocket(`ws://127.0.0.1:${port}`);
+  socket.binaryType = "arraybuffer";
+  const one = new Uint8Array(4);
+  const received = acknowledger(() => socket.send(one));
+  socket.onmessage = (e: MessageEvent<ArrayBuffer>) => received(e.data.byteLength);
 }
