@@ -140,10 +140,10 @@ export class Inbox {
   /**
    * A `total`-byte message with `tag` and the sender's `stamp` starts to arrive from `peer`:
    * returns where its bytes go (the posted receive's buffer, or one of its own until a receive
-   * is posted). Report the bytes written there with {@linkcode advance}.
+   * is posted). Report the bytes written there with {@linkcode advance}, also when none are yet
+   * (it marks the peer as active).
    */
   begin(peer: number, tag: number, stamp: number, total: number): Uint8Array {
-    this.#lastData[peer] = performance.now();
     const problem = this.#hooks.check(peer, tag, stamp);
     if (problem) this.#hooks.abort(problem);
     const posted = this.#posted[peer];
@@ -171,8 +171,7 @@ export class Inbox {
     const cur = this.#current[peer];
     if (!cur) return;
     cur.received += bytes;
-    const total = "into" in cur ? cur.into.byteLength : cur.data.byteLength;
-    if (cur.received < total) return;
+    if (cur.received < this.#targetOf(cur)!.byteLength) return;
     this.#current[peer] = undefined;
     if ("into" in cur) cur.resolve(cur.stamp);
     else this.#settleArrival(peer, cur);
