@@ -50,8 +50,12 @@ export const MAX_BATCHES = 100;
 const MIN_ITERS = 2;
 const MAX_ITERS = 10_000;
 const WARMUP_MS = 50;
-/** The first size also warms the code every later size shares, through the JIT's tiers. */
-const FIRST_WARMUP_MS = 300;
+/**
+ * The first size also warms the code every later size shares, through the JIT's tiers. V8's
+ * optimizing compiler runs on threads that compete with polling ranks for cores: on 2 vCPUs small
+ * ops over `tcp` stall for milliseconds at a time until about a second into the run.
+ */
+const FIRST_WARMUP_MS = 1000;
 
 /** What a timed loop reports on one rank. */
 interface Timed {

@@ -53,7 +53,7 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
   iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
   warmup: {
-    help: "untimed iterations per size (default: adaptive, ~50 ms; 300 ms at the first size)",
+    help: "untimed iterations per size (default: adaptive, ~50 ms; 1 s at the first size)",
   },
   op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },

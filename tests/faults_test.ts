@@ -27,27 +27,46 @@ const quiet = () => {};
 
 const isProcesses = (t: TransportName) => TRANSPORTS[t].launch === "processes";
 
-/** Runs the faults rank program on every transport kind the test names. */
-function group(transport: TransportName, size: number, args: FaultArgs, timeoutMs = 5000) {
+/**
+ * Runs the faults rank program on every transport kind the test names; `env` goes to process
+ * ranks.
+ */
+function group(
+  transport: TransportName,
+  size: number,
+  args: FaultArgs,
+  env: Record<string, string>,
+  timeoutMs = 5000,
+) {
   if (isProcesses(transport)) {
     const mesh = transport as MeshTransport;
-    return startProcesses(FAULTS, { size, transport: mesh, args, timeoutMs, onLine: quiet });
+    return startProcesses(FAULTS, { size, transport: mesh, args, timeoutMs, env, onLine: quiet });
   }
   return startGroup(FAULTS, { size, transport, args, timeoutMs });
 }
 
-// The gpu transport (logical ranks of one thread) runs where an adapter exists.
-const TRANSPORTS_HERE: TransportName[] = NO_GPU
-  ? ["shm", "worker", "ws", "tcp"]
-  : ["shm", "worker", "ws", "tcp", "gpu"];
+// The gpu transport (logical ranks of one thread) runs where an adapter exists. tcp runs twice:
+// with socket calls and with Deno's own reads and writes (primitives/transports/socket_calls.ts),
+// each forced so that both run whatever the machine's core count.
+const TRANSPORTS_HERE: [TransportName, string, Record<string, string>][] = [
+  ["shm", "shm", {}],
+  ["worker", "worker", {}],
+  ["ws", "ws", {}],
+  ["tcp", "tcp, socket calls", { DCCL_TCP_FFI: "1" }],
+  ["tcp", "tcp, Deno I/O", { DCCL_TCP_FFI: "0" }],
+  ...(NO_GPU ? [] : [["gpu", "gpu", {}] as [TransportName, string, Record<string, string>]]),
+];
 
-for (const transport of TRANSPORTS_HERE) {
-  Deno.test(`faults: survivors catch a peer's failure, keep running and form a new group: ${transport}`, async () => {
+for (const [transport, named, env] of TRANSPORTS_HERE) {
+  Deno.test(`faults: survivors catch a peer's failure, keep running and form a new group: ${named}`, async () => {
     const store = Deno.makeTempDirSync();
-    const err = await assertRejects(() => group(transport, 3, { mode: "survive", store }).results, {
-      name: "RankFailedError",
-      message: /^Rank 1 failed: Error: boom from rank 1$/,
-    }) as RankFailedError;
+    const err = await assertRejects(
+      () => group(transport, 3, { mode: "survive", store }, env).results,
+      {
+        name: "RankFailedError",
+        message: /^Rank 1 failed: Error: boom from rank 1$/,
+      },
+    ) as RankFailedError;
     for (const r of [0, 2]) {
       const outcome = err.outcomes[r];
       assertEquals(outcome.status, "ok", `rank ${r}: ${JSON.stringify(outcome)}`);
@@ -62,13 +81,16 @@ for (const transport of TRANSPORTS_HERE) {
     assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
   });
 
-  Deno.test(`faults: the launcher blames the rank that threw, with its message: ${transport}`, async () => {
+  Deno.test(`faults: the launcher blames the rank that threw, with its message: ${named}`, async () => {
     // The bug was nondeterministic (the first rank to exit was blamed): repeat.
     for (let i = 0; i < (isProcesses(transport) ? 4 : 3); i++) {
-      const err = await assertRejects(() => group(transport, 3, { mode: "throw-on-1" }).results, {
-        name: "RankFailedError",
-        message: /^Rank 1 failed: Error: boom from rank 1$/,
-      }) as RankFailedError;
+      const err = await assertRejects(
+        () => group(transport, 3, { mode: "throw-on-1" }, env).results,
+        {
+          name: "RankFailedError",
+          message: /^Rank 1 failed: Error: boom from rank 1$/,
+        },
+      ) as RankFailedError;
       assertEquals(err.failedRank, 1);
       for (const r of [0, 2]) {
         assert_(
@@ -80,7 +102,7 @@ for (const transport of TRANSPORTS_HERE) {
     }
   });
 
-  Deno.test(`faults: a rank that never returns after its last collective is named: ${transport}`, async () => {
+  Deno.test(`faults: a rank that never returns after its last collective is named: ${named}`, async () => {
     const start = performance.now();
     const g = isProcesses(transport)
       ? startProcesses(FAULTS, {
@@ -88,6 +110,7 @@ for (const transport of TRANSPORTS_HERE) {
         transport: transport as MeshTransport,
         args: { mode: "straggle" },
         stragglerMs: 1000,
+        env,
         onLine: quiet,
       })
       : startGroup(FAULTS, { size: 3, transport, args: { mode: "straggle" }, stragglerMs: 1000 });
@@ -130,9 +153,9 @@ for (const transport of TRANSPORTS_HERE) {
       m === "bcast-vs-allreduce" || m === "dtypes" || m === "bcast-roots"
     )
     : mismatches;
-  Deno.test(`faults: mismatched calls fail with MismatchError on every rank that sees them: ${transport}`, async () => {
+  Deno.test(`faults: mismatched calls fail with MismatchError on every rank that sees them: ${named}`, async () => {
     for (const [mode, message] of kinds) {
-      const err = await assertRejects(() => group(transport, 3, { mode }).results, {
+      const err = await assertRejects(() => group(transport, 3, { mode }, env).results, {
         name: "RankFailedError",
       });
       assert_(/MismatchError: Rank \d called /.test(err.message), `${mode}: ${err.message}`);
@@ -157,7 +180,7 @@ Deno.test("faults: pipelined small bcast and reduce on shm still fail on every m
   ];
   for (const [mode, message] of small) {
     const start = performance.now();
-    const err = await assertRejects(() => group("shm", 3, { mode }).results, {
+    const err = await assertRejects(() => group("shm", 3, { mode }, {}).results, {
       name: "RankFailedError",
     });
     assert_(message.test(err.message), `${mode}: ${err.message}`);

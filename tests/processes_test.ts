@@ -18,6 +18,12 @@ import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
 import { FRAME, readHeader, TCP_HEADER_BYTES, writeHeader } from "../primitives/transports/tcp.ts";
 import { MESH_TRANSPORTS, type MeshTransport } from "../primitives/transports/mesh.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
+import {
+  POLLIN,
+  socketCalls,
+  socketFd,
+  WOULD_BLOCK,
+} from "../primitives/transports/socket_calls.ts";
 
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
 const processRank = new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname;
@@ -66,39 +72,114 @@ function envRank0(transport: MeshTransport, env: Record<string, string>, args?: 
   return { port, output, kill: () => child.kill("SIGKILL") };
 }
 
+/**
+ * tcp's two ways of moving bytes (primitives/transports/socket_calls.ts), each forced so that both
+ * run whatever the machine's core count: socket calls, and Deno's own reads and writes.
+ */
+const TCP_IO = {
+  "socket calls": { DCCL_TCP_FFI: "1" },
+  "Deno I/O": { DCCL_TCP_FFI: "0" },
+} as const;
+/** The ways `transport` moves bytes: the test name's suffix and the ranks' environment. */
+function ways(transport: MeshTransport): [string, Record<string, string>][] {
+  if (transport !== "tcp") return [["", {}]];
+  return Object.entries(TCP_IO).map(([io, env]) => [`, ${io}`, env]);
+}
+
 for (const transport of MESH_TRANSPORTS) {
   for (const size of [1, 2, 3, 4, 7, 8]) {
-    Deno.test(`${transport}: every primitive, algorithm, op and count is exact, ${size} processes`, async () => {
+    const [calls, deno] = ways(transport);
+    const [named, env] = size === 4 || size === 8 ? deno ?? calls : calls;
+    Deno.test(`${transport}: every primitive, algorithm, op and count is exact, ${size} processes${named}`, async () => {
       const cases = matrix(transport, size);
       const wrong = await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
         size,
         transport,
         args: cases,
+        env,
       });
       assertEquals(failures(cases, wrong), []);
       assertEquals(liveProcesses(), 0);
     });
   }
 
-  Deno.test(`${transport}: allreduce of 2^24 floats is exact, 2 processes`, async () => {
-    const cases: CheckCase[] = [{
-      primitive: "allreduce",
-      algorithm: "auto",
-      count: 2 ** 24,
-      op: "sum",
-      dtype: "f32",
-      memory: "host",
-      root: 0,
-    }];
-    assertEquals(
-      await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
-        size: 2,
+  for (const [named, env] of ways(transport)) {
+    Deno.test(`${transport}: allreduce of 2^24 floats is exact, 2 processes${named}`, async () => {
+      const cases: CheckCase[] = [{
+        primitive: "allreduce",
+        algorithm: "auto",
+        count: 2 ** 24,
+        op: "sum",
+        dtype: "f32",
+        memory: "host",
+        root: 0,
+      }];
+      assertEquals(
+        await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
+          size: 2,
+          transport,
+          args: cases,
+          env,
+        }),
+        [[0], [0]],
+      );
+    });
+
+    Deno.test(`${transport}: a killed process fails the launcher, naming it; no child survives${named}`, async () => {
+      const group = startProcesses(rankModule("loop_rank.ts"), {
+        size: 3,
         transport,
-        args: cases,
-      }),
-      [[0], [0]],
-    );
-  });
+        env,
+        onLine: () => {},
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      group.kill(2);
+      await assertRejects(() => group.results, {
+        name: "RankFailedError",
+        message: /rank 2 was killed/,
+      });
+      assertEquals(liveProcesses(), 0);
+    });
+
+    Deno.test(`${transport}: when a rank dies mid-collective every other rank fails fast, naming it${named}`, async () => {
+      const rank0 = envRank0(transport, { ...env, WORLD_SIZE: "3" });
+      const port = await rank0.port;
+      const others = [1, 2].map((rank) =>
+        envRank(transport, { ...env, RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port })
+          .spawn()
+      );
+      await new Promise((r) => setTimeout(r, 1500));
+      const killedAt = performance.now();
+      others[1].kill("SIGKILL");
+      for (const out of [await rank0.output(), await others[0].output()]) {
+        assertEquals(out.code, 1);
+        assert_(
+          /PeerFailedError: Rank 2 failed: connection to rank 2 closed/.test(decode(out.stderr)),
+          decode(out.stderr),
+        );
+      }
+      await others[1].output();
+      assert_(performance.now() - killedAt < 5000, "well within the 30 s timeout");
+    });
+
+    Deno.test(`${transport}: mismatched counts are detected from the message headers${named}`, async () => {
+      const lines: string[] = [];
+      await assertRejects(
+        () =>
+          spawnProcesses(rankModule("mismatch_rank.ts"), {
+            size: 2,
+            transport,
+            env,
+            onLine: (rank, _s, line) => lines.push(`${rank}: ${line}`),
+          }),
+        { name: "RankFailedError" },
+      );
+      assert_(
+        lines.some((l) => /MismatchError: Rank [01] called allreduce\(sum, 100[01] × f32/.test(l)),
+        lines.join("\n"),
+      );
+    });
+  }
 
   Deno.test(`${transport}: this process as rank 0, with processes started to join it`, async () => {
     const size = 3, cases = matrix(transport, size).filter((c) => c.count === 1000);
@@ -109,58 +190,6 @@ for (const transport of MESH_TRANSPORTS) {
     const theirs = (await lead.others.results).slice(1).map((r) => JSON.parse(r) as number[]);
     assertEquals(failures(cases, [mine, ...theirs]), []);
     assertEquals(liveProcesses(), 0);
-  });
-
-  Deno.test(`${transport}: a killed process fails the launcher, naming it; no child survives`, async () => {
-    const group = startProcesses(rankModule("loop_rank.ts"), {
-      size: 3,
-      transport,
-      onLine: () => {},
-    });
-    await new Promise((r) => setTimeout(r, 1500));
-    group.kill(2);
-    await assertRejects(() => group.results, {
-      name: "RankFailedError",
-      message: /rank 2 was killed/,
-    });
-    assertEquals(liveProcesses(), 0);
-  });
-
-  Deno.test(`${transport}: when a rank dies mid-collective every other rank fails fast, naming it`, async () => {
-    const rank0 = envRank0(transport, { WORLD_SIZE: "3" });
-    const port = await rank0.port;
-    const others = [1, 2].map((rank) =>
-      envRank(transport, { RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port }).spawn()
-    );
-    await new Promise((r) => setTimeout(r, 1500));
-    const killedAt = performance.now();
-    others[1].kill("SIGKILL");
-    for (const out of [await rank0.output(), await others[0].output()]) {
-      assertEquals(out.code, 1);
-      assert_(
-        /PeerFailedError: Rank 2 failed: connection to rank 2 closed/.test(decode(out.stderr)),
-        decode(out.stderr),
-      );
-    }
-    await others[1].output();
-    assert_(performance.now() - killedAt < 5000, "well within the 30 s timeout");
-  });
-
-  Deno.test(`${transport}: mismatched counts are detected from the message headers`, async () => {
-    const lines: string[] = [];
-    await assertRejects(
-      () =>
-        spawnProcesses(rankModule("mismatch_rank.ts"), {
-          size: 2,
-          transport,
-          onLine: (rank, _s, line) => lines.push(`${rank}: ${line}`),
-        }),
-      { name: "RankFailedError" },
-    );
-    assert_(
-      lines.some((l) => /MismatchError: Rank [01] called allreduce\(sum, 100[01] × f32/.test(l)),
-      lines.join("\n"),
-    );
   });
 
   Deno.test(`${transport}: a rank that never arrives is a timeout listing the missing ranks`, async () => {
@@ -371,4 +400,41 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       assert_(message.test((e as Error).message), (e as Error).message);
     }
   }
+});
+
+Deno.test({
+  name: "tcp: socket calls find a Deno connection's descriptor and move bytes both ways",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const calls = socketCalls(1);
+    assert_(calls, "socket calls are available on Linux with -A");
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const [a, b] = await Promise.all([
+      Deno.connect({ hostname: "127.0.0.1", port: (listener.addr as Deno.NetAddr).port }),
+      listener.accept(),
+    ]);
+    try {
+      const [fa, fb] = [socketFd(a), socketFd(b)];
+      assert_(fa !== undefined && fb !== undefined && fa !== fb, `${fa} ${fb}`);
+      assertEquals(Deno.readLinkSync(`/proc/self/fd/${fa}`).startsWith("socket:"), true);
+      const got = new Uint8Array(8);
+      assertEquals(calls.recv(fb, got), WOULD_BLOCK);
+      assertEquals(calls.send(fa, Uint8Array.of(1, 2, 3)), 3);
+      let n = WOULD_BLOCK;
+      for (const t0 = Date.now(); n === WOULD_BLOCK && Date.now() - t0 < 2000;) {
+        await calls.poll(Int32Array.of(fb, POLLIN), 100);
+        n = calls.recv(fb, got);
+      }
+      assertEquals(got.subarray(0, n), Uint8Array.of(1, 2, 3));
+      await a.write(Uint8Array.of(4));
+      await a.closeWrite();
+      await calls.poll(Int32Array.of(fb, POLLIN), 1000);
+      assertEquals([calls.recv(fb, got), got[0]], [1, 4]);
+      assertEquals(calls.recv(fb, got), 0); // the end of the stream
+    } finally {
+      a.close();
+      b.close();
+      listener.close();
+    }
+  },
 });

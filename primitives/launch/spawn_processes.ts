@@ -223,7 +223,7 @@ async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) =
 }
 
 /** Options of {@linkcode spawnProcesses}. */
-export interface SpawnProcessesOptions extends Omit<LaunchOptions, "env"> {
+export interface SpawnProcessesOptions extends LaunchOptions {
   /** Passed, as JSON, to every rank's function. */
   args?: unknown;
   /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
@@ -261,6 +261,7 @@ export function startProcesses(
   const group = launchProcesses(["run", "-A", entry], {
     ...options,
     env: {
+      ...options.env,
       DCCL_MODULE: module.toString(),
       DCCL_ARGS_FILE: argsFile,
       DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),

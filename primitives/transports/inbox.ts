@@ -46,6 +46,25 @@ interface Arrival {
   waiter?: PendingRecv;
 }
 
+/** A promise's settling functions, which first run `onSettled` when given. */
+function settling<T>(
+  resolve: (value: T) => void,
+  reject: (e: Error) => void,
+  onSettled?: () => void,
+): { resolve: (value: T) => void; reject: (e: Error) => void } {
+  if (!onSettled) return { resolve, reject };
+  return {
+    resolve: (value) => {
+      onSettled();
+      resolve(value);
+    },
+    reject: (e) => {
+      onSettled();
+      reject(e);
+    },
+  };
+}
+
 /** Judges a message that starts to arrive; returns the error that aborts the transport, if any. */
 export type ArrivalCheck = (peer: number, tag: number, stamp: number) => CommError | undefined;
 
@@ -98,11 +117,20 @@ export class Inbox {
     Deno.unrefTimer(this.#watchdog as unknown as number);
   }
 
-  /** Receives the next message from `peer` with `tag` into `into`; resolves with its stamp. */
-  post(peer: number, into: Uint8Array, tag: number): Promise<number> {
+  /**
+   * Receives the next message from `peer` with `tag` into `into`; resolves with its stamp.
+   * `onSettled` runs at once when it settles (for transports that poll until it does).
+   */
+  post(peer: number, into: Uint8Array, tag: number, onSettled?: () => void): Promise<number> {
     if (this.#failed) return Promise.reject(this.#failed);
     return new Promise((resolve, reject) => {
-      const pending: PendingRecv = { tag, into, received: 0, stamp: 0, resolve, reject };
+      const pending: PendingRecv = {
+        tag,
+        into,
+        received: 0,
+        stamp: 0,
+        ...settling(resolve, reject, onSettled),
+      };
       const early = this.#arrivals[peer].find((a) => a.tag === tag && !a.waiter);
       if (!early) {
         if (this.#closed[peer]) return reject(this.#closed[peer]);
@@ -115,15 +143,19 @@ export class Inbox {
     });
   }
 
-  /** Resolves with the first of `peers` with an unclaimed message of `tag` (see `Transport.probe`). */
-  probe(peers: readonly number[], tag: number): Promise<number> {
+  /**
+   * Resolves with the first of `peers` with an unclaimed message of `tag` (see
+   * `Transport.probe`); `onSettled` as for {@linkcode post}.
+   */
+  probe(peers: readonly number[], tag: number, onSettled?: () => void): Promise<number> {
     if (this.#failed) return Promise.reject(this.#failed);
     const waiting = peers.find((p) => this.#arrivals[p].some((a) => a.tag === tag && !a.waiter));
     if (waiting !== undefined) return Promise.resolve(waiting);
     const closed = peers.filter((p) => this.#closed[p]);
     if (closed.length === peers.length) return Promise.reject(this.#closed[peers[0]]);
     return new Promise((resolve, reject) => {
-      this.#probes.push({ peers, tag, since: performance.now(), resolve, reject });
+      const since = performance.now();
+      this.#probes.push({ peers, tag, since, ...settling(resolve, reject, onSettled) });
     });
   }
 

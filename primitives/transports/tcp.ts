@@ -6,12 +6,27 @@
  * posted receive's buffer (into a buffer of its own when none is posted yet, like an unexpected
  * MPI message). Control frames carry stall probes, a failure notice naming the failed rank, and
  * the goodbye of a rank that finished.
+ *
+ * Bytes move one of two ways, the same frames either way: through Deno's async reads and writes,
+ * or, where the C library's socket calls are available (socket_calls.ts), through nonblocking
+ * `send`/`recv` made synchronously: a send reaches the kernel within the call, and a call that
+ * waits polls every socket (its own data and everything else that arrives) until it is done,
+ * sleeping in `poll` once nothing has moved for {@linkcode SPIN_MS}.
  * @module
  */
 
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS, MAX_BYTES } from "../types.ts";
 import { Inbox } from "./inbox.ts";
+import {
+  POLLIN,
+  POLLOUT,
+  type SocketCalls,
+  socketCalls,
+  SocketError,
+  socketFd,
+  WOULD_BLOCK,
+} from "./socket_calls.ts";
 import type { CallCheck, Transport } from "./transport.ts";
 
 /** Frame header: kind, tag, payload length, the sender's call stamp, a rank (u32, u32, f64 ×3). */
@@ -36,6 +51,14 @@ const COALESCE_BYTES = 16 * 1024;
 const READ_BUFFER_BYTES = 256 * 1024;
 /** Milliseconds a finishing or failing rank waits for its last frames to leave. */
 const FLUSH_MS = 2000;
+/**
+ * Socket calls: how long a wait keeps polling its sockets after the last byte moved before it
+ * sleeps in `poll`, polls between two clock readings, and reads of one socket per pass.
+ */
+const SPIN_MS = 1, POLLS_PER_CLOCK = 16, READS_PER_PUMP = 8;
+/** Longest sleep in `poll`, so a wait notices a settled call or a closed transport. */
+const POLL_SLICE_MS = 50;
+const ECONNRESET = 104;
 
 /** How a connection that ends without a goodbye (end of stream or reset) is described. */
 const GONE = "closed (its process exited or was killed)";
@@ -106,55 +129,84 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | void> {
     .finally(() => clearTimeout(timer));
 }
 
-/** One peer's connection: an ordered write queue, and what each side has said. */
+/** Bytes queued for the kernel (socket calls only); a frame's last piece settles its promise. */
+interface Outgoing {
+  bytes: Uint8Array;
+  off: number;
+  settle?: { resolve: () => void; reject: (e: Error) => void };
+}
+
+/**
+ * One peer's connection: the frame reader's buffer, the write queue, and what each side has said.
+ * With socket calls (`fd` known), frames go to the kernel at once from the caller's buffer and
+ * what does not fit waits in `outgoing` for the transport's pump; otherwise through Deno's async
+ * writes, one after another.
+ */
 class Link {
   readonly conn: Deno.TcpConn;
-  /** The end of the write queue. */
+  /** The socket's descriptor, when socket calls drive this link. */
+  readonly fd: number | undefined;
+  // Reading: frames are parsed out of `buf[start, end)`, except that a payload whose rest has not
+  // arrived yet is read straight into place (`into[got, got + due)`).
+  readonly buf = new Uint8Array(READ_BUFFER_BYTES);
+  start = 0;
+  end = 0;
+  into: Uint8Array = new Uint8Array(0);
+  got = 0;
+  due = 0;
+  /** The last `target()` was the payload itself, not `buf`. */
+  direct = false;
+  /** Nothing more will be read (the stream ended, failed, or was refused). */
+  readDone = false;
+  // Writing.
+  /** The end of Deno's write queue. */
   tail: Promise<void> = Promise.resolve();
-  /** Header and small payload, reused (writes are queued, so one at a time). */
+  readonly outgoing: Outgoing[] = [];
+  /** Shut this side down once `outgoing` is empty (socket calls). */
+  shutdownWhenFlushed = false;
+  /** Header and small payload, reused (a frame's bytes are copied out if they must wait). */
   readonly scratch = new Uint8Array(TCP_HEADER_BYTES + COALESCE_BYTES);
   /** This side sent its goodbye (or a failure notice) and writes nothing more. */
   writeClosed = false;
   /** The peer said goodbye. */
   peerDone = false;
+  /** The descriptor was closed: no socket call may use it again (the number can be reused). */
+  closed = false;
   /** Resolves when the peer's side has ended (end of stream or error). */
   readonly ended: Promise<void>;
-  end!: () => void;
+  #end!: () => void;
 
-  constructor(conn: Deno.TcpConn) {
+  constructor(conn: Deno.TcpConn, fd: number | undefined) {
     this.conn = conn;
-    this.ended = new Promise((resolve) => this.end = resolve);
+    this.fd = fd;
+    this.ended = new Promise((resolve) => this.#end = resolve);
   }
 
-  /** Queues `write` after every earlier write of this link. */
-  queue(write: () => Promise<void>): Promise<void> {
-    const run = this.tail.then(write);
-    this.tail = run.catch(() => {});
-    return run;
+  /** Where the next bytes read go: straight into the payload once the buffer holds none of it. */
+  target(): Uint8Array {
+    this.direct = this.due > 0 && this.start === this.end;
+    if (this.direct) return this.into.subarray(this.got);
+    if (this.start === this.end) this.start = this.end = 0;
+    else if (this.end === this.buf.byteLength) {
+      this.buf.copyWithin(0, this.start, this.end);
+      [this.start, this.end] = [0, this.end - this.start];
+    }
+    return this.buf.subarray(this.end);
   }
 
-  /** Queues one frame: its header and payload (coalesced when small). */
-  frame(h: FrameHeader, payload?: Uint8Array): Promise<void> {
-    return this.queue(async () => {
-      const size = payload?.byteLength ?? 0;
-      writeHeader(this.scratch, h);
-      if (size <= COALESCE_BYTES) {
-        if (payload) this.scratch.set(payload, TCP_HEADER_BYTES);
-        await writeAll(this.conn, this.scratch.subarray(0, TCP_HEADER_BYTES + size));
-      } else {
-        await writeAll(this.conn, this.scratch.subarray(0, TCP_HEADER_BYTES));
-        await writeAll(this.conn, payload!);
-      }
-    });
+  /** Stops reading; the peer's side counts as ended. */
+  stopReading(): void {
+    this.readDone = true;
+    this.#end();
   }
 
-  /** Ends this side's stream after the queued writes; the first call decides the last frame. */
-  finish(last: FrameHeader, payload?: Uint8Array): Promise<void> {
-    if (this.writeClosed) return this.tail;
-    this.writeClosed = true;
-    const done = this.frame(last, payload).then(() => this.conn.closeWrite());
-    this.tail = done.catch(() => {});
-    return this.tail;
+  /** Closes the connection; socket calls leave its descriptor alone from now on. */
+  close(): void {
+    this.closed = true;
+    this.stopReading();
+    closeQuietly(this.conn);
+    const closed = new Error("connection closed");
+    for (const w of this.outgoing.splice(0)) w.settle?.reject(closed);
   }
 }
 
@@ -166,6 +218,8 @@ export class TcpTransport implements Transport {
   calls?: CallCheck;
   #links: (Link | undefined)[];
   #inbox: Inbox;
+  /** Socket calls, when this transport drives its sockets itself. */
+  #sockets: SocketCalls | undefined;
   #failed?: Error;
   #closing = false;
   /** The failure notices' way out, once aborted. */
@@ -182,24 +236,27 @@ export class TcpTransport implements Transport {
   ) {
     this.rank = rank;
     this.size = conns.length;
-    this.#links = conns.map((c) => c && new Link(c));
+    for (const c of conns) c?.setNoDelay(true);
+    // Socket calls drive every link or none.
+    let sockets = socketCalls(this.size);
+    const fds = conns.map((c) => c && sockets && socketFd(c));
+    if (conns.some((c, p) => c && fds[p] === undefined)) sockets = undefined;
+    this.#sockets = sockets;
+    this.#links = conns.map((c, p) => c && new Link(c, sockets && fds[p]));
     this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
       check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
       abort: (error) => this.abort(error),
       stalled: (peer, tag) => this.#probe(peer, tag),
     });
+    if (sockets) {
+      this.#watch();
+      return;
+    }
     this.#links.forEach((link, peer) => {
       if (!link) return;
-      link.conn.setNoDelay(true);
       this.#read(peer, link)
-        .catch((e) =>
-          this.#lost(
-            peer,
-            link,
-            e instanceof Deno.errors.ConnectionReset ? GONE : `failed: ${(e as Error).message}`,
-          )
-        )
-        .finally(() => link.end());
+        .catch((e) => this.#lost(peer, link, e instanceof Deno.errors.ConnectionReset ? GONE : e))
+        .finally(() => link.stopReading());
     });
   }
 
@@ -212,18 +269,26 @@ export class TcpTransport implements Transport {
       );
     }
     const header = { kind: FRAME.data, tag, length: data.byteLength, stamp, rank: this.rank };
-    return link.frame(header, data).catch((e) => {
+    return this.#frame(link, header, data).catch((e) => {
       throw this.#failed ??
         new PeerFailedError(peer, `sending to rank ${peer} failed: ${e.message}`);
     });
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    return this.#inbox.post(peer, into, tag);
+    if (!this.#sockets) return this.#inbox.post(peer, into, tag);
+    let settled = false;
+    const received = this.#inbox.post(peer, into, tag, () => settled = true);
+    this.#drive(() => settled);
+    return received;
   }
 
   probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inbox.probe(peers, tag);
+    if (!this.#sockets) return this.#inbox.probe(peers, tag);
+    let settled = false;
+    const found = this.#inbox.probe(peers, tag, () => settled = true);
+    this.#drive(() => settled);
+    return found;
   }
 
   /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
@@ -231,7 +296,8 @@ export class TcpTransport implements Transport {
     const stamp = this.calls?.stampOf(tag);
     const link = this.#links[peer];
     if (stamp === undefined || !link || link.writeClosed) return;
-    link.frame({ kind: FRAME.probe, tag, length: 0, stamp, rank: this.rank }).catch(() => {});
+    this.#frame(link, { kind: FRAME.probe, tag, length: 0, stamp, rank: this.rank })
+      .catch(() => {});
   }
 
   /** Fails everything here and sends every peer a notice naming the failed rank. */
@@ -249,7 +315,7 @@ export class TcpTransport implements Transport {
       rank: failedRank,
     };
     this.#noticesSent = Promise.all(
-      this.#links.map((link) => link && within(link.finish(notice, text), FLUSH_MS)),
+      this.#links.map((link) => link && within(this.#finish(link, notice, text), FLUSH_MS)),
     ).then(() => {});
   }
 
@@ -263,78 +329,274 @@ export class TcpTransport implements Transport {
     this.#inbox.close();
     await this.#noticesSent;
     const bye = { kind: FRAME.bye, tag: 0, length: 0, stamp: 0, rank: this.rank };
-    await Promise.all(this.#links.map(async (link) => {
-      if (!link) return;
-      await within(link.finish(bye).then(() => link.ended), FLUSH_MS);
-      closeQuietly(link.conn);
+    const links = this.#links.filter((l) => l !== undefined);
+    if (this.#sockets) {
+      this.#drive(() => links.every((l) => l.readDone), performance.now() + FLUSH_MS);
+    }
+    await Promise.all(links.map(async (link) => {
+      await within(this.#finish(link, bye).then(() => link.ended), FLUSH_MS);
+      link.close();
     }));
   }
 
-  /** Reads `peer`'s frames until its stream ends. */
-  async #read(peer: number, link: Link): Promise<void> {
-    const buf = new Uint8Array(READ_BUFFER_BYTES);
-    let start = 0, end = 0;
-    /** Reads until `need` bytes are buffered; false at the end of the stream. */
-    const fill = async (need: number): Promise<boolean> => {
-      if (start + need > buf.byteLength) {
-        buf.copyWithin(0, start, end);
-        [start, end] = [0, end - start];
+  /** Queues one frame on `link`: its header and payload (coalesced when small). */
+  #frame(link: Link, h: FrameHeader, payload?: Uint8Array): Promise<void> {
+    const size = payload?.byteLength ?? 0;
+    if (this.#sockets) {
+      writeHeader(link.scratch, h);
+      const coalesce = size <= COALESCE_BYTES;
+      if (coalesce && payload) link.scratch.set(payload, TCP_HEADER_BYTES);
+      const head = link.scratch.subarray(0, TCP_HEADER_BYTES + (coalesce ? size : 0));
+      // The scratch is reused by the next frame: what of it must wait is copied.
+      const pieces: { bytes: Uint8Array; copy: boolean }[] = [{ bytes: head, copy: true }];
+      if (!coalesce) pieces.push({ bytes: payload!, copy: false });
+      return this.#write(link, pieces);
+    }
+    const run = link.tail.then(async () => {
+      writeHeader(link.scratch, h);
+      if (size <= COALESCE_BYTES) {
+        if (payload) link.scratch.set(payload, TCP_HEADER_BYTES);
+        await writeAll(link.conn, link.scratch.subarray(0, TCP_HEADER_BYTES + size));
+      } else {
+        await writeAll(link.conn, link.scratch.subarray(0, TCP_HEADER_BYTES));
+        await writeAll(link.conn, payload!);
       }
-      while (end - start < need) {
-        const n = await link.conn.read(buf.subarray(end));
-        if (n === null) return false;
-        end += n;
-      }
-      return true;
-    };
-    while (await fill(TCP_HEADER_BYTES)) {
-      const h = readHeader(buf.subarray(start, start + TCP_HEADER_BYTES), this.size);
-      if (typeof h === "string") return this.#malformed(peer, h);
-      start += TCP_HEADER_BYTES;
-      if (h.kind === FRAME.data) {
-        // Whatever of the payload is buffered is copied; the rest is read straight into place.
-        const into = this.#inbox.begin(peer, h.tag, h.stamp, h.length);
-        let got = Math.min(end - start, h.length);
-        into.set(buf.subarray(start, start + got));
-        start += got;
-        this.#inbox.advance(peer, got);
-        while (got < h.length) {
-          const n = await link.conn.read(into.subarray(got));
-          if (n === null) return this.#lost(peer, link, "closed in the middle of a message");
-          got += n;
-          this.#inbox.advance(peer, n);
+    });
+    link.tail = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Socket calls: writes `pieces` now as far as the kernel takes them (when nothing is queued
+   * before them) and queues the rest for the pump; resolves once all are written.
+   */
+  #write(link: Link, pieces: { bytes: Uint8Array; copy: boolean }[]): Promise<void> {
+    if (link.closed) return Promise.reject(new Error("connection closed"));
+    let i = 0, off = 0;
+    if (link.outgoing.length === 0) {
+      try {
+        for (; i < pieces.length; i++, off = 0) {
+          const bytes = pieces[i].bytes;
+          while (off < bytes.byteLength) {
+            const n = this.#sockets!.send(link.fd!, bytes.subarray(off));
+            if (n === WOULD_BLOCK) break;
+            off += n;
+          }
+          if (off < bytes.byteLength) break;
         }
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      if (i === pieces.length) return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      for (; i < pieces.length; i++, off = 0) {
+        const { bytes, copy } = pieces[i];
+        const last = i === pieces.length - 1;
+        link.outgoing.push({
+          bytes: copy ? bytes.slice(off) : bytes,
+          off: copy ? 0 : off,
+          settle: last ? { resolve, reject } : undefined,
+        });
+      }
+      this.#drive(() => link.outgoing.length === 0);
+    });
+  }
+
+  /** Ends this side's stream after the queued frames; the first call decides the last frame. */
+  #finish(link: Link, last: FrameHeader, payload?: Uint8Array): Promise<void> {
+    if (link.writeClosed) return link.tail;
+    link.writeClosed = true;
+    const done = this.#frame(link, last, payload).then(() => link.conn.closeWrite());
+    link.tail = done.catch(() => {});
+    return link.tail;
+  }
+
+  /**
+   * Socket calls: pumps every socket until `done()` (or `deadline`, a `performance.now()` time).
+   * It polls while data moves and for {@linkcode SPIN_MS} after (a peer that answers within that
+   * is heard at once), then waits in `poll` off the JS thread. Never rejects.
+   */
+  async #drive(done: () => boolean, deadline = Infinity): Promise<void> {
+    await null; // let sibling calls post (and write) before this one spins
+    let idleSince = performance.now();
+    let idle = 0;
+    while (!done() && !this.#closedAll()) {
+      if (this.#pump()) {
+        idle = 0;
+        idleSince = -1;
+        continue;
+      }
+      if (++idle % POLLS_PER_CLOCK !== 0) continue;
+      const now = performance.now();
+      if (now > deadline) return;
+      if (idleSince < 0) idleSince = now;
+      if (now - idleSince < SPIN_MS) continue;
+      await this.#sockets!.poll(this.#pollSet(), POLL_SLICE_MS);
+      idle = 0;
+    }
+  }
+
+  /**
+   * Socket calls: reads whatever arrives while no call waits, as Deno's reads would (a goodbye is
+   * answered, a failure notice heard, even while this rank computes).
+   */
+  async #watch(): Promise<void> {
+    while (!this.#closedAll()) {
+      await this.#sockets!.poll(this.#pollSet(), POLL_SLICE_MS);
+      this.#pump();
+    }
+  }
+
+  #closedAll(): boolean {
+    return this.#links.every((l) => !l || l.closed);
+  }
+
+  /** `struct pollfd`s of every open link: readable while it reads, writable while it queues. */
+  #pollSet(): Int32Array {
+    const set: number[] = [];
+    for (const link of this.#links) {
+      if (!link || link.closed) continue;
+      const events = (link.readDone ? 0 : POLLIN) | (link.outgoing.length > 0 ? POLLOUT : 0);
+      if (events) set.push(link.fd!, events);
+    }
+    return Int32Array.from(set);
+  }
+
+  /** One pass over every socket: queued writes out, arrived bytes in. Whether anything moved. */
+  #pump(): boolean {
+    let moved = false;
+    for (let peer = 0; peer < this.size; peer++) {
+      const link = this.#links[peer];
+      if (!link || link.closed) continue;
+      if (link.outgoing.length > 0 && this.#flush(peer, link)) moved = true;
+      if (!link.readDone && this.#drain(peer, link)) moved = true;
+    }
+    return moved;
+  }
+
+  #flush(peer: number, link: Link): boolean {
+    let moved = false;
+    try {
+      while (link.outgoing.length > 0) {
+        const w = link.outgoing[0];
+        const n = this.#sockets!.send(link.fd!, w.bytes.subarray(w.off));
+        if (n === WOULD_BLOCK) return moved;
+        moved = true;
+        w.off += n;
+        if (w.off < w.bytes.byteLength) continue;
+        link.outgoing.shift();
+        w.settle?.resolve();
+      }
+    } catch (e) {
+      const error = new PeerFailedError(peer, `sending to rank ${peer} failed: ${e}`);
+      for (const w of link.outgoing.splice(0)) w.settle?.reject(error);
+      return true;
+    }
+    return moved;
+  }
+
+  /** Reads what `peer` sent, a few reads at most (so writes interleave with a long stream). */
+  #drain(peer: number, link: Link): boolean {
+    try {
+      for (let reads = 0; reads < READS_PER_PUMP; reads++) {
+        const n = this.#sockets!.recv(link.fd!, link.target());
+        if (n === WOULD_BLOCK) return reads > 0;
+        if (n === 0) {
+          this.#ended(peer, link);
+          return true;
+        }
+        if (!this.#consume(peer, link, n)) return true;
+      }
+    } catch (e) {
+      this.#lost(peer, link, e instanceof SocketError && e.errno === ECONNRESET ? GONE : e);
+      link.stopReading();
+    }
+    return true;
+  }
+
+  /** Deno's reads: `peer`'s frames until its stream ends. */
+  async #read(peer: number, link: Link): Promise<void> {
+    for (;;) {
+      const n = await link.conn.read(link.target());
+      if (n === null) return this.#ended(peer, link);
+      if (!this.#consume(peer, link, n)) return;
+    }
+  }
+
+  /**
+   * Takes `n` bytes just read into `link.target()`: hands payload bytes to the inbox and acts on
+   * every complete frame. False once reading must stop (a malformed frame).
+   */
+  #consume(peer: number, link: Link, n: number): boolean {
+    if (link.direct) {
+      link.got += n;
+      link.due -= n;
+      this.#inbox.advance(peer, n);
+    } else link.end += n;
+    for (;;) {
+      if (link.due > 0) {
+        const take = Math.min(link.end - link.start, link.due);
+        if (take === 0) return true;
+        link.into.set(link.buf.subarray(link.start, link.start + take), link.got);
+        link.start += take;
+        link.got += take;
+        link.due -= take;
+        this.#inbox.advance(peer, take);
+        continue;
+      }
+      if (link.end - link.start < TCP_HEADER_BYTES) return true;
+      const h = readHeader(link.buf.subarray(link.start, link.start + TCP_HEADER_BYTES), this.size);
+      if (typeof h === "string") {
+        this.#malformed(peer, h);
+        return false;
+      }
+      const bytes = TCP_HEADER_BYTES + (h.kind === FRAME.abort ? h.length : 0);
+      if (link.end - link.start < bytes) return true; // a failure notice's reason is still coming
+      link.start += bytes;
+      if (h.kind === FRAME.data) {
+        // Whatever of the payload is buffered is copied (the loop's first branch); the rest is
+        // read straight into place.
+        link.into = this.#inbox.begin(peer, h.tag, h.stamp, h.length);
+        link.got = 0;
+        link.due = h.length;
+        this.#inbox.advance(peer, 0); // marks the peer active (and settles an empty message)
       } else if (h.kind === FRAME.probe) {
         const problem = this.calls?.arrived(peer, h.tag, h.stamp);
         if (problem) this.abort(problem);
       } else if (h.kind === FRAME.abort) {
-        if (!await fill(h.length)) break;
-        const reason = new TextDecoder().decode(buf.subarray(start, start + h.length));
-        start += h.length;
-        this.abort(noticeError(this.rank, peer, h.rank, reason));
+        const text = link.buf.subarray(link.start - h.length, link.start);
+        this.abort(noticeError(this.rank, peer, h.rank, new TextDecoder().decode(text)));
       } else {
         // A goodbye: what it sent is delivered, later receives from it fail, and this side
         // ends too (nothing more is owed to a rank that finished).
         link.peerDone = true;
         const why = new PeerFailedError(peer, `rank ${peer} finished and closed its connection`);
         this.#inbox.closePeer(peer, why);
-        link.finish({ kind: FRAME.bye, tag: 0, length: 0, stamp: 0, rank: this.rank })
+        this.#finish(link, { kind: FRAME.bye, tag: 0, length: 0, stamp: 0, rank: this.rank })
           .catch(() => {});
       }
     }
-    if (!link.peerDone) this.#lost(peer, link, GONE);
+  }
+
+  /** `peer`'s stream ended: mid-message, or without a goodbye, the group has failed. */
+  #ended(peer: number, link: Link): void {
+    if (link.due > 0) this.#lost(peer, link, "closed in the middle of a message");
+    else if (!link.peerDone) this.#lost(peer, link, GONE);
+    link.stopReading();
   }
 
   /** `peer`'s connection ended or failed without a goodbye: the group has failed. */
-  #lost(peer: number, link: Link, what: string): void {
+  #lost(peer: number, link: Link, what: string | unknown): void {
     if (this.#closing || link.peerDone) return;
-    this.abort(new PeerFailedError(peer, `connection to rank ${peer} ${what}`));
+    const how = typeof what === "string" ? what : `failed: ${(what as Error).message}`;
+    this.abort(new PeerFailedError(peer, `connection to rank ${peer} ${how}`));
   }
 
   #malformed(peer: number, problem: string): void {
     this.abort(
       new CommError(`malformed frame from rank ${peer}: ${problem}`, { failedRank: peer }),
     );
-    closeQuietly(this.#links[peer]!.conn);
+    this.#links[peer]!.close();
   }
 }
