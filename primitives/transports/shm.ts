@@ -621,12 +621,15 @@ export class ShmTransport implements Transport, SharedAccess {
     let spinSince = -1;
     let idleSince = -1;
     let waitingFor = -1;
-    let yielding = false;
+    // Ranks outnumber cores: yield from the first poll (spinning even 64 polls holds the core the
+    // awaited rank needs for ~10 µs).
+    const yieldAtOnce = this.#spinMs === 0 && this.#yieldCore !== undefined;
+    let yielding = yieldAtOnce;
     while (!done()) {
       if (this.#progress()) {
         polls = 0;
         spinSince = idleSince = -1;
-        yielding = false;
+        yielding = yieldAtOnce;
         continue;
       }
       this.#checkAbort();
