@@ -53,7 +53,7 @@ import {
  * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
  * sleeping peer's wake-up (0.3–1 ms on a VM), or two ranks fall into a convoy in which every op
  * costs one wake-up; when ranks outnumber cores a spinning rank steals the core its peer needs, so
- * it sleeps after a few µs.
+ * it does not spin (it yields, then sleeps).
  */
 function spinMs(size: number): number {
   return oversubscribed(size) ? 0 : 2;
