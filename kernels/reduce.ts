@@ -46,11 +46,12 @@ function kernels(home: WebAssembly.Memory, other: WebAssembly.Memory): WebAssemb
  */
 export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
-  const dtype = dtypeOf(dst);
-  if (a.length !== n || b.length !== n || dtypeOf(a) !== dtype || dtypeOf(b) !== dtype) {
+  // Same constructor, same dtype (each view is one of the three dtypes' arrays).
+  const kind = dst.constructor;
+  if (a.length !== n || b.length !== n || a.constructor !== kind || b.constructor !== kind) {
     throw new TypeError(
       `Cannot reduce ${dtypeOf(a)}[${a.length}] with ${dtypeOf(b)}[${b.length}] into ` +
-        `${dtype}[${n}]: dtypes and lengths must match`,
+        `${dtypeOf(dst)}[${n}]: dtypes and lengths must match`,
     );
   }
   // A call into WebAssembly costs more than a short loop (1 float: ~100 ns against ~10 ns).

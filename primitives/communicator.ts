@@ -7,7 +7,7 @@
 import { divide } from "../kernels/reduce.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
-import { CollectiveContext, type Operand } from "./collectives/context.ts";
+import { CollectiveContext, type Completion, type Operand } from "./collectives/context.ts";
 import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
 import { asCommBuffer, type BufferLike, CommBuffer, HostBuffer } from "./memory/comm_buffer.ts";
 import { GpuBuffer } from "./memory/gpu.ts";
@@ -79,6 +79,29 @@ export interface TagOptions {
   tag?: number;
 }
 
+/** The collectives whose last call is kept (those small messages run in loops). */
+type RepeatedKind = "bcast" | "allreduce" | "reduce";
+/** The options a kept call is compared on. */
+type RepeatOptions = ReduceOptions & RootOptions;
+
+/**
+ * A checked call on host buffers, kept so that a call with the same arguments (a loop of small
+ * collectives) skips the checks, the algorithm choice and the stamp: about half of a 1-float
+ * call's JS time. Device and managed buffers resolve per call and are never kept.
+ */
+interface KeptCall {
+  buf: BufferLike;
+  /** The buffer's length then (a view over a resizable buffer can change length). */
+  length: number;
+  out?: BufferLike;
+  op?: ReduceOp;
+  root?: number;
+  algorithm?: string;
+  stamp: number;
+  /** Runs the algorithm on the call's operands (and whatever the call does before it). */
+  run: (ctx: CollectiveContext) => Completion;
+}
+
 /**
  * One rank's view of a group of `size` ranks.
  *
@@ -113,6 +136,8 @@ export class Communicator implements AsyncDisposable {
   #stagingFree: TypedArray[] = [];
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
+  /** The last checked call of each small-message collective (see {@linkcode #repeat}). */
+  #kept: Partial<Record<RepeatedKind, KeptCall>> = {};
 
   /** Wraps a connected transport and this rank's memory. Launchers call this; users get one. */
   constructor(transport: Transport, memory: RankMemory) {
@@ -262,7 +287,11 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Copies `buf` on `root` into `buf` on every rank. */
-  async bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
+  bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
+    return this.#repeat("bcast", buf, options) ?? this.#bcast(buf, options);
+  }
+
+  async #bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): Promise<void> {
     const cb = this.#check(buf);
     const root = this.#checkRoot(options.root ?? 0, "broadcast from");
     const side = this.#side(cb);
@@ -272,8 +301,10 @@ export class Communicator implements AsyncDisposable {
       const b = cb instanceof HostBuffer
         ? cb.view
         : await this.#resolve(cb, side, this.rank !== root);
-      const ctx = this.#begin(callStamp("bcast", cb.dtype, cb.length, "sum", root, a.index));
-      const pending = a.run(ctx, b, root);
+      const stamp = callStamp("bcast", cb.dtype, cb.length, "sum", root, a.index);
+      const run = (ctx: CollectiveContext) => a.run(ctx, b, root);
+      if (cb instanceof HostBuffer) this.#keep("bcast", buf, options, stamp, run);
+      const pending = run(this.#begin(stamp));
       if (pending) await pending;
     } catch (e) {
       throw this.#broke(e);
@@ -281,7 +312,11 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
-  async allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
+  allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
+    return this.#repeat("allreduce", buf, options) ?? this.#allreduce(buf, options);
+  }
+
+  async #allreduce(buf: BufferLike, options: ReduceOptions): Promise<void> {
     const input = this.#check(buf);
     const output = this.#output(input, options.out, "allreduce");
     const op = checkOp(options.op ?? "sum");
@@ -298,7 +333,12 @@ export class Communicator implements AsyncDisposable {
       }
       if (this.size > 1) {
         const stamp = callStamp("allreduce", input.dtype, input.length, op, 0, a.index);
-        const pending = a.run(this.#begin(stamp), i, o, kernelOp(op));
+        const kop = kernelOp(op);
+        const run = (ctx: CollectiveContext) => a.run(ctx, i, o, kop);
+        if (op !== "avg" && input instanceof HostBuffer && output instanceof HostBuffer) {
+          this.#keep("allreduce", buf, options, stamp, run);
+        }
+        const pending = run(this.#begin(stamp));
         if (pending) await pending;
       } else copyOperand(i, o);
       if (op === "avg") divideOperand(o, this.size);
@@ -308,7 +348,11 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
-  async reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
+  reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
+    return this.#repeat("reduce", buf, options) ?? this.#reduce(buf, options);
+  }
+
+  async #reduce(buf: BufferLike, options: ReduceOptions & RootOptions): Promise<void> {
     const root = this.#checkRoot(options.root ?? 0, "reduce to");
     const input = this.#check(buf);
     const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
@@ -316,17 +360,27 @@ export class Communicator implements AsyncDisposable {
     const side = this.#side(input, target);
     const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
     try {
+      const host = input instanceof HostBuffer && target instanceof HostBuffer;
       let t: Operand;
-      if (input instanceof HostBuffer && target instanceof HostBuffer) {
-        if (target !== input) target.view.set(input.view);
-        t = target.view;
+      /** The copy into `out` of host buffers (a repeated call makes it too). */
+      let copyIn = () => {};
+      if (host) {
+        const [i, o] = [input.view, target.view];
+        if (o !== i) copyIn = () => o.set(i);
+        t = o;
       } else {
         t = await this.#resolve(target, side, this.rank === root);
         if (target !== input) copyOperand(await this.#resolve(input, side, false), t);
       }
+      copyIn();
       if (this.size > 1) {
         const stamp = callStamp("reduce", input.dtype, input.length, op, root, a.index);
-        const pending = a.run(this.#begin(stamp), t, kernelOp(op), root);
+        const kop = kernelOp(op);
+        const run = (ctx: CollectiveContext) => a.run(ctx, t, kop, root);
+        if (host && op !== "avg") {
+          this.#keep("reduce", buf, options, stamp, (ctx) => (copyIn(), run(ctx)));
+        }
+        const pending = run(this.#begin(stamp));
         if (pending) await pending;
       }
       if (op === "avg" && this.rank === root) divideOperand(t, this.size);
@@ -461,6 +515,41 @@ export class Communicator implements AsyncDisposable {
       this.#memory.gpu?.flush();
       await this.#transport.close();
     }
+  }
+
+  /**
+   * Runs the kept call of `kind` again if this one repeats it: the same buffer (of the same length)
+   * and the same `out`, `op`, `root` and `algorithm`. Otherwise `undefined`.
+   */
+  #repeat(kind: RepeatedKind, buf: BufferLike, o: RepeatOptions): Promise<void> | undefined {
+    const r = this.#kept[kind];
+    if (
+      r === undefined || r.buf !== buf || r.length !== buf.length || r.out !== o.out ||
+      r.op !== o.op || r.root !== o.root || r.algorithm !== o.algorithm
+    ) return undefined;
+    return this.#runKept(r);
+  }
+
+  async #runKept(r: KeptCall): Promise<void> {
+    this.#checkOpen();
+    try {
+      const pending = r.run(this.#begin(r.stamp));
+      if (pending) await pending;
+    } catch (e) {
+      throw this.#broke(e);
+    }
+  }
+
+  /** Keeps a checked call on host buffers for {@linkcode #repeat}. */
+  #keep(
+    kind: RepeatedKind,
+    buf: BufferLike,
+    o: RepeatOptions,
+    stamp: number,
+    run: (ctx: CollectiveContext) => Completion,
+  ): void {
+    const { out, op, root, algorithm } = o;
+    this.#kept[kind] = { buf, length: buf.length, out, op, root, algorithm, stamp, run };
   }
 
   /**

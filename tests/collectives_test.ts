@@ -84,6 +84,13 @@ for (const transport of ["shm", "worker"] as const) {
     }
   });
 
+  Deno.test(`calls that repeat the last one on the same buffers, or change one argument, are exact: ${transport}`, async () => {
+    for (const size of [2, 3]) {
+      const failed = await runRanks<string[]>("repeat_rank.ts", { size, transport });
+      assertEquals(failed, new Array(size).fill([]), `${size} ranks`);
+    }
+  });
+
   Deno.test(`ranks may mix in place, out of place and memory kinds in one allreduce: ${transport}`, async () => {
     const counts = [1, 1000, 2 ** 18 + 5]; // eager, and past the eager slots on shm
     const wrong = await runRanks<number>("placement_rank.ts", { size: 4, transport, args: counts });

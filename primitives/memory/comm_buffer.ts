@@ -38,17 +38,15 @@ export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
   readonly memory: "host" | "shared";
   /** The bytes. */
   readonly view: T;
+  /** Element type of the view (looked up once: every call reads it several times). */
+  readonly dtype: Dtype;
 
   /** Wraps a view; `memory` defaults to `shared` for SharedArrayBuffer views, else `host`. */
   constructor(view: T, memory?: "host" | "shared") {
     super();
     this.view = view;
+    this.dtype = dtypeOf(view);
     this.memory = memory ?? (view.buffer instanceof SharedArrayBuffer ? "shared" : "host");
-  }
-
-  /** Element type of the view. */
-  get dtype(): Dtype {
-    return dtypeOf(this.view);
   }
 
   /** Elements in the view. */
