@@ -1,6 +1,6 @@
 /**
  * `deno bench`: every primitive at 1 float, 64 KiB, 4 MiB and 64 MiB over each transport (shm,
- * worker, ws, and gpu where an adapter exists), 2 ranks. Groups are per primitive and size, so transports compare side by side.
+ * worker, ws, tcp, and gpu where an adapter exists), 2 ranks. Groups are per primitive and size, so transports compare side by side.
  * Ranks and buffers are set up outside the timed region; small sizes run a batch of operations
  * per benchmark iteration (named in the benchmark) so the launcher→ranks handoff (~tens of µs)
  * does not swamp them. For latency curves use the CLI (`deno task allreduce`).
@@ -9,6 +9,7 @@
 
 import type { Communicator } from "../primitives/communicator.ts";
 import { leadProcesses } from "../primitives/launch/spawn_processes.ts";
+import type { MeshTransport } from "../primitives/transports/mesh.ts";
 import type { RankGroup } from "../primitives/launch/spawn_ranks.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
@@ -106,10 +107,10 @@ class WorkerGroup extends BenchGroup {
 }
 
 /**
- * Process ranks over ws: this process is rank 0 and runs its part itself; it sends every other
+ * Process ranks (ws, tcp): this process is rank 0 and runs its part itself; it sends every other
  * rank (a subprocess) each command first. A dead process fails rank 0's next operation.
  */
-class WsGroup extends BenchGroup {
+class ProcessGroup extends BenchGroup {
   readonly #comm: Communicator;
   readonly #runner: CaseRunner;
   readonly #others: RankGroup<string>;
@@ -121,10 +122,10 @@ class WsGroup extends BenchGroup {
     this.#others = others;
   }
 
-  static async start(memory: MemoryKind): Promise<WsGroup> {
+  static async start(transport: MeshTransport, memory: MemoryKind): Promise<ProcessGroup> {
     const args: BenchRankArgs = { cases, memory };
-    const { comm, others } = await leadProcesses(RANK_MODULE, { size: RANKS, args });
-    return new WsGroup(comm, others, memory);
+    const { comm, others } = await leadProcesses(RANK_MODULE, { size: RANKS, transport, args });
+    return new ProcessGroup(comm, others, memory);
   }
 
   async stop(): Promise<void> {
@@ -150,7 +151,7 @@ const GROUPS = await Promise.all(
   TRANSPORT_NAMES.filter((t) => !(TRANSPORTS[t].needsDevice && NO_GPU)).map(async (transport) => {
     const { launch, bestMemory: memory } = TRANSPORTS[transport];
     const group = launch === "processes"
-      ? await WsGroup.start(memory)
+      ? await ProcessGroup.start(transport as MeshTransport, memory)
       : new WorkerGroup(transport, memory);
     return { transport, memory, group };
   }),

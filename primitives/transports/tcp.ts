@@ -469,13 +469,13 @@ export class TcpTransport implements Transport {
     for (let peer = 0; peer < this.size; peer++) {
       const link = this.#links[peer];
       if (!link || link.closed) continue;
-      if (link.outgoing.length > 0 && this.#flush(peer, link)) moved = true;
+      if (link.outgoing.length > 0 && this.#flush(link)) moved = true;
       if (!link.readDone && this.#drain(peer, link)) moved = true;
     }
     return moved;
   }
 
-  #flush(peer: number, link: Link): boolean {
+  #flush(link: Link): boolean {
     let moved = false;
     try {
       while (link.outgoing.length > 0) {
@@ -489,8 +489,7 @@ export class TcpTransport implements Transport {
         w.settle?.resolve();
       }
     } catch (e) {
-      const error = new PeerFailedError(peer, `sending to rank ${peer} failed: ${e}`);
-      for (const w of link.outgoing.splice(0)) w.settle?.reject(error);
+      for (const w of link.outgoing.splice(0)) w.settle?.reject(e as Error); // send() names the peer
       return true;
     }
     return moved;
