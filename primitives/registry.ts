@@ -92,7 +92,7 @@ function algorithms<F>(
 export const ALGORITHMS = {
   allreduce: algorithms<AllreduceAlgorithm<Operand>>({
     recursive_doubling: [viaOutput(allreduceRecursiveDoubling), "messages"],
-    ring: [viaOutput(allreduceRing), "messages"],
+    ring: [allreduceRing, "messages"],
     rabenseifner: [viaOutput(allreduceRabenseifner), "messages"],
     shm_direct: [allreduceShmDirect, "shared"],
     gpu_direct: [allreduceGpuDirect, "device"],

@@ -5,14 +5,22 @@ import { ringAllgather, ringReduceScatter } from "./ring.ts";
 /**
  * Ring allreduce: ring reduce-scatter then ring allgather, segmented and pipelined.
  * 2(n−1) steps; each rank sends 2(n−1)/n of the buffer — bandwidth-optimal, latency grows with n.
+ * Out of place it reads `input` where the in-place ring reads the buffer before reducing into it,
+ * so the input is never copied into `output` first.
  */
 export async function allreduceRing(
   ctx: CollectiveContext,
-  buf: TypedArray,
+  input: TypedArray,
+  output: TypedArray,
   op: KernelOp,
 ): Promise<void> {
-  if (ctx.size === 1) return;
-  const chunks = Array.from({ length: ctx.size }, (_, i) => part(buf, ctx.size, i));
-  await ringReduceScatter(ctx, chunks, op);
+  const parts = (buf: TypedArray) =>
+    Array.from({ length: ctx.size }, (_, i) => part(buf, ctx.size, i));
+  if (ctx.size === 1) {
+    if (output !== input) output.set(input);
+    return;
+  }
+  const chunks = parts(output);
+  await ringReduceScatter(ctx, chunks, op, output === input ? chunks : parts(input));
   await ringAllgather(ctx, chunks, 1);
 }

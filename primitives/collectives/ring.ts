@@ -5,6 +5,7 @@
  * @module
  */
 
+import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 
@@ -21,25 +22,28 @@ function segments(view: TypedArray): TypedArray[] {
 /**
  * Ring reduce-scatter over `chunks` (one per rank, in rank order, views of the caller's data).
  * Afterwards chunk `(rank + 1) mod size` holds the full reduction: size − 1 steps, each sending
- * one chunk; (n−1)/n of the buffer leaves every rank.
+ * one chunk; (n−1)/n of the buffer leaves every rank. Out of place, `from` holds the input's
+ * chunks: each chunk is read from there until this rank has reduced into it, so the input is never
+ * copied (chunk `rank` of `chunks` is left unwritten).
  */
 export async function ringReduceScatter(
   ctx: CollectiveContext,
   chunks: TypedArray[],
   op: KernelOp,
+  from: TypedArray[] = chunks,
 ): Promise<void> {
   const { rank, size } = ctx;
   const right = mod(rank + 1, size), left = mod(rank - 1, size);
   for (let step = 0; step < size - 1; step++) {
-    const out = chunks[mod(rank - step, size)];
-    const into = chunks[mod(rank - step - 1, size)];
-    const tmp = ctx.scratch(dtypeOf(into), into.length, 0);
+    const out = (step === 0 ? from : chunks)[mod(rank - step, size)];
+    const i = mod(rank - step - 1, size);
+    const tmp = ctx.scratch(dtypeOf(chunks[i]), chunks[i].length, 0);
     const sends = segments(out).map((s) => ctx.send(right, s));
-    const dst = segments(into), src = segments(tmp);
-    const recvs = src.map((s) => ctx.recv(left, s));
-    for (let i = 0; i < dst.length; i++) {
-      await recvs[i];
-      ctx.reduceInto(op, dst[i], src[i]);
+    const dst = segments(chunks[i]), mine = segments(from[i]), theirs = segments(tmp);
+    const recvs = theirs.map((s) => ctx.recv(left, s));
+    for (let k = 0; k < dst.length; k++) {
+      await recvs[k];
+      reduce(op, dst[k], mine[k], theirs[k]);
     }
     await Promise.all(sends);
   }
