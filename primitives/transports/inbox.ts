@@ -122,18 +122,13 @@ export class Inbox {
    * `onSettled` runs at once when it settles (for transports that poll until it does).
    */
   post(peer: number, into: Uint8Array, tag: number, onSettled?: () => void): Promise<number> {
-    if (this.#failed) return Promise.reject(this.#failed);
     return new Promise((resolve, reject) => {
-      const pending: PendingRecv = {
-        tag,
-        into,
-        received: 0,
-        stamp: 0,
-        ...settling(resolve, reject, onSettled),
-      };
+      const settle = settling(resolve, reject, onSettled);
+      if (this.#failed) return settle.reject(this.#failed);
+      const pending: PendingRecv = { tag, into, received: 0, stamp: 0, ...settle };
       const early = this.#arrivals[peer].find((a) => a.tag === tag && !a.waiter);
       if (!early) {
-        if (this.#closed[peer]) return reject(this.#closed[peer]);
+        if (this.#closed[peer]) return settle.reject(this.#closed[peer]);
         this.#posted[peer].push(pending);
         this.#lastData[peer] = Math.max(this.#lastData[peer], performance.now());
         return;
@@ -148,14 +143,13 @@ export class Inbox {
    * `Transport.probe`); `onSettled` as for {@linkcode post}.
    */
   probe(peers: readonly number[], tag: number, onSettled?: () => void): Promise<number> {
-    if (this.#failed) return Promise.reject(this.#failed);
-    const waiting = peers.find((p) => this.#arrivals[p].some((a) => a.tag === tag && !a.waiter));
-    if (waiting !== undefined) return Promise.resolve(waiting);
-    const closed = peers.filter((p) => this.#closed[p]);
-    if (closed.length === peers.length) return Promise.reject(this.#closed[peers[0]]);
     return new Promise((resolve, reject) => {
-      const since = performance.now();
-      this.#probes.push({ peers, tag, since, ...settling(resolve, reject, onSettled) });
+      const settle = settling(resolve, reject, onSettled);
+      if (this.#failed) return settle.reject(this.#failed);
+      const waiting = peers.find((p) => this.#arrivals[p].some((a) => a.tag === tag && !a.waiter));
+      if (waiting !== undefined) return settle.resolve(waiting);
+      if (peers.every((p) => this.#closed[p])) return settle.reject(this.#closed[peers[0]]!);
+      this.#probes.push({ peers, tag, since: performance.now(), ...settle });
     });
   }
 
