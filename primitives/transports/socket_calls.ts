@@ -80,17 +80,25 @@ function bind(): SocketCalls {
   ).symbols;
   // errno is per thread: this is the JS thread's, where recv and send run.
   const errno = new Deno.UnsafePointerView(lib.__errno_location()!);
-  /** The call's result, WOULD_BLOCK, or a thrown SocketError. */
-  const checked = (call: string, n: number | bigint): number => {
-    const r = Number(n);
-    if (r >= 0) return r;
-    const e = errno.getInt32();
-    if (e === EAGAIN || e === EINTR) return WOULD_BLOCK;
-    throw new SocketError(call, e);
+  /**
+   * `call()`'s result, WOULD_BLOCK, or a thrown SocketError. A failure is confirmed by a second
+   * call before it is believed: once (in the full test suite, a peer being killed) errno read
+   * back as ENOENT, which recv never sets; a broken socket fails again or reports its end.
+   */
+  const checked = (name: string, call: () => number | bigint): number => {
+    for (let attempt = 0;; attempt++) {
+      const r = Number(call());
+      if (r >= 0) return r;
+      const e = errno.getInt32();
+      if (e === EAGAIN || e === EINTR) return WOULD_BLOCK;
+      if (attempt > 0) throw new SocketError(name, e);
+    }
   };
   return {
-    recv: (fd, into) => checked("recv", lib.recv(fd, into, BigInt(into.byteLength), RECV_FLAGS)),
-    send: (fd, bytes) => checked("send", lib.send(fd, bytes, BigInt(bytes.byteLength), SEND_FLAGS)),
+    recv: (fd, into) =>
+      checked("recv", () => lib.recv(fd, into, BigInt(into.byteLength), RECV_FLAGS)),
+    send: (fd, bytes) =>
+      checked("send", () => lib.send(fd, bytes, BigInt(bytes.byteLength), SEND_FLAGS)),
     poll: async (pollfds, timeoutMs) => {
       await lib.poll(new Uint8Array(pollfds.buffer), BigInt(pollfds.length / 2), timeoutMs);
     },
