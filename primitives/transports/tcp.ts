@@ -222,6 +222,8 @@ export class TcpTransport implements Transport {
   #sockets: SocketCalls | undefined;
   #failed?: Error;
   #closing = false;
+  /** Sleeps in `poll` in flight (socket calls). */
+  #sleeps = new Set<Promise<void>>();
   /** The failure notices' way out, once aborted. */
   #noticesSent?: Promise<void>;
 
@@ -337,6 +339,8 @@ export class TcpTransport implements Transport {
       await within(this.#finish(link, bye).then(() => link.ended), FLUSH_MS);
       link.close();
     }));
+    // Sleeps in `poll` end within a slice: none outlives the transport.
+    await Promise.all(this.#sleeps);
   }
 
   /** Queues one frame on `link`: its header and payload (coalesced when small). */
@@ -432,7 +436,7 @@ export class TcpTransport implements Transport {
       if (now > deadline) return;
       if (idleSince < 0) idleSince = now;
       if (now - idleSince < SPIN_MS) continue;
-      await this.#sockets!.poll(this.#pollSet(), POLL_SLICE_MS);
+      await this.#sleep();
       idle = 0;
     }
   }
@@ -443,9 +447,16 @@ export class TcpTransport implements Transport {
    */
   async #watch(): Promise<void> {
     while (!this.#closedAll()) {
-      await this.#sockets!.poll(this.#pollSet(), POLL_SLICE_MS);
+      await this.#sleep();
       this.#pump();
     }
+  }
+
+  /** Sleeps in `poll` off the JS thread until a socket is ready or a slice has passed. */
+  #sleep(): Promise<void> {
+    const sleep = this.#sockets!.poll(this.#pollSet(), POLL_SLICE_MS);
+    this.#sleeps.add(sleep);
+    return sleep.finally(() => this.#sleeps.delete(sleep));
   }
 
   #closedAll(): boolean {
