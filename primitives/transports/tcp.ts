@@ -162,8 +162,6 @@ class Link {
   /** The end of Deno's write queue. */
   tail: Promise<void> = Promise.resolve();
   readonly outgoing: Outgoing[] = [];
-  /** Shut this side down once `outgoing` is empty (socket calls). */
-  shutdownWhenFlushed = false;
   /** Header and small payload, reused (a frame's bytes are copied out if they must wait). */
   readonly scratch = new Uint8Array(TCP_HEADER_BYTES + COALESCE_BYTES);
   /** This side sent its goodbye (or a failure notice) and writes nothing more. */
@@ -278,19 +276,20 @@ export class TcpTransport implements Transport {
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    if (!this.#sockets) return this.#inbox.post(peer, into, tag);
-    let settled = false;
-    const received = this.#inbox.post(peer, into, tag, () => settled = true);
-    this.#drive(() => settled);
-    return received;
+    return this.#inboxWait((settled) => this.#inbox.post(peer, into, tag, settled));
   }
 
   probe(peers: readonly number[], tag: number): Promise<number> {
-    if (!this.#sockets) return this.#inbox.probe(peers, tag);
+    return this.#inboxWait((settled) => this.#inbox.probe(peers, tag, settled));
+  }
+
+  /** Starts a wait of the inbox; with socket calls, also polls the sockets until it settles. */
+  #inboxWait<T>(start: (onSettled?: () => void) => Promise<T>): Promise<T> {
+    if (!this.#sockets) return start();
     let settled = false;
-    const found = this.#inbox.probe(peers, tag, () => settled = true);
+    const waiting = start(() => settled = true);
     this.#drive(() => settled);
-    return found;
+    return waiting;
   }
 
   /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
