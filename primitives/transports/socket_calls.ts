@@ -52,7 +52,10 @@ let bound: SocketCalls | undefined | null = null;
  * `DCCL_TCP_FFI=0` turns the calls off, `DCCL_TCP_FFI=1` on whatever the count.
  */
 export function socketCalls(size: number): SocketCalls | undefined {
-  const wanted = Deno.env.get("DCCL_TCP_FFI");
+  let wanted: string | undefined;
+  try {
+    wanted = Deno.env.get("DCCL_TCP_FFI");
+  } catch { /* no env permission: the default */ }
   if (wanted === "0" || (wanted !== "1" && size > navigator.hardwareConcurrency)) return undefined;
   if (bound !== null) return bound;
   bound = undefined;
