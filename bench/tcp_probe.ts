@@ -1,7 +1,8 @@
 /**
  * The raw ceilings of the `ws` and `tcp` transports: a plain `Deno.connect` TCP stream on
  * 127.0.0.1 between this process and a worker, at the sizes the closing numbers use, plus a
- * 4-byte ping-pong; then the same stream through npm `ws` alone (1 MiB unmasked frames, server to
+ * 4-byte ping-pong, first through Deno's reads and writes and then through socket calls on the
+ * same connection (how `tcp` moves bytes where it can); then the same stream through npm `ws` alone (1 MiB unmasked frames, server to
  * client), which is what dccl's framing, matching and copies add to; then through Deno's native
  * WebSocket (`Deno.upgradeWebSocket` and the global `WebSocket`), the alternative data path.
  *
@@ -10,6 +11,7 @@
  */
 
 import { WebSocket, WebSocketServer } from "ws";
+import { type SocketCalls, socketCalls, socketFd } from "../primitives/transports/socket_calls.ts";
 
 const SIZES = [2 ** 16, 2 ** 20, 2 ** 24].map((floats) => floats * 4);
 /** Sizes of the WebSocket streams: a 4-byte message (its round trip) first. */
@@ -47,6 +49,28 @@ if ((self as { name?: string }).name !== "tcp-peer") {
     const us = ((performance.now() - start) * 1e3) / iters;
     console.log(`stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`);
   }
+  // The same connection through socket calls, as `tcp` moves bytes where it can.
+  const calls = socketCalls(1), fd = socketFd(conn);
+  if (calls && fd !== undefined) {
+    const t1 = performance.now();
+    for (let i = 0; i < pings; i++) {
+      sendAll(calls, fd, one);
+      recvAll(calls, fd, one);
+    }
+    const oneWay = ((performance.now() - t1) * 1e3) / pings / 2;
+    console.log(`socket calls ping-pong 4 B: ${oneWay.toFixed(1)} µs one way`);
+    for (const bytes of SIZES) {
+      const data = new Uint8Array(bytes);
+      const iters = itersFor(bytes);
+      const start = performance.now();
+      for (let i = 0; i < iters; i++) {
+        sendAll(calls, fd, data);
+        recvAll(calls, fd, one);
+      }
+      const us = ((performance.now() - start) * 1e3) / iters;
+      console.log(`socket calls stream ${bytes / 4} floats: ${gbps(bytes, us)} Gb/s`);
+    }
+  } else console.log("socket calls: not available here (see socket_calls.ts)");
   conn.close();
   listener.close();
 
@@ -96,7 +120,34 @@ if ((self as { name?: string }).name !== "tcp-peer") {
         await conn.write(one);
       }
     }
+    const calls = socketCalls(1), fd = socketFd(conn);
+    if (!calls || fd === undefined) return;
+    for (let i = 0; i < 2000; i++) {
+      recvAll(calls, fd, one);
+      sendAll(calls, fd, one);
+    }
+    for (const bytes of SIZES) {
+      const data = new Uint8Array(bytes);
+      for (let i = 0; i < itersFor(bytes); i++) {
+        recvAll(calls, fd, data);
+        sendAll(calls, fd, one);
+      }
+    }
   });
+}
+
+/** Writes all of `data` with socket calls, polling (the probe's two threads have a core each). */
+function sendAll(calls: SocketCalls, fd: number, data: Uint8Array): void {
+  for (let sent = 0; sent < data.length;) sent += Math.max(0, calls.send(fd, data.subarray(sent)));
+}
+
+/** Reads `into.length` bytes with socket calls, polling. */
+function recvAll(calls: SocketCalls, fd: number, into: Uint8Array): void {
+  for (let got = 0; got < into.length;) {
+    const n = calls.recv(fd, into.subarray(got));
+    if (n === 0) throw new Error("closed");
+    if (n > 0) got += n;
+  }
 }
 
 async function readFull(conn: Deno.Conn, into: Uint8Array): Promise<void> {
