@@ -530,13 +530,22 @@ export class Communicator implements AsyncDisposable {
     return this.#runKept(r);
   }
 
-  async #runKept(r: KeptCall): Promise<void> {
-    this.#checkOpen();
+  /** Runs a kept call; not `async`, so a call that completes at once allocates no promise. */
+  #runKept(r: KeptCall): Promise<void> {
+    try {
+      this.#checkOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     try {
       const pending = r.run(this.#begin(r.stamp));
-      if (pending) await pending;
+      return pending
+        ? pending.catch((e) => {
+          throw this.#broke(e);
+        })
+        : DONE;
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(this.#broke(e));
     }
   }
 
@@ -741,6 +750,8 @@ function divideOperand(buf: Operand, k: number): void {
   divide(buf as TypedArray, k);
 }
 
+/** The settled promise of every call that completed at once. */
+const DONE = Promise.resolve();
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 
 /** Stamps of point-to-point messages: only the dtype is checked (lengths are, by the transport). */

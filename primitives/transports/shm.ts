@@ -448,9 +448,8 @@ export class ShmTransport implements Transport, SharedAccess {
     const h = this.#pipeSlot = this.#pipeHeader(writer);
     this.#pipeWriter = writer;
     if (!this.#slotWritten()) this.#waitUntil(this.#slotReadable, this.#describePipe, writer);
-    if (Atomics.load(this.#ctrl, h + PIPE_WORD.SEQ) !== this.#pipeSeq) {
-      throw this.#writerElsewhere(writer);
-    }
+    // A plain read: the atomic load of the wait above already ordered it.
+    if (this.#ctrl[h + PIPE_WORD.SEQ] !== this.#pipeSeq) throw this.#writerElsewhere(writer);
     const theirs = loadStamp(this.#ctrl, h + PIPE_WORD.STAMP);
     if (theirs !== this.#pipeStamp) {
       throw this.calls?.mismatch(writer, this.#pipeStamp, theirs) ?? this.#pipelineMismatch(writer);
@@ -506,7 +505,7 @@ export class ShmTransport implements Transport, SharedAccess {
     const slot = this.#pipeSeq & (PIPE_SLOTS - 1);
     const i = rank * PIPE_SLOTS + slot;
     const cached = this.#pipeViews[i];
-    if (cached?.length === like.length && dtypeOf(cached) === dtypeOf(like)) return cached;
+    if (cached?.length === like.length && cached.constructor === like.constructor) return cached;
     const base = (Atomics.load(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0) +
       2 * EAGER_BYTES;
     return this.#pipeViews[i] = makeView(
