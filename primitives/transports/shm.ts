@@ -384,8 +384,7 @@ export class ShmTransport implements Transport, SharedAccess {
       makeView(
         dtype,
         heapBuffer(heap),
-        (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.EAGER_OFFSET)) >>> 0) +
-          parity * EAGER_BYTES,
+        this.#eagerArea(r) + parity * EAGER_BYTES,
         count,
       )
     );
@@ -494,6 +493,11 @@ export class ShmTransport implements Transport, SharedAccess {
     return true;
   }
 
+  /** Byte offset in `rank`'s heap of its eager area: two eager slots, then the pipeline slots. */
+  #eagerArea(rank: number): number {
+    return Atomics.load(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0;
+  }
+
   /** Int32 index of `rank`'s pipeline slot header for the current pipelined call. */
   #pipeHeader(rank: number): number {
     const slot = this.#pipeSeq & (PIPE_SLOTS - 1);
@@ -506,8 +510,7 @@ export class ShmTransport implements Transport, SharedAccess {
     const i = rank * PIPE_SLOTS + slot;
     const cached = this.#pipeViews[i];
     if (cached?.length === like.length && cached.constructor === like.constructor) return cached;
-    const base = (Atomics.load(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0) +
-      2 * EAGER_BYTES;
+    const base = this.#eagerArea(rank) + 2 * EAGER_BYTES;
     return this.#pipeViews[i] = makeView(
       dtypeOf(like),
       heapBuffer(this.#heaps[rank]),
@@ -620,15 +623,16 @@ export class ShmTransport implements Transport, SharedAccess {
     let spinSince = -1;
     let idleSince = -1;
     let waitingFor = -1;
-    // Ranks outnumber cores: yield from the first poll (spinning even 64 polls holds the core the
-    // awaited rank needs for ~10 µs).
-    const yieldAtOnce = this.#spinMs === 0 && this.#yieldCore !== undefined;
-    let yielding = yieldAtOnce;
+    // Only ranks that outnumber cores have a yielder (and no spin): they hand their core to a peer
+    // from the first poll (spinning even 64 polls holds the awaited rank's core for ~10 µs) and
+    // for YIELD_MS, paying no wake-up, before they sleep.
+    const canYield = this.#yieldCore !== undefined;
+    let yielding = canYield;
     while (!done()) {
       if (this.#progress()) {
         polls = 0;
         spinSince = idleSince = -1;
-        yielding = yieldAtOnce;
+        yielding = canYield;
         continue;
       }
       this.#checkAbort();
@@ -637,8 +641,7 @@ export class ShmTransport implements Transport, SharedAccess {
       const spun = performance.now();
       if (spinSince < 0) spinSince = spun;
       if (spun - spinSince < this.#spinMs) continue;
-      // Ranks outnumber cores: hand the core to a peer (no wake-up to pay) before sleeping.
-      yielding = this.#yieldCore !== undefined && spun - spinSince < this.#spinMs + YIELD_MS;
+      yielding = canYield && spun - spinSince < YIELD_MS;
       if (yielding) continue;
       const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.#word(this.rank, RANK_WORD.DOORBELL);

@@ -84,24 +84,27 @@ function bind(): SocketCalls {
   // errno is per thread: this is the JS thread's, where recv and send run.
   const errno = new Deno.UnsafePointerView(lib.__errno_location()!);
   /**
-   * `call()`'s result, WOULD_BLOCK, or a thrown SocketError. A failure is confirmed by a second
-   * call before it is believed: once (in the full test suite, a peer being killed) errno read
-   * back as ENOENT, which recv never sets; a broken socket fails again or reports its end.
+   * One `send` (or `recv`): the bytes moved, WOULD_BLOCK, or a thrown SocketError. A failure is
+   * confirmed by a second call before it is believed: once (in the full test suite, a peer being
+   * killed) errno read back as ENOENT, which recv never sets; a broken socket fails again or
+   * reports its end. No closure per call: pumps make these calls in polling loops.
    */
-  const checked = (name: string, call: () => number | bigint): number => {
+  const checked = (send: boolean, fd: number, bytes: Uint8Array): number => {
     for (let attempt = 0;; attempt++) {
-      const r = Number(call());
+      const r = Number(
+        send
+          ? lib.send(fd, bytes, BigInt(bytes.byteLength), SEND_FLAGS)
+          : lib.recv(fd, bytes, BigInt(bytes.byteLength), RECV_FLAGS),
+      );
       if (r >= 0) return r;
       const e = errno.getInt32();
       if (e === EAGAIN || e === EINTR) return WOULD_BLOCK;
-      if (attempt > 0) throw new SocketError(name, e);
+      if (attempt > 0) throw new SocketError(send ? "send" : "recv", e);
     }
   };
   return {
-    recv: (fd, into) =>
-      checked("recv", () => lib.recv(fd, into, BigInt(into.byteLength), RECV_FLAGS)),
-    send: (fd, bytes) =>
-      checked("send", () => lib.send(fd, bytes, BigInt(bytes.byteLength), SEND_FLAGS)),
+    recv: (fd, into) => checked(false, fd, into),
+    send: (fd, bytes) => checked(true, fd, bytes),
     poll: async (pollfds, timeoutMs) => {
       await lib.poll(new Uint8Array(pollfds.buffer), BigInt(pollfds.length / 2), timeoutMs);
     },

@@ -183,14 +183,25 @@ class Link {
   /** Where the next bytes read go: straight into the payload once the buffer holds none of it. */
   target(): Uint8Array {
     this.direct = this.due > 0 && this.start === this.end;
-    if (this.direct) return this.into.subarray(this.got);
+    if (this.direct) return this.#rest(this.into, this.got);
     if (this.start === this.end) this.start = this.end = 0;
     else if (this.end === this.buf.byteLength) {
       this.buf.copyWithin(0, this.start, this.end);
       [this.start, this.end] = [0, this.end - this.start];
     }
-    return this.buf.subarray(this.end);
+    return this.#rest(this.buf, this.end);
   }
+
+  /** `of` from `at` on; the view is kept while it stays the same (polls ask again and again). */
+  #rest(of: Uint8Array, at: number): Uint8Array {
+    if (of !== this.#restOf || at !== this.#restAt) {
+      [this.#restOf, this.#restAt, this.#restView] = [of, at, of.subarray(at)];
+    }
+    return this.#restView;
+  }
+  #restOf?: Uint8Array;
+  #restAt = -1;
+  #restView: Uint8Array = new Uint8Array(0);
 
   /** Stops reading; the peer's side counts as ended. */
   stopReading(): void {
@@ -350,10 +361,7 @@ export class TcpTransport implements Transport {
       const coalesce = size <= COALESCE_BYTES;
       if (coalesce && payload) link.scratch.set(payload, TCP_HEADER_BYTES);
       const head = link.scratch.subarray(0, TCP_HEADER_BYTES + (coalesce ? size : 0));
-      // The scratch is reused by the next frame: what of it must wait is copied.
-      const pieces: { bytes: Uint8Array; copy: boolean }[] = [{ bytes: head, copy: true }];
-      if (!coalesce) pieces.push({ bytes: payload!, copy: false });
-      return this.#write(link, pieces);
+      return this.#write(link, head, coalesce ? undefined : payload);
     }
     const run = link.tail.then(async () => {
       writeHeader(link.scratch, h);
@@ -370,40 +378,26 @@ export class TcpTransport implements Transport {
   }
 
   /**
-   * Socket calls: writes `pieces` now as far as the kernel takes them (when nothing is queued
-   * before them) and queues the rest for the pump; resolves once all are written.
+   * Socket calls: queues a frame (`head` from the link's scratch, then `payload` if it was not
+   * coalesced) and writes the queue as far as the kernel takes it now; resolves once the frame is
+   * written. What is left of `head` is copied, since the next frame reuses the scratch.
    */
-  #write(link: Link, pieces: { bytes: Uint8Array; copy: boolean }[]): Promise<void> {
+  #write(link: Link, head: Uint8Array, payload?: Uint8Array): Promise<void> {
     if (link.closed) return Promise.reject(new Error("connection closed"));
-    let i = 0, off = 0;
-    if (link.outgoing.length === 0) {
-      try {
-        for (; i < pieces.length; i++, off = 0) {
-          const bytes = pieces[i].bytes;
-          while (off < bytes.byteLength) {
-            const n = this.#sockets!.send(link.fd!, bytes.subarray(off));
-            if (n === WOULD_BLOCK) break;
-            off += n;
-          }
-          if (off < bytes.byteLength) break;
-        }
-      } catch (e) {
-        return Promise.reject(e);
-      }
-      if (i === pieces.length) return Promise.resolve();
-    }
-    return new Promise((resolve, reject) => {
-      for (; i < pieces.length; i++, off = 0) {
-        const { bytes, copy } = pieces[i];
-        const last = i === pieces.length - 1;
-        link.outgoing.push({
-          bytes: copy ? bytes.slice(off) : bytes,
-          off: copy ? 0 : off,
-          settle: last ? { resolve, reject } : undefined,
-        });
-      }
-      this.#drive(() => link.outgoing.length === 0);
+    const first: Outgoing = { bytes: head, off: 0 };
+    const written = new Promise<void>((resolve, reject) => {
+      link.outgoing.push(first);
+      const last = payload ? { bytes: payload, off: 0 } : first;
+      if (payload) link.outgoing.push(last);
+      last.settle = { resolve, reject };
     });
+    this.#flush(link);
+    if (first.off < head.byteLength && link.outgoing.includes(first)) {
+      first.bytes = head.slice(first.off);
+      first.off = 0;
+    }
+    if (link.outgoing.length > 0) this.#drive(() => link.outgoing.length === 0);
+    return written;
   }
 
   /** Ends this side's stream after the queued frames; the first call decides the last frame. */
