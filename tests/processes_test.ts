@@ -1,7 +1,8 @@
 // The process transports (ws, tcp) with real processes: the correctness matrix, a 2^24-float
 // allreduce, every fault (killed rank, missing rank, mismatch, port in use, unreachable master, bad
 // token, malformed frames) and the env launcher driven by variables the test sets itself.
-import { WebSocket } from "ws";
+import type { IncomingMessage } from "node:http";
+import { WebSocket, WebSocketServer } from "ws";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
@@ -11,11 +12,13 @@ import {
   leadProcesses,
   liveProcesses,
   PORT_MARK,
+  RESULT_MARK,
   spawnProcesses,
   startProcesses,
 } from "../primitives/launch/spawn_processes.ts";
-import { frameProblem, WS_HEADER_BYTES } from "../primitives/transports/ws.ts";
-import { FRAME, readHeader, TCP_HEADER_BYTES, writeHeader } from "../primitives/transports/tcp.ts";
+import { WS_HEADER_BYTES, WsWire } from "../primitives/transports/ws.ts";
+import { TCP_WIRE } from "../primitives/transports/tcp.ts";
+import type { Frame } from "../primitives/transports/stream.ts";
 import { MESH_TRANSPORTS, type MeshTransport } from "../primitives/transports/mesh.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import {
@@ -275,27 +278,108 @@ Deno.test("ws: a connection without the run's token is refused before it sends d
   }
 });
 
-Deno.test("ws: malformed frames are named, never delivered", () => {
-  const frame = (bytes: number, fill: (v: DataView) => void) => {
-    const b = new Uint8Array(bytes);
-    fill(new DataView(b.buffer));
+Deno.test("ws: frames round-trip, and malformed ones are named, never delivered", () => {
+  const [server, client] = [new WsWire(false), new WsWire(true)];
+  const wrote = (wire: WsWire, f: Frame) => {
+    const b = new Uint8Array(wire.maxHeadBytes);
+    return b.subarray(0, wire.write(b, f));
+  };
+  const data = wrote(server, { kind: "data", tag: 3, length: 8, stamp: 5 });
+  assertEquals(client.read(data, 4), {
+    frame: { kind: "data", tag: 3, length: 8, stamp: 5 },
+    bytes: 2 + WS_HEADER_BYTES,
+  });
+  for (const f of [{ kind: "probe", tag: 1, stamp: 2 }, { kind: "bye" }] as Frame[]) {
+    assertEquals((client.read(wrote(server, f), 4) as { frame: Frame }).frame, f);
+  }
+  const notice = wrote(client, { kind: "abort", rank: 2, reason: "é".repeat(100) });
+  const read = server.read(notice, 4) as { frame: Frame & { kind: "abort" } };
+  assertEquals([read.frame.rank, new TextEncoder().encode(read.frame.reason).byteLength], [2, 123]); // cut to what a close frame carries
+  assertEquals(client.read(notice, 4), "a masked frame from a server");
+  assertEquals(client.read(data.subarray(0, 10), 4), undefined, "incomplete");
+  // A 1 GiB message's head: the 64-bit length.
+  const big = wrote(server, { kind: "data", tag: 0, length: 2 ** 30, stamp: 0 });
+  assertEquals((client.read(big, 4) as { frame: { length: number } }).frame.length, 2 ** 30);
+  const bad = (bytes: number[] | Uint8Array, wire = client) => wire.read(Uint8Array.from(bytes), 4);
+  const withHead = (kind: number, stamp = 0) => {
+    const b = data.slice();
+    new DataView(b.buffer).setUint32(2, kind, true);
+    new DataView(b.buffer).setFloat64(10, stamp, true);
     return b;
   };
-  const good = (v: DataView) => {
-    v.setUint32(0, 0xdcc1, true);
-    v.setFloat64(8, 8, true);
-    v.setFloat64(16, 0, true);
-  };
-  assertEquals(frameProblem(frame(WS_HEADER_BYTES + 8, good), true), undefined);
-  assertEquals(frameProblem(frame(WS_HEADER_BYTES + 8, good), false), "text frame");
-  assert_(/shorter than its header/.test(frameProblem(new Uint8Array(5), true)!));
-  assertEquals(frameProblem(frame(WS_HEADER_BYTES, () => {}), true), "bad magic");
-  assert_(/outside a 8-byte message/.test(frameProblem(frame(WS_HEADER_BYTES + 16, good), true)!));
-  const huge = (v: DataView) => {
-    good(v);
-    v.setFloat64(8, 2 ** 40, true);
-  };
-  assert_(/message length/.test(frameProblem(frame(WS_HEADER_BYTES, huge), true)!));
+  assertEquals(bad(withHead(7)), "bad magic");
+  assert_(/call stamp/.test(bad(withHead(0xdcc1, -1)) as string));
+  assertEquals(bad([0x81, 2, 0x68, 0x69]), "a text frame");
+  assertEquals(bad([0x02, 0]), "a fragmented message");
+  assertEquals(bad([0xc2, 0]), "reserved bits set (no extension was agreed)");
+  assertEquals(bad([0x83, 0]), "reserved opcode 3");
+  assertEquals(bad([0x82, 4, 0, 0, 0, 0]), "4-byte frame is shorter than its header");
+  assertEquals(bad([0x82, 127, 0xff, 0, 0, 0, 0, 0, 0, 0]), "a frame longer than 2^53 bytes");
+  assertEquals(bad([0x89, 126, 0, 200]), "a 200-byte control frame");
+  assertEquals(bad([0x88, 2, 0x0f, 0xa4]), "close code 4004 naming rank 4");
+  assertEquals(bad([0x88, 1, 0]), "a 1-byte close frame");
+  assertEquals(bad(data, server), "an unmasked frame from a client");
+  assertEquals(
+    bad([0x82, 0x80 | 16, 0, 0, 0, 0, ...data.subarray(2)], server),
+    "a message on a connection that carries none",
+  );
+  assertEquals(bad([0x88, 2, 0x03, 0xe9]), {
+    frame: { kind: "closed", reason: "closed (code 1001)" },
+    bytes: 4,
+  });
+  assertEquals(bad([0x89, 1, 7]), { frame: { kind: "ping", payload: Uint8Array.of(7) }, bytes: 3 });
+});
+
+Deno.test("ws: a dccl rank and a peer built on npm ws understand each other", async () => {
+  // The test plays rank 1 with npm `ws` alone: its client dials rank 0 (rank 0's messages come
+  // over it) and rank 0 dials its server (rank 1's messages go back over that). Rank 0 runs a
+  // 2-rank allreduce of rank + 1; the peer answers every message with its own value, 2.
+  const token = "interop-token";
+  const server = new WebSocketServer({
+    port: 0,
+    host: "127.0.0.1",
+    verifyClient: ({ req }: { req: IncomingMessage }) =>
+      req.headers["x-dccl-token"] === token && req.headers["x-dccl-rank"] === "0",
+  });
+  await new Promise((r) => server.once("listening", r));
+  const toRank0 = new Promise<WebSocket>((r) => server.once("connection", r));
+  const rank0 = envRank0("ws", {
+    WORLD_SIZE: "2",
+    DCCL_TOKEN: token,
+    DCCL_MODULE: rankModule("sum_rank.ts").href,
+  });
+  const fromRank0 = new WebSocket(`ws://127.0.0.1:${await rank0.port}`, {
+    headers: { "x-dccl-token": token, "x-dccl-rank": "1" },
+  });
+  const closes: number[] = [];
+  let answered = 0;
+  fromRank0.on("message", async (data: Uint8Array, isBinary: boolean) => {
+    if (!isBinary) {
+      JSON.parse(new TextDecoder().decode(data)); // the rendezvous table
+      return fromRank0.send("ack");
+    }
+    // A message: answer with the same dccl header (kind, tag, stamp) and the value 2.
+    const reply = new Uint8Array(data.byteLength);
+    reply.set(data.subarray(0, WS_HEADER_BYTES));
+    if (data.byteLength === WS_HEADER_BYTES + 4) {
+      new DataView(reply.buffer).setFloat32(WS_HEADER_BYTES, 2, true);
+    }
+    (await toRank0).send(reply);
+    answered++;
+  });
+  fromRank0.on("close", (code: number) => closes.push(code));
+  toRank0.then((s) => s.on("close", (code: number) => closes.push(code)));
+  await new Promise((r) => fromRank0.once("open", r));
+  fromRank0.send(
+    JSON.stringify({ host: "127.0.0.1", port: (server.address() as { port: number }).port }),
+  );
+  const out = await rank0.output();
+  server.close();
+  assertEquals(out.code, 0, decode(out.stderr));
+  assert_(out.stdout.includes(RESULT_MARK + "3"), out.stdout);
+  assert_(answered >= 1);
+  for (let i = 0; i < 50 && closes.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  assertEquals(closes, [1000, 1000]);
 });
 
 /** Opens a raw TCP connection to `port` and sends `hello`; resolves with the status byte, if any. */
@@ -334,20 +418,38 @@ Deno.test("tcp: a connection without the run's token is refused before it sends 
   }
 });
 
-Deno.test("tcp: malformed frames are named, never delivered", () => {
-  const header = (h: Partial<Parameters<typeof writeHeader>[1]>) => {
-    const b = new Uint8Array(TCP_HEADER_BYTES);
-    writeHeader(b, { kind: FRAME.data, tag: 3, length: 8, stamp: 5, rank: 0, ...h });
-    return readHeader(b, 4);
+Deno.test("tcp: frames round-trip, and malformed ones are named, never delivered", () => {
+  const wrote = (f: Frame) => {
+    const b = new Uint8Array(TCP_WIRE.maxHeadBytes);
+    return b.subarray(0, TCP_WIRE.write(b, f));
   };
-  assertEquals(header({}), { kind: FRAME.data, tag: 3, length: 8, stamp: 5, rank: 0 });
-  assertEquals(header({ kind: 7 }), "bad magic");
-  assert_(/payload/.test(header({ length: 2 ** 40 }) as string));
-  assert_(/payload/.test(header({ length: 1.5 }) as string));
-  assert_(/payload/.test(header({ kind: FRAME.abort, length: 4096 }) as string));
-  assert_(/payload/.test(header({ kind: FRAME.probe, length: 1 }) as string));
-  assert_(/call stamp/.test(header({ stamp: -1 }) as string));
-  assert_(/naming rank 4/.test(header({ kind: FRAME.abort, length: 0, rank: 4 }) as string));
+  for (
+    const f of [
+      { kind: "data", tag: 3, length: 8, stamp: 5 },
+      { kind: "probe", tag: 3, stamp: 5 },
+      { kind: "bye" },
+      { kind: "abort", rank: 3, reason: "why" },
+    ] as Frame[]
+  ) {
+    const b = wrote(f);
+    assertEquals(TCP_WIRE.read(b, 4), { frame: f, bytes: b.byteLength });
+    assertEquals(TCP_WIRE.read(b.subarray(0, b.byteLength - 1), 4), undefined, "incomplete");
+  }
+  const edited = (f: Frame, at: number, value: number, u32 = false) => {
+    const b = wrote(f);
+    const v = new DataView(b.buffer);
+    if (u32) v.setUint32(at, value, true);
+    else v.setFloat64(at, value, true);
+    return TCP_WIRE.read(b, 4) as string;
+  };
+  const data: Frame = { kind: "data", tag: 3, length: 8, stamp: 5 };
+  assertEquals(edited(data, 0, 7, true), "bad magic");
+  assert_(/payload/.test(edited(data, 8, 2 ** 40)));
+  assert_(/payload/.test(edited(data, 8, 1.5)));
+  assert_(/payload/.test(edited({ kind: "abort", rank: 0, reason: "" }, 8, 4096)));
+  assert_(/payload/.test(edited({ kind: "probe", tag: 0, stamp: 0 }, 8, 1)));
+  assert_(/call stamp/.test(edited(data, 16, -1)));
+  assert_(/naming rank 4/.test(edited({ kind: "abort", rank: 0, reason: "" }, 24, 4)));
 });
 
 Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and Slurm variables", () => {

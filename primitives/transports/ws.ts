@@ -1,288 +1,38 @@
 /**
- * The `ws` transport: ranks in separate processes (or hosts) linked by WebSockets (npm `ws`).
- * Each ordered pair has its own connection and data always flows from that connection's server
- * to its client, so no frame is ever masked (client→server masking costs a pass over every byte).
- * Messages go in frames of at most {@linkcode WS_SEGMENT_BYTES} through a few reusable frame
- * buffers per peer, so a 1 GiB message streams through bounded memory.
+ * The `ws` transport: ranks in separate processes (or hosts) linked by WebSockets (RFC 6455).
+ * Each ordered pair of ranks has its own connection and messages always flow from that
+ * connection's server to its client, so they are never masked (masking costs a pass over every
+ * byte); the client side sends only control frames (close), masked as clients must. A message is
+ * one binary frame: a {@linkcode WS_HEADER_BYTES}-byte dccl header (kind, tag, the sender's call
+ * stamp) and the bytes. A rank that finishes closes with 1000; a failure notice is a close with
+ * code 4000 + the failed rank and the reason. Any WebSocket implementation can read these frames
+ * (the tests read them with npm `ws`). The engine (reads, writes, socket calls, goodbyes) is
+ * stream.ts.
  * @module
  */
 
-import type { WebSocket } from "ws";
-import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
-import { DEFAULT_TIMEOUT_MS, MAX_BYTES } from "../types.ts";
-import { Inbox } from "./inbox.ts";
-import type { CallCheck, Transport } from "./transport.ts";
+import { MAX_BYTES } from "../types.ts";
+import {
+  type Connection,
+  type Frame,
+  StreamTransport,
+  type StreamTransportOptions,
+  type Wire,
+} from "./stream.ts";
+import type { MeshConnection } from "./stream_mesh.ts";
 
-/** Largest payload of one frame. */
-export const WS_SEGMENT_BYTES = 1024 * 1024;
-/**
- * Frame header: magic, tag, message length, offset, the sender's call stamp (little-endian u32,
- * u32, f64, f64, f64).
- */
-export const WS_HEADER_BYTES = 32;
+/** dccl's header at the start of a binary frame's payload: kind, tag, stamp (u32, u32, f64). */
+export const WS_HEADER_BYTES = 16;
 /**
  * Close codes from here on (private use, RFC 6455) say "the group failed because rank
  * `code − ABORT_CLOSE_BASE` did", with the reason as close text.
  */
 export const ABORT_CLOSE_BASE = 4000;
-const MAGIC = 0xdcc1;
-/** Magic of a probe: a header without payload carrying this rank's stamp for a stalled call. */
-const PROBE_MAGIC = 0xdcc2;
-/** Frame buffers in flight per peer. */
-const FRAMES_IN_FLIGHT = 4;
-/** How long a send to a closing socket waits for the close event and its reason. */
-const CLOSE_WAIT_MS = 1000;
-
-/** Options of {@linkcode WsTransport}. */
-export interface WsTransportOptions {
-  /** Milliseconds a receive may go without data before it rejects. @default {30000} */
-  timeoutMs?: number;
-}
-
-/** The sockets of one rank: `sendTo[p]` carries data to p, `recvFrom[p]` brings p's data. */
-export interface WsLinks {
-  sendTo: (WebSocket | undefined)[];
-  recvFrom: (WebSocket | undefined)[];
-  /** Frames that arrived from each peer before the transport existed, in order. */
-  backlog: ([Uint8Array, boolean][] | undefined)[];
-}
-
-/** One peer's outgoing side: its socket, free frame buffers and the queue of pending sends. */
-class Outbox {
-  #socket: WebSocket;
-  #free: Uint8Array[] = [];
-  #allocated = 0;
-  #waiting: { resolve: (frame: Uint8Array) => void; reject: (e: Error) => void }[] = [];
-  #tail: Promise<void> = Promise.resolve();
-
-  constructor(socket: WebSocket) {
-    this.#socket = socket;
-  }
-
-  /** Queues `data` as one message; resolves when every byte is copied into frames. */
-  send(
-    data: Uint8Array,
-    tag: number,
-    stamp: number,
-    fail: () => Error | undefined,
-  ): Promise<void> {
-    const run = this.#tail.then(async () => {
-      let offset = 0;
-      do {
-        const failed = fail();
-        if (failed) throw failed;
-        const len = Math.min(WS_SEGMENT_BYTES, data.byteLength - offset);
-        const frame = await this.#frame();
-        const head = new DataView(frame.buffer, frame.byteOffset, WS_HEADER_BYTES);
-        head.setUint32(0, MAGIC, true);
-        head.setUint32(4, tag, true);
-        head.setFloat64(8, data.byteLength, true);
-        head.setFloat64(16, offset, true);
-        head.setFloat64(24, stamp, true);
-        frame.set(data.subarray(offset, offset + len), WS_HEADER_BYTES);
-        this.#socket.send(
-          frame.subarray(0, WS_HEADER_BYTES + len),
-          { binary: true },
-          () => this.#release(frame),
-        );
-        offset += len;
-      } while (offset < data.byteLength);
-    });
-    this.#tail = run.catch(() => {});
-    return run;
-  }
-
-  #frame(): Promise<Uint8Array> | Uint8Array {
-    const free = this.#free.pop();
-    if (free) return free;
-    if (this.#allocated < FRAMES_IN_FLIGHT) {
-      this.#allocated++;
-      return new Uint8Array(WS_HEADER_BYTES + WS_SEGMENT_BYTES);
-    }
-    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
-  }
-
-  #release(frame: Uint8Array): void {
-    const next = this.#waiting.shift();
-    if (next) next.resolve(frame);
-    else this.#free.push(frame);
-  }
-
-  /** Fails sends waiting for a frame buffer (their socket will never free one). */
-  fail(error: Error): void {
-    for (const w of this.#waiting.splice(0)) w.reject(error);
-  }
-}
-
-/** Message transport over a WebSocket mesh (see the module docs). */
-export class WsTransport implements Transport {
-  readonly name = "ws" as const;
-  readonly rank: number;
-  readonly size: number;
-  calls?: CallCheck;
-  #links: WsLinks;
-  #outboxes: (Outbox | undefined)[];
-  #inbox: Inbox;
-  #failed?: Error;
-  #closing = false;
-
-  /** Runs over connected `links` (see {@linkcode connectWs} for making them). */
-  constructor(rank: number, links: WsLinks, options: WsTransportOptions = {}) {
-    this.rank = rank;
-    this.size = links.sendTo.length;
-    this.#links = links;
-    this.#inbox = new Inbox(rank, this.size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
-      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
-      abort: (error) => this.abort(error),
-      stalled: (peer, tag) => this.#probe(peer, tag),
-    });
-    this.#outboxes = links.sendTo.map((s) => s && new Outbox(s));
-    links.recvFrom.forEach((socket, peer) => {
-      if (!socket) return;
-      socket.removeAllListeners("message");
-      for (const [data, isBinary] of links.backlog[peer] ?? []) this.#onFrame(peer, data, isBinary);
-      socket.on(
-        "message",
-        (data: Uint8Array, isBinary: boolean) => this.#onFrame(peer, data, isBinary),
-      );
-    });
-    for (const [list, carriesData] of [[links.sendTo, false], [links.recvFrom, true]] as const) {
-      list.forEach((socket, peer) => {
-        socket?.on(
-          "close",
-          (code: number, reason: Uint8Array) => this.#onClose(peer, carriesData, code, reason),
-        );
-        socket?.on(
-          "error",
-          (e: Error) =>
-            this.abort(
-              new PeerFailedError(peer, `connection to rank ${peer} failed: ${e.message}`),
-            ),
-        );
-      });
-    }
-  }
-
-  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
-    if (this.#failed) return Promise.reject(this.#failed);
-    const socket = this.#links.sendTo[peer]!;
-    if (socket.readyState !== socket.OPEN) return this.#closedTo(peer, socket);
-    return this.#outboxes[peer]!.send(data, tag, stamp, () => this.#failed);
-  }
-
-  /**
-   * A send to a socket that is not open. A peer that aborted has sent its close frame, and
-   * the socket is closing: its close event (soon, bounded here) carries the peer's reason, so
-   * the rejection waits for it instead of racing it with a reason-less "closed".
-   */
-  #closedTo(peer: number, socket: WebSocket): Promise<never> {
-    const closed = () =>
-      this.#failed ?? new PeerFailedError(peer, `connection to rank ${peer} is closed`);
-    if (socket.readyState === socket.CLOSED) return Promise.reject(closed());
-    return new Promise((_, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        reject(closed());
-      };
-      const timer = setTimeout(done, CLOSE_WAIT_MS);
-      socket.once("close", done);
-    });
-  }
-
-  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    return this.#inbox.post(peer, into, tag);
-  }
-
-  probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inbox.probe(peers, tag);
-  }
-
-  /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
-  #probe(peer: number, tag: number): void {
-    const stamp = this.calls?.stampOf(tag);
-    const socket = this.#links.sendTo[peer];
-    if (stamp === undefined || !socket || socket.readyState !== socket.OPEN) return;
-    const frame = new Uint8Array(WS_HEADER_BYTES);
-    const head = new DataView(frame.buffer);
-    head.setUint32(0, PROBE_MAGIC, true);
-    head.setUint32(4, tag, true);
-    head.setFloat64(24, stamp, true);
-    socket.send(frame, { binary: true });
-  }
-
-  /** Fails everything here and closes every connection with a code naming the failed rank. */
-  abort(error: CommError): void {
-    if (this.#failed) return;
-    this.#failed = error;
-    this.#inbox.fail(error);
-    for (const outbox of this.#outboxes) outbox?.fail(error);
-    const { failedRank, reason } = failureNotice(error, this.rank);
-    for (const s of [...this.#links.sendTo, ...this.#links.recvFrom]) {
-      if (s && s.readyState === s.OPEN) s.close(ABORT_CLOSE_BASE + failedRank, closeText(reason));
-    }
-  }
-
-  /** Closes every connection with 1000 ("this rank finished") once queued frames are out. */
-  async close(): Promise<void> {
-    this.#closing = true;
-    this.#inbox.close();
-    const sockets = [...this.#links.sendTo, ...this.#links.recvFrom].filter((s) => s !== undefined);
-    await Promise.all(sockets.map((s) =>
-      new Promise<void>((resolve) => {
-        if (s.readyState === s.CLOSED) return resolve();
-        s.once("close", () => resolve());
-        s.close(1000, "done");
-        // A peer that never answers the close handshake must not hold this rank up.
-        const timer = setTimeout(() => {
-          s.terminate();
-          resolve();
-        }, 2000);
-        s.once("close", () => clearTimeout(timer));
-      })
-    ));
-  }
-
-  /**
-   * A peer that finished closes with 1000: what it sent is still delivered, and once the
-   * connection carrying its data closes, later receives from it fail (its other connection may
-   * close first: the two are separate TCP streams). Any other close (a killed process shows as
-   * 1006) fails every operation at once.
-   */
-  #onClose(peer: number, carriesData: boolean, code: number, reason: Uint8Array): void {
-    if (this.#closing) return;
-    const why = new TextDecoder().decode(reason);
-    if (code >= ABORT_CLOSE_BASE && code < ABORT_CLOSE_BASE + 1000) {
-      return this.abort(noticeError(this.rank, peer, code - ABORT_CLOSE_BASE, why));
-    }
-    const message = `connection to rank ${peer} closed (code ${code}${why ? `: ${why}` : ""})`;
-    if (code !== 1000) this.abort(new PeerFailedError(peer, message));
-    else if (carriesData) this.#inbox.closePeer(peer, new PeerFailedError(peer, message));
-  }
-
-  /** Validates a frame from `peer`; anything malformed closes that connection and fails the rank. */
-  #onFrame(peer: number, data: Uint8Array, isBinary: boolean): void {
-    const problem = frameProblem(data, isBinary);
-    if (problem) {
-      const reason = `malformed frame from rank ${peer}: ${problem}`;
-      this.#links.recvFrom[peer]?.close(1002, closeText(reason));
-      this.abort(new CommError(reason, { failedRank: peer }));
-      return;
-    }
-    const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
-    if (head.getUint32(0, true) === PROBE_MAGIC) {
-      const problem = this.calls?.arrived(peer, head.getUint32(4, true), head.getFloat64(24, true));
-      if (problem) this.abort(problem);
-      return;
-    }
-    this.#inbox.deliver(peer, {
-      tag: head.getUint32(4, true),
-      total: head.getFloat64(8, true),
-      offset: head.getFloat64(16, true),
-      stamp: head.getFloat64(24, true),
-      data: data.subarray(WS_HEADER_BYTES),
-    });
-  }
-}
+const KIND = { data: 0xdcc1, probe: 0xdcc2 } as const;
+export const OPCODE = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
+/** Largest payload of a control frame. */
+const MAX_CONTROL_BYTES = 125;
+const CLOSE_NORMAL = 1000;
 
 /** `text` cut to the 123 bytes of UTF-8 a WebSocket close frame carries. */
 export function closeText(text: string): string {
@@ -291,24 +41,200 @@ export function closeText(text: string): string {
   return new TextDecoder().decode(bytes.subarray(0, 120)).replace(/\uFFFD*$/, "") + "…";
 }
 
-/** Why a frame cannot be a dccl data frame, or undefined when it can. */
-export function frameProblem(data: Uint8Array, isBinary: boolean): string | undefined {
-  if (!isBinary) return "text frame";
-  if (data.byteLength < WS_HEADER_BYTES) {
-    return `${data.byteLength}-byte frame is shorter than its header`;
+/** A frame's first bytes, as read (RFC 6455 §5.2). */
+export interface FrameHead {
+  fin: boolean;
+  /** RSV1–3 (no extension is agreed, so they must be 0). */
+  reserved: number;
+  opcode: number;
+  /** Where the masking key is, if the frame is masked. */
+  maskAt?: number;
+  /** Payload bytes. */
+  length: number;
+  /** Where the payload starts. */
+  at: number;
+}
+
+/** The head of the frame at the start of `bytes`: undefined while incomplete. */
+export function readFrameHead(bytes: Uint8Array): FrameHead | string | undefined {
+  if (bytes.byteLength < 2) return undefined;
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let length = bytes[1] & 0x7f, at = 2;
+  if (length === 126) {
+    if (bytes.byteLength < 4) return undefined;
+    [length, at] = [v.getUint16(2), 4];
+  } else if (length === 127) {
+    if (bytes.byteLength < 10) return undefined;
+    const high = v.getUint32(2);
+    if (high >= 2 ** 21) return "a frame longer than 2^53 bytes";
+    [length, at] = [high * 2 ** 32 + v.getUint32(6), 10];
   }
-  const head = new DataView(data.buffer, data.byteOffset, WS_HEADER_BYTES);
-  const magic = head.getUint32(0, true);
-  if (magic !== MAGIC && magic !== PROBE_MAGIC) return "bad magic";
-  const total = head.getFloat64(8, true), offset = head.getFloat64(16, true);
-  const payload = data.byteLength - WS_HEADER_BYTES;
-  if (!Number.isSafeInteger(total) || total < 0 || total > MAX_BYTES) {
-    return `message length ${total}`;
+  const masked = (bytes[1] & 0x80) !== 0;
+  return {
+    fin: (bytes[0] & 0x80) !== 0,
+    reserved: bytes[0] & 0x70,
+    opcode: bytes[0] & 0x0f,
+    maskAt: masked ? at : undefined,
+    length,
+    at: masked ? at + 4 : at,
+  };
+}
+
+/**
+ * Writes a whole-message frame's head for a `length`-byte payload at the start of `into`, and
+ * then `payload` (masked with a fresh key if `masked`), if given. Returns the bytes written.
+ */
+export function writeFrame(
+  into: Uint8Array,
+  opcode: number,
+  length: number,
+  payload?: Uint8Array,
+  masked = false,
+): number {
+  const v = new DataView(into.buffer, into.byteOffset, into.byteLength);
+  into[0] = 0x80 | opcode; // FIN: every frame is a whole message
+  let at = 2;
+  if (length < 126) into[1] = length;
+  else if (length < 65536) {
+    into[1] = 126;
+    v.setUint16(2, length);
+    at = 4;
+  } else {
+    into[1] = 127;
+    v.setUint32(2, Math.floor(length / 2 ** 32));
+    v.setUint32(6, length >>> 0);
+    at = 10;
   }
-  if (!Number.isSafeInteger(offset) || offset < 0 || offset + payload > total) {
-    return `segment ${offset}+${payload} outside a ${total}-byte message`;
+  if (masked) {
+    into[1] |= 0x80;
+    const mask = crypto.getRandomValues(into.subarray(at, at + 4));
+    at += 4;
+    for (let i = 0; i < length; i++) into[at + i] = payload![i] ^ mask[i & 3];
+  } else if (payload) into.set(payload, at);
+  return at + (payload ? length : 0);
+}
+
+/**
+ * The WebSocket frame format of one side of a connection: a client masks what it writes and
+ * reads only unmasked frames; a server the other way round.
+ */
+export class WsWire implements Wire {
+  readonly maxHeadBytes = 14 + MAX_CONTROL_BYTES;
+  readonly client: boolean;
+
+  constructor(client: boolean) {
+    this.client = client;
   }
-  const stamp = head.getFloat64(24, true);
-  if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
-  return undefined;
+
+  write(into: Uint8Array, f: Frame): number {
+    if (f.kind === "data" || f.kind === "probe") {
+      if (this.client) throw new Error("a WebSocket client side carries no messages");
+      const length = WS_HEADER_BYTES + (f.kind === "data" ? f.length : 0);
+      const at = writeFrame(into, OPCODE.binary, length);
+      const v = new DataView(into.buffer, into.byteOffset + at, WS_HEADER_BYTES);
+      v.setUint32(0, KIND[f.kind], true);
+      v.setUint32(4, f.tag, true);
+      v.setFloat64(8, f.stamp, true);
+      return at + WS_HEADER_BYTES;
+    }
+    if (f.kind === "pong") {
+      return writeFrame(into, OPCODE.pong, f.payload.byteLength, f.payload, this.client);
+    }
+    if (f.kind !== "abort" && f.kind !== "bye") {
+      throw new Error(`a ${f.kind} frame is never written`);
+    }
+    const reason = new TextEncoder().encode(f.kind === "abort" ? closeText(f.reason) : "");
+    const payload = new Uint8Array(2 + reason.byteLength);
+    new DataView(payload.buffer).setUint16(
+      0,
+      f.kind === "abort" ? ABORT_CLOSE_BASE + f.rank : CLOSE_NORMAL,
+    );
+    payload.set(reason, 2);
+    return writeFrame(into, OPCODE.close, payload.byteLength, payload, this.client);
+  }
+
+  read(bytes: Uint8Array, size: number): { frame: Frame; bytes: number } | string | undefined {
+    const head = readFrameHead(bytes);
+    if (head === undefined || typeof head === "string") return head;
+    const { opcode, length, at } = head;
+    if (head.reserved) return "reserved bits set (no extension was agreed)";
+    if (!head.fin || opcode === 0) return "a fragmented message";
+    if ((head.maskAt !== undefined) === this.client) {
+      return this.client ? "a masked frame from a server" : "an unmasked frame from a client";
+    }
+    if (opcode === OPCODE.binary) {
+      if (!this.client) return "a message on a connection that carries none";
+      if (length < WS_HEADER_BYTES) return `${length}-byte frame is shorter than its header`;
+      if (bytes.byteLength < at + WS_HEADER_BYTES) return undefined;
+      const v = new DataView(bytes.buffer, bytes.byteOffset + at, WS_HEADER_BYTES);
+      const kind = v.getUint32(0, true), tag = v.getUint32(4, true), stamp = v.getFloat64(8, true);
+      if (kind !== KIND.data && kind !== KIND.probe) return "bad magic";
+      const payload = length - WS_HEADER_BYTES;
+      if (payload > (kind === KIND.data ? MAX_BYTES : 0)) {
+        return `${payload}-byte ${kind === KIND.data ? "message" : "probe"}`;
+      }
+      if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
+      const frame: Frame = kind === KIND.data
+        ? { kind: "data", tag, length: payload, stamp }
+        : { kind: "probe", tag, stamp };
+      return { frame, bytes: at + WS_HEADER_BYTES };
+    }
+    if (opcode === OPCODE.text) return "a text frame";
+    if (opcode !== OPCODE.close && opcode !== OPCODE.ping && opcode !== OPCODE.pong) {
+      return `reserved opcode ${opcode}`;
+    }
+    if (length > MAX_CONTROL_BYTES) return `a ${length}-byte control frame`;
+    if (bytes.byteLength < at + length) return undefined;
+    const payload = unmasked(bytes, head);
+    const whole = at + length;
+    if (opcode === OPCODE.ping) return { frame: { kind: "ping", payload }, bytes: whole };
+    if (opcode === OPCODE.pong) return { frame: { kind: "pong", payload }, bytes: whole };
+    if (length === 1) return "a 1-byte close frame";
+    const code = length === 0 ? 1005 : new DataView(payload.buffer).getUint16(0);
+    const reason = new TextDecoder().decode(payload.subarray(2));
+    if (code === CLOSE_NORMAL) return { frame: { kind: "bye" }, bytes: whole };
+    if (code >= ABORT_CLOSE_BASE && code < ABORT_CLOSE_BASE + 1000) {
+      const rank = code - ABORT_CLOSE_BASE;
+      if (rank >= size) return `close code ${code} naming rank ${rank}`;
+      return { frame: { kind: "abort", rank, reason }, bytes: whole };
+    }
+    const why = `closed (code ${code}${reason ? `: ${reason}` : ""})`;
+    return { frame: { kind: "closed", reason: why }, bytes: whole };
+  }
+}
+
+/** A copy of the payload of the frame `head` of `bytes` (all of it held), unmasked. */
+export function unmasked(bytes: Uint8Array, head: FrameHead): Uint8Array {
+  const payload = bytes.slice(head.at, head.at + head.length);
+  const m = head.maskAt;
+  if (m !== undefined) {
+    for (let i = 0; i < payload.byteLength; i++) payload[i] ^= bytes[m + (i & 3)];
+  }
+  return payload;
+}
+
+const SERVER = new WsWire(false), CLIENT = new WsWire(true);
+
+/** Message transport over a WebSocket mesh (see the module docs). */
+export class WsTransport extends StreamTransport {
+  readonly name = "ws" as const;
+
+  /**
+   * Runs over the connections of a `size`-rank mesh (see `connectWs` for making them): a dialed
+   * one brings its peer's messages, an accepted one carries this rank's.
+   */
+  constructor(
+    rank: number,
+    size: number,
+    mesh: readonly MeshConnection[],
+    options: StreamTransportOptions = {},
+  ) {
+    const links = mesh.map((c): Connection => ({
+      ...c,
+      wire: c.dialed ? CLIENT : SERVER,
+      sends: !c.dialed,
+      receives: c.dialed,
+    }));
+    super(rank, size, links, options);
+  }
 }
