@@ -7,8 +7,8 @@
  * synchronously costs ~1 µs, so a rank that expects data can poll its sockets the way Open MPI's
  * progress loop does, and hand a large payload to the kernel straight from the caller's buffer.
  * Deno does not expose descriptors, so {@linkcode socketFd} finds one by the connection's ports
- * in /proc. Without FFI permission or on other systems there are no socket calls, and the `tcp`
- * transport uses Deno's own reads and writes.
+ * in /proc. Without FFI permission or on other systems there are no socket calls, and the stream
+ * transports (`tcp`, `ws`) use Deno's own reads and writes.
  * @module
  */
 
@@ -46,7 +46,7 @@ export class SocketError extends Error {
 let bound: SocketCalls | undefined | null = null;
 
 /**
- * The socket calls for a `size`-rank group, or `undefined` where the `tcp` transport should use
+ * The socket calls for a `size`-rank group, or `undefined` where the stream transports (`tcp`, `ws`) should use
  * Deno's reads and writes: calls not available (see the module docs), or ranks outnumbering cores
  * (a rank that polls holds the core its peer needs; such ranks wait better in Deno's event loop).
  * `DCCL_TCP_FFI=0` turns the calls off, `DCCL_TCP_FFI=1` on whatever the count.
