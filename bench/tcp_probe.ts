@@ -2,9 +2,10 @@
  * The raw ceilings of the `ws` and `tcp` transports: a plain `Deno.connect` TCP stream on
  * 127.0.0.1 between this process and a worker, at the sizes the closing numbers use, plus a
  * 4-byte ping-pong, first through Deno's reads and writes and then through socket calls on the
- * same connection (how `tcp` moves bytes where it can); then the same stream through npm `ws` alone (1 MiB unmasked frames, server to
- * client), which is what dccl's framing, matching and copies add to; then through Deno's native
- * WebSocket (`Deno.upgradeWebSocket` and the global `WebSocket`), the alternative data path.
+ * same connection (how `tcp` and `ws` move bytes where they can); then the same stream through the
+ * WebSocket libraries dccl does not use for its data path, for comparison: npm `ws` alone (1 MiB
+ * unmasked frames, server to client) and Deno's native WebSocket (`Deno.upgradeWebSocket` and the
+ * global `WebSocket`). Neither lets a caller drive the socket itself (see ws_connect.ts).
  *
  *     deno run -A bench/tcp_probe.ts
  * @module

@@ -363,18 +363,23 @@ export abstract class StreamTransport implements Transport {
     const size = payload?.byteLength ?? 0;
     const coalesce = size <= COALESCE_BYTES;
     if (this.#sockets) {
-      let n = link.wire.write(link.scratch, frame);
-      if (coalesce && payload) link.scratch.set(payload, n), n += size;
-      return this.#write(link, link.scratch.subarray(0, n), coalesce ? undefined : payload);
+      return this.#write(link, this.#head(link, frame, payload), coalesce ? undefined : payload);
     }
     const run = link.tail.then(async () => {
-      let n = link.wire.write(link.scratch, frame);
-      if (coalesce && payload) link.scratch.set(payload, n), n += size;
-      await writeAll(link.conn, link.scratch.subarray(0, n));
+      await writeAll(link.conn, this.#head(link, frame, payload));
       if (!coalesce) await writeAll(link.conn, payload!);
     });
     link.tail = run.catch(() => {});
     return run;
+  }
+
+  /** `frame`'s head in the link's scratch, followed by the payload when it is small. */
+  #head(link: Link, frame: Frame, payload?: Uint8Array): Uint8Array {
+    const n = link.wire.write(link.scratch, frame);
+    const size = payload?.byteLength ?? 0;
+    if (size === 0 || size > COALESCE_BYTES) return link.scratch.subarray(0, n);
+    link.scratch.set(payload!, n);
+    return link.scratch.subarray(0, n + size);
   }
 
   /**

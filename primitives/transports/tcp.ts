@@ -19,7 +19,7 @@ import type { MeshConnection } from "./stream_mesh.ts";
 /** Frame header: kind, tag, payload length, the sender's call stamp, a rank (u32, u32, f64 ×3). */
 export const TCP_HEADER_BYTES = 32;
 /** Frame kinds, as the header's first word. */
-export const TCP_KIND = { data: 0xdcc1, probe: 0xdcc2, abort: 0xdcc3, bye: 0xdcc4 } as const;
+const TCP_KIND = { data: 0xdcc1, probe: 0xdcc2, abort: 0xdcc3, bye: 0xdcc4 } as const;
 /** Longest failure reason a notice carries. */
 export const MAX_REASON_BYTES = 1024;
 
