@@ -16,8 +16,7 @@
  */
 
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
-import type { TransportName } from "../types.ts";
-import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import { DEFAULT_TIMEOUT_MS, type TransportName } from "../types.ts";
 import { Inbox } from "./inbox.ts";
 import {
   POLLIN,

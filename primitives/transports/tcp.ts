@@ -28,6 +28,7 @@ export const TCP_WIRE: Wire = {
   maxHeadBytes: TCP_HEADER_BYTES + MAX_REASON_BYTES,
 
   write(into, f) {
+    if (!(f.kind in TCP_KIND)) throw new Error(`a ${f.kind} frame is never written`);
     const v = new DataView(into.buffer, into.byteOffset, TCP_HEADER_BYTES);
     const reason = f.kind === "abort"
       ? new TextEncoder().encode(f.reason).subarray(0, MAX_REASON_BYTES)

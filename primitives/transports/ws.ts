@@ -47,24 +47,27 @@ export interface FrameHead {
   /** RSV1–3 (no extension is agreed, so they must be 0). */
   reserved: number;
   opcode: number;
-  /** Where the masking key is, if the frame is masked. */
-  maskAt?: number;
+  /** The masking key, if the frame is masked. */
+  mask?: Uint8Array;
   /** Payload bytes. */
   length: number;
   /** Where the payload starts. */
   at: number;
 }
 
+/** The length of a frame's head, from its second byte (length code and mask bit). */
+export function headBytes(second: number): number {
+  const code = second & 0x7f;
+  return 2 + (code === 126 ? 2 : code === 127 ? 8 : 0) + (second & 0x80 ? 4 : 0);
+}
+
 /** The head of the frame at the start of `bytes`: undefined while incomplete. */
 export function readFrameHead(bytes: Uint8Array): FrameHead | string | undefined {
-  if (bytes.byteLength < 2) return undefined;
+  if (bytes.byteLength < 2 || bytes.byteLength < headBytes(bytes[1])) return undefined;
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let length = bytes[1] & 0x7f, at = 2;
-  if (length === 126) {
-    if (bytes.byteLength < 4) return undefined;
-    [length, at] = [v.getUint16(2), 4];
-  } else if (length === 127) {
-    if (bytes.byteLength < 10) return undefined;
+  if (length === 126) [length, at] = [v.getUint16(2), 4];
+  else if (length === 127) {
     const high = v.getUint32(2);
     if (high >= 2 ** 21) return "a frame longer than 2^53 bytes";
     [length, at] = [high * 2 ** 32 + v.getUint32(6), 10];
@@ -74,10 +77,29 @@ export function readFrameHead(bytes: Uint8Array): FrameHead | string | undefined
     fin: (bytes[0] & 0x80) !== 0,
     reserved: bytes[0] & 0x70,
     opcode: bytes[0] & 0x0f,
-    maskAt: masked ? at : undefined,
+    mask: masked ? bytes.subarray(at, at + 4) : undefined,
     length,
     at: masked ? at + 4 : at,
   };
+}
+
+/**
+ * Why a frame with `head` cannot come to this side (a `client` reads only unmasked frames, a
+ * server only masked ones), whatever its opcode; undefined if it can.
+ */
+export function headProblem(head: FrameHead, client: boolean): string | undefined {
+  if (head.reserved) return "reserved bits set (no extension was agreed)";
+  if (!head.fin || head.opcode === 0) return "a fragmented message";
+  if ((head.mask !== undefined) === client) {
+    return client ? "a masked frame from a server" : "an unmasked frame from a client";
+  }
+  return undefined;
+}
+
+/** Unmasks `payload` in place with `mask` (if the frame was masked); returns it. */
+export function unmask(payload: Uint8Array, mask: Uint8Array | undefined): Uint8Array {
+  if (mask) { for (let i = 0; i < payload.byteLength; i++) payload[i] ^= mask[i & 3]; }
+  return payload;
 }
 
 /**
@@ -157,11 +179,8 @@ export class WsWire implements Wire {
     const head = readFrameHead(bytes);
     if (head === undefined || typeof head === "string") return head;
     const { opcode, length, at } = head;
-    if (head.reserved) return "reserved bits set (no extension was agreed)";
-    if (!head.fin || opcode === 0) return "a fragmented message";
-    if ((head.maskAt !== undefined) === this.client) {
-      return this.client ? "a masked frame from a server" : "an unmasked frame from a client";
-    }
+    const problem = headProblem(head, this.client);
+    if (problem) return problem;
     if (opcode === OPCODE.binary) {
       if (!this.client) return "a message on a connection that carries none";
       if (length < WS_HEADER_BYTES) return `${length}-byte frame is shorter than its header`;
@@ -185,7 +204,7 @@ export class WsWire implements Wire {
     }
     if (length > MAX_CONTROL_BYTES) return `a ${length}-byte control frame`;
     if (bytes.byteLength < at + length) return undefined;
-    const payload = unmasked(bytes, head);
+    const payload = unmask(bytes.slice(at, at + length), head.mask);
     const whole = at + length;
     if (opcode === OPCODE.ping) return { frame: { kind: "ping", payload }, bytes: whole };
     if (opcode === OPCODE.pong) return { frame: { kind: "pong", payload }, bytes: whole };
@@ -201,16 +220,6 @@ export class WsWire implements Wire {
     const why = `closed (code ${code}${reason ? `: ${reason}` : ""})`;
     return { frame: { kind: "closed", reason: why }, bytes: whole };
   }
-}
-
-/** A copy of the payload of the frame `head` of `bytes` (all of it held), unmasked. */
-export function unmasked(bytes: Uint8Array, head: FrameHead): Uint8Array {
-  const payload = bytes.slice(head.at, head.at + head.length);
-  const m = head.maskAt;
-  if (m !== undefined) {
-    for (let i = 0; i < payload.byteLength; i++) payload[i] ^= bytes[m + (i & 3)];
-  }
-  return payload;
 }
 
 const SERVER = new WsWire(false), CLIENT = new WsWire(true);

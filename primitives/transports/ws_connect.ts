@@ -17,7 +17,15 @@ import { createHash } from "node:crypto";
 import { type MeshOptions, parseRank, tokenDigest, tokenMatches } from "./rendezvous.ts";
 import { writeAll } from "./stream.ts";
 import { type Answer, connectStreamMesh, type Handshake, type Reader } from "./stream_mesh.ts";
-import { OPCODE, readFrameHead, unmasked, writeFrame, WsTransport } from "./ws.ts";
+import {
+  headBytes,
+  headProblem,
+  OPCODE,
+  readFrameHead,
+  unmask,
+  writeFrame,
+  WsTransport,
+} from "./ws.ts";
 
 const HEADER_TOKEN = "x-dccl-token";
 const HEADER_RANK = "x-dccl-rank";
@@ -116,30 +124,23 @@ const WS_HANDSHAKE: Handshake = {
   async read(r, maxBytes, fromDialer) {
     const start = await r.exactly(2);
     if (!start) return "nothing (the connection closed)";
-    const extra = ((start[1] & 0x7f) === 126 ? 2 : (start[1] & 0x7f) === 127 ? 8 : 0) +
-      (start[1] & 0x80 ? 4 : 0);
-    const rest = extra > 0 ? await r.exactly(extra) : new Uint8Array(0);
+    const rest = await r.exactly(headBytes(start[1]) - 2);
     if (!rest) return "a frame cut short (the connection closed)";
-    const bytes = new Uint8Array(2 + extra);
+    const bytes = new Uint8Array(2 + rest.byteLength);
     bytes.set(start);
     bytes.set(rest, 2);
-    const head = readFrameHead(bytes);
-    if (typeof head !== "object") return head ?? "a frame cut short";
-    if (head.reserved || !head.fin) return "a fragmented or extended frame";
+    const head = readFrameHead(bytes)!;
+    if (typeof head === "string") return head;
+    // A message from the dialer comes to the listener, the server of the connection.
+    const problem = headProblem(head, !fromDialer);
+    if (problem) return problem;
     if (head.opcode === OPCODE.binary) return "a binary message where text was expected";
     if (head.opcode !== OPCODE.text) return `a frame with opcode ${head.opcode}, not text`;
-    if ((head.maskAt !== undefined) !== fromDialer) {
-      return fromDialer ? "an unmasked frame from a client" : "a masked frame from a server";
-    }
     if (head.length > maxBytes) {
       return `a ${head.length}-byte message (at most ${maxBytes} accepted)`;
     }
     const payload = await r.exactly(head.length);
-    if (!payload) return "a message cut short (the connection closed)";
-    const frame = new Uint8Array(bytes.byteLength + payload.byteLength);
-    frame.set(bytes);
-    frame.set(payload, bytes.byteLength);
-    return unmasked(frame, head);
+    return payload ? unmask(payload, head.mask) : "a message cut short (the connection closed)";
   },
 };
 
