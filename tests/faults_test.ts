@@ -21,6 +21,11 @@ import { NO_GPU } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import type { ReduceOp } from "../primitives/types.ts";
+import { Communicator } from "../primitives/communicator.ts";
+import { connectMesh } from "../primitives/transports/mesh.ts";
+import type { Transport } from "../primitives/transports/transport.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
+import { RankMemory } from "../primitives/memory/rank_memory.ts";
 
 const FAULTS = new URL("./ranks/faults_rank.ts", import.meta.url);
 const quiet = () => {};
@@ -430,3 +435,40 @@ Deno.test("faults: a hostile or broken peer at rendezvous crashes nothing; the r
   await new Promise((r) => setTimeout(r, 200)); // the close reaches rank 0's slot bookkeeping
   await finish();
 });
+
+for (const mesh of ["tcp", "ws"] as const) {
+  Deno.test(`faults: a message that arrived before its receiver had a communicator is still judged: ${mesh}`, async () => {
+    // Both ranks in this process. Rank 0 runs ahead: its data reaches rank 1's transport, which
+    // reads whatever arrives, before rank 1's communicator (and its call check) exists. Rank 1's
+    // receive claims it later and must still see that the calls differ.
+    const options = { size: 2, masterAddr: "127.0.0.1", token: "t", timeoutMs: 5000 };
+    let joined: Promise<Transport> | undefined;
+    const first = await connectMesh(mesh, {
+      ...options,
+      rank: 0,
+      masterPort: 0,
+      onListening: (port) => joined = connectMesh(mesh, { ...options, rank: 1, masterPort: port }),
+    });
+    const second = await joined!;
+    const communicator = (t: Transport) =>
+      new Communicator(t, new RankMemory(new RankHeap(createHeapMemory(1))));
+    const ahead = communicator(first);
+    const early = ahead.allreduce(ahead.alloc(1), { op: "max", algorithm: "recursive_doubling" });
+    early.catch(() => {}); // judged below
+    await new Promise((r) => setTimeout(r, 100)); // rank 1's transport reads rank 0's message
+    const late = communicator(second);
+    await assertRejects(
+      () => late.allreduce(late.alloc(1), { algorithm: "recursive_doubling" }),
+      {
+        name: "MismatchError",
+        message:
+          /^Rank 1 called allreduce\(sum, 1 × f32, recursive_doubling\) but rank 0 called allreduce\(max/,
+      },
+    );
+    // Rank 0 judges rank 1's message itself, or hears rank 1's verdict first.
+    await assertRejects(() => early, {
+      message: /(^|MismatchError: )Rank [01] called allreduce\((max|sum), .* but rank [01] called/,
+    });
+    await Promise.all([ahead[Symbol.asyncDispose](), late[Symbol.asyncDispose]()]);
+  });
+}

@@ -2,6 +2,8 @@
  * The receive side shared by message transports (`worker`, `ws`, `tcp`): segments of tagged messages
  * arrive in order per peer and are matched to posted receives (copied straight in) or kept as
  * unexpected messages until one is posted. Also detects length mismatches and receive timeouts.
+ * A message is judged (`InboxHooks.check`) as it starts to arrive, and an unexpected one again
+ * when a receive claims it.
  * @module
  */
 
@@ -73,7 +75,7 @@ export const STALL_PROBE_MS = 200;
 
 /** What an inbox calls on its transport. */
 export interface InboxHooks {
-  /** Judges each message as it starts to arrive. */
+  /** Judges each message as it starts to arrive, and again when a receive claims it early. */
   check: ArrivalCheck;
   /** Aborts the transport with a problem `check` found. */
   abort(error: CommError): void;
@@ -132,6 +134,13 @@ export class Inbox {
         this.#posted[peer].push(pending);
         this.#lastData[peer] = Math.max(this.#lastData[peer], performance.now());
         return;
+      }
+      // Judged again now that this rank's call has begun: a message that arrived before the
+      // communicator attached its call check (a peer already running) was never judged.
+      const problem = this.#hooks.check(peer, tag, early.stamp);
+      if (problem) {
+        this.#hooks.abort(problem);
+        return settle.reject(this.#failed ?? problem);
       }
       early.waiter = pending;
       this.#settleArrival(peer, early);
