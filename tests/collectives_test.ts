@@ -2,9 +2,11 @@
 // with exact integer-valued inputs, so every algorithm must equal the exact expected result.
 import type { CheckCase } from "./ranks/check_rank.ts";
 import type { PipelineArgs } from "./ranks/pipeline_rank.ts";
+import type { PublishArgs } from "./ranks/publish_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { coreYielder } from "../primitives/transports/yield_core.ts";
+import { heavyFence } from "../primitives/transports/heavy_fence.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 
@@ -97,6 +99,17 @@ for (const transport of ["shm", "worker"] as const) {
     assertEquals(wrong, [0, 0, 0, 0]);
   });
 }
+
+Deno.test("shm publishes small calls with plain stores here, and readers never see them early", async () => {
+  // On x86-64 Linux with FFI, publications are plain stores and sleepers run membarrier
+  // (heavy_fence.ts); 3 × 50 000 calls with fresh values would show a reordering as stale data.
+  assert_(heavyFence() !== undefined, "membarrier is available on Linux x86-64 with FFI");
+  for (const size of [2, 3]) {
+    const args: PublishArgs = { calls: 50_000, pauseEvery: 10_000 };
+    const wrong = await runRanks<number>("publish_rank.ts", { size, transport: "shm", args });
+    assertEquals(wrong, new Array(size).fill(0), `${size} ranks`);
+  }
+});
 
 Deno.test("shm ranks that outnumber the cores can hand theirs over (sched_yield) here", () => {
   const yieldCore = coreYielder();

@@ -1,4 +1,5 @@
 import type { TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { sharedAccess } from "./shm_direct.ts";
 
@@ -20,12 +21,12 @@ export function bcastShmDirect(
   if (buf.byteLength <= shared.pipeBytes) {
     shared.pipeBegin(ctx.stamp);
     if (ctx.rank === root) return shared.pipeWrite(buf);
-    buf.set(shared.pipeRead(root, buf));
+    copy(buf, shared.pipeRead(root, buf));
     return shared.pipeEnd();
   }
   if (buf.byteLength <= shared.eagerBytes) {
     const slots = shared.eagerExchange(buf, ctx.stamp);
-    if (ctx.rank !== root) buf.set(slots[root]);
+    if (ctx.rank !== root) copy(buf, slots[root]);
     return;
   }
   const { rank, size } = ctx;

@@ -5,6 +5,7 @@
  */
 
 import { reduce } from "../../kernels/reduce.ts";
+import { copy } from "../../kernels/copy.ts";
 import type { SharedAccess } from "../transports/transport.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
@@ -31,7 +32,7 @@ export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
 
 /** `dst = slots[0] op slots[1] op …` in rank order, so every rank computes identical bits. */
 export function reduceSlots(op: KernelOp, dst: TypedArray, slots: TypedArray[]): void {
-  if (slots.length === 1) return dst.set(slots[0]);
+  if (slots.length === 1) return copy(dst, slots[0]);
   reduce(op, dst, slots[0], slots[1]);
   for (let r = 2; r < slots.length; r++) reduce(op, dst, dst, slots[r]);
 }

@@ -28,6 +28,8 @@ import {
 } from "../types.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { coreYielder } from "./yield_core.ts";
+import { heavyFence } from "./heavy_fence.ts";
+import { copy } from "../../kernels/copy.ts";
 import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
@@ -160,6 +162,8 @@ export class ShmTransport implements Transport, SharedAccess {
   #timeoutMs: number;
   #spinMs: number;
   #yieldCore?: () => void;
+  /** Set where plain stores publish (heavy_fence.ts); run by a rank about to sleep. */
+  #heavyFence = heavyFence();
   #slotBytes: number;
   #arriveSeq = 0;
   #eagerViews: (TypedArray[] | undefined)[] = [];
@@ -268,7 +272,7 @@ export class ShmTransport implements Transport, SharedAccess {
   /**
    * One arrival: publishes `stamp` and this rank's next arrival number, waits until every rank
    * has arrived as far, and checks that all arrived with the same stamp. Stamp words are written
-   * and read with plain accesses (each Atomics op costs ~15 ns here): the atomic arrival store
+   * and read with plain accesses (each Atomics op costs ~15 ns here): the arrival's `#publish`
    * publishes them, and a parity's words are rewritten only after every peer has arrived at the
    * next arrival, so they have read them.
    */
@@ -278,7 +282,7 @@ export class ShmTransport implements Transport, SharedAccess {
     storeStamp(this.#ctrl, mine, stamp);
     const digest = this.#word(this.rank, RANK_WORD.DIGEST + (seq & 1));
     this.#ctrl[digest] = this.#digest;
-    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.ARRIVE_SEQ), seq);
+    this.#publish(this.#word(this.rank, RANK_WORD.ARRIVE_SEQ), seq);
     this.#ringPeers();
     const arrival = this.#arrival;
     arrival.seq = seq;
@@ -368,7 +372,7 @@ export class ShmTransport implements Transport, SharedAccess {
     }
     // Equal stamps mean equal counts and dtypes, so every rank's slot holds this view's shape.
     const slots = this.#eagerSlots(this.#nextParity, dtypeOf(view), view.length);
-    slots[this.rank].set(view);
+    copy(slots[this.rank], view);
     this.#arriveAll(stamp);
     return slots;
   }
@@ -424,7 +428,7 @@ export class ShmTransport implements Transport, SharedAccess {
     // FNV over the two words just written.
     const digest = Math.imul(this.#digest ^ this.#ctrl[words], DIGEST_PRIME);
     this.#digest = Math.imul(digest ^ this.#ctrl[words + 1], DIGEST_PRIME);
-    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.PIPE_CURRENT), this.#pipeSeq);
+    this.#publish(this.#word(this.rank, RANK_WORD.PIPE_CURRENT), this.#pipeSeq);
   }
 
   pipeWrite(view: TypedArray, reader?: number): void {
@@ -433,11 +437,11 @@ export class ShmTransport implements Transport, SharedAccess {
     if (((this.#pipeSeq - PIPE_SLOTS - this.#pipeAllDone) | 0) > 0) {
       if (!this.#slotFree()) this.#waitUntil(this.#slotFree, this.#describePipe, reader);
     }
-    this.#pipeView(this.rank, view).set(view);
+    copy(this.#pipeView(this.rank, view), view);
     const ctrl = this.#ctrl;
     const h = this.#pipeHeader(this.rank);
     storeStamp(ctrl, h + PIPE_WORD.STAMP, this.#pipeStamp);
-    Atomics.store(ctrl, h + PIPE_WORD.SEQ, this.#pipeSeq);
+    this.#publish(h + PIPE_WORD.SEQ, this.#pipeSeq);
     this.#pipeFinished();
     if (reader !== undefined) this.#ring(reader);
     else this.#ringPeers();
@@ -484,12 +488,13 @@ export class ShmTransport implements Transport, SharedAccess {
 
   /**
    * Publishes that this rank is done with the current pipelined call, every
-   * {@linkcode PIPE_DONE_EVERY} calls (each publication is a fence; a writer waits for calls
-   * PIPE_SLOTS behind its own, which every rank publishes before it can wait on that writer).
+   * {@linkcode PIPE_DONE_EVERY} calls (each publication costs a fence, or a cache line a writer
+   * must fetch; a writer waits for calls PIPE_SLOTS behind its own, which every rank publishes
+   * before it can wait on that writer).
    */
   #pipeFinished(): boolean {
     if ((this.#pipeSeq & (PIPE_DONE_EVERY - 1)) !== 0) return false;
-    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.PIPE_DONE), this.#pipeSeq);
+    this.#publish(this.#word(this.rank, RANK_WORD.PIPE_DONE), this.#pipeSeq);
     return true;
   }
 
@@ -574,9 +579,20 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /**
-   * Wakes `peer` if it sleeps. Callers publish their change first; a sleeper sets SLEEPING, reads
-   * its doorbell, re-checks, then waits on the doorbell value — so with sequentially consistent
-   * atomics either it sees the change or this sees SLEEPING (Dekker). Spinning peers cost one load.
+   * Stores `value` at control word `index` for peers polling it: a plain store where the heavy
+   * fence makes that safe (heavy_fence.ts), else an atomic one.
+   */
+  #publish(index: number, value: number): void {
+    if (this.#heavyFence) this.#ctrl[index] = value;
+    else Atomics.store(this.#ctrl, index, value);
+  }
+
+  /**
+   * Wakes `peer` if it sleeps. Callers publish their change first; a sleeper sets SLEEPING, runs
+   * the heavy fence where there is one, reads its doorbell, re-checks, then waits on the doorbell
+   * value — so either it sees the change or this sees SLEEPING (Dekker; with plain publications
+   * the sleeper's heavy fence stands in for the fence this side leaves out). Spinning peers cost
+   * one load.
    */
   #ring(peer: number): void {
     if (Atomics.load(this.#ctrl, this.#word(peer, RANK_WORD.SLEEPING)) === 0) return;
@@ -646,6 +662,7 @@ export class ShmTransport implements Transport, SharedAccess {
       const sleeping = this.#word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.#word(this.rank, RANK_WORD.DOORBELL);
       Atomics.store(this.#ctrl, sleeping, 1);
+      this.#heavyFence?.(); // peers' plain publications so far are visible to the checks below
       const seen = Atomics.load(this.#ctrl, bell);
       if (!this.#progress() && !done()) Atomics.wait(this.#ctrl, bell, seen, SLEEP_SLICE_MS);
       Atomics.store(this.#ctrl, sleeping, 0);
