@@ -4,6 +4,7 @@
  * @module
  */
 
+import { copy } from "../kernels/copy.ts";
 import { divide } from "../kernels/reduce.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
@@ -366,7 +367,7 @@ export class Communicator implements AsyncDisposable {
       let copyIn = () => {};
       if (host) {
         const [i, o] = [input.view, target.view];
-        if (o !== i) copyIn = () => o.set(i);
+        if (o !== i) copyIn = () => copy(o, i);
         t = o;
       } else {
         t = await this.#resolve(target, side, this.rank === root);
@@ -741,7 +742,7 @@ function copyOperand(src: Operand, dst: Operand): void {
   if (src instanceof GpuBuffer) {
     return src.gpu.kernels.copy(src.gpu.encoder(), src, dst as GpuBuffer);
   }
-  (dst as TypedArray).set(src as TypedArray);
+  copy(dst as TypedArray, src as TypedArray);
 }
 
 /** `buf /= k` (`avg`): host views at once, device buffers by a recorded kernel. */
