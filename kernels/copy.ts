@@ -11,9 +11,9 @@ import type { TypedArray } from "../primitives/types.ts";
  */
 const SHORT_LENGTH = 16;
 
-/** Copies all of `src` into `dst` from element `offset` on; both are of one dtype. */
-export function copy(dst: TypedArray, src: TypedArray, offset = 0): void {
+/** Copies all of `src` into the start of `dst`; both are of one dtype. */
+export function copy(dst: TypedArray, src: TypedArray): void {
   const n = src.length;
-  if (n > SHORT_LENGTH) return dst.set(src, offset);
-  for (let i = 0; i < n; i++) dst[offset + i] = src[i];
+  if (n > SHORT_LENGTH) return dst.set(src);
+  for (let i = 0; i < n; i++) dst[i] = src[i];
 }
