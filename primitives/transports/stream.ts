@@ -27,6 +27,7 @@ import {
   socketFd,
   WOULD_BLOCK,
 } from "./socket_calls.ts";
+import type { MeshConnection } from "./stream_mesh.ts";
 import type { CallCheck, Transport } from "./transport.ts";
 
 /** What a frame says, whatever the wire. */
@@ -61,18 +62,17 @@ export interface Wire {
   read(bytes: Uint8Array, size: number): { frame: Frame; bytes: number } | string | undefined;
 }
 
-/** One connection of a stream transport, as a mesh hands it over. */
-export interface Connection {
-  peer: number;
-  conn: Deno.TcpConn;
+/** How a transport uses one connection of its mesh: its frame format, and which way it carries. */
+export interface Route {
   wire: Wire;
-  /** It carries this rank's messages to `peer`. */
+  /** It carries this rank's messages to the peer. */
   sends: boolean;
-  /** It carries `peer`'s messages to this rank. */
+  /** It carries the peer's messages to this rank. */
   receives: boolean;
-  /** Bytes the mesh read past its own messages: the first of the transport's. */
-  head?: Uint8Array;
 }
+
+/** One connection of a stream transport: as the mesh handed it over, and its route. */
+type Connection = MeshConnection & Route;
 
 /** Options of {@linkcode StreamTransport}. */
 export interface StreamTransportOptions {
@@ -230,6 +230,8 @@ class Link {
  */
 export abstract class StreamTransport implements Transport {
   abstract readonly name: TransportName;
+  /** How this transport uses `c` (called from the constructor: it may read no instance state). */
+  protected abstract route(c: MeshConnection): Route;
   readonly rank: number;
   readonly size: number;
   calls?: CallCheck;
@@ -247,13 +249,17 @@ export abstract class StreamTransport implements Transport {
   /** The failure notices' way out, once aborted. */
   #noticesSent?: Promise<void>;
 
-  /** Runs over `connections` of a `size`-rank mesh, each read no further than its rendezvous. */
+  /**
+   * Runs over the connections of a `size`-rank mesh (see `connectTcp` and `connectWs` for making
+   * them), each read no further than its rendezvous.
+   */
   constructor(
     rank: number,
     size: number,
-    connections: Connection[],
+    mesh: readonly MeshConnection[],
     options: StreamTransportOptions = {},
   ) {
+    const connections: Connection[] = mesh.map((c) => ({ ...c, ...this.route(c) }));
     this.rank = rank;
     this.size = size;
     for (const c of connections) c.conn.setNoDelay(true);

@@ -7,14 +7,7 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
-import {
-  type Connection,
-  type Frame,
-  StreamTransport,
-  type StreamTransportOptions,
-  type Wire,
-} from "./stream.ts";
-import type { MeshConnection } from "./stream_mesh.ts";
+import { type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 
 /** Frame header: kind, tag, payload length, the sender's call stamp, a rank (u32, u32, f64 ×3). */
 export const TCP_HEADER_BYTES = 32;
@@ -78,23 +71,14 @@ export const TCP_WIRE: Wire = {
   },
 };
 
+const BOTH_WAYS: Route = { wire: TCP_WIRE, sends: true, receives: true };
+
 /** Message transport over a TCP mesh (see the module docs). */
 export class TcpTransport extends StreamTransport {
   readonly name = "tcp" as const;
 
-  /** Runs over the connections of a `size`-rank mesh (see `connectTcp` for making them). */
-  constructor(
-    rank: number,
-    size: number,
-    mesh: readonly MeshConnection[],
-    options: StreamTransportOptions = {},
-  ) {
-    const links = mesh.map((c): Connection => ({
-      ...c,
-      wire: TCP_WIRE,
-      sends: true,
-      receives: true,
-    }));
-    super(rank, size, links, options);
+  /** One connection per pair, carrying both ways. */
+  protected route(): Route {
+    return BOTH_WAYS;
   }
 }

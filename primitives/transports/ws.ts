@@ -12,13 +12,7 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
-import {
-  type Connection,
-  type Frame,
-  StreamTransport,
-  type StreamTransportOptions,
-  type Wire,
-} from "./stream.ts";
+import { type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 import type { MeshConnection } from "./stream_mesh.ts";
 
 /** dccl's header at the start of a binary frame's payload: kind, tag, stamp (u32, u32, f64). */
@@ -222,28 +216,15 @@ export class WsWire implements Wire {
   }
 }
 
-const SERVER = new WsWire(false), CLIENT = new WsWire(true);
+const TO_PEER: Route = { wire: new WsWire(false), sends: true, receives: false };
+const FROM_PEER: Route = { wire: new WsWire(true), sends: false, receives: true };
 
 /** Message transport over a WebSocket mesh (see the module docs). */
 export class WsTransport extends StreamTransport {
   readonly name = "ws" as const;
 
-  /**
-   * Runs over the connections of a `size`-rank mesh (see `connectWs` for making them): a dialed
-   * one brings its peer's messages, an accepted one carries this rank's.
-   */
-  constructor(
-    rank: number,
-    size: number,
-    mesh: readonly MeshConnection[],
-    options: StreamTransportOptions = {},
-  ) {
-    const links = mesh.map((c): Connection => ({
-      ...c,
-      wire: c.dialed ? CLIENT : SERVER,
-      sends: !c.dialed,
-      receives: c.dialed,
-    }));
-    super(rank, size, links, options);
+  /** A dialed connection brings its peer's messages, an accepted one carries this rank's. */
+  protected route(c: MeshConnection): Route {
+    return c.dialed ? FROM_PEER : TO_PEER;
   }
 }
