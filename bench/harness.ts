@@ -183,10 +183,7 @@ class Loop {
    */
   async perOp(sized: SizedCase, n: number): Promise<number> {
     const start = performance.now();
-    for (let i = 0; i < n; i++) {
-      if (sized.touch) await sized.touch(); // no microtask turn when nothing is touched
-      await sized.run();
-    }
+    await this.#ops(sized, n);
     await this.#complete();
     return Math.max(0.01, ((performance.now() - start) * 1e3 - this.#floorUs) / n);
   }
@@ -199,11 +196,10 @@ class Loop {
     await this.#comm.barrier();
     let m = 0;
     marks[m++] = performance.now();
-    for (let i = 1; i <= iters; i++) {
-      if (sized.touch) await sized.touch();
-      await sized.run();
-      if (i === iters) await this.#complete();
-      if (i % stride === 0 || i === iters) marks[m++] = performance.now();
+    for (let done = 0; done < iters; done += stride) {
+      await this.#ops(sized, Math.min(stride, iters - done));
+      if (done + stride >= iters) await this.#complete();
+      marks[m++] = performance.now();
     }
     const samplesUs: number[] = [];
     for (let k = 1; k < m; k++) {
@@ -230,6 +226,18 @@ class Loop {
     }
     const totalUs = samplesUs.reduce((s, t) => s + t, 0);
     return { totalUs, samplesUs, touchUs: (touchTotal * 1e3) / iters };
+  }
+
+  /**
+   * `n` ops back to back (touches included): the one loop that warm-ups and timed runs share, so
+   * the code timed is the code the warm-up took through the JIT's tiers (a loop entered once, in
+   * an async function, would run its first thousands of ops unoptimized).
+   */
+  async #ops(sized: SizedCase, n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      if (sized.touch) await sized.touch(); // no microtask turn when nothing is touched
+      await sized.run();
+    }
   }
 
   /**

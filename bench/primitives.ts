@@ -365,10 +365,11 @@ const bcast: PrimitiveSpec = {
     const { rank, size } = comm;
     return prepared(comm, o, [full], (count) => {
       const buf = head(full, count);
+      const options = { root: o.root, algorithm: o.algorithm };
       return {
         buffers: [buf],
         fill: () => rank === o.root ? writeInput(buf, o.op, rank, size) : clear(buf),
-        run: () => comm.bcast(buf, { root: o.root, algorithm: o.algorithm }),
+        run: () => comm.bcast(buf, options),
         wrong: () => wrongInputs(buf, o.op, o.root, size),
       };
     });
@@ -387,10 +388,12 @@ const reduce: PrimitiveSpec = {
     const { rank, size } = comm;
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
+      // One options object per size: the timed loop allocates nothing of its own.
+      const options = { root: o.root, op: o.op, out: recv, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.reduce(send, { root: o.root, op: o.op, out: recv, algorithm: o.algorithm }),
+        run: () => comm.reduce(send, options),
         wrong: async () =>
           await wrongInputs(send, o.op, rank, size) +
           (rank === o.root ? await wrongReducedIn(recv, o.op, size) : 0),
@@ -411,10 +414,11 @@ const allreduce: PrimitiveSpec = {
     const { rank, size } = comm;
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
+      const options = { op: o.op, out: recv, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.allreduce(send, { op: o.op, out: recv, algorithm: o.algorithm }),
+        run: () => comm.allreduce(send, options),
         wrong: () => wrongReducedIn(recv, o.op, size),
       };
     });
@@ -435,10 +439,11 @@ const allgather: PrimitiveSpec = {
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n), recv = head(recvBuf, n * size);
+      const options = { algorithm: o.algorithm };
       return {
         buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.allgather(send, recv, { algorithm: o.algorithm }),
+        run: () => comm.allgather(send, recv, options),
         wrong: async () => {
           let wrong = 0;
           for (let r = 0; r < size; r++) {
@@ -465,10 +470,11 @@ const reduceScatter: PrimitiveSpec = {
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const n = Math.floor(count / size);
       const send = head(sendBuf, n * size), recv = head(recvBuf, n);
+      const options = { op: o.op, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
         fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.reduceScatter(send, recv, { op: o.op, algorithm: o.algorithm }),
+        run: () => comm.reduceScatter(send, recv, options),
         wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
       };
     });

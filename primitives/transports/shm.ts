@@ -509,19 +509,23 @@ export class ShmTransport implements Transport, SharedAccess {
     return this.#word(rank, RANK_WORD.PIPE + slot * PIPE_WORD.WORDS);
   }
 
-  /** `rank`'s pipeline slot of the current call viewed like `like`. */
+  /**
+   * `rank`'s pipeline slot of the current call viewed like `like`: inside the slot's header line
+   * when it fits there (one line crosses cores per call, and reading consecutive calls walks
+   * consecutive lines), else in the rank's heap.
+   */
   #pipeView(rank: number, like: TypedArray): TypedArray {
     const slot = this.#pipeSeq & (PIPE_SLOTS - 1);
     const i = rank * PIPE_SLOTS + slot;
     const cached = this.#pipeViews[i];
     if (cached?.length === like.length && cached.constructor === like.constructor) return cached;
-    const base = this.#eagerArea(rank) + 2 * EAGER_BYTES;
-    return this.#pipeViews[i] = makeView(
-      dtypeOf(like),
-      heapBuffer(this.#heaps[rank]),
-      base + slot * PIPE_BYTES,
-      like.length,
-    );
+    const [buffer, offset] = like.byteLength <= PIPE_WORD.INLINE_BYTES
+      ? [this.#control, (this.#pipeHeader(rank) + PIPE_WORD.INLINE) * 4]
+      : [
+        heapBuffer(this.#heaps[rank]),
+        this.#eagerArea(rank) + 2 * EAGER_BYTES + slot * PIPE_BYTES,
+      ];
+    return this.#pipeViews[i] = makeView(dtypeOf(like), buffer, offset, like.length);
   }
 
   /** The slot header a pipeline read waits for, in a field so waits allocate nothing. */

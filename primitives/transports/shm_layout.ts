@@ -6,13 +6,19 @@
 
 /** Pipeline slots per rank: a writer runs at most this many pipelined calls ahead of a reader. */
 export const PIPE_SLOTS = 64;
-/** Word offsets inside one pipeline slot header (4 words, four headers per 64-byte line). */
+/**
+ * Word offsets inside one pipeline slot header, a 64-byte line of its own: a writer running ahead
+ * fills the next slot while a reader still reads this one, and shared lines would bounce.
+ */
 export const PIPE_WORD = {
   /** The pipelined call (a per-group count) whose data the slot holds; published last. */
   SEQ: 0,
   /** The call's stamp as two words (`storeStamp`). */
   STAMP: 1,
-  WORDS: 4,
+  /** Small calls' data: {@linkcode PIPE_WORD.INLINE_BYTES} from this word (16-byte aligned). */
+  INLINE: 4,
+  INLINE_BYTES: 48,
+  WORDS: 16,
 } as const;
 
 /** Control words (Int32 indices). */
@@ -28,19 +34,20 @@ export const CTRL = {
   /** First word of the abort reason text. */
   ABORT_REASON: 4,
   /**
-   * Each rank owns three 64-byte lines from here on: a sleep line written only around sleeps, an
-   * arrival line written on every collective, and a line of pipelined-call progress; then the
-   * headers of its pipeline slots. Keeping them apart means polling peers and checking whether
-   * they sleep never pulls a freshly written line across cores.
+   * Each rank owns four 64-byte lines from here on: a sleep line written only around sleeps, an
+   * arrival line written on every collective, a line of pipelined calls finished, and a line of
+   * the pipelined call in progress; then the headers of its pipeline slots. Keeping them apart
+   * means polling peers and checking whether they sleep never pulls a freshly written line across
+   * cores.
    */
   RANK_BASE: 64,
-  RANK_WORDS: 48 + PIPE_SLOTS * PIPE_WORD.WORDS,
+  RANK_WORDS: 64 + PIPE_SLOTS * PIPE_WORD.WORDS,
 } as const;
 
 /** Longest abort reason kept, bytes. */
 const ABORT_REASON_MAX = (CTRL.RANK_BASE - CTRL.ABORT_REASON) * 4;
 
-/** Word offsets inside a rank's two lines. */
+/** Word offsets inside a rank's lines. */
 export const RANK_WORD = {
   /** Futex word: bumped by anyone who may have unblocked this rank while it sleeps. */
   DOORBELL: 0,
@@ -60,18 +67,19 @@ export const RANK_WORD = {
   CLOSED_ARRIVALS: 30,
   CLOSED_DIGEST: 31,
   /**
-   * The last pipelined call this rank has finished (a line of its own: written on every pipelined
-   * call, read by writers only when they run out of slots).
+   * The last pipelined call this rank has finished (a line of its own: written every few
+   * pipelined calls, read by a writer that runs out of slots, which may poll it while this rank
+   * writes its current call).
    */
   PIPE_DONE: 32,
   /**
    * The pipelined call this rank is in, and two parities each of its stamp (two words): peers
    * waiting on this rank's slot read them to tell a slow writer from one in another call.
    */
-  PIPE_CURRENT: 33,
-  PIPE_CURRENT_STAMP: 34,
+  PIPE_CURRENT: 48,
+  PIPE_CURRENT_STAMP: 49,
   /** The first pipeline slot header: {@linkcode PIPE_SLOTS} of {@linkcode PIPE_WORD}. */
-  PIPE: 48,
+  PIPE: 64,
 } as const;
 
 /** Slots per ring. */
