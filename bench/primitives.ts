@@ -365,6 +365,7 @@ const bcast: PrimitiveSpec = {
     const { rank, size } = comm;
     return prepared(comm, o, [full], (count) => {
       const buf = head(full, count);
+      // One options object per size, as a user's loop makes it: the timed loop allocates nothing.
       const options = { root: o.root, algorithm: o.algorithm };
       return {
         buffers: [buf],
@@ -388,7 +389,6 @@ const reduce: PrimitiveSpec = {
     const { rank, size } = comm;
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
-      // One options object per size: the timed loop allocates nothing of its own.
       const options = { root: o.root, op: o.op, out: recv, algorithm: o.algorithm };
       return {
         buffers: [send, recv],

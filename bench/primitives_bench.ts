@@ -1,6 +1,7 @@
 /**
  * `deno bench`: every primitive at 1 float, 64 KiB, 4 MiB and 64 MiB over each transport (shm,
- * worker, ws, tcp, and gpu where an adapter exists), 2 ranks. Groups are per primitive and size, so transports compare side by side.
+ * worker, ws, tcp, and gpu where an adapter exists), 2 ranks. Groups are per primitive and size,
+ * so transports compare side by side.
  * Ranks and buffers are set up outside the timed region; small sizes run a batch of operations
  * per benchmark iteration (named in the benchmark) so the launcher→ranks handoff (~tens of µs)
  * does not swamp them. For latency curves use the CLI (`deno task allreduce`).

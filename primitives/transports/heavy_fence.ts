@@ -5,8 +5,9 @@
  * `Atomics.store` is sequentially consistent: on x86 it drains the store buffer, and that waits
  * for the cache lines the data went to, which a peer on another core just read. That wait was
  * much of a pipelined 1-float bcast (medians of 8 alternating runs, 2 workers on this 2-vCPU VM:
- * 0.36 µs a call with atomic publications, 0.29 µs with plain ones). On x86-64 plain stores already reach other cores in program order (TSO), and
- * V8 keeps typed-array stores in program order, so a plain store publishes as well.
+ * 0.36 µs a call with atomic publications, 0.29 µs with plain ones). On x86-64 plain stores
+ * already reach other cores in program order (TSO), and V8 keeps typed-array stores in program
+ * order, so a plain store publishes as well.
  *
  * The one place that needs more is going to sleep: a rank marks itself asleep and checks once
  * more for the data, while a publisher stores the data and then checks whether to wake it (a

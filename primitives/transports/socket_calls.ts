@@ -46,9 +46,10 @@ export class SocketError extends Error {
 let bound: SocketCalls | undefined | null = null;
 
 /**
- * The socket calls for a `size`-rank group, or `undefined` where the stream transports (`tcp`, `ws`) should use
- * Deno's reads and writes: calls not available (see the module docs), or ranks outnumbering cores
- * (a rank that polls holds the core its peer needs; such ranks wait better in Deno's event loop).
+ * The socket calls for a `size`-rank group, or `undefined` where the stream transports (`tcp`,
+ * `ws`) should use Deno's reads and writes: calls not available (see the module docs), or ranks
+ * outnumbering cores (a rank that polls holds the core its peer needs; such ranks wait better in
+ * Deno's event loop).
  * `DCCL_TCP_FFI=0` turns the calls off, `DCCL_TCP_FFI=1` on whatever the count.
  */
 export function socketCalls(size: number): SocketCalls | undefined {
