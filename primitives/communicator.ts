@@ -29,6 +29,7 @@ import {
 import { callStamp } from "./stamp.ts";
 import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
+  DONE,
   type Dtype,
   DTYPE_INFO,
   dtypeOf,
@@ -751,8 +752,6 @@ function divideOperand(buf: Operand, k: number): void {
   divide(buf as TypedArray, k);
 }
 
-/** The settled promise of every call that completed at once. */
-const DONE = Promise.resolve();
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 
 /** Stamps of point-to-point messages: only the dtype is checked (lengths are, by the transport). */

@@ -69,3 +69,9 @@ export const MAX_BYTES = 2 ** 30;
 
 /** Milliseconds an operation may wait without progress before it fails, unless told otherwise. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * The settled promise of work that finished within the call, returned instead of a fresh one (a
+ * small call then allocates none) and recognised by callers, which can skip waiting on it.
+ */
+export const DONE: Promise<void> = Promise.resolve();

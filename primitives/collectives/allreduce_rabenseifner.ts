@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { foldIn, foldOut } from "./fold.ts";
+import { foldIn, foldOf, foldOut, realRank } from "./fold.ts";
 
 /**
  * Rabenseifner: reduce-scatter by recursive halving, then allgather by recursive doubling, on the
@@ -12,7 +12,8 @@ export async function allreduceRabenseifner(
   buf: TypedArray,
   op: KernelOp,
 ): Promise<void> {
-  const fold = await foldIn(ctx, buf, op);
+  const fold = foldOf(ctx);
+  if (fold.rem > 0) await foldIn(ctx, buf, op, fold);
   const { p2, newRank } = fold;
   if (newRank >= 0 && p2 > 1) {
     const range = (lo: number, hi: number) => {
@@ -23,14 +24,14 @@ export async function allreduceRabenseifner(
     let lo = 0, hi = p2;
     const steps: { partner: number; lo: number; hi: number }[] = [];
     for (let mask = p2 >> 1; mask >= 1; mask >>= 1) {
-      const partner = fold.real(newRank ^ mask);
+      const partner = realRank(fold, newRank ^ mask);
       const mid = (lo + hi) >> 1;
       const [keepLo, keepHi, giveLo, giveHi] = newRank & mask
         ? [mid, hi, lo, mid]
         : [lo, mid, mid, hi];
       const keep = range(keepLo, keepHi);
       const tmp = ctx.scratch(dtypeOf(buf), keep.length, 0);
-      await Promise.all([ctx.send(partner, range(giveLo, giveHi)), ctx.recv(partner, tmp)]);
+      await ctx.sendrecv(partner, range(giveLo, giveHi), partner, tmp);
       ctx.reduceInto(op, keep, tmp);
       steps.push({ partner, lo, hi });
       [lo, hi] = [keepLo, keepHi];
@@ -39,9 +40,9 @@ export async function allreduceRabenseifner(
     for (const step of steps.reverse()) {
       const mid = (step.lo + step.hi) >> 1;
       const other = lo === step.lo ? range(mid, step.hi) : range(step.lo, mid);
-      await Promise.all([ctx.send(step.partner, range(lo, hi)), ctx.recv(step.partner, other)]);
+      await ctx.sendrecv(step.partner, range(lo, hi), step.partner, other);
       [lo, hi] = [step.lo, step.hi];
     }
   }
-  await foldOut(ctx, buf, fold);
+  if (fold.rem > 0) await foldOut(ctx, buf, fold);
 }

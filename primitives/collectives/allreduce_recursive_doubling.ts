@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { foldIn, foldOut } from "./fold.ts";
+import { foldIn, foldOf, foldOut, realRank } from "./fold.ts";
 
 /**
  * Recursive doubling: log2(p2) rounds in which partners `r ^ mask` swap their whole buffer and
@@ -12,14 +12,15 @@ export async function allreduceRecursiveDoubling(
   buf: TypedArray,
   op: KernelOp,
 ): Promise<void> {
-  const fold = await foldIn(ctx, buf, op);
+  const fold = foldOf(ctx);
+  if (fold.rem > 0) await foldIn(ctx, buf, op, fold);
   if (fold.newRank >= 0) {
     const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);
     for (let mask = 1; mask < fold.p2; mask <<= 1) {
-      const partner = fold.real(fold.newRank ^ mask);
-      await Promise.all([ctx.send(partner, buf), ctx.recv(partner, tmp)]);
+      const partner = realRank(fold, fold.newRank ^ mask);
+      await ctx.sendrecv(partner, buf, partner, tmp);
       ctx.reduceInto(op, buf, tmp);
     }
   }
-  await foldOut(ctx, buf, fold);
+  if (fold.rem > 0) await foldOut(ctx, buf, fold);
 }

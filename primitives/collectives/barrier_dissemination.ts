@@ -7,6 +7,6 @@ const EMPTY = new Int32Array(0);
 export async function barrierDissemination(ctx: CollectiveContext): Promise<void> {
   const { rank, size } = ctx;
   for (let k = 1; k < size; k <<= 1) {
-    await Promise.all([ctx.send(mod(rank + k, size), EMPTY), ctx.recv(mod(rank - k, size), EMPTY)]);
+    await ctx.sendrecv(mod(rank + k, size), EMPTY, mod(rank - k, size), EMPTY);
   }
 }

@@ -10,6 +10,7 @@ import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
 import {
+  DONE,
   type Dtype,
   DTYPE_INFO,
   dtypeOf,
@@ -29,6 +30,8 @@ export class CollectiveContext {
   /** Stamp of the call in progress (primitives/stamp.ts): what every message and arrival carries. */
   stamp = 0;
   #scratch: (Uint8Array | undefined)[] = [];
+  /** The last view of each scratch slot, handed out again while a call repeats. */
+  #views: (TypedArray | undefined)[] = [];
 
   /** Binds a transport and the rank's heap. */
   constructor(
@@ -53,6 +56,16 @@ export class CollectiveContext {
     return handled(this.transport.recv(peer, bytesOf(view), this.tag));
   }
 
+  /**
+   * Sends `view` to `to` and receives `into` from `from` (MPI_Sendrecv). Both are posted before
+   * it yields, so partners that exchange this way never deadlock, whatever the size.
+   */
+  sendrecv(to: number, view: TypedArray, from: number, into: TypedArray): Promise<unknown> {
+    const sent = this.send(to, view);
+    const received = this.recv(from, into);
+    return sent === DONE ? received : Promise.all([sent, received]);
+  }
+
   /** `dst = dst op src`. */
   reduceInto(op: KernelOp, dst: TypedArray, src: TypedArray): void {
     reduce(op, dst, dst, src);
@@ -70,8 +83,11 @@ export class CollectiveContext {
       const grown = Math.max(bytes, (region?.byteLength ?? 0) * 2, 4096);
       const f = this.heap.alloc("f64", Math.ceil(grown / 8));
       region = this.#scratch[slot] = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+      this.#views[slot] = undefined;
     }
-    return makeView(dtype, region.buffer, region.byteOffset, count);
+    const last = this.#views[slot];
+    if (last?.length === count && dtypeOf(last) === dtype) return last;
+    return this.#views[slot] = makeView(dtype, region.buffer, region.byteOffset, count);
   }
 
   /** `src` itself when it lives in this rank's heap, else a scratch copy (a bounce buffer). */
@@ -87,7 +103,7 @@ function ignore(): void {}
 
 /** `p`, with a rejection handler attached so that leaving it unawaited is not an error. */
 function handled<T>(p: Promise<T>): Promise<T> {
-  p.catch(ignore);
+  if (p !== DONE) p.catch(ignore); // DONE never rejects
   return p;
 }
 

@@ -12,33 +12,44 @@ import type { CollectiveContext } from "./context.ts";
 export interface Fold {
   /** Largest power of two ≤ size. */
   p2: number;
+  /** Ranks beyond p2: the first 2·rem ranks fold in pairs (none when size is a power of two). */
+  rem: number;
   /** Rank inside the power-of-two group, or −1 for a rank that sits out. */
   newRank: number;
-  /** Real rank of a group member. */
-  real(newRank: number): number;
 }
 
-/** Folds `buf` into the power-of-two group (1 message for the first 2·rem ranks). */
-export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: KernelOp): Promise<Fold> {
+/** This rank's place in the fold (no messages). */
+export function foldOf(ctx: CollectiveContext): Fold {
   const { rank, size } = ctx;
   const p2 = 1 << Math.floor(Math.log2(size));
   const rem = size - p2;
-  const real = (nr: number) => (nr < rem ? nr * 2 + 1 : nr + rem);
-  if (rank >= 2 * rem) return { p2, newRank: rank - rem, real };
-  if (rank % 2 === 0) {
-    await ctx.send(rank + 1, buf);
-    return { p2, newRank: -1, real };
-  }
+  const newRank = rank >= 2 * rem ? rank - rem : rank % 2 === 0 ? -1 : rank >> 1;
+  return { p2, rem, newRank };
+}
+
+/** The real rank of group member `newRank`. */
+export function realRank(fold: Fold, newRank: number): number {
+  return newRank < fold.rem ? newRank * 2 + 1 : newRank + fold.rem;
+}
+
+/** Folds `buf` into the power-of-two group (1 message for the first 2·rem ranks). */
+export async function foldIn(
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: KernelOp,
+  fold: Fold,
+): Promise<void> {
+  const { rank } = ctx;
+  if (rank >= 2 * fold.rem) return;
+  if (rank % 2 === 0) return void await ctx.send(rank + 1, buf);
   const tmp = ctx.scratch(dtypeOf(buf), buf.length, 1);
   await ctx.recv(rank - 1, tmp);
   ctx.reduceInto(op, buf, tmp);
-  return { p2, newRank: rank >> 1, real };
 }
 
 /** Returns the result to the ranks that sat out. */
 export async function foldOut(ctx: CollectiveContext, buf: TypedArray, fold: Fold): Promise<void> {
-  const rem = ctx.size - fold.p2;
-  if (ctx.rank >= 2 * rem) return;
+  if (ctx.rank >= 2 * fold.rem) return;
   if (ctx.rank % 2 === 0) await ctx.recv(ctx.rank + 1, buf);
   else await ctx.send(ctx.rank - 1, buf);
 }

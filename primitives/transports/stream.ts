@@ -16,7 +16,7 @@
  */
 
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
-import { DEFAULT_TIMEOUT_MS, type TransportName } from "../types.ts";
+import { DEFAULT_TIMEOUT_MS, DONE, type TransportName } from "../types.ts";
 import { Inbox } from "./inbox.ts";
 import {
   POLLIN,
@@ -55,11 +55,38 @@ export interface Wire {
    */
   write(into: Uint8Array, frame: Frame): number;
   /**
-   * The frame at the start of `bytes` from a `size`-rank group with the bytes its head took (all
-   * of a frame but a data frame's payload); undefined while the head is incomplete; why not, if
-   * it cannot be one.
+   * The frame at `at` (0 unless given) of `bytes`, whose bytes run to `end` (their end unless
+   * given), from a `size`-rank group, with the bytes its head took (all of a frame but a data
+   * frame's payload); undefined while the head is incomplete; why not, if it cannot be one.
    */
-  read(bytes: Uint8Array, size: number): { frame: Frame; bytes: number } | string | undefined;
+  read(
+    bytes: Uint8Array,
+    size: number,
+    at?: number,
+    end?: number,
+  ): { frame: Frame; bytes: number } | string | undefined;
+}
+
+const dataViews = new WeakMap<ArrayBufferLike, DataView>();
+
+/**
+ * A DataView of the whole buffer behind `bytes`, made once per buffer: `bytes[i]` is at
+ * `bytes.byteOffset + i`. Frames are read and written in each link's two fixed buffers, where a
+ * DataView per frame would cost more than parsing the frame.
+ */
+export function bufferView(bytes: Uint8Array): DataView {
+  let view = dataViews.get(bytes.buffer);
+  if (!view) dataViews.set(bytes.buffer, view = new DataView(bytes.buffer));
+  return view;
+}
+
+/**
+ * Copies `n` bytes of `from` at `fromAt` into `into` at `at`: a byte loop for the few bytes of a
+ * small message, where a view to copy from would cost more than the copy.
+ */
+function copyBytes(into: Uint8Array, at: number, from: Uint8Array, fromAt = 0, n = from.length) {
+  if (n <= 64) { for (let i = 0; i < n; i++) into[at + i] = from[fromAt + i]; }
+  else into.set(n === from.length ? from : from.subarray(fromAt, fromAt + n), at);
 }
 
 /** How a transport uses one connection of its mesh: its frame format, and which way it carries. */
@@ -155,6 +182,8 @@ class Link {
   /** The end of Deno's write queue. */
   tail: Promise<void> = Promise.resolve();
   readonly outgoing: Outgoing[] = [];
+  /** Why writes fail from now on (a failed write, or the link closed). */
+  writeError?: Error;
   /** Head and small payload, reused (a frame's bytes are copied out if they must wait). */
   readonly scratch: Uint8Array;
   /** This side sent its goodbye (or a failure notice) and writes nothing more. */
@@ -197,6 +226,13 @@ class Link {
     return this.#rest(this.buf, this.end);
   }
 
+  /** The first `n` bytes of `scratch`; the view is kept while `n` stays the same (as calls repeat). */
+  scratchTo(n: number): Uint8Array {
+    if (this.#scratchTo.byteLength !== n) this.#scratchTo = this.scratch.subarray(0, n);
+    return this.#scratchTo;
+  }
+  #scratchTo: Uint8Array = new Uint8Array(0);
+
   /** `of` from `at` on; the view is kept while it stays the same (polls ask again and again). */
   #rest(of: Uint8Array, at: number): Uint8Array {
     if (of !== this.#restOf || at !== this.#restAt) {
@@ -219,7 +255,7 @@ class Link {
     this.closed = true;
     this.stopReading();
     closeQuietly(this.conn);
-    const closed = new Error("connection closed");
+    const closed = this.writeError ??= new Error("connection closed");
     for (const w of this.outgoing.splice(0)) w.settle?.reject(closed);
   }
 }
@@ -300,26 +336,35 @@ export abstract class StreamTransport implements Transport {
       );
     }
     const frame: Frame = { kind: "data", tag, length: data.byteLength, stamp };
-    return this.#frame(link, frame, data).catch((e) => {
+    const sent = this.#frame(link, frame, data);
+    return sent === DONE ? sent : sent.catch((e) => {
       throw this.#failed ??
         new PeerFailedError(peer, `sending to rank ${peer} failed: ${e.message}`);
     });
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    return this.#inboxWait((settled) => this.#inbox.post(peer, into, tag, settled));
+    const small = into.byteLength <= COALESCE_BYTES;
+    return this.#inboxWait((settled) => this.#inbox.post(peer, into, tag, settled), small);
   }
 
   probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inboxWait((settled) => this.#inbox.probe(peers, tag, settled));
+    return this.#inboxWait((settled) => this.#inbox.probe(peers, tag, settled), false);
   }
 
-  /** Starts a wait of the inbox; with socket calls, also polls the sockets until it settles. */
-  #inboxWait<T>(start: (onSettled?: () => void) => Promise<T>): Promise<T> {
+  /**
+   * Starts a wait of the inbox; with socket calls, also polls the sockets until it settles. A
+   * small receive first reads what the kernel holds already: a message sent while this rank was
+   * busy settles it within the call, without a polling loop. (A large one leaves the reading to
+   * the loop, after its siblings posted: read now, their messages would land in buffers of their
+   * own and be copied.)
+   */
+  #inboxWait<T>(start: (onSettled?: () => void) => Promise<T>, small: boolean): Promise<T> {
     if (!this.#sockets) return start();
     let settled = false;
     const waiting = start(() => settled = true);
-    this.#drive(() => settled);
+    if (small && !settled) this.#pump();
+    if (!settled) this.#drive(() => settled);
     return waiting;
   }
 
@@ -382,31 +427,32 @@ export abstract class StreamTransport implements Transport {
   #head(link: Link, frame: Frame, payload?: Uint8Array): Uint8Array {
     const n = link.wire.write(link.scratch, frame);
     const size = payload?.byteLength ?? 0;
-    if (size === 0 || size > COALESCE_BYTES) return link.scratch.subarray(0, n);
-    link.scratch.set(payload!, n);
-    return link.scratch.subarray(0, n + size);
+    if (size === 0 || size > COALESCE_BYTES) return link.scratchTo(n);
+    copyBytes(link.scratch, n, payload!);
+    return link.scratchTo(n + size);
   }
 
   /**
    * Socket calls: queues a frame (`head` from the link's scratch, then `payload` if it was not
-   * coalesced) and writes the queue as far as the kernel takes it now; resolves once the frame is
-   * written. What is left of `head` is copied, since the next frame reuses the scratch.
+   * coalesced) and writes the queue as far as the kernel takes it now. Returns {@linkcode DONE}
+   * when the frame left within the call (a small one usually does), else a promise that resolves
+   * once it is written. What is left of `head` is copied, since the next frame reuses the scratch.
    */
   #write(link: Link, head: Uint8Array, payload?: Uint8Array): Promise<void> {
-    if (link.closed) return Promise.reject(new Error("connection closed"));
+    if (link.writeError) return Promise.reject(link.writeError);
     const first: Outgoing = { bytes: head, off: 0 };
-    const written = new Promise<void>((resolve, reject) => {
-      link.outgoing.push(first);
-      const last = payload ? { bytes: payload, off: 0 } : first;
-      if (payload) link.outgoing.push(last);
-      last.settle = { resolve, reject };
-    });
+    const last = payload ? { bytes: payload, off: 0 } : first;
+    link.outgoing.push(first);
+    if (payload) link.outgoing.push(last);
     this.#flush(link);
-    if (first.off < head.byteLength && link.outgoing.includes(first)) {
+    if (link.outgoing.length === 0) return link.writeError ? Promise.reject(link.writeError) : DONE;
+    // The queue is written in order: `last`, its end, is still in it.
+    const written = new Promise<void>((resolve, reject) => last.settle = { resolve, reject });
+    if (link.outgoing[0] === first) {
       first.bytes = head.slice(first.off);
       first.off = 0;
     }
-    if (link.outgoing.length > 0) this.#drive(() => link.outgoing.length === 0);
+    this.#drive(() => link.outgoing.length === 0);
     return written;
   }
 
@@ -426,7 +472,7 @@ export abstract class StreamTransport implements Transport {
    */
   async #drive(done: () => boolean, deadline = Infinity): Promise<void> {
     await null; // let sibling calls post (and write) before this one spins
-    let idleSince = performance.now();
+    let idleSince = -1;
     let idle = 0;
     while (!done() && !this.#closedAll()) {
       if (this.#pump()) {
@@ -495,7 +541,7 @@ export abstract class StreamTransport implements Transport {
     try {
       while (link.outgoing.length > 0) {
         const w = link.outgoing[0];
-        const n = this.#sockets!.send(link.fd!, w.bytes.subarray(w.off));
+        const n = this.#sockets!.send(link.fd!, w.off ? w.bytes.subarray(w.off) : w.bytes);
         if (n === WOULD_BLOCK) return moved;
         moved = true;
         w.off += n;
@@ -504,7 +550,8 @@ export abstract class StreamTransport implements Transport {
         w.settle?.resolve();
       }
     } catch (e) {
-      for (const w of link.outgoing.splice(0)) w.settle?.reject(e as Error); // send() names the peer
+      link.writeError = e as Error; // send() names the peer
+      for (const w of link.outgoing.splice(0)) w.settle?.reject(link.writeError);
       return true;
     }
     return moved;
@@ -557,7 +604,7 @@ export abstract class StreamTransport implements Transport {
       if (link.due > 0) {
         const take = Math.min(link.end - link.start, link.due);
         if (take === 0) return true;
-        link.into.set(link.buf.subarray(link.start, link.start + take), link.got);
+        copyBytes(link.into, link.got, link.buf, link.start, take);
         link.start += take;
         link.got += take;
         link.due -= take;
@@ -565,7 +612,7 @@ export abstract class StreamTransport implements Transport {
         continue;
       }
       if (link.end === link.start) return true;
-      const read = link.wire.read(link.buf.subarray(link.start, link.end), this.size);
+      const read = link.wire.read(link.buf, this.size, link.start, link.end);
       if (read === undefined) return true; // the rest of the head is still coming
       if (typeof read === "string") {
         this.#malformed(link, read);

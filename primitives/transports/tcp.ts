@@ -7,7 +7,7 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
-import { type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
+import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 
 /** Frame header: kind, tag, payload length, the sender's call stamp, a rank (u32, u32, f64 ×3). */
 export const TCP_HEADER_BYTES = 32;
@@ -22,25 +22,25 @@ export const TCP_WIRE: Wire = {
 
   write(into, f) {
     if (!(f.kind in TCP_KIND)) throw new Error(`a ${f.kind} frame is never written`);
-    const v = new DataView(into.buffer, into.byteOffset, TCP_HEADER_BYTES);
+    const v = bufferView(into), o = into.byteOffset;
     const reason = f.kind === "abort"
       ? new TextEncoder().encode(f.reason).subarray(0, MAX_REASON_BYTES)
       : undefined;
-    v.setUint32(0, TCP_KIND[f.kind as keyof typeof TCP_KIND], true);
-    v.setUint32(4, "tag" in f ? f.tag : 0, true);
-    v.setFloat64(8, f.kind === "data" ? f.length : reason?.byteLength ?? 0, true);
-    v.setFloat64(16, "stamp" in f ? f.stamp : 0, true);
-    v.setFloat64(24, f.kind === "abort" ? f.rank : 0, true);
+    v.setUint32(o, TCP_KIND[f.kind as keyof typeof TCP_KIND], true);
+    v.setUint32(o + 4, "tag" in f ? f.tag : 0, true);
+    v.setFloat64(o + 8, f.kind === "data" ? f.length : reason?.byteLength ?? 0, true);
+    v.setFloat64(o + 16, "stamp" in f ? f.stamp : 0, true);
+    v.setFloat64(o + 24, f.kind === "abort" ? f.rank : 0, true);
     if (reason) into.set(reason, TCP_HEADER_BYTES);
     return TCP_HEADER_BYTES + (reason?.byteLength ?? 0);
   },
 
-  read(bytes, size) {
-    if (bytes.byteLength < TCP_HEADER_BYTES) return undefined;
-    const v = new DataView(bytes.buffer, bytes.byteOffset, TCP_HEADER_BYTES);
-    const kind = v.getUint32(0, true), tag = v.getUint32(4, true);
-    const length = v.getFloat64(8, true), stamp = v.getFloat64(16, true);
-    const rank = v.getFloat64(24, true);
+  read(bytes, size, at = 0, end = bytes.byteLength) {
+    if (end - at < TCP_HEADER_BYTES) return undefined;
+    const v = bufferView(bytes), o = bytes.byteOffset + at;
+    const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
+    const length = v.getFloat64(o + 8, true), stamp = v.getFloat64(o + 16, true);
+    const rank = v.getFloat64(o + 24, true);
     const limit = kind === TCP_KIND.data
       ? MAX_BYTES
       : kind === TCP_KIND.abort
@@ -62,8 +62,8 @@ export const TCP_WIRE: Wire = {
         return `failure notice naming rank ${rank}`;
       }
       // The reason is part of the head: the notice is acted on once all of it is here.
-      if (bytes.byteLength < TCP_HEADER_BYTES + length) return undefined;
-      const text = bytes.subarray(TCP_HEADER_BYTES, TCP_HEADER_BYTES + length);
+      if (end - at < TCP_HEADER_BYTES + length) return undefined;
+      const text = bytes.subarray(at + TCP_HEADER_BYTES, at + TCP_HEADER_BYTES + length);
       frame = { kind: "abort", rank, reason: new TextDecoder().decode(text) };
       return { frame, bytes: TCP_HEADER_BYTES + length };
     }

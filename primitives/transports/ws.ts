@@ -12,7 +12,7 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
-import { type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
+import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 import type { MeshConnection } from "./stream_mesh.ts";
 
 /** dccl's header at the start of a binary frame's payload: kind, tag, stamp (u32, u32, f64). */
@@ -55,23 +55,31 @@ export function headBytes(second: number): number {
   return 2 + (code === 126 ? 2 : code === 127 ? 8 : 0) + (second & 0x80 ? 4 : 0);
 }
 
-/** The head of the frame at the start of `bytes`: undefined while incomplete. */
-export function readFrameHead(bytes: Uint8Array): FrameHead | string | undefined {
-  if (bytes.byteLength < 2 || bytes.byteLength < headBytes(bytes[1])) return undefined;
-  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let length = bytes[1] & 0x7f, at = 2;
-  if (length === 126) [length, at] = [v.getUint16(2), 4];
+/**
+ * The head of the frame at `start` of `bytes` (0 unless given), whose bytes run to `end`:
+ * undefined while incomplete. Its `at` counts from `start`.
+ */
+export function readFrameHead(
+  bytes: Uint8Array,
+  start = 0,
+  end = bytes.byteLength,
+): FrameHead | string | undefined {
+  const first = bytes[start], second = bytes[start + 1];
+  if (end - start < 2 || end - start < headBytes(second)) return undefined;
+  const v = bufferView(bytes), o = bytes.byteOffset + start;
+  let length = second & 0x7f, at = 2;
+  if (length === 126) [length, at] = [v.getUint16(o + 2), 4];
   else if (length === 127) {
-    const high = v.getUint32(2);
+    const high = v.getUint32(o + 2);
     if (high >= 2 ** 21) return "a frame longer than 2^53 bytes";
-    [length, at] = [high * 2 ** 32 + v.getUint32(6), 10];
+    [length, at] = [high * 2 ** 32 + v.getUint32(o + 6), 10];
   }
-  const masked = (bytes[1] & 0x80) !== 0;
+  const masked = (second & 0x80) !== 0;
   return {
-    fin: (bytes[0] & 0x80) !== 0,
-    reserved: bytes[0] & 0x70,
-    opcode: bytes[0] & 0x0f,
-    mask: masked ? bytes.subarray(at, at + 4) : undefined,
+    fin: (first & 0x80) !== 0,
+    reserved: first & 0x70,
+    opcode: first & 0x0f,
+    mask: masked ? bytes.subarray(start + at, start + at + 4) : undefined,
     length,
     at: masked ? at + 4 : at,
   };
@@ -107,18 +115,18 @@ export function writeFrame(
   payload?: Uint8Array,
   masked = false,
 ): number {
-  const v = new DataView(into.buffer, into.byteOffset, into.byteLength);
+  const v = bufferView(into), o = into.byteOffset;
   into[0] = 0x80 | opcode; // FIN: every frame is a whole message
   let at = 2;
   if (length < 126) into[1] = length;
   else if (length < 65536) {
     into[1] = 126;
-    v.setUint16(2, length);
+    v.setUint16(o + 2, length);
     at = 4;
   } else {
     into[1] = 127;
-    v.setUint32(2, Math.floor(length / 2 ** 32));
-    v.setUint32(6, length >>> 0);
+    v.setUint32(o + 2, Math.floor(length / 2 ** 32));
+    v.setUint32(o + 6, length >>> 0);
     at = 10;
   }
   if (masked) {
@@ -147,10 +155,10 @@ export class WsWire implements Wire {
       if (this.client) throw new Error("a WebSocket client side carries no messages");
       const length = WS_HEADER_BYTES + (f.kind === "data" ? f.length : 0);
       const at = writeFrame(into, OPCODE.binary, length);
-      const v = new DataView(into.buffer, into.byteOffset + at, WS_HEADER_BYTES);
-      v.setUint32(0, KIND[f.kind], true);
-      v.setUint32(4, f.tag, true);
-      v.setFloat64(8, f.stamp, true);
+      const v = bufferView(into), o = into.byteOffset + at;
+      v.setUint32(o, KIND[f.kind], true);
+      v.setUint32(o + 4, f.tag, true);
+      v.setFloat64(o + 8, f.stamp, true);
       return at + WS_HEADER_BYTES;
     }
     if (f.kind === "pong") {
@@ -169,8 +177,13 @@ export class WsWire implements Wire {
     return writeFrame(into, OPCODE.close, payload.byteLength, payload, this.client);
   }
 
-  read(bytes: Uint8Array, size: number): { frame: Frame; bytes: number } | string | undefined {
-    const head = readFrameHead(bytes);
+  read(
+    bytes: Uint8Array,
+    size: number,
+    start = 0,
+    end = bytes.byteLength,
+  ): { frame: Frame; bytes: number } | string | undefined {
+    const head = readFrameHead(bytes, start, end);
     if (head === undefined || typeof head === "string") return head;
     const { opcode, length, at } = head;
     const problem = headProblem(head, this.client);
@@ -178,9 +191,10 @@ export class WsWire implements Wire {
     if (opcode === OPCODE.binary) {
       if (!this.client) return "a message on a connection that carries none";
       if (length < WS_HEADER_BYTES) return `${length}-byte frame is shorter than its header`;
-      if (bytes.byteLength < at + WS_HEADER_BYTES) return undefined;
-      const v = new DataView(bytes.buffer, bytes.byteOffset + at, WS_HEADER_BYTES);
-      const kind = v.getUint32(0, true), tag = v.getUint32(4, true), stamp = v.getFloat64(8, true);
+      if (end - start < at + WS_HEADER_BYTES) return undefined;
+      const v = bufferView(bytes), o = bytes.byteOffset + start + at;
+      const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
+      const stamp = v.getFloat64(o + 8, true);
       if (kind !== KIND.data && kind !== KIND.probe) return "bad magic";
       const payload = length - WS_HEADER_BYTES;
       if (payload > (kind === KIND.data ? MAX_BYTES : 0)) {
@@ -197,8 +211,8 @@ export class WsWire implements Wire {
       return `reserved opcode ${opcode}`;
     }
     if (length > MAX_CONTROL_BYTES) return `a ${length}-byte control frame`;
-    if (bytes.byteLength < at + length) return undefined;
-    const payload = unmask(bytes.slice(at, at + length), head.mask);
+    if (end - start < at + length) return undefined;
+    const payload = unmask(bytes.slice(start + at, start + at + length), head.mask);
     const whole = at + length;
     if (opcode === OPCODE.ping) return { frame: { kind: "ping", payload }, bytes: whole };
     if (opcode === OPCODE.pong) return { frame: { kind: "pong", payload }, bytes: whole };
