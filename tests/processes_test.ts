@@ -278,21 +278,34 @@ Deno.test("ws: a connection without the run's token is refused before it sends d
   }
 });
 
+/**
+ * `bytes` where the stream engine meets frames: in the middle of a read buffer (at 5, with bytes
+ * after it), which is itself a view at an offset of its memory.
+ */
+function amid(bytes: Uint8Array): Uint8Array {
+  const buffer = new Uint8Array(7 + 5 + bytes.byteLength + 3).subarray(7);
+  buffer.set(bytes, 5);
+  return buffer;
+}
+
 Deno.test("ws: frames round-trip, and malformed ones are named, never delivered", () => {
   const [server, client] = [new WsWire(false), new WsWire(true)];
   const wrote = (wire: WsWire, f: Frame) => {
-    const b = new Uint8Array(wire.maxHeadBytes);
+    const b = new Uint8Array(9 + wire.maxHeadBytes).subarray(9); // written at an offset too
     return b.subarray(0, wire.write(b, f));
   };
   const data = wrote(server, { kind: "data", tag: 3, length: 8, stamp: 5 });
-  assertEquals(client.read(data, 4), {
-    frame: { kind: "data", tag: 3, length: 8, stamp: 5 },
-    bytes: 2 + WS_HEADER_BYTES,
-  });
+  const dataFrame: Frame = { kind: "data", tag: 3, length: 8, stamp: 5 };
+  const dataRead = { frame: dataFrame, bytes: 2 + WS_HEADER_BYTES };
+  assertEquals(client.read(data, 4), dataRead);
+  const end = 5 + data.byteLength;
+  assertEquals(client.read(amid(data), 4, 5, end), dataRead);
+  assertEquals(client.read(amid(data), 4, 5, end - 1), undefined, "incomplete");
   for (const f of [{ kind: "probe", tag: 1, stamp: 2 }, { kind: "bye" }] as Frame[]) {
     assertEquals((client.read(wrote(server, f), 4) as { frame: Frame }).frame, f);
   }
   const notice = wrote(client, { kind: "abort", rank: 2, reason: "é".repeat(100) });
+  assertEquals(server.read(amid(notice), 4, 5, 5 + notice.byteLength), server.read(notice, 4));
   const read = server.read(notice, 4) as { frame: Frame & { kind: "abort" } };
   assertEquals([read.frame.rank, new TextEncoder().encode(read.frame.reason).byteLength], [2, 123]); // cut to what a close frame carries
   assertEquals(client.read(notice, 4), "a masked frame from a server");
@@ -420,7 +433,7 @@ Deno.test("tcp: a connection without the run's token is refused before it sends 
 
 Deno.test("tcp: frames round-trip, and malformed ones are named, never delivered", () => {
   const wrote = (f: Frame) => {
-    const b = new Uint8Array(TCP_WIRE.maxHeadBytes);
+    const b = new Uint8Array(9 + TCP_WIRE.maxHeadBytes).subarray(9); // written at an offset too
     return b.subarray(0, TCP_WIRE.write(b, f));
   };
   for (
@@ -434,10 +447,13 @@ Deno.test("tcp: frames round-trip, and malformed ones are named, never delivered
     const b = wrote(f);
     assertEquals(TCP_WIRE.read(b, 4), { frame: f, bytes: b.byteLength });
     assertEquals(TCP_WIRE.read(b.subarray(0, b.byteLength - 1), 4), undefined, "incomplete");
+    const end = 5 + b.byteLength;
+    assertEquals(TCP_WIRE.read(amid(b), 4, 5, end), { frame: f, bytes: b.byteLength });
+    assertEquals(TCP_WIRE.read(amid(b), 4, 5, end - 1), undefined, "incomplete");
   }
   const edited = (f: Frame, at: number, value: number, u32 = false) => {
     const b = wrote(f);
-    const v = new DataView(b.buffer);
+    const v = new DataView(b.buffer, b.byteOffset);
     if (u32) v.setUint32(at, value, true);
     else v.setFloat64(at, value, true);
     return TCP_WIRE.read(b, 4) as string;

@@ -90,7 +90,13 @@ export class Inbox {
   #arrivals: Arrival[][];
   /** The message currently arriving from each peer. */
   #current: (Arrival | PendingRecv | undefined)[];
+  /** When each peer was last heard from (data, or a receive from it posted), as the watchdog saw. */
   #lastData: number[];
+  /**
+   * Peers heard from since the watchdog's last look: it stamps their clock then, so a message
+   * costs a store instead of a clock reading (timeouts and stall probes are judged per tick).
+   */
+  #heard: boolean[];
   #timeoutMs: number;
   #failed?: Error;
   /** Peers that closed their end gracefully: what they sent is still delivered, nothing more. */
@@ -110,6 +116,7 @@ export class Inbox {
     this.#arrivals = Array.from({ length: size }, () => []);
     this.#current = new Array(size).fill(undefined);
     this.#lastData = new Array(size).fill(performance.now());
+    this.#heard = new Array(size).fill(false);
     this.#timeoutMs = timeoutMs;
     this.#closed = new Array(size).fill(undefined);
     this.#watchdog = setInterval(
@@ -132,7 +139,7 @@ export class Inbox {
       if (!early) {
         if (this.#closed[peer]) return settle.reject(this.#closed[peer]);
         this.#posted[peer].push(pending);
-        this.#lastData[peer] = Math.max(this.#lastData[peer], performance.now());
+        this.#heard[peer] = true; // its wait starts now
         return;
       }
       // Judged again now that this rank's call has begun: a message that arrived before the
@@ -202,7 +209,7 @@ export class Inbox {
 
   /** `bytes` more bytes of `peer`'s current message are in place; the last settle it. */
   advance(peer: number, bytes: number): void {
-    this.#lastData[peer] = performance.now();
+    this.#heard[peer] = true;
     const cur = this.#current[peer];
     if (!cur) return;
     cur.received += bytes;
@@ -274,6 +281,11 @@ export class Inbox {
 
   #checkTimeouts(): void {
     const now = performance.now();
+    for (let peer = 0; peer < this.#heard.length; peer++) {
+      if (!this.#heard[peer]) continue;
+      this.#lastData[peer] = now;
+      this.#heard[peer] = false;
+    }
     for (let peer = 0; peer < this.#posted.length; peer++) {
       const waiting = this.#posted[peer].length > 0 ||
         this.#arrivals[peer].some((a) => a.waiter) || this.#current[peer] !== undefined;
