@@ -41,7 +41,10 @@ export async function foldIn(
 ): Promise<void> {
   const { rank } = ctx;
   if (rank >= 2 * fold.rem) return;
-  if (rank % 2 === 0) return void await ctx.send(rank + 1, buf);
+  if (rank % 2 === 0) {
+    await ctx.send(rank + 1, buf);
+    return;
+  }
   const tmp = ctx.scratch(dtypeOf(buf), buf.length, 1);
   await ctx.recv(rank - 1, tmp);
   ctx.reduceInto(op, buf, tmp);
