@@ -1,18 +1,11 @@
 /**
- * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly heaps (or one
- * operand does, the other staged through a small memory of the kernel's own), the plain-JS
- * reference otherwise.
+ * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly heaps,
+ * the plain-JS reference otherwise.
  * @module
  */
 
 import { memoryOf } from "../primitives/memory/heap.ts";
-import {
-  DTYPE_INFO,
-  dtypeOf,
-  type KernelOp,
-  makeView,
-  type TypedArray,
-} from "../primitives/types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../primitives/types.ts";
 import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { divideReference, reduceReference } from "./reduce_reference.ts";
 
@@ -31,13 +24,6 @@ export function reduceModule(): WebAssembly.Module {
 
 /** Lengths up to this run the JS loop (same bits as the kernel: tests/kernels_test.ts). */
 const SHORT_LENGTH = 64;
-/**
- * Lengths up to this run the JS loop rather than staging an operand (here staging overtook the
- * loop near 150 floats: 174 against 232 ns at 256, 300 against 500 µs at 2^19).
- */
-const STAGED_MIN_LENGTH = 256;
-/** Bytes staged at a time: chunks that stay in the core's L1 cache between copy, kernel and copy. */
-const STAGE_BYTES = 32 * 1024;
 
 /** Kernel instances per (memory of dst and a, memory of b). */
 const instances = new WeakMap<WebAssembly.Memory, Map<WebAssembly.Memory, WebAssembly.Exports>>();
@@ -70,7 +56,6 @@ export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArr
   }
   // A call into WebAssembly costs more than a short loop (1 float: ~100 ns against ~10 ns).
   if (n > SHORT_LENGTH && reduceWasm(op, dst, a, b)) return;
-  if (n > STAGED_MIN_LENGTH && reduceStaged(op, dst, a, b)) return;
   reduceReference(op, dst, a, b);
 }
 
@@ -92,32 +77,6 @@ export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: Type
     far.byteOffset,
     dst.length,
   );
-  return true;
-}
-
-let stage: WebAssembly.Memory | undefined;
-
-/**
- * The SIMD kernel for operands of which only one lives in a heap (the message algorithms reduce
- * a host buffer with heap scratch), for operands already checked by {@linkcode reduce}: the other
- * operand is copied chunk by chunk into a memory of the kernel's own, reduced there with the heap
- * operand and copied out into `dst`, wherever it lives. Two copies of a cached chunk cost less
- * than the JS loop. False (and nothing done) when neither operand lives in a heap.
- */
-export function reduceStaged(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
-  const [inHeap, outside] = memoryOf(b.buffer) ? [b, a] : [a, b];
-  const heap = memoryOf(inHeap.buffer);
-  if (!heap) return false;
-  stage ??= new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
-  const dtype = dtypeOf(dst);
-  const kernel = kernels(stage, heap)[`${op}_${dtype}`] as ReduceFn;
-  const chunk = makeView(dtype, stage.buffer, 0, STAGE_BYTES / DTYPE_INFO[dtype].bytes);
-  for (let at = 0; at < dst.length; at += chunk.length) {
-    const m = Math.min(chunk.length, dst.length - at);
-    chunk.set(outside.subarray(at, at + m));
-    kernel(0, 0, inHeap.byteOffset + at * inHeap.BYTES_PER_ELEMENT, m);
-    dst.set(m === chunk.length ? chunk : chunk.subarray(0, m), at);
-  }
   return true;
 }
 

@@ -1,7 +1,6 @@
 // WASM SIMD kernels against the JS reference: every op × dtype, odd lengths, unaligned offsets,
-// operands in a second (peer) heap or outside every heap (staged); and the committed binary
-// matches the kernel source.
-import { divide, reduce, reduceStaged, reduceWasm } from "../kernels/reduce.ts";
+// operands in a second (peer) heap; and the committed binary matches the kernel source.
+import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
 import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
 import { compileReduceWasm, toBase64Lines } from "../kernels/build_wasm.ts";
@@ -62,36 +61,6 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length and a
       assertEquals(Array.from(dst), Array.from(ref), `div ${dtype} n=${n}`);
     }
   }
-});
-
-Deno.test("an operand outside every heap is staged through the kernel: the reference's bits", () => {
-  for (const dtype of DTYPES) {
-    const { array, bytes } = DTYPE_INFO[dtype];
-    const chunk = (32 * 1024) / bytes; // reduce.ts's STAGE_BYTES
-    for (const op of KERNEL_OPS) {
-      for (const n of [257, chunk - 1, chunk, chunk + 1, 3 * chunk + 5]) {
-        const host = new array(n), ref = new array(n), dst = new array(n);
-        const inHeap = makeView(dtype, heapBuffer(peer), 4096 + bytes, n); // unaligned
-        for (let i = 0; i < n; i++) {
-          host[i] = values(i, 1, dtype === "i32");
-          inHeap[i] = values(i, 2, dtype === "i32");
-        }
-        reduceReference(op, ref, host, inHeap);
-        assert_(reduceStaged(op, dst, host, inHeap), "staged with the heap operand second");
-        assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n}`);
-        reduceReference(op, ref, inHeap, host);
-        assert_(reduceStaged(op, dst.fill(0), inHeap, host), "and first");
-        assertEquals(Array.from(dst), Array.from(ref), `${op} ${dtype} n=${n} swapped`);
-        // In place on the host operand, as the message algorithms reduce into their buffer.
-        reduceReference(op, ref, host, inHeap);
-        reduce(op, host, host, inHeap);
-        assertEquals(Array.from(host), Array.from(ref), `${op} ${dtype} n=${n} in place`);
-      }
-    }
-  }
-  assert_(
-    !reduceStaged("sum", new Float32Array(300), new Float32Array(300), new Float32Array(300)),
-  );
 });
 
 Deno.test("buffers outside a heap fall back to the JS reference", () => {
