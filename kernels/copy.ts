@@ -1,5 +1,6 @@
 /**
- * Copying between typed arrays of one dtype, fast for the few elements small collectives move.
+ * Copying between typed arrays of one element type, fast for the few elements small collectives
+ * and small messages move.
  * @module
  */
 
@@ -11,9 +12,19 @@ import type { TypedArray } from "../primitives/types.ts";
  */
 const SHORT_LENGTH = 16;
 
-/** Copies all of `src` into the start of `dst`; both are of one dtype. */
-export function copy(dst: TypedArray, src: TypedArray): void {
-  const n = src.length;
-  if (n > SHORT_LENGTH) return dst.set(src);
-  for (let i = 0; i < n; i++) dst[i] = src[i];
+/**
+ * Copies `n` elements of `src` from `srcAt` (all of it by default) into `dst` at `dstAt` (its
+ * start by default); both hold one element type (a dtype's, or bytes).
+ */
+export function copy<T extends TypedArray | Uint8Array>(
+  dst: T,
+  src: T,
+  dstAt = 0,
+  srcAt = 0,
+  n = src.length - srcAt,
+): void {
+  if (n > SHORT_LENGTH) {
+    return dst.set(srcAt === 0 && n === src.length ? src : src.subarray(srcAt, srcAt + n), dstAt);
+  }
+  for (let i = 0; i < n; i++) dst[dstAt + i] = src[srcAt + i];
 }

@@ -15,6 +15,7 @@
  * @module
  */
 
+import { copy } from "../../kernels/copy.ts";
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS, DONE, type TransportName } from "../types.ts";
 import { Inbox } from "./inbox.ts";
@@ -78,15 +79,6 @@ export function bufferView(bytes: Uint8Array): DataView {
   let view = dataViews.get(bytes.buffer);
   if (!view) dataViews.set(bytes.buffer, view = new DataView(bytes.buffer));
   return view;
-}
-
-/**
- * Copies `n` bytes of `from` at `fromAt` into `into` at `at`: a byte loop for the few bytes of a
- * small message, where a view to copy from would cost more than the copy.
- */
-function copyBytes(into: Uint8Array, at: number, from: Uint8Array, fromAt = 0, n = from.length) {
-  if (n <= 64) { for (let i = 0; i < n; i++) into[at + i] = from[fromAt + i]; }
-  else into.set(n === from.length ? from : from.subarray(fromAt, fromAt + n), at);
 }
 
 /** How a transport uses one connection of its mesh: its frame format, and which way it carries. */
@@ -428,7 +420,7 @@ export abstract class StreamTransport implements Transport {
     const n = link.wire.write(link.scratch, frame);
     const size = payload?.byteLength ?? 0;
     if (size === 0 || size > COALESCE_BYTES) return link.scratchTo(n);
-    copyBytes(link.scratch, n, payload!);
+    copy(link.scratch, payload!, n);
     return link.scratchTo(n + size);
   }
 
@@ -604,7 +596,7 @@ export abstract class StreamTransport implements Transport {
       if (link.due > 0) {
         const take = Math.min(link.end - link.start, link.due);
         if (take === 0) return true;
-        copyBytes(link.into, link.got, link.buf, link.start, take);
+        copy(link.into, link.buf, link.got, link.start, take);
         link.start += take;
         link.got += take;
         link.due -= take;
