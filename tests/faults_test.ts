@@ -17,7 +17,7 @@ import { startGroup } from "../primitives/launch/launch.ts";
 import type { TransportName } from "../primitives/types.ts";
 import { TRANSPORTS } from "../primitives/registry.ts";
 import type { MeshTransport } from "../primitives/transports/mesh.ts";
-import { NO_GPU } from "./_gpu.ts";
+import { gpuTest } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import type { ReduceOp } from "../primitives/types.ts";
@@ -50,7 +50,8 @@ function group(
   return startGroup(FAULTS, { size, transport, args, timeoutMs });
 }
 
-// The gpu transport (logical ranks of one thread) runs where an adapter exists. tcp runs twice:
+// The gpu transport (logical ranks of one thread) runs where an adapter exists, one GPU test at a
+// time across the suite (tests/_gpu.ts). tcp runs twice:
 // with socket calls and with Deno's own reads and writes (primitives/transports/socket_calls.ts),
 // each forced so that both run whatever the machine's core count.
 const TRANSPORTS_HERE: [TransportName, string, Record<string, string>][] = [
@@ -59,11 +60,14 @@ const TRANSPORTS_HERE: [TransportName, string, Record<string, string>][] = [
   ["ws", "ws", {}],
   ["tcp", "tcp, socket calls", { DCCL_TCP_FFI: "1" }],
   ["tcp", "tcp, Deno I/O", { DCCL_TCP_FFI: "0" }],
-  ...(NO_GPU ? [] : [["gpu", "gpu", {}] as [TransportName, string, Record<string, string>]]),
+  ["gpu", "gpu", {}],
 ];
 
 for (const [transport, named, env] of TRANSPORTS_HERE) {
-  Deno.test(`faults: survivors catch a peer's failure, keep running and form a new group: ${named}`, async () => {
+  const test = transport === "gpu"
+    ? gpuTest
+    : (name: string, fn: () => Promise<void>) => Deno.test(name, fn);
+  test(`faults: survivors catch a peer's failure, keep running and form a new group: ${named}`, async () => {
     const store = Deno.makeTempDirSync();
     const err = await assertRejects(
       () => group(transport, 3, { mode: "survive", store }, env).results,
@@ -86,7 +90,7 @@ for (const [transport, named, env] of TRANSPORTS_HERE) {
     assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
   });
 
-  Deno.test(`faults: the launcher blames the rank that threw, with its message: ${named}`, async () => {
+  test(`faults: the launcher blames the rank that threw, with its message: ${named}`, async () => {
     // The bug was nondeterministic (the first rank to exit was blamed): repeat.
     for (let i = 0; i < (isProcesses(transport) ? 4 : 3); i++) {
       const err = await assertRejects(
@@ -107,7 +111,7 @@ for (const [transport, named, env] of TRANSPORTS_HERE) {
     }
   });
 
-  Deno.test(`faults: a rank that never returns after its last collective is named: ${named}`, async () => {
+  test(`faults: a rank that never returns after its last collective is named: ${named}`, async () => {
     const start = performance.now();
     const g = isProcesses(transport)
       ? startProcesses(FAULTS, {
@@ -158,7 +162,7 @@ for (const [transport, named, env] of TRANSPORTS_HERE) {
       m === "bcast-vs-allreduce" || m === "dtypes" || m === "bcast-roots"
     )
     : mismatches;
-  Deno.test(`faults: mismatched calls fail with MismatchError on every rank that sees them: ${named}`, async () => {
+  test(`faults: mismatched calls fail with MismatchError on every rank that sees them: ${named}`, async () => {
     for (const [mode, message] of kinds) {
       const err = await assertRejects(() => group(transport, 3, { mode }, env).results, {
         name: "RankFailedError",

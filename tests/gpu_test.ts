@@ -11,9 +11,6 @@ import { liveWorkers, type RankFailedError } from "../mod.ts";
 import { startGroup } from "../primitives/launch/launch.ts";
 import { startThreadRanks } from "../primitives/launch/spawn_thread.ts";
 import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
-import { GpuDevice } from "../primitives/memory/gpu_device.ts";
-import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
-import { MANAGED_PAGE_BYTES, ManagedBuffer } from "../primitives/memory/managed.ts";
 import type { MemoryKind, TransportName } from "../primitives/types.ts";
 
 const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
@@ -73,33 +70,8 @@ gpuTest("gpu: pipelined staging over several segments (2^21 + 3 floats), shm and
 });
 
 gpuTest("gpu: managed buffers migrate page runs on demand and count them", async () => {
-  const gpu = await GpuDevice.open();
-  try {
-    const counts = { migrations: 0, bytes: 0 };
-    const heap = new RankHeap(createHeapMemory());
-    const n = (3 * MANAGED_PAGE_BYTES) / 4; // three pages of f32
-    const buf = ManagedBuffer.alloc(heap, gpu, "f32", n, counts);
-    assertEquals(buf.state, "both");
-    await buf.write(new Float32Array(n).fill(7)); // lands on the host
-    assertEquals([buf.state, counts.migrations], ["host", 0]);
-    await buf.prefetch("device");
-    assertEquals([buf.state, counts.migrations, counts.bytes], ["both", 1, 3 * MANAGED_PAGE_BYTES]);
-    await buf.touch("device"); // device newer: the host copy is stale
-    assertEquals(buf.state, "device");
-    const page = buf.subarray(n / 3, (2 * n) / 3); // the middle page only
-    const got = new Float32Array(n / 3);
-    await page.read(got);
-    assertEquals([got[0], got.at(-1), counts.migrations], [7, 7, 2]);
-    assertEquals([page.state, buf.state], ["both", "device"]);
-    await buf.touch("host");
-    assertEquals(buf.state, "host"); // the rest migrated back first, then the device went stale
-    assertEquals(
-      counts.bytes,
-      3 * MANAGED_PAGE_BYTES + MANAGED_PAGE_BYTES + 2 * MANAGED_PAGE_BYTES,
-    );
-  } finally {
-    gpu.destroy();
-  }
+  const managed = new URL("./ranks/managed_rank.ts", import.meta.url);
+  await startGroup(managed, { size: 1, transport: "shm", gpu: true }).results;
 });
 
 gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
