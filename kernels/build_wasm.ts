@@ -8,7 +8,7 @@
 
 import wabtInit from "wabt";
 import { type MlpBuild, mlpWat } from "./mlp_wat.ts";
-import { reduceWat } from "./reduce_wat.ts";
+import { reduceWat, type Sharing } from "./reduce_wat.ts";
 
 /** Compiles WebAssembly text with every feature the kernels use; returns the binary. */
 async function compileWat(name: string, text: string): Promise<Uint8Array> {
@@ -31,9 +31,16 @@ async function compileWat(name: string, text: string): Promise<Uint8Array> {
   }
 }
 
-/** Compiles the reduction kernel module and returns its binary. */
-export function compileReduceWasm(): Promise<Uint8Array> {
-  return compileWat("reduce.wat", reduceWat());
+const SHARINGS: Sharing[] = ["shared", "private"];
+
+/** Every combination of the reduction kernel's memories (`dst`, `a`, `b`): the generated keys. */
+export const REDUCE_BUILDS: [Sharing, Sharing, Sharing][] = SHARINGS.flatMap((d) =>
+  SHARINGS.flatMap((a) => SHARINGS.map((b): [Sharing, Sharing, Sharing] => [d, a, b]))
+);
+
+/** Compiles the reduction kernel module for one combination of memories; returns its binary. */
+export function compileReduceWasm(build: [Sharing, Sharing, Sharing]): Promise<Uint8Array> {
+  return compileWat(`reduce_${build.join("_")}.wat`, reduceWat(...build));
 }
 
 /** Compiles one build of the trainer's kernel module and returns its binary. */
@@ -49,8 +56,13 @@ export function toBase64Lines(bytes: Uint8Array): string[] {
 }
 
 function constant(doc: string, name: string, bytes: Uint8Array): string {
-  const lines = toBase64Lines(bytes).map((l) => `  "${l}",`).join("\n");
-  return `/** ${doc} */\nexport const ${name}: string = [\n${lines}\n].join("");\n`;
+  return `/** ${doc} */\nexport const ${name}: string = ${joined(bytes, "")};\n`;
+}
+
+/** `bytes` as an expression: base64 lines joined, indented by `indent`. */
+function joined(bytes: Uint8Array, indent: string): string {
+  const lines = toBase64Lines(bytes).map((l) => `${indent}  "${l}",`).join("\n");
+  return `[\n${lines}\n${indent}].join("")`;
 }
 
 async function write(file: string, source: string, constants: string[]): Promise<void> {
@@ -64,12 +76,14 @@ async function write(file: string, source: string, constants: string[]): Promise
 }
 
 if (import.meta.main) {
+  const modules: string[] = [];
+  for (const build of REDUCE_BUILDS) {
+    modules.push(`  ${build.join("_")}: ${joined(await compileReduceWasm(build), "  ")},\n`);
+  }
   await write("./reduce_wasm_bytes.generated.ts", "reduce_wat.ts", [
-    constant(
-      "Base64 of the reduction kernel module.",
-      "REDUCE_WASM_BASE64",
-      await compileReduceWasm(),
-    ),
+    "/** Base64 of the reduction kernel modules, by the sharing of their `dst`, `a` and `b` " +
+    "memories. */\n" +
+    `export const REDUCE_WASM_BASE64: Record<string, string> = {\n${modules.join("")}};\n`,
   ]);
   await write("./mlp_wasm_bytes.generated.ts", "mlp_wat.ts", [
     constant(

@@ -1,5 +1,5 @@
 /**
- * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly heaps,
+ * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly memories,
  * the plain-JS reference otherwise.
  * @module
  */
@@ -12,37 +12,50 @@ import { divideReference, reduceReference } from "./reduce_reference.ts";
 type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
 type DivFn = (dst: number, n: number, k: number) => void;
 
-let compiled: WebAssembly.Module | undefined;
-/** The kernel module, compiled once per worker. */
-export function reduceModule(): WebAssembly.Module {
-  if (!compiled) {
-    const bytes = Uint8Array.from(atob(REDUCE_WASM_BASE64), (c) => c.charCodeAt(0));
-    compiled = new WebAssembly.Module(bytes);
+const compiled = new Map<string, WebAssembly.Module>();
+/** The kernel module for memories shared or private like these, compiled once per worker. */
+function reduceModule(memories: WebAssembly.Memory[]): WebAssembly.Module {
+  const key = memories.map((m) => m.buffer instanceof SharedArrayBuffer ? "shared" : "private")
+    .join("_");
+  let module = compiled.get(key);
+  if (!module) {
+    const bytes = Uint8Array.from(atob(REDUCE_WASM_BASE64[key]), (c) => c.charCodeAt(0));
+    compiled.set(key, module = new WebAssembly.Module(bytes));
   }
-  return compiled;
+  return module;
 }
 
 /** Lengths up to this run the JS loop (same bits as the kernel: tests/kernels_test.ts). */
 const SHORT_LENGTH = 64;
 
-/** Kernel instances per (memory of dst and a, memory of b). */
-const instances = new WeakMap<WebAssembly.Memory, Map<WebAssembly.Memory, WebAssembly.Exports>>();
+/** Kernel instances per memory of `dst`, of `a` and of `b`. */
+const instances = new WeakMap<
+  WebAssembly.Memory,
+  WeakMap<WebAssembly.Memory, WeakMap<WebAssembly.Memory, WebAssembly.Exports>>
+>();
 
-function kernels(home: WebAssembly.Memory, other: WebAssembly.Memory): WebAssembly.Exports {
-  let byOther = instances.get(home);
-  if (!byOther) instances.set(home, byOther = new Map());
-  let exports = byOther.get(other);
+function kernels(
+  dst: WebAssembly.Memory,
+  a: WebAssembly.Memory,
+  b: WebAssembly.Memory,
+): WebAssembly.Exports {
+  let byA = instances.get(dst);
+  if (!byA) instances.set(dst, byA = new WeakMap());
+  let byB = byA.get(a);
+  if (!byB) byA.set(a, byB = new WeakMap());
+  let exports = byB.get(b);
   if (!exports) {
-    exports = new WebAssembly.Instance(reduceModule(), { heap: { own: home, other } }).exports;
-    byOther.set(other, exports);
+    const module = reduceModule([dst, a, b]);
+    exports = new WebAssembly.Instance(module, { mem: { dst, a, b } }).exports;
+    byB.set(b, exports);
   }
   return exports;
 }
 
 /**
  * `dst[i] = a[i] op b[i]` for every element of `dst`; `dst` may alias `a` or `b`.
- * Runs the SIMD kernel when `dst` shares a heap with `a` or `b` and the other lives in any heap (its
- * own rank's or a peer's), and the JS reference for short arrays and buffers outside heaps.
+ * Runs the SIMD kernel when all three live in WebAssembly memories (a rank's heap, a peer's, or a
+ * large `host` buffer's own), and the JS reference for short arrays and other buffers.
  */
 export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
@@ -61,22 +74,13 @@ export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArr
 
 /**
  * The SIMD kernel alone, for operands already checked by {@linkcode reduce}: false (and nothing
- * done) unless `dst` shares a heap with `a` or `b` and the other operand lives in a heap too.
+ * done) unless all three live in WebAssembly memories.
  */
 export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
-  const home = memoryOf(dst.buffer);
-  if (!home) return false;
-  // The kernel reads its first operand from dst's heap; every op commutes, so the operands may
-  // trade places.
-  const [near, far] = memoryOf(a.buffer) === home ? [a, b] : [b, a];
-  const other = memoryOf(far.buffer);
-  if (!other || memoryOf(near.buffer) !== home) return false;
-  (kernels(home, other)[`${op}_${dtypeOf(dst)}`] as ReduceFn)(
-    dst.byteOffset,
-    near.byteOffset,
-    far.byteOffset,
-    dst.length,
-  );
+  const d = memoryOf(dst.buffer), x = memoryOf(a.buffer), y = memoryOf(b.buffer);
+  if (!d || !x || !y) return false;
+  const run = kernels(d, x, y)[`${op}_${dtypeOf(dst)}`] as ReduceFn;
+  run(dst.byteOffset, a.byteOffset, b.byteOffset, dst.length);
   return true;
 }
 
@@ -84,6 +88,7 @@ export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: Type
 export function divide(dst: TypedArray, k: number): void {
   if (dst.length === 0 || k === 1) return;
   const home = memoryOf(dst.buffer);
-  if (home) (kernels(home, home)[`div_${dtypeOf(dst)}`] as DivFn)(dst.byteOffset, dst.length, k);
-  else divideReference(dst, k);
+  if (home) {
+    (kernels(home, home, home)[`div_${dtypeOf(dst)}`] as DivFn)(dst.byteOffset, dst.length, k);
+  } else divideReference(dst, k);
 }

@@ -1,11 +1,12 @@
 /**
  * Generates the WebAssembly text of the SIMD reduction kernels.
  *
- * The module imports two shared memories: `own` (memory 0, the calling rank's heap) and `other`
- * (memory 1, the same heap or a peer's). Every `<op>_<dtype>(dst, a, b, n)` computes
- * `own[dst + i] = own[a + i] op other[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
+ * The module imports three memories, one per operand: `dst`, `a` and `b` (a rank's heap, a
+ * peer's, or the memory of one large `host` buffer; the same memory may come more than once), each
+ * shared or private (see {@linkcode reduceWat}). Every `<op>_<dtype>(dst, a, b, n)` computes
+ * `dst[dst + i] = a[a + i] op b[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
  * single-vector loop, then a scalar tail, so any length and any alignment work.
- * `div_<dtype>(dst, n, k)` divides in place (the second half of `avg`).
+ * `div_<dtype>(dst, n, k)` divides in place in `dst` (the second half of `avg`).
  *
  * `deno task build:wasm` compiles this text with wabt into `reduce_wasm_bytes.generated.ts`.
  * @module
@@ -62,8 +63,8 @@ function step(ptrs: string[], by: number): string {
 function reduceFunc(op: KernelOp, dtype: Dtype): string {
   const c = CODE[dtype];
   const vec = (off: number) =>
-    `(v128.store $own offset=${off} (local.get $d) (${c.vec[op]} ` +
-    `(v128.load $own offset=${off} (local.get $a)) (v128.load $other offset=${off} (local.get $b))))`;
+    `(v128.store $dst_mem offset=${off} (local.get $d) (${c.vec[op]} ` +
+    `(v128.load $a_mem offset=${off} (local.get $a)) (v128.load $b_mem offset=${off} (local.get $b))))`;
   const unrolled = [0, 16, 32, 48].map(vec).join("\n      ");
   return `
   (func (export "${op}_${dtype}") (param $d i32) (param $a i32) (param $b i32) (param $n i32)
@@ -90,10 +91,10 @@ function reduceFunc(op: KernelOp, dtype: Dtype): string {
     (block $done0 (loop $loop0
       (br_if $done0 (i32.ge_u (local.get $d) (local.get $end)))
       (local.get $d)
-      (${c.scalar}.load $own (local.get $a))
-      (${c.scalar}.load $other (local.get $b))
+      (${c.scalar}.load $a_mem (local.get $a))
+      (${c.scalar}.load $b_mem (local.get $b))
       ${c.scalar_op[op].startsWith("(") ? c.scalar_op[op] : `(${c.scalar_op[op]})`}
-      (${c.scalar}.store $own)
+      (${c.scalar}.store $dst_mem)
       ${step(["$d", "$a", "$b"], c.bytes)}
       (br $loop0))))`;
 }
@@ -108,7 +109,7 @@ function divFunc(dtype: Dtype): string {
     (local.set $end (i32.add (local.get $d) (i32.mul (local.get $n) (i32.const 4))))
     (block $done (loop $loop
       (br_if $done (i32.ge_u (local.get $d) (local.get $end)))
-      (i32.store $own (local.get $d) (i32.div_s (i32.load $own (local.get $d)) (local.get $k)))
+      (i32.store $dst_mem (local.get $d) (i32.div_s (i32.load $dst_mem (local.get $d)) (local.get $k)))
       ${step(["$d"], 4)}
       (br $loop))))`;
   }
@@ -120,26 +121,35 @@ function divFunc(dtype: Dtype): string {
       (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const -16))))
     (block $done1 (loop $loop1
       (br_if $done1 (i32.ge_u (local.get $d) (local.get $end)))
-      (v128.store $own (local.get $d) (${c.lanes}.div (v128.load $own (local.get $d)) (local.get $kv)))
+      (v128.store $dst_mem (local.get $d) (${c.lanes}.div (v128.load $dst_mem (local.get $d)) (local.get $kv)))
       ${step(["$d"], 16)}
       (br $loop1)))
     (local.set $end (i32.add (local.get $end)
       (i32.and (i32.mul (local.get $n) (i32.const ${c.bytes})) (i32.const 15))))
     (block $done0 (loop $loop0
       (br_if $done0 (i32.ge_u (local.get $d) (local.get $end)))
-      (${c.scalar}.store $own (local.get $d) (${c.scalar}.div (${c.scalar}.load $own (local.get $d)) (local.get $k)))
+      (${c.scalar}.store $dst_mem (local.get $d) (${c.scalar}.div (${c.scalar}.load $dst_mem (local.get $d)) (local.get $k)))
       ${step(["$d"], c.bytes)}
       (br $loop0))))`;
 }
 
-/** The whole kernel module as WebAssembly text. */
-export function reduceWat(): string {
+/** Whether a kernel's memory is a shared heap or a private memory (a large `host` buffer's). */
+export type Sharing = "shared" | "private";
+
+/** The kernel module for `dst`, `a` and `b` memories of the given sharing, as text. */
+export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
   const dtypes: Dtype[] = ["f32", "f64", "i32"];
   const funcs = dtypes.flatMap((
     dt,
   ) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
+  // An imported memory's type names its sharing, so each combination is a module of its own.
+  const memory = (name: string, sharing: Sharing) =>
+    `(import "mem" "${name}" (memory $${name}_mem 1 65536${
+      sharing === "shared" ? " shared" : ""
+    }))`;
   return `(module
-  (import "heap" "own" (memory $own 1 65536 shared))
-  (import "heap" "other" (memory $other 1 65536 shared))${funcs.join("\n")}
+  ${memory("dst", dst)}
+  ${memory("a", a)}
+  ${memory("b", b)}${funcs.join("\n")}
 )\n`;
 }

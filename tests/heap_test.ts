@@ -1,6 +1,10 @@
-// The rank heap's allocator: buffers come back zero-filled whether their bytes are fresh or reused.
-import { assertEquals, assertThrows } from "./_assert.ts";
-import { createHeapMemory, HEAP_MAX_BYTES, RankHeap } from "../primitives/memory/heap.ts";
+// The rank heap's allocator: buffers come back zero-filled whether their bytes are fresh or reused;
+// a large host buffer gets a private memory of its own, which the SIMD kernels take.
+import { assert_, assertEquals, assertThrows } from "./_assert.ts";
+import { reduceWasm } from "../kernels/reduce.ts";
+import type { HostBuffer } from "../primitives/memory/comm_buffer.ts";
+import { createHeapMemory, HEAP_MAX_BYTES, memoryOf, RankHeap } from "../primitives/memory/heap.ts";
+import { RankMemory } from "../primitives/memory/rank_memory.ts";
 
 Deno.test("heap: fresh, reused and partly reused buffers are all zeros", () => {
   const heap = new RankHeap(createHeapMemory());
@@ -23,4 +27,24 @@ Deno.test("heap: fresh, reused and partly reused buffers are all zeros", () => {
 Deno.test("heap: a buffer larger than a rank heap is a RangeError naming the limit", () => {
   const heap = new RankHeap(createHeapMemory());
   assertThrows(() => heap.alloc("f32", HEAP_MAX_BYTES / 4 + 1), RangeError, /at most 4294901760/);
+});
+
+Deno.test("heap: a large host buffer has a private memory of its own, which the kernels reduce", () => {
+  const memory = new RankMemory(new RankHeap(createHeapMemory()));
+  const small = memory.alloc("host", "f32", 1000) as HostBuffer;
+  assertEquals(memoryOf(small.view.buffer), undefined); // a plain array
+  const a = memory.alloc("host", "f32", 1 << 16) as HostBuffer;
+  const b = memory.alloc("host", "f32", 1 << 16) as HostBuffer;
+  const own = memoryOf(a.view.buffer);
+  assert_(own !== undefined, "a large host buffer lives in a WebAssembly memory");
+  // Pageable and private: a fixed-length ArrayBuffer that nobody else holds.
+  assert_(a.view.buffer instanceof ArrayBuffer && !a.view.buffer.resizable);
+  assert_(own !== memoryOf(b.view.buffer) && own !== memory.heap.memory);
+  assertEquals(a.view.findIndex((v) => v !== 0), -1);
+  // The SIMD kernel takes two of them and scratch from the shared heap.
+  a.view.fill(3);
+  const scratch = memory.heap.alloc("f32", 1 << 16);
+  scratch.fill(4);
+  assert_(reduceWasm("sum", b.view, a.view, scratch), "the kernel reduces host buffers");
+  assertEquals([b.view[0], b.view[(1 << 16) - 1]], [7, 7]);
 });

@@ -1,7 +1,8 @@
 /**
  * A rank's heap: one shared, growable WebAssembly.Memory that holds the rank's `shared` buffers,
  * bounce buffers and scratch. Living in WebAssembly memory lets the SIMD kernels reduce them in
- * place, and being shared lets peers on the `shm` transport read them directly.
+ * place, and being shared lets peers on the `shm` transport read them directly. Large `host`
+ * buffers get a private WebAssembly.Memory each ({@linkcode privateView}), for the kernels too.
  * @module
  */
 
@@ -125,7 +126,28 @@ export function heapBuffer(memory: WebAssembly.Memory): SharedArrayBuffer {
   return buffer;
 }
 
-/** The heap memory a buffer belongs to, if it came from {@linkcode heapBuffer}. */
+/**
+ * A zero-filled view of `count` × `dtype` over a private WebAssembly.Memory of its own, sized to
+ * fit and never grown: its buffer is a plain fixed-length ArrayBuffer (JS reads it as fast as any;
+ * a resizable one, which a growing memory would need, made a JS loop 3–7× slower here) that the
+ * SIMD kernels take too, and the garbage collector frees with the view. Undefined when no memory
+ * that large can be made.
+ */
+export function privateView(dtype: Dtype, count: number): TypedArray | undefined {
+  const pages = Math.max(1, Math.ceil((count * viewBytes(dtype)) / PAGE));
+  if (pages > MAX_PAGES) return undefined;
+  let memory: WebAssembly.Memory;
+  try {
+    memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
+  } catch (e) {
+    if (e instanceof RangeError) return undefined; // out of memory or address space
+    throw e;
+  }
+  OWNER.set(memory.buffer, memory);
+  return makeView(dtype, memory.buffer, 0, count);
+}
+
+/** The memory a buffer belongs to: a heap's (see {@linkcode heapBuffer}), or a private view's. */
 export function memoryOf(buffer: ArrayBufferLike): WebAssembly.Memory | undefined {
   return OWNER.get(buffer);
 }

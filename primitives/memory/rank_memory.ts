@@ -1,7 +1,8 @@
 /**
  * A rank's allocators: one per memory kind the rank has. `host` buffers are private
- * ArrayBuffers, `shared` ones live in the rank's heap; `gpu` and `managed` ones need the rank's
- * WebGPU device, which a launcher opens when asked (`{ gpu: true }`).
+ * ArrayBuffers (a large one over a WebAssembly.Memory of its own, so the SIMD kernels reduce it),
+ * `shared` ones live in the rank's heap; `gpu` and `managed` ones need the rank's WebGPU device,
+ * which a launcher opens when asked (`{ gpu: true }`).
  * @module
  */
 
@@ -9,9 +10,16 @@ import { wgslType } from "../../kernels/gpu_kernels.ts";
 import { type CommBuffer, HostBuffer } from "./comm_buffer.ts";
 import { GpuBuffer } from "./gpu.ts";
 import type { GpuDevice } from "./gpu_device.ts";
-import type { RankHeap } from "./heap.ts";
+import { privateView, type RankHeap } from "./heap.ts";
 import { ManagedBuffer, type MigrationCount } from "./managed.ts";
 import { type Dtype, DTYPE_INFO, type MemoryKind } from "../types.ts";
+
+/**
+ * `host` buffers from this size up get a WebAssembly.Memory of their own (`privateView`), so their
+ * reductions run the SIMD kernel; smaller ones stay plain arrays (a 64-KiB page would mostly go
+ * unused, and short reductions run in JS anyway).
+ */
+const PRIVATE_MEMORY_MIN_BYTES = 64 * 1024;
 
 /** Allocates and frees a rank's buffers of every kind it has. */
 export class RankMemory {
@@ -30,8 +38,12 @@ export class RankMemory {
   /** A zero-filled buffer of `count` × `dtype` of `kind`. */
   alloc(kind: MemoryKind, dtype: Dtype, count: number): CommBuffer {
     switch (kind) {
-      case "host":
-        return new HostBuffer(new DTYPE_INFO[dtype].array(count), "host");
+      case "host": {
+        const large = count * DTYPE_INFO[dtype].bytes >= PRIVATE_MEMORY_MIN_BYTES;
+        const view = (large ? privateView(dtype, count) : undefined) ??
+          new DTYPE_INFO[dtype].array(count);
+        return new HostBuffer(view, "host");
+      }
       case "shared":
         return new HostBuffer(this.heap.alloc(dtype, count), "shared");
       case "gpu":
