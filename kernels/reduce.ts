@@ -77,8 +77,10 @@ export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArr
  * done) unless all three live in WebAssembly memories.
  */
 export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): boolean {
-  const d = memoryOf(dst.buffer), x = memoryOf(a.buffer), y = memoryOf(b.buffer);
-  if (!d || !x || !y) return false;
+  const d = memoryOf(dst.buffer);
+  if (!d) return false; // the common miss (a plain destination) looks up one buffer, not three
+  const x = memoryOf(a.buffer), y = memoryOf(b.buffer);
+  if (!x || !y) return false;
   const run = kernels(d, x, y)[`${op}_${dtypeOf(dst)}`] as ReduceFn;
   run(dst.byteOffset, a.byteOffset, b.byteOffset, dst.length);
   return true;

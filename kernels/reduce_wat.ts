@@ -143,10 +143,10 @@ export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
     dt,
   ) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
   // An imported memory's type names its sharing, so each combination is a module of its own.
-  const memory = (name: string, sharing: Sharing) =>
-    `(import "mem" "${name}" (memory $${name}_mem 1 65536${
-      sharing === "shared" ? " shared" : ""
-    }))`;
+  const memory = (name: string, sharing: Sharing) => {
+    const shared = sharing === "shared" ? " shared" : "";
+    return `(import "mem" "${name}" (memory $${name}_mem 1 65536${shared}))`;
+  };
   return `(module
   ${memory("dst", dst)}
   ${memory("a", a)}
