@@ -21,6 +21,7 @@ import { heapBuffer, memoryOf } from "../memory/heap.ts";
 import {
   DEFAULT_TIMEOUT_MS,
   type Dtype,
+  DTYPE_INFO,
   dtypeOf,
   DTYPES,
   makeView,
@@ -33,6 +34,7 @@ import { copy } from "../../kernels/copy.ts";
 import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
 import {
   CTRL,
+  EAGER_INLINE_BYTES,
   loadStamp,
   PIPE_SLOTS,
   PIPE_WORD,
@@ -384,13 +386,16 @@ export class ShmTransport implements Transport, SharedAccess {
   #eagerSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
     const cached = this.#eagerViews[parity];
     if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    const inline = count * DTYPE_INFO[dtype].bytes <= EAGER_INLINE_BYTES;
     return this.#eagerViews[parity] = this.#heaps.map((heap, r) =>
-      makeView(
-        dtype,
-        heapBuffer(heap),
-        this.#eagerArea(r) + parity * EAGER_BYTES,
-        count,
-      )
+      inline
+        ? makeView(
+          dtype,
+          this.#control,
+          this.#word(r, RANK_WORD.EAGER_INLINE) * 4 + parity * EAGER_INLINE_BYTES,
+          count,
+        )
+        : makeView(dtype, heapBuffer(heap), this.#eagerArea(r) + parity * EAGER_BYTES, count)
     );
   }
 

@@ -34,11 +34,11 @@ export const CTRL = {
   /** First word of the abort reason text. */
   ABORT_REASON: 4,
   /**
-   * Each rank owns four 64-byte lines from here on: a sleep line written only around sleeps, an
-   * arrival line written on every collective, a line of pipelined calls finished, and a line of
-   * the pipelined call in progress; then the headers of its pipeline slots. Keeping them apart
-   * means polling peers and checking whether they sleep never pulls a freshly written line across
-   * cores.
+   * Each rank owns four 64-byte lines from here on: a sleep line written only around sleeps and
+   * by calls on large buffers, an arrival line written on every collective (with a small eager
+   * exchange's data), a line of pipelined calls finished, and a line of the pipelined call in
+   * progress; then the headers of its pipeline slots. Keeping them apart means polling peers and
+   * checking whether they sleep never pulls a freshly written line across cores.
    */
   RANK_BASE: 64,
   RANK_WORDS: 64 + PIPE_SLOTS * PIPE_WORD.WORDS,
@@ -53,19 +53,28 @@ export const RANK_WORD = {
   DOORBELL: 0,
   /** 1 while the rank sleeps in Atomics.wait, so that others notify only when needed. */
   SLEEPING: 1,
+  /**
+   * Two parities each of: byte offset, count, dtype code of an exchanged view (in the sleep
+   * line, like the words below: written only by calls on large buffers, or once).
+   */
+  VIEW_DESC: 2,
+  /** Byte offset of this rank's eager slots in its heap. */
+  EAGER_OFFSET: 8,
+  /** 1 + this rank's arrivals when it closed (0 while open), and its digest then. */
+  CLOSED_ARRIVALS: 9,
+  CLOSED_DIGEST: 10,
   /** Arrivals (barriers, eager and view exchanges) this rank has made. */
   ARRIVE_SEQ: 16,
   /** Two parities each of: the arrival's call stamp as two words (`storeStamp`). */
   STAMP: 17,
-  /** Two parities each of: byte offset, count, dtype code of an exchanged view. */
-  VIEW_DESC: 21,
-  /** Byte offset of this rank's eager slots in its heap. */
-  EAGER_OFFSET: 27,
   /** Two parities each of: the digest of the pipelined calls since the previous arrival. */
-  DIGEST: 28,
-  /** 1 + this rank's arrivals when it closed (0 while open), and its digest then. */
-  CLOSED_ARRIVALS: 30,
-  CLOSED_DIGEST: 31,
+  DIGEST: 21,
+  /**
+   * Two parities each of: an eager exchange's data when it fits in
+   * {@linkcode EAGER_INLINE_BYTES} (16-byte aligned), so a peer that sees the arrival has its
+   * data in the same line.
+   */
+  EAGER_INLINE: 24,
   /**
    * The last pipelined call this rank has finished (a line of its own: written every few
    * pipelined calls, read by a writer that runs out of slots, which may poll it while this rank
@@ -81,6 +90,9 @@ export const RANK_WORD = {
   /** The first pipeline slot header: {@linkcode PIPE_SLOTS} of {@linkcode PIPE_WORD}. */
   PIPE: 64,
 } as const;
+
+/** Bytes of an eager exchange kept in the arrival line, per parity. */
+export const EAGER_INLINE_BYTES = 16;
 
 /** Slots per ring. */
 export const SLOTS = 8;
