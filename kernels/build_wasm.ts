@@ -8,7 +8,7 @@
 
 import wabtInit from "wabt";
 import { type MlpBuild, mlpWat } from "./mlp_wat.ts";
-import { reduceWat, type Sharing } from "./reduce_wat.ts";
+import { reduceBuildName, reduceWat, type Sharing } from "./reduce_wat.ts";
 
 /** Compiles WebAssembly text with every feature the kernels use; returns the binary. */
 async function compileWat(name: string, text: string): Promise<Uint8Array> {
@@ -40,7 +40,7 @@ export const REDUCE_BUILDS: [Sharing, Sharing, Sharing][] = SHARINGS.flatMap((d)
 
 /** Compiles the reduction kernel module for one combination of memories; returns its binary. */
 export function compileReduceWasm(build: [Sharing, Sharing, Sharing]): Promise<Uint8Array> {
-  return compileWat(`reduce_${build.join("_")}.wat`, reduceWat(...build));
+  return compileWat(`reduce_${reduceBuildName(build)}.wat`, reduceWat(...build));
 }
 
 /** Compiles one build of the trainer's kernel module and returns its binary. */
@@ -78,7 +78,7 @@ async function write(file: string, source: string, constants: string[]): Promise
 if (import.meta.main) {
   const modules: string[] = [];
   for (const build of REDUCE_BUILDS) {
-    modules.push(`  ${build.join("_")}: ${joined(await compileReduceWasm(build), "  ")},\n`);
+    modules.push(`  ${reduceBuildName(build)}: ${joined(await compileReduceWasm(build), "  ")},\n`);
   }
   await write("./reduce_wasm_bytes.generated.ts", "reduce_wat.ts", [
     "/** Base64 of the reduction kernel modules, by the sharing of their `dst`, `a` and `b` " +

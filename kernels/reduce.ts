@@ -7,6 +7,7 @@
 import { memoryOf } from "../primitives/memory/heap.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../primitives/types.ts";
 import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
+import { reduceBuildName } from "./reduce_wat.ts";
 import { divideReference, reduceReference } from "./reduce_reference.ts";
 
 type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
@@ -15,8 +16,9 @@ type DivFn = (dst: number, n: number, k: number) => void;
 const compiled = new Map<string, WebAssembly.Module>();
 /** The kernel module for memories shared or private like these, compiled once per worker. */
 function reduceModule(memories: WebAssembly.Memory[]): WebAssembly.Module {
-  const key = memories.map((m) => m.buffer instanceof SharedArrayBuffer ? "shared" : "private")
-    .join("_");
+  const key = reduceBuildName(
+    memories.map((m) => m.buffer instanceof SharedArrayBuffer ? "shared" : "private"),
+  );
   let module = compiled.get(key);
   if (!module) {
     const bytes = Uint8Array.from(atob(REDUCE_WASM_BASE64[key]), (c) => c.charCodeAt(0));

@@ -136,6 +136,11 @@ function divFunc(dtype: Dtype): string {
 /** Whether a kernel's memory is a shared heap or a private memory (a large `host` buffer's). */
 export type Sharing = "shared" | "private";
 
+/** The name of the build for `dst`, `a` and `b` memories of this sharing (the generated keys). */
+export function reduceBuildName(build: readonly Sharing[]): string {
+  return build.join("_");
+}
+
 /** The kernel module for `dst`, `a` and `b` memories of the given sharing, as text. */
 export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
   const dtypes: Dtype[] = ["f32", "f64", "i32"];

@@ -5,7 +5,7 @@ import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
 import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
 import { compileReduceWasm, REDUCE_BUILDS, toBase64Lines } from "../kernels/build_wasm.ts";
-import type { Sharing } from "../kernels/reduce_wat.ts";
+import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
 import { DTYPE_INFO, DTYPES, KERNEL_OPS, makeView } from "../primitives/types.ts";
 import { assert_, assertEquals } from "./_assert.ts";
@@ -91,7 +91,7 @@ Deno.test("buffers outside a heap fall back to the JS reference", () => {
 
 Deno.test("the committed kernel binaries match kernels/reduce_wat.ts (run deno task build:wasm)", async () => {
   for (const build of REDUCE_BUILDS) {
-    const key = build.join("_");
+    const key = reduceBuildName(build);
     assertEquals(
       REDUCE_WASM_BASE64[key],
       toBase64Lines(await compileReduceWasm(build)).join(""),

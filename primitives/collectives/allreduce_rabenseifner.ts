@@ -13,7 +13,7 @@ export async function allreduceRabenseifner(
   op: KernelOp,
 ): Promise<void> {
   const fold = foldOf(ctx);
-  if (fold.rem > 0) await foldIn(ctx, buf, op, fold);
+  if (fold.paired) await foldIn(ctx, buf, op);
   const { p2, newRank } = fold;
   if (newRank >= 0 && p2 > 1) {
     const range = (lo: number, hi: number) => {
@@ -44,5 +44,5 @@ export async function allreduceRabenseifner(
       [lo, hi] = [step.lo, step.hi];
     }
   }
-  if (fold.rem > 0) await foldOut(ctx, buf, fold);
+  if (fold.paired) await foldOut(ctx, buf);
 }

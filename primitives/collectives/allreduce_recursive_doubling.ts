@@ -13,7 +13,7 @@ export async function allreduceRecursiveDoubling(
   op: KernelOp,
 ): Promise<void> {
   const fold = foldOf(ctx);
-  if (fold.rem > 0) await foldIn(ctx, buf, op, fold);
+  if (fold.paired) await foldIn(ctx, buf, op);
   if (fold.newRank >= 0) {
     const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);
     for (let mask = 1; mask < fold.p2; mask <<= 1) {
@@ -22,5 +22,5 @@ export async function allreduceRecursiveDoubling(
       ctx.reduceInto(op, buf, tmp);
     }
   }
-  if (fold.rem > 0) await foldOut(ctx, buf, fold);
+  if (fold.paired) await foldOut(ctx, buf);
 }

@@ -16,6 +16,8 @@ export interface Fold {
   rem: number;
   /** Rank inside the power-of-two group, or −1 for a rank that sits out. */
   newRank: number;
+  /** This rank is one of the first 2·rem, which fold in pairs ({@linkcode foldIn}, `foldOut`). */
+  paired: boolean;
 }
 
 /** This rank's place in the fold (no messages). */
@@ -23,8 +25,9 @@ export function foldOf(ctx: CollectiveContext): Fold {
   const { rank, size } = ctx;
   const p2 = 1 << Math.floor(Math.log2(size));
   const rem = size - p2;
-  const newRank = rank >= 2 * rem ? rank - rem : rank % 2 === 0 ? -1 : rank >> 1;
-  return { p2, rem, newRank };
+  const paired = rank < 2 * rem;
+  const newRank = !paired ? rank - rem : rank % 2 === 0 ? -1 : rank >> 1;
+  return { p2, rem, newRank, paired };
 }
 
 /** The real rank of group member `newRank`. */
@@ -32,15 +35,9 @@ export function realRank(fold: Fold, newRank: number): number {
   return newRank < fold.rem ? newRank * 2 + 1 : newRank + fold.rem;
 }
 
-/** Folds `buf` into the power-of-two group (1 message for the first 2·rem ranks). */
-export async function foldIn(
-  ctx: CollectiveContext,
-  buf: TypedArray,
-  op: KernelOp,
-  fold: Fold,
-): Promise<void> {
+/** A paired rank folds `buf` into the power-of-two group (1 message). */
+export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: KernelOp): Promise<void> {
   const { rank } = ctx;
-  if (rank >= 2 * fold.rem) return;
   if (rank % 2 === 0) {
     await ctx.send(rank + 1, buf);
     return;
@@ -50,9 +47,8 @@ export async function foldIn(
   ctx.reduceInto(op, buf, tmp);
 }
 
-/** Returns the result to the ranks that sat out. */
-export async function foldOut(ctx: CollectiveContext, buf: TypedArray, fold: Fold): Promise<void> {
-  if (ctx.rank >= 2 * fold.rem) return;
+/** A paired rank returns the result to the rank that sat out, or gets it back (1 message). */
+export async function foldOut(ctx: CollectiveContext, buf: TypedArray): Promise<void> {
   if (ctx.rank % 2 === 0) await ctx.recv(ctx.rank + 1, buf);
   else await ctx.send(ctx.rank - 1, buf);
 }
