@@ -362,30 +362,26 @@ export class Communicator implements AsyncDisposable {
     const side = this.#side(input, target);
     const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
     try {
-      const host = input instanceof HostBuffer && target instanceof HostBuffer;
-      let t: Operand;
-      /** The copy into `out` of host buffers (a repeated call makes it too). */
-      let copyIn = () => {};
-      if (host) {
-        const [i, o] = [input.view, target.view];
-        if (o !== i) copyIn = () => copy(o, i);
-        t = o;
+      const isRoot = this.rank === root;
+      let i: Operand, o: Operand;
+      if (input instanceof HostBuffer && target instanceof HostBuffer) {
+        i = input.view;
+        o = target.view;
       } else {
-        t = await this.#resolve(target, side, this.rank === root);
-        if (target !== input) copyOperand(await this.#resolve(input, side, false), t);
+        i = await this.#resolve(input, side, isRoot && target === input);
+        o = target === input ? i : await this.#resolve(target, side, true);
       }
-      copyIn();
       if (this.size > 1) {
         const stamp = callStamp("reduce", input.dtype, input.length, op, root, a.index);
         const kop = kernelOp(op);
-        const run = (ctx: CollectiveContext) => a.run(ctx, t, kop, root);
-        if (host && op !== "avg") {
-          this.#keep("reduce", buf, options, stamp, (ctx) => (copyIn(), run(ctx)));
+        const run = (ctx: CollectiveContext) => a.run(ctx, i, o, kop, root);
+        if (op !== "avg" && input instanceof HostBuffer && target instanceof HostBuffer) {
+          this.#keep("reduce", buf, options, stamp, run);
         }
         const pending = run(this.#begin(stamp));
         if (pending) await pending;
-      }
-      if (op === "avg" && this.rank === root) divideOperand(t, this.size);
+      } else copyOperand(i, o);
+      if (op === "avg" && isRoot) divideOperand(o, this.size);
     } catch (e) {
       throw this.#broke(e);
     }

@@ -27,6 +27,7 @@ import {
   type Operand,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
+  reduceViaOutput,
   viaOutput,
 } from "./collectives/context.ts";
 import { reduceBinomial } from "./collectives/reduce_binomial.ts";
@@ -110,8 +111,8 @@ export const ALGORITHMS = {
     pipelined: [STAGING.bcast.pipelined, "staging"],
   }),
   reduce: algorithms<ReduceAlgorithm<Operand>>({
-    binomial: [reduceBinomial, "messages"],
-    scatter_gather: [reduceScatterGather, "messages"],
+    binomial: [reduceViaOutput(reduceBinomial), "messages"],
+    scatter_gather: [reduceViaOutput(reduceScatterGather), "messages"],
     shm_direct: [reduceShmDirect, "shared"],
     gpu_direct: [reduceGpuDirect, "device"],
     gpu_ring: [reduceGpuRing, "device"],

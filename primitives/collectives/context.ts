@@ -5,6 +5,7 @@
  */
 
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import { copy } from "../../kernels/copy.ts";
 import { reduce } from "../../kernels/reduce.ts";
 import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
@@ -155,7 +156,7 @@ export type InPlaceAllreduce = (
 /** An in-place allreduce as an {@linkcode AllreduceAlgorithm}: it copies input into output first. */
 export function viaOutput(run: InPlaceAllreduce): AllreduceAlgorithm {
   return (ctx, input, output, op) => {
-    if (output !== input) output.set(input);
+    if (output !== input) copy(output, input);
     return run(ctx, output, op);
   };
 }
@@ -166,13 +167,32 @@ export type BcastAlgorithm<B = TypedArray> = (
   buf: B,
   root: number,
 ) => Completion;
-/** Reduction into `buf` on `root`; other ranks' `buf` stay unchanged. */
+/**
+ * Reduction of every rank's `input` into `output` on `root`. On the root `output` may be `input`
+ * (in place); on every other rank it is `input`, which stays unchanged.
+ */
 export type ReduceAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,
-  buf: B,
+  input: B,
+  output: B,
   op: KernelOp,
   root: number,
 ) => Completion;
+/** A reduce that accumulates into the root's `buf` (the message algorithms). */
+export type InPlaceReduce = (
+  ctx: CollectiveContext,
+  buf: TypedArray,
+  op: KernelOp,
+  root: number,
+) => Promise<void>;
+
+/** An in-place reduce as a {@linkcode ReduceAlgorithm}: the root copies input into output first. */
+export function reduceViaOutput(run: InPlaceReduce): ReduceAlgorithm {
+  return (ctx, input, output, op, root) => {
+    if (output !== input) copy(output, input);
+    return run(ctx, output, op, root);
+  };
+}
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
 export type AllgatherAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,

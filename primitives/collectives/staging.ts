@@ -121,19 +121,25 @@ function bcast(pipelined: boolean) {
 }
 
 function reduce(pipelined: boolean) {
-  return (ctx: CollectiveContext, buf: CommBuffer, op: KernelOp, root: number) => {
-    const n = buf.length, dtype = buf.dtype, isRoot = ctx.rank === root;
+  return (
+    ctx: CollectiveContext,
+    input: CommBuffer,
+    output: CommBuffer,
+    op: KernelOp,
+    root: number,
+  ) => {
+    const n = input.length, dtype = input.dtype, isRoot = ctx.rank === root;
     const segments = cut(n, dtype, 1, pipelined);
     return stage(ctx, dtype, {
       segments,
       segment(k, hostView) {
         const [s, e] = span(n, segments, k);
-        const h = hostView(0, e - s), part = buf.subarray(s, e);
+        const h = hostView(0, e - s);
         const run = ALGORITHMS.reduce[host(ctx, "reduce", h.byteLength)].run;
         return {
-          reads: [[part, h]],
-          run: () => run(ctx, h, op, root),
-          writes: isRoot ? [[part, h]] : [],
+          reads: [[input.subarray(s, e), h]],
+          run: () => run(ctx, h, h, op, root),
+          writes: isRoot ? [[output.subarray(s, e), h]] : [],
         };
       },
     }, pipelined ? DEPTH : 1);
