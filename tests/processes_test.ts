@@ -107,16 +107,14 @@ for (const transport of MESH_TRANSPORTS) {
   }
 
   for (const [named, env] of ways(transport)) {
-    Deno.test(`${transport}: allreduce of 2^24 floats is exact, 2 processes${named}`, async () => {
-      const cases: CheckCase[] = [{
-        primitive: "allreduce",
-        algorithm: "auto",
-        count: 2 ** 24,
-        op: "sum",
-        dtype: "f32",
-        memory: "host",
-        root: 0,
-      }];
+    Deno.test(`${transport}: allreduce of 2^24 floats and messages of many frames are exact, 2 processes${named}`, async () => {
+      const large = { op: "sum", dtype: "f32", memory: "host", root: 0 } as const;
+      // 2^22 + 3 floats: 17 frames, the last one short (FRAGMENT_BYTES in stream.ts).
+      const cases: CheckCase[] = [
+        { ...large, primitive: "allreduce", algorithm: "auto", count: 2 ** 24 },
+        { ...large, primitive: "sendrecv", algorithm: "auto", count: 2 ** 22 + 3 },
+        { ...large, primitive: "bcast", algorithm: "binomial", count: 2 ** 22 + 3 },
+      ];
       assertEquals(
         await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
           size: 2,
@@ -124,7 +122,7 @@ for (const transport of MESH_TRANSPORTS) {
           args: cases,
           env,
         }),
-        [[0], [0]],
+        [[0, 0, 0], [0, 0, 0]],
       );
     });
 
@@ -294,8 +292,8 @@ Deno.test("ws: frames round-trip, and malformed ones are named, never delivered"
     const b = new Uint8Array(9 + wire.maxHeadBytes).subarray(9); // written at an offset too
     return b.subarray(0, wire.write(b, f));
   };
-  const data = wrote(server, { kind: "data", tag: 3, length: 8, stamp: 5 });
-  const dataFrame: Frame = { kind: "data", tag: 3, length: 8, stamp: 5 };
+  const data = wrote(server, { kind: "data", tag: 3, length: 8, total: 8, stamp: 5 });
+  const dataFrame: Frame = { kind: "data", tag: 3, length: 8, total: 8, stamp: 5 };
   const dataRead = { frame: dataFrame, bytes: 2 + WS_HEADER_BYTES };
   assertEquals(client.read(data, 4), dataRead);
   const end = 5 + data.byteLength;
@@ -311,17 +309,20 @@ Deno.test("ws: frames round-trip, and malformed ones are named, never delivered"
   assertEquals(client.read(notice, 4), "a masked frame from a server");
   assertEquals(client.read(data.subarray(0, 10), 4), undefined, "incomplete");
   // A 1 GiB message's head: the 64-bit length.
-  const big = wrote(server, { kind: "data", tag: 0, length: 2 ** 30, stamp: 0 });
+  const big = wrote(server, { kind: "data", tag: 0, length: 2 ** 30, total: 2 ** 30, stamp: 0 });
   assertEquals((client.read(big, 4) as { frame: { length: number } }).frame.length, 2 ** 30);
   const bad = (bytes: number[] | Uint8Array, wire = client) => wire.read(Uint8Array.from(bytes), 4);
-  const withHead = (kind: number, stamp = 0) => {
+  const withHead = (kind: number, stamp = 0, total = 8) => {
     const b = data.slice();
     new DataView(b.buffer).setUint32(2, kind, true);
     new DataView(b.buffer).setFloat64(10, stamp, true);
+    new DataView(b.buffer).setFloat64(18, total, true);
     return b;
   };
   assertEquals(bad(withHead(7)), "bad magic");
   assert_(/call stamp/.test(bad(withHead(0xdcc1, -1)) as string));
+  assertEquals(bad(withHead(0xdcc1, 0, 2 ** 40)), `${2 ** 40}-byte message`);
+  assertEquals(bad(withHead(0xdcc1, 0, 0.5)), "0.5-byte message");
   assertEquals(bad([0x81, 2, 0x68, 0x69]), "a text frame");
   assertEquals(bad([0x02, 0]), "a fragmented message");
   assertEquals(bad([0xc2, 0]), "reserved bits set (no extension was agreed)");
@@ -371,7 +372,7 @@ Deno.test("ws: a dccl rank and a peer built on npm ws understand each other", as
       JSON.parse(new TextDecoder().decode(data)); // the rendezvous table
       return fromRank0.send("ack");
     }
-    // A message: answer with the same dccl header (kind, tag, stamp) and the value 2.
+    // A message: answer with the same dccl header (kind, tag, stamp, length) and the value 2.
     const reply = new Uint8Array(data.byteLength);
     reply.set(data.subarray(0, WS_HEADER_BYTES));
     if (data.byteLength === WS_HEADER_BYTES + 4) {
@@ -438,7 +439,8 @@ Deno.test("tcp: frames round-trip, and malformed ones are named, never delivered
   };
   for (
     const f of [
-      { kind: "data", tag: 3, length: 8, stamp: 5 },
+      { kind: "data", tag: 3, length: 8, total: 8, stamp: 5 },
+      { kind: "data", tag: 3, length: 8, total: 2 ** 20, stamp: 5 },
       { kind: "probe", tag: 3, stamp: 5 },
       { kind: "bye" },
       { kind: "abort", rank: 3, reason: "why" },
@@ -458,13 +460,15 @@ Deno.test("tcp: frames round-trip, and malformed ones are named, never delivered
     else v.setFloat64(at, value, true);
     return TCP_WIRE.read(b, 4) as string;
   };
-  const data: Frame = { kind: "data", tag: 3, length: 8, stamp: 5 };
+  const data: Frame = { kind: "data", tag: 3, length: 8, total: 8, stamp: 5 };
   assertEquals(edited(data, 0, 7, true), "bad magic");
   assert_(/payload/.test(edited(data, 8, 2 ** 40)));
   assert_(/payload/.test(edited(data, 8, 1.5)));
   assert_(/payload/.test(edited({ kind: "abort", rank: 0, reason: "" }, 8, 4096)));
   assert_(/payload/.test(edited({ kind: "probe", tag: 0, stamp: 0 }, 8, 1)));
   assert_(/call stamp/.test(edited(data, 16, -1)));
+  assert_(/-byte message/.test(edited(data, 24, 2 ** 40)));
+  assert_(/-byte message/.test(edited(data, 24, 1.5)));
   assert_(/naming rank 4/.test(edited({ kind: "abort", rank: 0, reason: "" }, 24, 4)));
 });
 

@@ -81,6 +81,13 @@ export interface InboxHooks {
   abort(error: CommError): void;
   /** A receive of `tag` from `peer` has waited {@linkcode STALL_PROBE_MS} without data. */
   stalled(peer: number, tag: number): void;
+  /**
+   * Sends the rest of the message arriving from `peer` into `into` from now on, at the same
+   * offset, if it can (not while a read into the old buffer is in flight); says whether it did.
+   * For transports that write payloads in place themselves ({@linkcode Inbox.begin}); without it
+   * the inbox places every segment ({@linkcode Inbox.deliver}).
+   */
+  retarget?(peer: number, into: Uint8Array): boolean;
 }
 
 /** Matches arriving segments to receives for one rank. */
@@ -149,9 +156,31 @@ export class Inbox {
         this.#hooks.abort(problem);
         return settle.reject(this.#failed ?? problem);
       }
+      if (
+        early === this.#current[peer] && early.data.byteLength === into.byteLength &&
+        (this.#hooks.retarget?.(peer, into) ?? true)
+      ) {
+        this.#claimInFlight(peer, early, pending);
+        return;
+      }
       early.waiter = pending;
       this.#settleArrival(peer, early);
     });
+  }
+
+  /**
+   * A receive claims the message still arriving from `peer`, whose rest now goes straight into
+   * it (`InboxHooks.retarget`): what arrived so far is copied, as if it had been posted first.
+   * (A peer that runs ahead starts its next large message while this rank finishes its own
+   * send; without this, all of it would land in a buffer of its own and be copied again.)
+   */
+  #claimInFlight(peer: number, early: Arrival, pending: PendingRecv): void {
+    const list = this.#arrivals[peer];
+    list.splice(list.indexOf(early), 1);
+    pending.into.set(early.data.subarray(0, early.received));
+    pending.received = early.received;
+    pending.stamp = early.stamp;
+    this.#current[peer] = pending;
   }
 
   /**

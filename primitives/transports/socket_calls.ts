@@ -50,14 +50,19 @@ let bound: SocketCalls | undefined | null = null;
  * `ws`) should use Deno's reads and writes: calls not available (see the module docs), or ranks
  * outnumbering cores (a rank that polls holds the core its peer needs; such ranks wait better in
  * Deno's event loop).
- * `DCCL_TCP_FFI=0` turns the calls off, `DCCL_TCP_FFI=1` on whatever the count.
+ * `DCCL_TCP_FFI=0` turns the calls off, `DCCL_TCP_FFI=1` on whatever the count; `wanted` (when
+ * given) decides the same way instead.
  */
-export function socketCalls(size: number): SocketCalls | undefined {
-  let wanted: string | undefined;
-  try {
-    wanted = Deno.env.get("DCCL_TCP_FFI");
-  } catch { /* no env permission: the default */ }
-  if (wanted === "0" || (wanted !== "1" && size > navigator.hardwareConcurrency)) return undefined;
+export function socketCalls(size: number, wanted?: boolean): SocketCalls | undefined {
+  if (wanted === undefined) {
+    try {
+      const env = Deno.env.get("DCCL_TCP_FFI");
+      wanted = env === "1" ? true : env === "0" ? false : undefined;
+    } catch { /* no env permission: the default */ }
+  }
+  if (wanted === false || (wanted !== true && size > navigator.hardwareConcurrency)) {
+    return undefined;
+  }
   if (bound !== null) return bound;
   bound = undefined;
   if (Deno.build.os !== "linux") return bound;

@@ -1,15 +1,18 @@
 /**
  * The `tcp` transport: ranks in separate processes (or hosts) linked by Deno's native TCP, one
  * full-duplex connection per pair, with its own length-prefixed framing: every frame starts with
- * a {@linkcode TCP_HEADER_BYTES}-byte header, followed by a message's bytes or a failure notice's
- * reason. The engine (reads, writes, socket calls, goodbyes) is stream.ts.
+ * a {@linkcode TCP_HEADER_BYTES}-byte header, followed by a message's bytes (or a fragment's) or a
+ * failure notice's reason. The engine (reads, writes, socket calls, goodbyes) is stream.ts.
  * @module
  */
 
 import { MAX_BYTES } from "../types.ts";
 import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 
-/** Frame header: kind, tag, payload length, the sender's call stamp, a rank (u32, u32, f64 ×3). */
+/**
+ * Frame header: kind, tag, payload length, the sender's call stamp, and a data frame's message
+ * length or a failure notice's rank (u32, u32, f64 ×3).
+ */
 export const TCP_HEADER_BYTES = 32;
 /** Frame kinds, as the header's first word. */
 const TCP_KIND = { data: 0xdcc1, probe: 0xdcc2, abort: 0xdcc3, bye: 0xdcc4 } as const;
@@ -30,7 +33,7 @@ export const TCP_WIRE: Wire = {
     v.setUint32(o + 4, "tag" in f ? f.tag : 0, true);
     v.setFloat64(o + 8, f.kind === "data" ? f.length : reason?.byteLength ?? 0, true);
     v.setFloat64(o + 16, "stamp" in f ? f.stamp : 0, true);
-    v.setFloat64(o + 24, f.kind === "abort" ? f.rank : 0, true);
+    v.setFloat64(o + 24, f.kind === "abort" ? f.rank : f.kind === "data" ? f.total : 0, true);
     if (reason) into.set(reason, TCP_HEADER_BYTES);
     return TCP_HEADER_BYTES + (reason?.byteLength ?? 0);
   },
@@ -40,7 +43,7 @@ export const TCP_WIRE: Wire = {
     const v = bufferView(bytes), o = bytes.byteOffset + at;
     const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
     const length = v.getFloat64(o + 8, true), stamp = v.getFloat64(o + 16, true);
-    const rank = v.getFloat64(o + 24, true);
+    const last = v.getFloat64(o + 24, true); // a data frame's message length, a notice's rank
     const limit = kind === TCP_KIND.data
       ? MAX_BYTES
       : kind === TCP_KIND.abort
@@ -54,17 +57,21 @@ export const TCP_WIRE: Wire = {
     }
     if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
     let frame: Frame;
-    if (kind === TCP_KIND.data) frame = { kind: "data", tag, length, stamp };
-    else if (kind === TCP_KIND.probe) frame = { kind: "probe", tag, stamp };
+    if (kind === TCP_KIND.data) {
+      if (!Number.isSafeInteger(last) || last < 0 || last > MAX_BYTES) {
+        return `${last}-byte message (at most ${MAX_BYTES} accepted)`;
+      }
+      frame = { kind: "data", tag, length, total: last, stamp };
+    } else if (kind === TCP_KIND.probe) frame = { kind: "probe", tag, stamp };
     else if (kind === TCP_KIND.bye) frame = { kind: "bye" };
     else {
-      if (!(Number.isInteger(rank) && rank >= 0 && rank < size)) {
-        return `failure notice naming rank ${rank}`;
+      if (!(Number.isInteger(last) && last >= 0 && last < size)) {
+        return `failure notice naming rank ${last}`;
       }
       // The reason is part of the head: the notice is acted on once all of it is here.
       if (end - at < TCP_HEADER_BYTES + length) return undefined;
       const text = bytes.subarray(at + TCP_HEADER_BYTES, at + TCP_HEADER_BYTES + length);
-      frame = { kind: "abort", rank, reason: new TextDecoder().decode(text) };
+      frame = { kind: "abort", rank: last, reason: new TextDecoder().decode(text) };
       return { frame, bytes: TCP_HEADER_BYTES + length };
     }
     return { frame, bytes: TCP_HEADER_BYTES };

@@ -3,8 +3,9 @@
  * Each ordered pair of ranks has its own connection and messages always flow from that
  * connection's server to its client, so they are never masked (masking costs a pass over every
  * byte); the client side sends only control frames (close), masked as clients must. A message is
- * one binary frame: a {@linkcode WS_HEADER_BYTES}-byte dccl header (kind, tag, the sender's call
- * stamp) and the bytes. A rank that finishes closes with 1000; a failure notice is a close with
+ * one binary frame, or several when large (each a whole WebSocket message): a
+ * {@linkcode WS_HEADER_BYTES}-byte dccl header (kind, tag, the sender's call stamp, the message's
+ * length) and the bytes. A rank that finishes closes with 1000; a failure notice is a close with
  * code 4000 + the failed rank and the reason. Any WebSocket implementation can read these frames
  * (the tests read them with npm `ws`). The engine (reads, writes, socket calls, goodbyes) is
  * stream.ts.
@@ -15,8 +16,11 @@ import { MAX_BYTES } from "../types.ts";
 import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
 import type { MeshConnection } from "./stream_mesh.ts";
 
-/** dccl's header at the start of a binary frame's payload: kind, tag, stamp (u32, u32, f64). */
-export const WS_HEADER_BYTES = 16;
+/**
+ * dccl's header at the start of a binary frame's payload: kind, tag, stamp, and the length of the
+ * message the frame's bytes belong to (u32, u32, f64, f64).
+ */
+export const WS_HEADER_BYTES = 24;
 /**
  * Close codes from here on (private use, RFC 6455) say "the group failed because rank
  * `code − ABORT_CLOSE_BASE` did", with the reason as close text.
@@ -159,6 +163,7 @@ export class WsWire implements Wire {
       v.setUint32(o, KIND[f.kind], true);
       v.setUint32(o + 4, f.tag, true);
       v.setFloat64(o + 8, f.stamp, true);
+      v.setFloat64(o + 16, f.kind === "data" ? f.total : 0, true);
       return at + WS_HEADER_BYTES;
     }
     if (f.kind === "pong") {
@@ -194,15 +199,17 @@ export class WsWire implements Wire {
       if (end - start < at + WS_HEADER_BYTES) return undefined;
       const v = bufferView(bytes), o = bytes.byteOffset + start + at;
       const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
-      const stamp = v.getFloat64(o + 8, true);
+      const stamp = v.getFloat64(o + 8, true), total = v.getFloat64(o + 16, true);
       if (kind !== KIND.data && kind !== KIND.probe) return "bad magic";
-      const payload = length - WS_HEADER_BYTES;
-      if (payload > (kind === KIND.data ? MAX_BYTES : 0)) {
-        return `${payload}-byte ${kind === KIND.data ? "message" : "probe"}`;
+      const limit = kind === KIND.data ? MAX_BYTES : 0;
+      if (!Number.isSafeInteger(total) || total < 0 || total > limit) {
+        return `${total}-byte ${kind === KIND.data ? "message" : "probe"}`;
       }
+      const payload = length - WS_HEADER_BYTES;
+      if (payload > limit) return `${payload}-byte ${kind === KIND.data ? "message" : "probe"}`;
       if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
       const frame: Frame = kind === KIND.data
-        ? { kind: "data", tag, length: payload, stamp }
+        ? { kind: "data", tag, length: payload, total, stamp }
         : { kind: "probe", tag, stamp };
       return { frame, bytes: at + WS_HEADER_BYTES };
     }
