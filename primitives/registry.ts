@@ -241,8 +241,8 @@ export function algorithmsFor(
  * measured (1 float … 16 MiB, 2 and 4 ranks). Device buffers: on `gpu` the direct kernels (each
  * byte read once) beat the ring at every size; over host transports the pipelined staging wins
  * from 16 MiB (four segments or more; measured on an H100). Two `tcp` processes differ (one
- * full-duplex socket: the forms that send halves both ways win from a few hundred KiB, measured
- * with --algorithm on 2 and 4 processes; README "Algorithms").
+ * full-duplex socket: Rabenseifner and scatter_gather, which send halves both ways, win from a few
+ * hundred KiB, measured with --algorithm on 2 and 4 processes; README "Algorithms").
  */
 export function autoAlgorithm(
   collective: CollectiveName,
@@ -259,7 +259,6 @@ export function autoAlgorithm(
   if (transport === "tcp" && size === 2) {
     const MiB = 1024 * 1024;
     if (collective === "allreduce" && bytes >= MiB / 4 && bytes < 4 * MiB) return "rabenseifner";
-    if (collective === "bcast" && bytes >= 2 * MiB) return "scatter_allgather";
     if (collective === "reduce" && bytes >= MiB / 2 && bytes < 8 * MiB) return "scatter_gather";
   }
   switch (collective) {
