@@ -27,7 +27,6 @@ import {
   type Operand,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
-  reduceViaOutput,
   viaOutput,
 } from "./collectives/context.ts";
 import { reduceBinomial } from "./collectives/reduce_binomial.ts";
@@ -111,8 +110,8 @@ export const ALGORITHMS = {
     pipelined: [STAGING.bcast.pipelined, "staging"],
   }),
   reduce: algorithms<ReduceAlgorithm<Operand>>({
-    binomial: [reduceViaOutput(reduceBinomial), "messages"],
-    scatter_gather: [reduceViaOutput(reduceScatterGather), "messages"],
+    binomial: [viaOutput(reduceBinomial), "messages"],
+    scatter_gather: [viaOutput(reduceScatterGather), "messages"],
     shm_direct: [reduceShmDirect, "shared"],
     gpu_direct: [reduceGpuDirect, "device"],
     gpu_ring: [reduceGpuRing, "device"],

@@ -146,18 +146,18 @@ export type AllreduceAlgorithm<B = TypedArray> = (
   output: B,
   op: KernelOp,
 ) => Completion;
-/** An allreduce that works in place on `buf` (the message algorithms). */
-export type InPlaceAllreduce = (
-  ctx: CollectiveContext,
-  buf: TypedArray,
-  op: KernelOp,
-) => Promise<void>;
 
-/** An in-place allreduce as an {@linkcode AllreduceAlgorithm}: it copies input into output first. */
-export function viaOutput(run: InPlaceAllreduce): AllreduceAlgorithm {
-  return (ctx, input, output, op) => {
+/**
+ * A collective that works in place on `buf` (the message algorithms' allreduce and reduce) as one
+ * taking `input` and `output`: it copies input into output first (on a reduce's non-roots
+ * `output` is `input`, so nothing is copied there).
+ */
+export function viaOutput<Rest extends unknown[]>(
+  run: (ctx: CollectiveContext, buf: TypedArray, ...rest: Rest) => Promise<void>,
+): (ctx: CollectiveContext, input: TypedArray, output: TypedArray, ...rest: Rest) => Completion {
+  return (ctx, input, output, ...rest) => {
     if (output !== input) copy(output, input);
-    return run(ctx, output, op);
+    return run(ctx, output, ...rest);
   };
 }
 
@@ -178,21 +178,6 @@ export type ReduceAlgorithm<B = TypedArray> = (
   op: KernelOp,
   root: number,
 ) => Completion;
-/** A reduce that accumulates into the root's `buf` (the message algorithms). */
-export type InPlaceReduce = (
-  ctx: CollectiveContext,
-  buf: TypedArray,
-  op: KernelOp,
-  root: number,
-) => Promise<void>;
-
-/** An in-place reduce as a {@linkcode ReduceAlgorithm}: the root copies input into output first. */
-export function reduceViaOutput(run: InPlaceReduce): ReduceAlgorithm {
-  return (ctx, input, output, op, root) => {
-    if (output !== input) copy(output, input);
-    return run(ctx, output, op, root);
-  };
-}
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
 export type AllgatherAlgorithm<B = TypedArray> = (
   ctx: CollectiveContext,

@@ -173,14 +173,13 @@ class Link {
   readonly fd: number | undefined;
   // Reading: frames are parsed out of `buf[start, end)`, except that a payload whose rest has not
   // arrived yet is read straight into place (`into[got, got + due)`: the rest of the frame's part
-  // of the message; `left` more bytes of the message come in later frames).
+  // of the message; later frames bring `into[got + due, …)`).
   readonly buf = new Uint8Array(READ_BUFFER_BYTES);
   start = 0;
   end = 0;
   into: Uint8Array = new Uint8Array(0);
   got = 0;
   due = 0;
-  left = 0;
   /** Tag and stamp of the message whose fragments are arriving. */
   tag = 0;
   stamp = 0;
@@ -679,24 +678,25 @@ export abstract class StreamTransport implements Transport {
    * inbox, a later one goes on where the last ended. Why `f` cannot come next, if it cannot.
    */
   #dataFrame(link: Link, f: Frame & { kind: "data" }): string | undefined {
-    if (link.left === 0) {
+    // Between frames `due` is 0, so `into[got, …)` is what later frames must bring.
+    const left = link.into.byteLength - link.got;
+    if (left === 0) {
       if (f.length > f.total) return `a ${f.length}-byte fragment of a ${f.total}-byte message`;
       link.into = this.#inbox.begin(link.peer, f.tag, f.stamp, f.total);
-      [link.got, link.left, link.tag, link.stamp] = [0, f.total, f.tag, f.stamp];
+      [link.got, link.tag, link.stamp] = [0, f.tag, f.stamp];
       this.#inbox.advance(link.peer, 0); // marks the peer active (and settles an empty message)
     } else if (f.tag !== link.tag || f.stamp !== link.stamp || f.total !== link.into.byteLength) {
       return `a fragment of another message (tag ${f.tag}) inside one with tag ${link.tag}`;
-    } else if (f.length > link.left) {
-      return `a ${f.length}-byte fragment where ${link.left} bytes of the message remain`;
+    } else if (f.length > left) {
+      return `a ${f.length}-byte fragment where ${left} bytes of the message remain`;
     }
     link.due = f.length;
-    link.left -= f.length;
     return undefined;
   }
 
   /** The link's stream ended: mid-message, or without a goodbye, the group has failed. */
   #ended(link: Link): void {
-    if (link.due > 0 || link.left > 0) this.#lost(link, "closed in the middle of a message");
+    if (link.got < link.into.byteLength) this.#lost(link, "closed in the middle of a message");
     else if (!link.peerDone) this.#lost(link, GONE);
     link.stopReading();
   }
