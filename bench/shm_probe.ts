@@ -1,6 +1,7 @@
 /**
  * Time per op and Gb/s of allreduce and bcast over `shm` next to the raw ceilings measured in the
- * same run: a single-thread Float32Array.set copy and a WASM SIMD sum of the same size.
+ * same run: a single-thread Float32Array.set copy and a WASM SIMD sum of the same size, and for
+ * 1 float the handoff of one float between two workers without the library.
  *
  *     deno run -A bench/shm_probe.ts [--procs 2] [--memory shared]
  * @module
@@ -12,6 +13,7 @@ import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { spawnRanks } from "../mod.ts";
 import type { MemoryKind } from "../mod.ts";
 import type { ProbeArgs } from "./shm_probe_rank.ts";
+import type { HandoffArgs } from "./handoff_worker.ts";
 
 const { values } = parseArgs({
   options: {
@@ -40,6 +42,28 @@ for (const n of counts) {
   heap.free(b);
 }
 
+/**
+ * The 1-float ceiling, µs per call (mean, best batch): two workers hand a float through a ring of
+ * cache lines, with an `await` per call (handoff_worker.ts).
+ */
+async function handoff(): Promise<[number, number]> {
+  const slots = 64;
+  const buffer = new SharedArrayBuffer((slots + 1) * 64);
+  const sides = [true, false].map((writer) => {
+    const worker = new Worker(new URL("./handoff_worker.ts", import.meta.url), { type: "module" });
+    const args: HandoffArgs = { buffer, slots, writer, calls: 20_000, batches: 10 };
+    const done = new Promise<[number, number]>((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(new Error(e.message));
+    });
+    worker.postMessage(args);
+    return done.finally(() => worker.terminate());
+  });
+  const [w, r] = await Promise.all(sides);
+  return [(w[0] + r[0]) / 2, (w[1] + r[1]) / 2];
+}
+const [handoffMean, handoffBest] = await handoff();
+
 const rows: string[] = [];
 for (const primitive of ["allreduce", "bcast"] as const) {
   const args: ProbeArgs = { primitive, memory: values.memory as MemoryKind, counts };
@@ -65,3 +89,7 @@ console.log(
   "primitive\tfloats\tmean_us\tbest_us\tmean_Gb/s\tbest_Gb/s\tcopy_Gb/s\twasm_sum_Gb/s",
 );
 console.log(rows.join("\n"));
+console.log(
+  `# 1-float ceiling, without the library: ${handoffMean.toFixed(2)} µs mean, ` +
+    `${handoffBest.toFixed(2)} µs best (two workers, a ring of cache lines, an await per call)`,
+);
