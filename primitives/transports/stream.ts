@@ -585,13 +585,16 @@ export abstract class StreamTransport implements Transport {
     try {
       if (link.unparsed && !this.#consume(link, 0)) return true;
       for (let reads = 0; reads < READS_PER_PUMP; reads++) {
-        const n = this.#sockets!.recv(link.fd!, link.target());
+        const into = link.target();
+        const n = this.#sockets!.recv(link.fd!, into);
         if (n === WOULD_BLOCK) return reads > 0;
         if (n === 0) {
           this.#ended(link);
           return true;
         }
         if (!this.#consume(link, n)) return true;
+        // A short read took all the kernel held: one more would only say it would block.
+        if (n < into.byteLength) return true;
       }
     } catch (e) {
       this.#lost(link, e instanceof SocketError && e.errno === ECONNRESET ? GONE : e);
