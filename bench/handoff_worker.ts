@@ -2,6 +2,8 @@
 // ring of 64-byte slots in a SharedArrayBuffer (the shape of `shm`'s pipelined bcast, without
 // the library), with one `await` per call as a caller of the library pays.
 
+import { timeBatches } from "./shm_probe_rank.ts";
+
 /** Int32 words per slot (one 64-byte line): the call number, then the float. */
 const SLOT_WORDS = 16;
 /** Word the reader publishes the last call it has read in, every 8 calls (a line of its own). */
@@ -43,14 +45,6 @@ scope.onmessage = async (e) => {
     return DONE;
   };
   for (let i = 0; i < 10 * calls; i++) await call();
-  let total = 0, best = Infinity;
-  for (let b = 0; b < batches; b++) {
-    const start = performance.now();
-    for (let i = 0; i < calls; i++) await call();
-    const ms = performance.now() - start;
-    total += ms;
-    best = Math.min(best, ms);
-  }
   // µs per call: the mean over every batch, and the fastest batch's.
-  scope.postMessage([(total * 1000) / (calls * batches), (best * 1000) / calls]);
+  scope.postMessage(await timeBatches(batches, calls, call));
 };

@@ -21,16 +21,25 @@ export async function run(comm: Communicator, a: ProbeArgs): Promise<[number, nu
     // Ten times the timed iterations take the code through the JIT's tiers.
     for (let i = 0; i < 10 * iters; i++) await op();
     await comm.barrier();
-    let total = 0, best = Infinity;
-    for (let b = 0; b < BATCHES; b++) {
-      const start = performance.now();
-      for (let i = 0; i < batch; i++) await op();
-      const ms = performance.now() - start;
-      total += ms;
-      best = Math.min(best, ms);
-    }
-    results.push([(total * 1000) / (batch * BATCHES), (best * 1000) / batch]);
+    results.push(await timeBatches(BATCHES, batch, op));
     comm.free(buf);
   }
   return results;
+}
+
+/** `batches` timed batches of `calls` awaited calls: [mean µs per call, the fastest batch's]. */
+export async function timeBatches(
+  batches: number,
+  calls: number,
+  call: () => Promise<unknown>,
+): Promise<[number, number]> {
+  let total = 0, best = Infinity;
+  for (let b = 0; b < batches; b++) {
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await call();
+    const ms = performance.now() - start;
+    total += ms;
+    best = Math.min(best, ms);
+  }
+  return [(total * 1000) / (calls * batches), (best * 1000) / calls];
 }
