@@ -3,7 +3,7 @@
 // fragments and come back whole, and a fragment that does not continue the message in progress
 // fails the transport, naming the peer.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
-import { FRAGMENT_BYTES, type Frame } from "../primitives/transports/stream.ts";
+import { FRAGMENT_BYTES, type Frame, writeAll } from "../primitives/transports/stream.ts";
 import { TCP_HEADER_BYTES, TCP_WIRE, TcpTransport } from "../primitives/transports/tcp.ts";
 
 /** The engine's two ways of moving bytes: socket calls or not. */
@@ -48,10 +48,6 @@ function framed(f: Frame, payload: Uint8Array = new Uint8Array(0)): Uint8Array {
   out.set(head.subarray(0, n));
   out.set(payload, n);
   return out;
-}
-
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  for (let at = 0; at < bytes.byteLength;) at += await conn.write(bytes.subarray(at));
 }
 
 /** Bytes 0, 1, 2, … (mod 251, so no run of them repeats at a power of two). */
