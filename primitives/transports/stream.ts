@@ -124,8 +124,15 @@ export const FRAGMENT_BYTES = 1024 * 1024;
  * ring's segments of at most 512 KiB still go out whole when posted).
  */
 const FLUSH_BYTES = 512 * 1024;
-/** Bytes read from a connection at a time while no payload is being read straight into place. */
+/** Size of a link's buffer for heads and small messages. */
 const READ_BUFFER_BYTES = 256 * 1024;
+/**
+ * Most bytes read into a link's buffer at a time: a head and a small message. The rest of a larger
+ * payload is read straight into place; read into the buffer, it was copied out again. A
+ * 2^20-float `tcp` allreduce of 2 processes moved 45% of its bytes that way with reads of up to
+ * the whole buffer and ran at a median 20.3 Gb/s against 22.1 (8 alternating runs).
+ */
+const HEAD_READ_BYTES = 64 + COALESCE_BYTES;
 /** Milliseconds a finishing or failing rank waits for its last frames to leave. */
 const FLUSH_MS = 2000;
 /**
@@ -235,16 +242,19 @@ class Link {
     this.ended = new Promise((resolve) => this.#end = resolve);
   }
 
-  /** Where the next bytes read go: straight into the payload once the buffer holds none of it. */
+  /**
+   * Where the next bytes read go: straight into the payload once the buffer holds none of it,
+   * else into the buffer ({@linkcode HEAD_READ_BYTES} at most).
+   */
   target(): Uint8Array {
     this.direct = this.due > 0 && this.start === this.end;
     if (this.direct) return this.#rest(this.into, this.got, this.got + this.due);
     if (this.start === this.end) this.start = this.end = 0;
-    else if (this.end === this.buf.byteLength) {
+    else if (this.buf.byteLength - this.end < HEAD_READ_BYTES) {
       this.buf.copyWithin(0, this.start, this.end);
       [this.start, this.end] = [0, this.end - this.start];
     }
-    return this.#rest(this.buf, this.end, this.buf.byteLength);
+    return this.#rest(this.buf, this.end, this.end + HEAD_READ_BYTES);
   }
 
   /** The first `n` bytes of `scratch`; the view is kept while `n` stays the same (as calls repeat). */
