@@ -139,6 +139,23 @@ test("a receive posted while its message arrives takes the rest in place", async
   });
 });
 
+test("a receive posted once the one before it completes takes its message in place", async (way) => {
+  await withRawPeer(way, async (transport, peer) => {
+    // Both messages reach the kernel in one write: reading on past the first, the transport
+    // would start the second into a buffer of its own before its receive is posted.
+    const size = 24 * 1024;
+    const message = (tag: number) =>
+      framed({ kind: "data", tag, length: size, total: size, stamp: 4 }, pattern(size, tag));
+    const first = new Uint8Array(size), second = new Uint8Array(size);
+    const received = transport.recv(1, first, 1);
+    await writeAll(peer, Uint8Array.from([...message(1), ...message(2)]));
+    await received;
+    await transport.recv(1, second, 2);
+    assertEquals([first, second], [pattern(size, 1), pattern(size, 2)]);
+    assertEquals(transport.unexpectedBytes, 0);
+  });
+});
+
 test("a fragment that does not continue the message fails the transport", async (way) => {
   const cases: [string, Frame][] = [
     ["another message", { kind: "data", tag: 4, length: 4, total: 12, stamp: 4 }],

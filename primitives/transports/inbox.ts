@@ -111,6 +111,8 @@ export class Inbox {
   #probes: PendingProbe[] = [];
   #watchdog: ReturnType<typeof setInterval>;
   #hooks: InboxHooks;
+  #delivered = 0;
+  #unexpectedBytes = 0;
 
   /**
    * An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. Every message
@@ -229,11 +231,25 @@ export class Inbox {
       }
     } else {
       cur = { tag, stamp, data: new Uint8Array(total), received: 0 };
+      this.#unexpectedBytes += total;
       this.#arrivals[peer].push(cur);
       this.#answerProbes(peer, tag);
     }
     this.#current[peer] = cur;
     return this.#targetOf(cur)!;
+  }
+
+  /** Messages that have completed a posted receive so far. */
+  get delivered(): number {
+    return this.#delivered;
+  }
+
+  /**
+   * Bytes of the messages that began to arrive before their receive was posted (MPI's unexpected
+   * messages): each went into a buffer of its own and is copied out when claimed.
+   */
+  get unexpectedBytes(): number {
+    return this.#unexpectedBytes;
   }
 
   /** `bytes` more bytes of `peer`'s current message are in place; the last settle it. */
@@ -244,8 +260,10 @@ export class Inbox {
     cur.received += bytes;
     if (cur.received < this.#targetOf(cur)!.byteLength) return;
     this.#current[peer] = undefined;
-    if ("into" in cur) cur.resolve(cur.stamp);
-    else this.#settleArrival(peer, cur);
+    if ("into" in cur) {
+      this.#delivered++;
+      cur.resolve(cur.stamp);
+    } else this.#settleArrival(peer, cur);
   }
 
   #targetOf(cur: Arrival | PendingRecv | undefined): Uint8Array | undefined {
