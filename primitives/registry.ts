@@ -239,9 +239,8 @@ export function algorithmsFor(
  * groups, the ring above; binomial trees beat the scatter forms of bcast and reduce at every size
  * measured (1 float … 16 MiB, 2 and 4 ranks). Device buffers: on `gpu` the direct kernels (each
  * byte read once) beat the ring at every size; over host transports the pipelined staging wins
- * from 16 MiB (four segments or more; measured on an H100). Two `tcp` processes differ (one
- * full-duplex socket: Rabenseifner and scatter_gather, which send halves both ways, win from a few
- * hundred KiB, measured with --algorithm on 2 and 4 processes; README "Algorithms").
+ * from 16 MiB (four segments or more; measured on an H100). Two `tcp` processes differ only in
+ * where allreduce's ring takes over: from 1 MiB (measured with --algorithm; README "Algorithms").
  */
 export function autoAlgorithm(
   collective: CollectiveName,
@@ -255,10 +254,8 @@ export function autoAlgorithm(
     return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
   }
   if (transport === "shm") return "shm_direct";
-  if (transport === "tcp" && size === 2) {
-    const MiB = 1024 * 1024;
-    if (collective === "allreduce" && bytes >= MiB / 4 && bytes < 4 * MiB) return "rabenseifner";
-    if (collective === "reduce" && bytes >= MiB / 2 && bytes < 8 * MiB) return "scatter_gather";
+  if (transport === "tcp" && size === 2 && collective === "allreduce") {
+    return bytes < 1024 * 1024 ? "recursive_doubling" : "ring";
   }
   switch (collective) {
     case "allreduce":
