@@ -254,15 +254,14 @@ export function autoAlgorithm(
     return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
   }
   if (transport === "shm") return "shm_direct";
-  if (transport === "tcp" && size === 2 && collective === "allreduce") {
-    return bytes < 1024 * 1024 ? "recursive_doubling" : "ring";
-  }
   switch (collective) {
-    case "allreduce":
-      if (bytes < 512 * 1024) return "recursive_doubling";
+    case "allreduce": {
+      const doublingBelow = transport === "tcp" && size === 2 ? 1024 * 1024 : 512 * 1024;
+      if (bytes < doublingBelow) return "recursive_doubling";
       return bytes < 4 * 1024 * 1024 && size > 2 && (size & (size - 1)) === 0
         ? "rabenseifner"
         : "ring";
+    }
     case "bcast":
     case "reduce":
       return "binomial";
