@@ -6,8 +6,13 @@
  */
 
 import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
-import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
-import { type Point, readResults, ResultFormatError } from "../bench/compare/results.ts";
+import {
+  crossovers,
+  CurveSet,
+  formatCrossovers,
+  wrongResults,
+} from "../bench/compare/crossover.ts";
+import { readResults, ResultFormatError } from "../bench/compare/results.ts";
 import { MAX_PROCS } from "./_benchmark.ts";
 import { dirname } from "node:path";
 import {
@@ -61,10 +66,10 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const points: Point[] = [];
+  const set = new CurveSet();
   for (const file of files) {
     try {
-      points.push(...readResults(file, Deno.readTextFileSync(file), procs));
+      for await (const point of readResults(file, procs)) set.add(point);
     } catch (e) {
       if (!(e instanceof Error)) throw e;
       // A missing file or a folder: the system's words; a bad file: the reader's.
@@ -75,19 +80,32 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
   }
-  const curves = toCurves(points);
+  if (set.repeated > 0) {
+    console.error(
+      `dccl compare: note: ${set.repeated} rows repeated a curve at a size it already had; ` +
+        `the last of each counts`,
+    );
+  }
+  const curves = set.curves();
   const rows = crossovers(curves, { tolerance });
+  const wrong = wrongResults(curves);
+  if (wrong.length > 0) {
+    console.error(
+      `dccl compare: warning: ${wrong.length} curves have sizes with wrong results; they are ` +
+        `flagged and left out of the comparison`,
+    );
+  }
   const svg = await renderSvg(curves);
   const svgPath = out.replace(/\.html$/, ".svg");
   try {
     Deno.mkdirSync(dirname(out), { recursive: true });
     Deno.writeTextFileSync(svgPath, svg);
-    Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance));
+    Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance, wrong));
   } catch (e) {
     console.error(`dccl compare: --out ${out}: cannot write the report (${(e as Error).name})`);
     return 2;
   }
-  console.log(formatCrossovers(rows));
+  console.log(formatCrossovers(rows, wrong));
   console.log(`\nchart: ${svgPath}\nreport: ${out}`);
   return 0;
 }

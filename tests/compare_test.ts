@@ -1,17 +1,27 @@
 // `compare` on fixture CSVs and on recorded OSU and nccl-tests output: the crossover table computed
-// from the data, and a chart that is an SVG with one line per curve.
-import { assert_, assertEquals } from "./_assert.ts";
-import { crossovers, formatCrossovers, toCurves } from "../bench/compare/crossover.ts";
-import { readResults, ResultFormatError } from "../bench/compare/results.ts";
+// from the data, a chart that is an SVG with one line per curve, wrong results flagged and never
+// compared, and files of a million rows read in little memory.
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import {
+  crossovers,
+  formatCrossovers,
+  toCurves,
+  wrongResults,
+} from "../bench/compare/crossover.ts";
+import { type Point, readResults } from "../bench/compare/results.ts";
 import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import { CSV_COLUMNS } from "../bench/metrics.ts";
 
-const fixture = (name: string) => {
-  const url = new URL(`./fixtures/${name}`, import.meta.url);
-  return readResults(url.pathname, Deno.readTextFileSync(url));
-};
+const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
+
+const fixture = (name: string): Promise<Point[]> =>
+  Array.fromAsync(readResults(`${FIXTURES}${name}`));
 
 Deno.test("compare: crossover table from dccl CSVs", async () => {
-  const curves = toCurves([...fixture("allreduce_shm.csv"), ...fixture("allreduce_worker.csv")]);
+  const curves = toCurves([
+    ...await fixture("allreduce_shm.csv"),
+    ...await fixture("allreduce_worker.csv"),
+  ]);
   assertEquals(curves.map((c) => `${c.label}@${c.procs}`).sort(), [
     "shm shared@2",
     "shm shared@4",
@@ -61,6 +71,7 @@ function twoCurves(a: number[], b: number[]) {
     floats: 2 ** i,
     time_us: us,
     gbps: 1,
+    wrong: 0,
   });
   return toCurves([...a.map((us, i) => point("A", us, i)), ...b.map((us, i) => point("B", us, i))]);
 }
@@ -91,8 +102,8 @@ Deno.test("compare: one size led by another curve between two ranges of one curv
   assert_(text.includes("below 4 floats A is fastest; at 4 B; from 8 floats A."), text);
 });
 
-Deno.test("compare: reads OSU and nccl-tests output next to dccl", () => {
-  const osu = fixture("osu_allreduce.txt");
+Deno.test("compare: reads OSU and nccl-tests output next to dccl", async () => {
+  const osu = await fixture("osu_allreduce.txt");
   assertEquals(osu.length, 6);
   assertEquals([osu[0].primitive, osu[0].procs, osu[0].floats, osu[0].time_us], [
     "allreduce",
@@ -100,7 +111,7 @@ Deno.test("compare: reads OSU and nccl-tests output next to dccl", () => {
     1,
     0.72,
   ]);
-  const nccl = fixture("all_reduce_perf.txt");
+  const nccl = await fixture("all_reduce_perf.txt");
   assertEquals(nccl.length, 6);
   assertEquals([nccl[5].primitive, nccl[5].procs, nccl[5].floats, nccl[5].time_us], [
     "allreduce",
@@ -109,17 +120,97 @@ Deno.test("compare: reads OSU and nccl-tests output next to dccl", () => {
     10,
   ]);
   assertEquals(nccl[5].gbps, (4096 * 8) / 10 / 1e3);
-  const rows = crossovers(toCurves([...fixture("allreduce_shm.csv"), ...osu, ...nccl]))
+  const rows = crossovers(toCurves([...await fixture("allreduce_shm.csv"), ...osu, ...nccl]))
     .filter((r) => r.procs === 2);
   assertEquals(rows.map((r) => [r.fromFloats, r.toFloats, r.fastest]), [[1, 1024, "mpi host"]]);
 });
 
-Deno.test("compare: unreadable input is a one-line error", () => {
+Deno.test("compare: unreadable input is a one-line error", async () => {
+  const notes = await Deno.makeTempFile({ suffix: "notes.txt" });
+  await Deno.writeTextFile(notes, "hello\n");
+  await assertRejects(() => Array.fromAsync(readResults(notes)), {
+    name: "ResultFormatError",
+    message: /notes\.txt: not a dccl CSV/,
+  });
+  await Deno.remove(notes);
+});
+
+/** A dccl CSV of `rows` rows cycling through 4 curves of 29 sizes; `wrong(i)` per row. */
+function bigCsv(rows: number, wrong: (i: number) => number = () => 0): string {
+  const lines = [CSV_COLUMNS.join(",")];
+  for (let i = 0; i < rows; i++) {
+    const floats = 2 ** (i % 29), curve = (i / 29 | 0) % 4;
+    const us = (1 + curve) * (1 + floats / 1e5);
+    const cells: Record<string, string | number> = {
+      primitive: "allreduce",
+      transport: ["shm", "worker", "ws", "tcp"][curve],
+      memory: "host",
+      algorithm: "auto",
+      procs: 2,
+      floats,
+      bytes: 4 * floats,
+      iters: 10,
+      time_us: us,
+      min_us: us,
+      max_us: us,
+      gbps: (32 * floats) / us / 1e3,
+      algbw_gbs: (4 * floats) / us / 1e3,
+      busbw_gbs: (4 * floats) / us / 1e3,
+      wrong: wrong(i),
+    };
+    lines.push(CSV_COLUMNS.map((c) => cells[c]).join(","));
+  }
+  return lines.join("\n") + "\n";
+}
+
+Deno.test("compare: sizes with wrong results are flagged, never compared", async () => {
+  // shm, the fastest curve, is wrong at 4 floats: worker leads there.
+  const csv = await Deno.makeTempFile({ suffix: ".csv" });
+  await Deno.writeTextFile(csv, bigCsv(4 * 29, (i) => i === 2 ? 7 : 0));
+  const curves = toCurves(await Array.fromAsync(readResults(csv)));
+  const wrong = wrongResults(curves);
+  assertEquals(wrong, [{ primitive: "allreduce", procs: 2, curve: "shm", sizes: [[4, 7]] }]);
+  const rows = crossovers(curves, { tolerance: 0 });
+  assertEquals(rows.filter((r) => r.fromFloats === 4).map((r) => r.fastest), ["worker"]);
+  const text = formatCrossovers(rows, wrong);
+  assert_(text.includes("WRONG RESULTS, not compared: allreduce at 2 ranks, shm: 7 wrong at 4"));
+  const svg = await renderSvg(curves);
+  assert_(svg.includes(`stroke="#d62728"`), "the wrong size is drawn apart, in red");
+  assert_(renderHtml(svg, rows, [csv], 0, wrong).includes("<h2>Wrong results (not compared)</h2>"));
+  await Deno.remove(csv);
+});
+
+Deno.test("compare: a CSV of a million rows is read in bounded memory, and a sweep's index is skipped", async () => {
+  const dir = await Deno.makeTempDir();
   try {
-    readResults("notes.txt", "hello\n");
-    throw new Error("accepted");
-  } catch (e) {
-    assert_(e instanceof ResultFormatError && /notes\.txt: not a dccl CSV/.test(e.message));
+    const csv = `${dir}/big.csv`;
+    const file = await Deno.open(csv, { write: true, create: true });
+    const writer = file.writable.getWriter();
+    for (let k = 0; k < 10; k++) {
+      await writer.write(
+        new TextEncoder().encode(
+          bigCsv(100_000).slice(k === 0 ? 0 : CSV_COLUMNS.join(",").length + 1),
+        ),
+      );
+    }
+    await writer.close();
+    await Deno.writeTextFile(
+      `${dir}/index.csv`,
+      "primitive,transport,memory,procs,status,rows,wrong,csv,note\n",
+    );
+    // The whole file is ~90 MB; the run gets a heap a fraction of what holding its rows takes.
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--v8-flags=--max-old-space-size=160", "scripts/compare.ts", csv]
+        .concat([`${dir}/index.csv`, "--out", `${dir}/report.html`]),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(stderr);
+    assertEquals(code, 0, err);
+    assert_(/shm is fastest at every size/.test(new TextDecoder().decode(stdout)));
+    assert_(/999884 rows repeated a curve at a size/.test(err), err);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

@@ -6,9 +6,12 @@
 
 import * as vega from "vega";
 import * as vegaLite from "vega-lite";
-import type { Crossover, Curve } from "./crossover.ts";
+import type { Crossover, Curve, WrongResults } from "./crossover.ts";
 
-/** The Vega-Lite spec: Gb/s against floats on log2 axes, a panel per primitive × ranks. */
+/**
+ * The Vega-Lite spec: Gb/s against floats on log2 axes, a panel per primitive × ranks; sizes whose
+ * results had wrong elements are red crosses off the lines.
+ */
 export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   const values = curves.flatMap((c) =>
     [...c.points.values()]
@@ -19,6 +22,7 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
         floats: p.floats,
         gbps: p.gbps,
         time_us: p.time_us,
+        wrong: p.wrong,
       }))
   );
   return {
@@ -29,7 +33,6 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
     spec: {
       width: 420,
       height: 260,
-      mark: { type: "line", point: true },
       encoding: {
         x: {
           field: "floats",
@@ -47,14 +50,25 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
           scale: { type: "log" },
           axis: { title: "Gb/s (payload bits / time)" },
         },
-        color: { field: "curve", type: "nominal", title: null },
         tooltip: [
           { field: "curve" },
           { field: "floats" },
           { field: "time_us", format: ".2f" },
           { field: "gbps", format: ".3f" },
+          { field: "wrong" },
         ],
       },
+      layer: [
+        {
+          transform: [{ filter: "datum.wrong == 0" }],
+          mark: { type: "line", point: true },
+          encoding: { color: { field: "curve", type: "nominal", title: null } },
+        },
+        {
+          transform: [{ filter: "datum.wrong > 0" }],
+          mark: { type: "point", shape: "cross", color: "#d62728", size: 140, strokeWidth: 2 },
+        },
+      ],
     },
     resolve: { scale: { y: "independent" } },
   };
@@ -126,6 +140,7 @@ export function renderHtml(
   rows: Crossover[],
   inputs: string[],
   tolerance: number,
+  wrong: WrongResults[] = [],
 ): string {
   const table = htmlTable(
     ["primitive", "procs", "from floats", "to floats", "fastest", "margin", "level with"],
@@ -147,6 +162,17 @@ ${svg}
 <p>A curve within ${Math.round(tolerance * 100)}% of the fastest at a size counts as fastest
 there (level with it). margin: median over the range of the runner-up's time / this curve's
 time.</p>
-${table}`,
+${table}${wrongTable(wrong)}`,
   );
+}
+
+/** The sizes whose results had wrong elements (red crosses in the chart), if any. */
+function wrongTable(wrong: WrongResults[]): string {
+  if (wrong.length === 0) return "";
+  const rows = wrong.flatMap((w) =>
+    w.sizes.map(([floats, n]) => [w.primitive, w.procs, w.curve, floats, n])
+  );
+  return `
+<h2>Wrong results (not compared)</h2>
+${htmlTable(["primitive", "procs", "curve", "floats", "wrong elements"], rows)}`;
 }

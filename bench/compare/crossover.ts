@@ -1,7 +1,8 @@
 /**
  * Curves and crossovers: groups points into one curve per file × primitive × ranks × transport ×
  * memory × algorithm, and finds, per primitive and rank count, which curve is fastest over which
- * size range (the founding study's "below N floats A is fastest, above it B").
+ * size range (the founding study's "below N floats A is fastest, above it B"). A point whose
+ * result had wrong elements is never compared: it is listed apart.
  * @module
  */
 
@@ -42,25 +43,75 @@ export interface CrossoverOptions {
 
 const LABEL_FIELDS = ["transport", "memory", "algorithm", "source"] as const;
 
+/**
+ * Points gathered into curves as they are read, so that only one point per curve and size is
+ * held however many rows repeat it (the last one read counts).
+ */
+export class CurveSet {
+  /** Points of each curve, by size. */
+  readonly #groups = new Map<string, Map<number, Point>>();
+  /** Rows that repeated a curve's size. */
+  repeated = 0;
+
+  /** Adds one point. */
+  add(p: Point): void {
+    const k = key(p);
+    let group = this.#groups.get(k);
+    if (!group) this.#groups.set(k, group = new Map());
+    if (group.has(p.floats)) this.repeated++;
+    group.set(p.floats, p);
+  }
+
+  /** The curves, labelled by the fields that differ between them. */
+  curves(): Curve[] {
+    const groups = [...this.#groups.values()];
+    const firsts = groups.map((g) => g.values().next().value!);
+    // The source (file) only matters when two files hold otherwise identical curves.
+    const varying = LABEL_FIELDS.filter((f) =>
+      f === "source"
+        ? new Set(firsts.map((p) => key({ ...p, source: "" }))).size < firsts.length
+        : new Set(firsts.map((p) => p[f])).size > 1
+    );
+    const fields = varying.length > 0 ? varying : ["transport" as const];
+    return groups.map((points, i) => ({
+      label: fields.map((f) => firsts[i][f]).filter((v) => v !== "").join(" "),
+      primitive: firsts[i].primitive,
+      procs: firsts[i].procs,
+      points,
+    }));
+  }
+}
+
+function key(p: Point): string {
+  return [p.primitive, p.procs, ...LABEL_FIELDS.map((f) => p[f])].join("\u0000");
+}
+
 /** Groups points into curves labelled by the fields that differ between curves. */
-export function toCurves(points: Point[]): Curve[] {
-  const key = (p: Point) => [p.primitive, p.procs, ...LABEL_FIELDS.map((f) => p[f])].join("\u0000");
-  const groups = new Map<string, Point[]>();
-  for (const p of points) groups.set(key(p), [...(groups.get(key(p)) ?? []), p]);
-  const firsts = [...groups.values()].map((g) => g[0]);
-  // The source (file) only matters when two files hold otherwise identical curves.
-  const varying = LABEL_FIELDS.filter((f) =>
-    f === "source"
-      ? new Set(firsts.map((p) => key({ ...p, source: "" }))).size < firsts.length
-      : new Set(firsts.map((p) => p[f])).size > 1
-  );
-  const fields = varying.length > 0 ? varying : ["transport" as const];
-  return [...groups.values()].map((g) => ({
-    label: fields.map((f) => g[0][f]).filter((v) => v !== "").join(" "),
-    primitive: g[0].primitive,
-    procs: g[0].procs,
-    points: new Map(g.map((p) => [p.floats, p])),
-  }));
+export function toCurves(points: Iterable<Point>): Curve[] {
+  const set = new CurveSet();
+  for (const p of points) set.add(p);
+  return set.curves();
+}
+
+/** Sizes of one curve whose results had wrong elements: never compared. */
+export interface WrongResults {
+  primitive: string;
+  procs: number;
+  curve: string;
+  /** The sizes, in floats, and the wrong elements at each. */
+  sizes: [number, number][];
+}
+
+/** The points of `curves` with wrong elements, one entry per curve that has any. */
+export function wrongResults(curves: Curve[]): WrongResults[] {
+  return curves.flatMap((c) => {
+    const sizes = [...c.points.values()].filter((p) => p.wrong > 0)
+      .sort((a, b) => a.floats - b.floats)
+      .map((p): [number, number] => [p.floats, p.wrong]);
+    return sizes.length === 0
+      ? []
+      : [{ primitive: c.primitive, procs: c.procs, curve: c.label, sizes }];
+  });
 }
 
 /**
@@ -84,7 +135,9 @@ export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Cro
     const rows = sizes
       .map((floats) => ({
         floats,
-        us: panel.map((c) => c.points.get(floats)?.time_us ?? NaN).map((t) => t > 0 ? t : NaN),
+        // A wrong result is no result: it never leads nor counts as level.
+        us: panel.map((c) => c.points.get(floats))
+          .map((p) => p && p.wrong === 0 && p.time_us > 0 ? p.time_us : NaN),
       }))
       .filter((row) => row.us.some((t) => !Number.isNaN(t)));
     let ranges = leadRanges(rows, tolerance);
@@ -180,7 +233,7 @@ function median(values: number[]): number {
 }
 
 /** The crossovers as an aligned text table plus one sentence per primitive and rank count. */
-export function formatCrossovers(rows: Crossover[]): string {
+export function formatCrossovers(rows: Crossover[], wrong: WrongResults[] = []): string {
   const header = [
     "primitive",
     "procs",
@@ -222,5 +275,9 @@ export function formatCrossovers(rows: Crossover[]): string {
     });
     sentences.push(`For ${panel}, ${parts.join("; ")}.`);
   }
-  return [line(header), ...cells.map(line), "", ...sentences].join("\n");
+  const flagged = wrong.map((w) =>
+    `WRONG RESULTS, not compared: ${w.primitive} at ${w.procs} ranks, ${w.curve}: ` +
+    w.sizes.map(([floats, n]) => `${n} wrong at ${floats} floats`).join(", ")
+  );
+  return [line(header), ...cells.map(line), "", ...sentences, ...flagged].join("\n");
 }

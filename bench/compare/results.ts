@@ -1,11 +1,13 @@
 /**
  * Reads measured curves from the files users bring to `compare`: dccl CSVs (and their JSON
  * sidecars), OSU micro-benchmark text output, and nccl-tests text output. Everything becomes
- * {@linkcode Point}s: one size of one curve, with time per op and payload Gb/s.
+ * {@linkcode Point}s: one size of one curve, with time per op, payload Gb/s and wrong elements.
+ * Files are read as streams, a point at a time, so a file of millions of rows takes little memory
+ * (a JSON sidecar, which holds one run, is read whole).
  * @module
  */
 
-import { parse } from "csv-parse/sync";
+import { parse } from "csv-parse/stream";
 import { CSV_COLUMNS } from "../metrics.ts";
 
 /** One measured size of one curve. */
@@ -20,6 +22,8 @@ export interface Point {
   floats: number;
   time_us: number;
   gbps: number;
+  /** Elements that differed from the exact result (0 where the tool does not say). */
+  wrong: number;
 }
 
 /** A file `compare` cannot read: one line saying which and why. */
@@ -27,31 +31,86 @@ export class ResultFormatError extends Error {
   override name = "ResultFormatError";
 }
 
-/** Reads one file, recognising its format from its content. */
-export function readResults(path: string, text: string, defaultProcs = 2): Point[] {
+/** Bytes read to tell a file's format. */
+const SNIFF_BYTES = 64 * 1024;
+
+/** The formats `compare` reads, told apart by a file's first bytes. */
+type Format = "json" | "csv" | "sweep-index" | "osu" | "nccl-tests";
+
+/**
+ * Reads one file's points, recognising its format from its first bytes. A sweep's `index.csv`
+ * holds no points (it lists the sweep's files) and yields none.
+ */
+export async function* readResults(path: string, defaultProcs = 2): AsyncGenerator<Point> {
   const source = path.split("/").at(-1)!;
-  const trimmed = text.trimStart();
-  if (trimmed.startsWith("{")) return readDcclJson(source, trimmed);
-  if (/^primitive,transport,/.test(trimmed)) return readDcclCsv(source, trimmed);
-  if (/^#\s*OSU\b/im.test(trimmed)) return readOsu(source, trimmed, defaultProcs);
-  if (/#\s+size\s+count\s+type\s+redop/i.test(trimmed)) return readNcclTests(source, trimmed);
+  const format = formatOf(path, await head(path));
+  if (format === "sweep-index") return;
+  if (format === "json") {
+    yield* readDcclJson(source, await Deno.readTextFile(path));
+    return;
+  }
+  const bytes = (await Deno.open(path)).readable;
+  if (format === "csv") return yield* readDcclCsv(source, bytes);
+  const text = lines(bytes.pipeThrough(new TextDecoderStream()));
+  if (format === "osu") yield* readOsu(source, text, defaultProcs);
+  else yield* readNcclTests(source, text);
+}
+
+/** The first bytes of `path`, as text. */
+async function head(path: string): Promise<string> {
+  using file = await Deno.open(path);
+  const bytes = new Uint8Array(SNIFF_BYTES);
+  const n = await file.read(bytes) ?? 0;
+  return new TextDecoder().decode(bytes.subarray(0, n));
+}
+
+function formatOf(path: string, start: string): Format {
+  const trimmed = start.trimStart();
+  if (trimmed.startsWith("{")) return "json";
+  if (/^primitive,transport,memory,procs,status,/.test(trimmed)) return "sweep-index";
+  if (/^primitive,transport,/.test(trimmed)) return "csv";
+  if (/^#\s*OSU\b/im.test(trimmed)) return "osu";
+  if (/#\s+size\s+count\s+type\s+redop/i.test(trimmed)) return "nccl-tests";
   throw new ResultFormatError(
     `${path}: not a dccl CSV/JSON, OSU micro-benchmark output or nccl-tests output`,
   );
 }
 
-function readDcclCsv(source: string, text: string): Point[] {
-  let rows: Record<string, string>[];
+/** The lines of a text stream (without their line ends). */
+async function* lines(text: ReadableStream<string>): AsyncGenerator<string> {
+  let rest = "";
+  for await (const chunk of text) {
+    const parts = (rest + chunk).split("\n");
+    rest = parts.pop()!;
+    yield* parts;
+  }
+  if (rest) yield rest;
+}
+
+async function* readDcclCsv(
+  source: string,
+  bytes: ReadableStream<Uint8Array>,
+): AsyncGenerator<Point> {
+  const rows = bytes.pipeThrough(parse({ columns: true, skip_empty_lines: true }));
+  let first = true;
   try {
-    rows = parse(text, { columns: true, skip_empty_lines: true });
+    for await (const row of rows as ReadableStream<Record<string, string>>) {
+      if (first) {
+        // Older CSVs call the element count `floats`, newer ones `count`.
+        const missing = CSV_COLUMNS.filter((c) =>
+          !(c in row) && !(c === "floats" && "count" in row)
+        );
+        if (missing.length > 0) {
+          throw new ResultFormatError(`${source}: CSV lacks columns ${missing.join(", ")}`);
+        }
+        first = false;
+      }
+      yield dcclPoint(source, row);
+    }
   } catch (e) {
+    if (e instanceof ResultFormatError) throw e;
     throw new ResultFormatError(`${source}: broken CSV (${(e as Error).message.split("\n")[0]})`);
   }
-  const missing = CSV_COLUMNS.filter((c) => rows.length > 0 && !(c in rows[0]));
-  if (missing.length > 0) {
-    throw new ResultFormatError(`${source}: CSV lacks columns ${missing.join(", ")}`);
-  }
-  return rows.map((r) => dcclPoint(source, r));
 }
 
 function readDcclJson(source: string, text: string): Point[] {
@@ -73,12 +132,16 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
     transport: String(r.transport),
     memory: String(r.memory),
     algorithm: String(r.algorithm),
-    floats: Number(r.floats),
+    floats: Number(r.count ?? r.floats),
     time_us: Number(r.time_us),
     gbps: Number(r.gbps),
+    wrong: Number(r.wrong ?? 0),
   };
-  if (![point.procs, point.floats, point.time_us, point.gbps].every(Number.isFinite)) {
-    throw new ResultFormatError(`${source}: a row has non-numeric procs, floats, time_us or gbps`);
+  const numbers = [point.procs, point.floats, point.time_us, point.gbps, point.wrong];
+  if (!numbers.every(Number.isFinite)) {
+    throw new ResultFormatError(
+      `${source}: a row has non-numeric procs, count, time_us, gbps or wrong`,
+    );
   }
   return checked(point);
 }
@@ -93,6 +156,8 @@ function checked(p: Point): Point {
     ? `time_us ${p.time_us} (expected > 0)`
     : !(p.gbps >= 0)
     ? `bandwidth ${p.gbps} Gb/s (expected ≥ 0)`
+    : !(Number.isInteger(p.wrong) && p.wrong >= 0)
+    ? `wrong ${p.wrong} (expected an integer ≥ 0)`
     : undefined;
   if (problem) {
     throw new ResultFormatError(
@@ -116,20 +181,28 @@ const OSU_TESTS: [RegExp, string][] = [
  * OSU output: `# OSU MPI Allreduce Latency Test v7.x`, then `size  avg-latency(us) [min max
  * iterations]` rows (sizes in bytes), or `size  MB/s` rows for the bandwidth tests.
  */
-function readOsu(source: string, text: string, procs: number): Point[] {
-  const title = text.match(/^#\s*(OSU[^\n]*)$/im)![1];
-  const primitive = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")))?.[1];
-  if (!primitive) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
-  const bandwidth = /MB\/s/i.test(text.match(/^#\s*Size.*$/im)?.[0] ?? "");
-  const points: Point[] = [];
-  for (const line of text.split("\n")) {
-    const cells = line.trim().split(/\s+/);
-    if (line.trim().startsWith("#") || cells.length < 2 || !/^\d+$/.test(cells[0])) continue;
+async function* readOsu(
+  source: string,
+  text: AsyncIterable<string>,
+  procs: number,
+): AsyncGenerator<Point> {
+  let primitive: string | undefined, bandwidth = false, points = 0;
+  for await (const line of text) {
+    const trimmed = line.trim();
+    const title = trimmed.match(/^#\s*(OSU.*)$/i)?.[1];
+    if (title && !primitive) {
+      primitive = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")))?.[1];
+      if (!primitive) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
+    }
+    if (/^#\s*Size/i.test(trimmed)) bandwidth = /MB\/s/i.test(trimmed);
+    const cells = trimmed.split(/\s+/);
+    if (trimmed.startsWith("#") || cells.length < 2 || !/^\d+$/.test(cells[0])) continue;
     const bytes = Number(cells[0]), value = Number(cells[1]);
-    if (!Number.isFinite(value) || bytes === 0) continue;
+    if (!primitive || !Number.isFinite(value) || bytes === 0) continue;
     // Bandwidth tests report MB/s (1e6 bytes); latency tests report µs per operation.
     const time_us = bandwidth ? bytes / value : value;
-    points.push(checked({
+    points++;
+    yield checked({
       source,
       primitive,
       procs,
@@ -139,10 +212,10 @@ function readOsu(source: string, text: string, procs: number): Point[] {
       floats: bytes / 4,
       time_us,
       gbps: (bytes * 8) / time_us / 1e3,
-    }));
+      wrong: 0,
+    });
   }
-  if (points.length === 0) throw new ResultFormatError(`${source}: OSU output without data rows`);
-  return points;
+  if (points === 0) throw new ResultFormatError(`${source}: OSU output without data rows`);
 }
 
 /** nccl-tests binaries → dccl primitive names (the output itself does not say which ran). */
@@ -157,36 +230,41 @@ const NCCL_TESTS: [RegExp, string][] = [
 
 /**
  * nccl-tests output: a `#  Rank  n …` line per rank and rows of `size count type redop root
- * time algbw busbw #wrong` (out-of-place, then in-place); the out-of-place time is used.
+ * time algbw busbw #wrong` (out-of-place, then in-place); the out-of-place figures are used.
  */
-function readNcclTests(source: string, text: string): Point[] {
-  const named = text.match(/^#.*\b(\w+_perf)\b/m)?.[1] ?? source;
-  const primitive = NCCL_TESTS.find(([re]) => re.test(named))?.[1];
-  if (!primitive) {
-    throw new ResultFormatError(
-      `${source}: cannot tell which nccl-tests binary wrote this; name the file after it ` +
-        `(e.g. all_reduce_perf.txt)`,
-    );
-  }
-  const procs = Math.max(1, (text.match(/^#\s+Rank\s+\d+/gm) ?? []).length);
-  const points: Point[] = [];
-  for (const line of text.split("\n")) {
-    const c = line.trim().split(/\s+/);
-    if (line.trim().startsWith("#") || c.length < 9 || !/^\d+$/.test(c[0])) continue;
+async function* readNcclTests(source: string, text: AsyncIterable<string>): AsyncGenerator<Point> {
+  let named: string | undefined, procs = 0, points = 0;
+  for await (const line of text) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith("#")) {
+      named ??= trimmed.match(/\b(\w+_perf)\b/)?.[1];
+      if (/^#\s+Rank\s+\d+/.test(trimmed)) procs++;
+      continue;
+    }
+    const c = trimmed.split(/\s+/);
+    if (c.length < 9 || !/^\d+$/.test(c[0])) continue;
     const bytes = Number(c[0]), count = Number(c[1]), time_us = Number(c[5]);
     if (!(bytes > 0) || !(time_us > 0)) continue;
-    points.push({
+    const primitive = NCCL_TESTS.find(([re]) => re.test(named ?? source))?.[1];
+    if (!primitive) {
+      throw new ResultFormatError(
+        `${source}: cannot tell which nccl-tests binary wrote this; name the file after it ` +
+          `(e.g. all_reduce_perf.txt)`,
+      );
+    }
+    points++;
+    yield {
       source,
       primitive,
-      procs,
+      procs: Math.max(1, procs),
       transport: "nccl",
       memory: "gpu",
       algorithm: "",
       floats: c[2] === "float" ? count : bytes / 4,
       time_us,
       gbps: (bytes * 8) / time_us / 1e3,
-    });
+      wrong: Number(c[8]) || 0,
+    };
   }
-  if (points.length === 0) throw new ResultFormatError(`${source}: nccl-tests output without rows`);
-  return points;
+  if (points === 0) throw new ResultFormatError(`${source}: nccl-tests output without rows`);
 }
