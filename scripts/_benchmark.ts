@@ -320,7 +320,10 @@ export class Interrupted extends Error {
   override name = "Interrupted";
 }
 
-/** Aborts `controller` on SIGINT/SIGTERM while `body` runs. */
+/**
+ * Aborts the signal `body` gets on SIGINT/SIGTERM; once one came, however `body` fails (a process
+ * rank the same Ctrl-C killed, say), it rejects with the {@linkcode Interrupted} reason.
+ */
 export async function interruptible<T>(
   body: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
@@ -333,6 +336,8 @@ export async function interruptible<T>(
   });
   try {
     return await body(controller.signal);
+  } catch (e) {
+    throw controller.signal.aborted ? controller.signal.reason : e;
   } finally {
     for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   }

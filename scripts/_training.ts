@@ -107,10 +107,16 @@ function positive(flag: string, value: string, max: number): number {
 export async function readData(dir: string | undefined): Promise<Mnist> {
   const where = dir ?? await packagedMnistDir();
   try {
+    if (!(await Deno.stat(where)).isDirectory) {
+      throw new DataError("it is a file; expected a folder of MNIST's four IDX files");
+    }
     return await loadMnist(where);
   } catch (e) {
     if (e instanceof DataError) throw new UsageError(`--data ${where}: ${e.message}`);
-    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) {
+    if (
+      e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied ||
+      e instanceof Deno.errors.NotADirectory
+    ) {
       throw new UsageError(`--data ${where}: ${(e as Error).message}`);
     }
     throw e;
@@ -149,9 +155,9 @@ export async function planTraining(
     throw new UsageError(`--ps-mode ${psMode} is not accepted: it applies to --sync ps`);
   }
   const layers = v.layers!.split(",").map((w) => integer("layers", w.trim(), 1, 65536));
-  if (layers.length < 2 || layers[0] !== 784 || layers.at(-1) !== MNIST_CLASSES) {
+  if (layers.length < 2 || layers.at(-1) !== MNIST_CLASSES) {
     throw new UsageError(
-      `--layers ${v.layers} is not accepted: widths from 784 (MNIST's pixels) to ` +
+      `--layers ${v.layers} is not accepted: widths from the images' pixels (784 for MNIST) to ` +
         `${MNIST_CLASSES} (its classes), like 784,256,10`,
     );
   }
@@ -181,6 +187,14 @@ export async function planTraining(
 
   // The data last: reading it takes a moment, and every cheaper mistake is reported first.
   const mnist = data ?? await readData(v.data === undefined ? undefined : userPath(v.data));
+  const dataFlag = `--data ${mnist.dir}`;
+  const pixels = mnist.train.pixels;
+  if (layers[0] !== pixels) {
+    throw new UsageError(
+      `--layers ${v.layers} is not accepted with ${dataFlag}: its images have ${pixels} pixels, ` +
+        `so the first width must be ${pixels}`,
+    );
+  }
   const samples = (flag: string, count: number) =>
     v[flag] === undefined ? undefined : integer(flag, v[flag]!, 1, count);
   const trainSamples = samples("train-samples", mnist.train.count);
@@ -190,9 +204,10 @@ export async function planTraining(
     ? Math.max(1, Math.round(64 / computing))
     : integer("batch", v.batch, 1, Math.floor(trainCount / computing));
   if (batch * computing > trainCount) {
+    const flag = trainSamples === undefined ? dataFlag : `--train-samples ${trainSamples}`;
     throw new UsageError(
-      `--procs ${procs} is not accepted: ${computing} computing ranks need at least ` +
-        `${computing} training images`,
+      `${flag} is not accepted: a global batch of ${batch * computing} (batch ${batch} on each ` +
+        `of ${computing} computing ranks) needs at least ${batch * computing} training images`,
     );
   }
   return {

@@ -25,7 +25,7 @@ Deno.test("train: every bad flag value is refused with what is accepted", async 
     [["--ps-mode", "async"], /--ps-mode async is not accepted: it applies to --sync ps/],
     [["--sync-every", "0"], /--sync-every 0 is not accepted/],
     [["--sync-every", "sometimes"], /--sync-every sometimes is not accepted/],
-    [["--layers", "784,10,3"], /widths from 784 .* to 10/],
+    [["--layers", "784,10,3"], /widths from the images' pixels \(784 for MNIST\) to 10/],
     [["--layers", "784,x,10"], /--layers x is not accepted/],
     [["--act", "tanh"], /--act tanh is not accepted; accepted: relu, sigmoid/],
     [["--lr=-1"], /--lr -1 is not accepted: expected a number above 0/],
@@ -50,6 +50,74 @@ Deno.test("train: every bad flag value is refused with what is accepted", async 
     message: /--data \/tmp: \/tmp has neither train-images-idx3-ubyte nor/,
   });
   assert_(e instanceof UsageError && !e.message.includes("\n"));
+});
+
+/** Writes MNIST-style IDX files into a fresh folder: `count` images of `side`×`side` pixels. */
+async function idxFolder(count: number, side: number): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  const idx = (dims: number[]) => {
+    const head = new DataView(new ArrayBuffer(4 + 4 * dims.length));
+    head.setUint8(2, 0x08);
+    head.setUint8(3, dims.length);
+    dims.forEach((d, i) => head.setUint32(4 + 4 * i, d));
+    const body = new Uint8Array(dims.reduce((a, b) => a * b, 1)).map((_, i) => i % 10);
+    return new Uint8Array([...new Uint8Array(head.buffer), ...body]);
+  };
+  for (const split of ["train", "t10k"]) {
+    await Deno.writeFile(`${dir}/${split}-images-idx3-ubyte`, idx([count, side, side]));
+    await Deno.writeFile(`${dir}/${split}-labels-idx1-ubyte`, idx([count]));
+  }
+  return dir;
+}
+
+Deno.test("train: data that cannot train the model is refused in one line", async () => {
+  const small = await idxFolder(200, 10), empty = await idxFolder(0, 28);
+  try {
+    const cases: [string[], RegExp][] = [
+      // Images of another size than the first layer's width.
+      [
+        ["--data", small],
+        /^--layers 784,256,10 is not accepted with --data .*: its images have 100 pixels, so the first width must be 100$/,
+      ],
+      // A file, not a folder.
+      [["--data", "README.md"], /^--data \S*README.md: it is a file; expected a folder of MNIST.s/],
+      // The real minimum: a global batch of 64.
+      [
+        ["--train-samples", "10"],
+        /^--train-samples 10 is not accepted: a global batch of 64 \(batch 32 on each of 2 computing ranks\) needs at least 64 training images$/,
+      ],
+      // A folder of no images.
+      [["--data", empty], /^--data .*: its training set has no images$/],
+    ];
+    for (const [argv, message] of cases) {
+      const read = argv.includes("--data") ? undefined : MNIST;
+      await assertRejects(() => planTraining(parseFlags(TRAIN_FLAGS, argv), read), {
+        name: "UsageError",
+        message,
+      });
+    }
+    // Images that match the layers train.
+    const p = await planTraining(
+      parseFlags(TRAIN_FLAGS, ["--data", small, "--layers", "100,16,10"]),
+    );
+    assertEquals(p.mnist.train.pixels, 100);
+  } finally {
+    await Deno.remove(small, { recursive: true });
+    await Deno.remove(empty, { recursive: true });
+  }
+  // Both tasks exit 2 with one line, not a stack trace.
+  for (const script of ["train.ts", "train_study.ts"]) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", `scripts/${script}`, ...(script === "train.ts" ? [] : ["batch"])]
+        .concat(["--data", "README.md"]),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = decode(out.stderr);
+    assertEquals(out.code, 2, stderr);
+    assertEquals(stderr.trim().split("\n").length, 1, stderr);
+    assert_(/--data \S*README.md: it is a file/.test(stderr), stderr);
+  }
 });
 
 Deno.test("train: the CLI exits 2 with one line for a bad flag, and never starts ranks", async () => {
@@ -154,7 +222,7 @@ Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints it
     });
     assertEquals(
       rows.map((r) => r.memory),
-      NO_GPU ? ["host", "shared"] : ["host", "shared", "managed"],
+      NO_GPU ? ["shared", "host"] : ["shared", "host", "managed"],
     );
     // The slabs' memory kind changes the time, never the result.
     assertEquals(new Set(rows.map((r) => r.test_acc_pct)).size, 1);
@@ -167,4 +235,70 @@ Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints it
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/**
+ * Runs `deno run -A <args>` as the leader of a process group of its own, as a terminal runs a
+ * command, and sends the whole group SIGINT (Ctrl-C) once its output (`on`) matches `when`.
+ */
+async function interrupted(args: string[], on: "stdout" | "stderr", when: RegExp) {
+  const child = new Deno.Command("setsid", {
+    args: [Deno.execPath(), "run", "-A", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const text = { stdout: "", stderr: "" };
+  await Promise.all((["stdout", "stderr"] as const).map(async (stream) => {
+    for await (const chunk of child[stream].pipeThrough(new TextDecoderStream())) {
+      const before = text[stream];
+      text[stream] += chunk;
+      if (stream === on && !when.test(before) && when.test(text[stream])) {
+        Deno.kill(-child.pid, "SIGINT");
+      }
+    }
+  }));
+  return { code: (await child.status).code, ...text };
+}
+
+Deno.test("train-study: Ctrl-C keeps the finished runs and exits 130", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await interrupted(
+      [
+        "scripts/train_study.ts",
+        "memory",
+        ...["--epochs", "3", "--train-samples", "4096", "--test-samples", "200"],
+        ...["--data", MNIST_DIR, "--out", dir, "--gpu", "no"],
+      ],
+      "stderr",
+      /^\[1\] memory/m,
+    );
+    assertEquals(out.code, 130, out.stderr);
+    assert_(
+      /interrupted by SIGINT; .*memory\.csv and \.json hold the 1 finished runs/.test(out.stderr),
+      out.stderr,
+    );
+    const rows: Record<string, string>[] = parse(await Deno.readTextFile(`${dir}/memory.csv`), {
+      columns: true,
+    });
+    assertEquals(rows.map((r) => r.memory), ["shared"]);
+    assertEquals(JSON.parse(await Deno.readTextFile(`${dir}/memory.json`)).rows.length, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("train: Ctrl-C to the whole process group exits 130, whoever fails first", async () => {
+  // Process ranks get the same SIGINT as the task and die: the run was still interrupted.
+  const out = await interrupted(
+    [
+      "scripts/train.ts",
+      ...["--transport", "ws", "--epochs", "50", "--train-samples", "4096"],
+      ...["--data", MNIST_DIR],
+    ],
+    "stdout",
+    /^ +1 /m,
+  );
+  assertEquals(out.code, 130, out.stderr);
+  assert_(/^dccl train: interrupted by SIGINT/m.test(out.stderr), out.stderr);
 });

@@ -66,13 +66,15 @@ export async function loadMnist(dir: string): Promise<Mnist> {
     if (r.status === "rejected") throw r.reason;
     return r.value;
   });
+  if (trainImages.dims[0] === 0) throw new DataError(`its training set has no images`);
+  const [train, test] = [trainImages, testImages].map((i) => i.dims.slice(1).join("×"));
+  if (train !== test) {
+    throw new DataError(`its training images are ${train} pixels but its test images ${test}`);
+  }
   // Both splits' images in one shared memory; labels in shared buffers.
   const bytes = trainImages.data.length + testImages.data.length;
-  const memory = new WebAssembly.Memory({
-    initial: Math.ceil(bytes / 65536),
-    maximum: Math.ceil(bytes / 65536),
-    shared: true,
-  });
+  const pages = Math.max(1, Math.ceil(bytes / 65536));
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
   const place = (idx: Idx, offset: number) => {
     const view = new Uint8Array(memory.buffer, offset, idx.data.length);
     view.set(idx.data);

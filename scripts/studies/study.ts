@@ -1,0 +1,165 @@
+/**
+ * What every study of `deno task train-study` shares: the rows it records as its runs finish
+ * (written at once, so an interrupted study keeps them), what it hands back (notes and a chart),
+ * the context its runs go through, and the chart and table helpers.
+ * @module
+ */
+
+import { stringify } from "csv-stringify/sync";
+import type { TopLevelSpec } from "vega-lite";
+import { htmlPage, htmlTable, specToSvg } from "../../bench/compare/chart.ts";
+import type { RunMetadata } from "../../bench/report.ts";
+import type { Breakdown } from "../../trainer/breakdown.ts";
+import type { Mnist } from "../../trainer/mnist.ts";
+import type { TrainSummary } from "../../trainer/report.ts";
+
+/** A row of a study's table: column → value. */
+export type Row = Record<string, string | number>;
+
+/** What a study hands back once its runs are done (its rows were recorded as they finished). */
+export interface StudyResult {
+  /** Lines printed under the table (fits, notes). */
+  notes: string[];
+  /** The chart of the recorded rows. */
+  chart(rows: Row[]): TopLevelSpec;
+}
+
+/** What studies share: the data, the common flags, one training run, and the rows' record. */
+export interface StudyContext {
+  mnist: Mnist;
+  epochs: string;
+  /** Why GPU runs are left out, or undefined when they run. */
+  noGpu?: string;
+  /** Why no WebGPU device opens at all (managed memory needs one), or undefined. */
+  noAdapter?: string;
+  /** Trains with the common flags and `flags`; resolves with rank 0's summary. */
+  train(flags: Record<string, string>, label: string): Promise<TrainSummary>;
+  /** Measures the batch breakdown of a one-rank run with `flags`. */
+  breakdown(flags: Record<string, string>, label: string): Promise<Breakdown>;
+  /** Records one finished row (written at once). */
+  record(row: Row): void;
+}
+
+/** A study: its runs, recording a row as each finishes. */
+export type Study = (ctx: StudyContext) => Promise<StudyResult>;
+
+/**
+ * A study's files in `<out>/<study>`: the CSV gets each row as it is recorded and the JSON is
+ * rewritten with every row so far (atomically), so an interrupted study keeps its finished runs;
+ * {@linkcode StudyFiles.finish} adds the notes, the chart (SVG) and the HTML report.
+ */
+export class StudyFiles {
+  readonly base: string;
+  readonly rows: Row[] = [];
+  readonly #study: string;
+  readonly #metadata: RunMetadata;
+
+  constructor(out: string, study: string, metadata: RunMetadata) {
+    this.base = `${out}/${study}`;
+    this.#study = study;
+    this.#metadata = metadata;
+    Deno.mkdirSync(out, { recursive: true });
+    for (const ext of ["csv", "json", "svg", "html"]) removeIfPresent(`${this.base}.${ext}`);
+  }
+
+  /** Appends `row` to the CSV (after the header, the first time) and rewrites the JSON. */
+  record(row: Row): void {
+    const columns = Object.keys(this.rows[0] ?? row);
+    const lines = this.rows.length === 0 ? [columns] : [];
+    this.rows.push(row);
+    Deno.writeTextFileSync(`${this.base}.csv`, stringify([...lines, columns.map((c) => row[c])]), {
+      append: true,
+    });
+    this.#writeJson([]);
+  }
+
+  /** Writes the notes into the JSON, the chart as SVG and the HTML report. */
+  async finish(result: StudyResult): Promise<void> {
+    this.#writeJson(result.notes);
+    const svg = await specToSvg(result.chart(this.rows));
+    Deno.writeTextFileSync(`${this.base}.svg`, svg);
+    const columns = Object.keys(this.rows[0] ?? {});
+    Deno.writeTextFileSync(
+      `${this.base}.html`,
+      htmlPage(
+        `dccl train-study ${this.#study}`,
+        `${svg}\n${htmlTable(columns, this.rows.map((r) => columns.map((c) => r[c])))}\n` +
+          result.notes.map((n) => `<p>${n}</p>`).join("\n"),
+      ),
+    );
+  }
+
+  #writeJson(notes: string[]): void {
+    const doc = { metadata: this.#metadata, study: this.#study, rows: this.rows, notes };
+    Deno.writeTextFileSync(`${this.base}.json.tmp`, JSON.stringify(doc, null, 1));
+    Deno.renameSync(`${this.base}.json.tmp`, `${this.base}.json`);
+  }
+}
+
+function removeIfPresent(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}
+
+export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
+export const pct = (x: number): number => round(100 * x, 2);
+export const SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json";
+
+/** A line chart of `y` against `x`, a line per `color`. */
+export function lineChart(
+  rows: Row[],
+  x: string,
+  y: string,
+  color: string,
+  xTitle: string,
+  yTitle: string,
+): TopLevelSpec {
+  return {
+    $schema: SCHEMA,
+    data: { values: rows },
+    width: 420,
+    height: 280,
+    mark: { type: "line", point: true },
+    encoding: {
+      x: { field: x, type: "quantitative", title: xTitle },
+      y: { field: y, type: "quantitative", title: yTitle },
+      color: { field: color, type: "nominal", title: null },
+    },
+  };
+}
+
+/** Bars of `y` per `x`, side by side per `color`, in a panel per `facet`. */
+export function barChart(
+  rows: Row[],
+  x: string,
+  y: string,
+  color: string,
+  facet: string | undefined,
+  yTitle: string,
+): TopLevelSpec {
+  const spec = {
+    width: 300,
+    height: 240,
+    mark: "bar" as const,
+    encoding: {
+      x: { field: x, type: "nominal" as const, title: null },
+      xOffset: { field: color, type: "nominal" as const },
+      y: { field: y, type: "quantitative" as const, title: yTitle },
+      color: { field: color, type: "nominal" as const },
+    },
+  };
+  return facet
+    ? { $schema: SCHEMA, data: { values: rows }, facet: { field: facet, type: "nominal" }, spec }
+    : { $schema: SCHEMA, data: { values: rows }, ...spec };
+}
+
+/** The table as aligned text. */
+export function formatTable(rows: Row[]): string {
+  const columns = Object.keys(rows[0] ?? {});
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i])).join("  ");
+  return [line(columns), ...rows.map((r) => line(columns.map((c) => String(r[c]))))].join("\n");
+}
