@@ -38,27 +38,39 @@ const CONVENTIONS: [string, string, string][] = [
   ["Slurm", "SLURM_PROCID", "SLURM_NTASKS"],
 ];
 
-/** Reads rank, size, rendezvous and token; throws a one-line Error naming what is missing. */
+/**
+ * Reads rank, size, rendezvous and token; throws a one-line Error naming what is missing, a value
+ * that is not a plain decimal integer, or two launchers' variables that disagree.
+ */
 export function rankFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): EnvRank {
-  const found = CONVENTIONS.find(([, r, s]) => env[r] !== undefined && env[s] !== undefined);
-  if (!found) {
+  const present = CONVENTIONS.filter(([, r, s]) => env[r] !== undefined && env[s] !== undefined);
+  if (present.length === 0) {
     throw new Error(
       `no rank in the environment: set RANK and WORLD_SIZE, or run under mpirun (OMPI_COMM_WORLD_*), ` +
         `an MPI with PMI_RANK/PMI_SIZE, or srun (SLURM_PROCID/SLURM_NTASKS)`,
     );
   }
-  const [source, rankVar, sizeVar] = found;
-  const size = Number(env[sizeVar]), rank = Number(env[rankVar]);
-  if (!Number.isInteger(size) || size < 1) {
-    throw new Error(`${sizeVar}=${env[sizeVar]} is not a size ≥ 1`);
-  }
-  if (!Number.isInteger(rank) || rank < 0 || rank >= size) {
+  const [source, rankVar, sizeVar] = present[0];
+  const size = decimal(env, sizeVar), rank = decimal(env, rankVar);
+  if (size < 1) throw new Error(`${sizeVar}=${env[sizeVar]} is not a size ≥ 1`);
+  if (rank >= size) {
     throw new Error(`${rankVar}=${env[rankVar]} is not a rank from 0 to ${size - 1}`);
   }
-  const masterPort = Number(env.MASTER_PORT ?? 29500);
-  if (!Number.isInteger(masterPort) || masterPort < 0 || masterPort > 65535) {
+  // Every launcher's variables must say the same (a launcher inside another sets both).
+  for (const [, r, s] of present.slice(1)) {
+    for (const [mine, theirs] of [[rankVar, r], [sizeVar, s]]) {
+      if (decimal(env, theirs) !== decimal(env, mine)) {
+        throw new Error(
+          `${mine}=${env[mine]} and ${theirs}=${env[theirs]} disagree: unset the variables of ` +
+            `the launcher that does not start dccl's ranks`,
+        );
+      }
+    }
+  }
+  const masterPort = env.MASTER_PORT === undefined ? 29500 : decimal(env, "MASTER_PORT");
+  if (masterPort > 65535) {
     throw new Error(`MASTER_PORT=${env.MASTER_PORT} is not a port from 1 to 65535`);
   }
   if (masterPort === 0 && rank !== 0) {
@@ -76,6 +88,15 @@ export function rankFromEnv(
     ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
     ...{ source, transport },
   };
+}
+
+/** The variable `name` as a plain decimal integer (no sign, exponent, hex or blank). */
+function decimal(env: Record<string, string | undefined>, name: string): number {
+  const value = env[name] ?? "";
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(value)) {
+    throw new Error(`${name}=${JSON.stringify(value)} is not accepted: expected a decimal integer`);
+  }
+  return Number(value);
 }
 
 /** Options of {@linkcode joinFromEnv}. */

@@ -21,6 +21,8 @@ export interface Address {
 export const MAX_ADDRESS_BYTES = 1024;
 /** The address table of up to 256 ranks. */
 export const MAX_TABLE_BYTES = 256 * 64;
+/** What a rendezvous read says when the connection closed before a message began. */
+export const CLOSED_FIRST = "nothing (the connection closed)";
 
 /** Where and how a rank joins a process mesh (`ws`, `tcp`). */
 export interface MeshOptions {

@@ -18,6 +18,7 @@ import {
   awaitArrivals,
   checkAddress,
   checkTable,
+  CLOSED_FIRST,
   MAX_ADDRESS_BYTES,
   MAX_TABLE_BYTES,
   type MeshOptions,
@@ -366,6 +367,13 @@ async function readTable(master: Reader, handshake: Handshake, size: number): Pr
     "rank 0 never sent the rendezvous table",
     0,
   );
+  if (message === CLOSED_FIRST) {
+    throw new CommError(
+      "rank 0 gave up on the rendezvous: it closed the connection before sending the table " +
+        "(it timed out waiting for the other ranks, or failed; its own error says which)",
+      { failedRank: 0 },
+    );
+  }
   const json = typeof message === "string"
     ? { problem: message }
     : readJson(message, false, MAX_TABLE_BYTES);

@@ -7,7 +7,7 @@
  */
 
 import { timingSafeEqual } from "node:crypto";
-import { type MeshOptions, tokenDigest } from "./rendezvous.ts";
+import { CLOSED_FIRST, type MeshOptions, tokenDigest } from "./rendezvous.ts";
 import { writeAll } from "./stream.ts";
 import { type Answer, connectStreamMesh, type Handshake } from "./stream_mesh.ts";
 import { TcpTransport } from "./tcp.ts";
@@ -55,7 +55,7 @@ const TCP_HANDSHAKE: Handshake = {
 
   async read(r, maxBytes) {
     const head = await r.exactly(4);
-    if (!head) return "nothing (the connection closed)";
+    if (!head) return CLOSED_FIRST;
     const length = new DataView(head.buffer).getUint32(0, true);
     if (length > maxBytes) return `a ${length}-byte message (at most ${maxBytes} accepted)`;
     return await r.exactly(length) ?? "a message cut short (the connection closed)";

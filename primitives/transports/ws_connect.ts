@@ -14,7 +14,13 @@
  */
 
 import { createHash } from "node:crypto";
-import { type MeshOptions, parseRank, tokenDigest, tokenMatches } from "./rendezvous.ts";
+import {
+  CLOSED_FIRST,
+  type MeshOptions,
+  parseRank,
+  tokenDigest,
+  tokenMatches,
+} from "./rendezvous.ts";
 import { writeAll } from "./stream.ts";
 import { type Answer, connectStreamMesh, type Handshake, type Reader } from "./stream_mesh.ts";
 import {
@@ -123,7 +129,7 @@ const WS_HANDSHAKE: Handshake = {
 
   async read(r, maxBytes, fromDialer) {
     const start = await r.exactly(2);
-    if (!start) return "nothing (the connection closed)";
+    if (!start) return CLOSED_FIRST;
     const rest = await r.exactly(headBytes(start[1]) - 2);
     if (!rest) return "a frame cut short (the connection closed)";
     const bytes = new Uint8Array(2 + rest.byteLength);
