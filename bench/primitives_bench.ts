@@ -131,8 +131,8 @@ class ProcessGroup extends BenchGroup {
 
   async stop(): Promise<void> {
     await this.command(COMMAND.STOP, 0, 0);
+    await this.#comm[Symbol.asyncDispose](); // the others close only once this rank does
     await this.#others.results;
-    await this.#comm[Symbol.asyncDispose]();
   }
 
   protected async command(command: number, index: number, ops: number): Promise<void> {

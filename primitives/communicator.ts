@@ -1,6 +1,8 @@
 /**
  * The Communicator: one rank's handle on a group of ranks. It validates arguments, picks an
- * algorithm from the registry, and runs it over the transport.
+ * algorithm from the registry, and runs it over the transport. Any number of calls may be in
+ * flight: each runs on a context of its own, and calls begin in the order this rank issued them
+ * (primitives/issue_order.ts), which is how peers match them.
  * @module
  */
 
@@ -10,13 +12,15 @@ import { CallBook, MAX_TAG } from "./call_book.ts";
 import { barrierDissemination } from "./collectives/barrier_dissemination.ts";
 import { CollectiveContext, type Completion, type Operand } from "./collectives/context.ts";
 import { CommError, failureNotice, MismatchError, PeerFailedError } from "./errors.ts";
-import { asCommBuffer, type BufferLike, CommBuffer, HostBuffer } from "./memory/comm_buffer.ts";
+import { IssueOrder } from "./issue_order.ts";
+import { type BufferLike, CommBuffer, HostBuffer, ownerOf } from "./memory/comm_buffer.ts";
 import { GpuBuffer } from "./memory/gpu.ts";
 import type { GpuDevice } from "./memory/gpu_device.ts";
 import { ManagedBuffer, type MigrationCount } from "./memory/managed.ts";
 import type { RankHeap } from "./memory/heap.ts";
 import type { RankMemory } from "./memory/rank_memory.ts";
 import {
+  type Algorithm,
   type AlgorithmNeed,
   ALGORITHMS,
   algorithmsFor,
@@ -26,7 +30,7 @@ import {
   sideOf,
   TRANSPORTS,
 } from "./registry.ts";
-import { callStamp } from "./stamp.ts";
+import { type CallKind, callStamp } from "./stamp.ts";
 import { bytesOf, type Transport } from "./transports/transport.ts";
 import {
   DONE,
@@ -87,6 +91,23 @@ type RepeatedKind = "bcast" | "allreduce" | "reduce";
 type RepeatOptions = ReduceOptions & RootOptions;
 
 /**
+ * A checked collective call: its stamp, its algorithm over its operands (input and output, or a
+ * bcast's one buffer), and what it does on one rank and after the algorithm.
+ */
+interface Call {
+  stamp: number;
+  /** Runs the algorithm on the operands (more than one rank). */
+  run(ctx: CollectiveContext, a: Operand, b: Operand): Completion;
+  /** What the call does on one rank instead. */
+  alone?(a: Operand, b: Operand): void;
+  /** After the algorithm, on this rank (avg's division). */
+  after?(a: Operand, b: Operand): void;
+}
+
+/** A call's operands, resolved. */
+type Operands = [Operand, Operand];
+
+/**
  * A checked call on host buffers, kept so that a call with the same arguments (a loop of small
  * collectives) skips the checks, the algorithm choice and the stamp: about half of a 1-float
  * call's JS time. Device and managed buffers resolve per call and are never kept.
@@ -99,13 +120,17 @@ interface KeptCall {
   op?: ReduceOp;
   root?: number;
   algorithm?: string;
-  stamp: number;
-  /** Runs the algorithm on the call's operands (and whatever the call does before it). */
-  run: (ctx: CollectiveContext) => Completion;
+  call: Call;
+  ops: Operands;
 }
 
 /**
  * One rank's view of a group of `size` ranks.
+ *
+ * Calls may overlap (`Promise.all([comm.allreduce(a), comm.bcast(b)])`), as NCCL calls on one
+ * stream or MPI's nonblocking collectives: ranks match collectives in the order each issued them,
+ * so every rank must issue the same collectives in the same order; point-to-point messages keep
+ * their order per peer and tag.
  *
  * @example Allreduce in place
  * ```ts ignore
@@ -123,15 +148,27 @@ export class Communicator implements AsyncDisposable {
   readonly size: number;
   #transport: Transport;
   #memory: RankMemory;
-  #ctx: CollectiveContext;
   #calls: CallBook;
   #offers: readonly AlgorithmNeed[];
+  /** Collectives that run on after their call returns finish before the next begins. */
+  #blocking: boolean;
   #seq = 0;
   #closed = false;
   /**
-   * Downloads of device buffers being sent over a host transport. They start before the send
-   * yields, and a receive waits for them before it may block: on `shm` a receive blocks the
-   * thread, and a download needs the event loop.
+   * The context the next call runs on. A call that goes on after it returns keeps its context
+   * until it finishes, and this one is replaced (each call in flight has a context of its own).
+   */
+  #ctx: CollectiveContext;
+  /** Contexts of calls that went on after they returned and have finished, for reuse. */
+  #idle: CollectiveContext[] = [];
+  /** The order collectives begin in (one key), and sends and receives (keyed by tag). */
+  #collectives = new IssueOrder();
+  #sends = new IssueOrder();
+  #recvs = new IssueOrder();
+  /**
+   * Downloads of device buffers being sent over a host transport. A staged receive waits for
+   * them before it may block: on `shm` a receive blocks the thread, and a download needs the
+   * event loop.
    */
   #stagedReads = new Set<Promise<void>>();
   /** Host areas of staged device messages, free for reuse. */
@@ -147,9 +184,11 @@ export class Communicator implements AsyncDisposable {
     this.size = transport.size;
     this.#transport = transport;
     this.#memory = memory;
-    this.#ctx = new CollectiveContext(transport, memory.heap);
+    memory.rank ??= transport.rank;
     this.#calls = new CallBook(transport.rank);
+    this.#ctx = new CollectiveContext(transport, memory.heap);
     this.#offers = TRANSPORTS[transport.name].offers;
+    this.#blocking = TRANSPORTS[transport.name].blocking;
     transport.calls = this.#calls;
   }
 
@@ -166,6 +205,7 @@ export class Communicator implements AsyncDisposable {
   /** Allocates a buffer of any memory kind the transport carries. */
   alloc(count: number, options: AllocOptions): CommBuffer;
   alloc(count: number, options: AllocOptions = {}): CommBuffer {
+    this.#checkOpen();
     const dtype = options.dtype ?? "f32";
     const memory = options.memory ?? "shared";
     if (!DTYPES.includes(dtype)) {
@@ -193,43 +233,40 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
-  async send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
-    const cb = this.#check(buf);
-    this.#checkPeer(peer, "send to");
-    const tag = this.#checkTag(options.tag ?? 0);
-    const stamp = P2P_STAMPS[cb.dtype];
+  send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
     try {
+      const cb = this.#check(buf, "send");
+      this.#checkPeer(peer, "send to");
+      const tag = this.#checkTag(options.tag ?? 0);
+      const stamp = P2P_STAMPS[cb.dtype];
       const side = this.#side(cb);
-      const device = this.#transport.device;
-      if (side === "device" && device) {
-        return await device.send(
-          peer,
-          await this.#resolve(cb, side, false) as GpuBuffer,
-          tag,
-          stamp,
-        );
+      const device = side === "device" ? this.#transport.device : undefined;
+      if (side === "host" && cb instanceof HostBuffer && this.#sends.free(tag)) {
+        return this.#p2p(this.#transport.send(peer, bytesOf(cb.view), tag, stamp));
       }
-      if (side === "host") {
-        const view = cb instanceof HostBuffer ? cb.view : await this.#resolve(cb, side, false);
-        return await this.#transport.send(peer, bytesOf(view as TypedArray), tag, stamp);
-      }
-      // A device buffer over a host transport: through host memory, as without CUDA-aware MPI.
-      // The download starts now, before this call yields (see #stagedReads).
-      const host = this.#stagingBuffer(cb);
-      const read = cb.read(host);
-      this.#stagedReads.add(read);
-      try {
-        await read;
-      } finally {
-        this.#stagedReads.delete(read);
-      }
-      try {
-        await this.#transport.send(peer, bytesOf(host), tag, stamp);
-      } finally {
-        this.#stagingFree.push(host);
-      }
+      return this.#inTurn(this.#sends, tag, async () => {
+        if (device) {
+          return device.send(peer, await this.#resolve(cb, side, false) as GpuBuffer, tag, stamp);
+        }
+        if (side === "host") {
+          const view = await this.#resolve(cb, side, false) as TypedArray;
+          return this.#transport.send(peer, bytesOf(view), tag, stamp);
+        }
+        // A device buffer over a host transport: through host memory, as without CUDA-aware
+        // MPI. The send is posted once the download is in.
+        const host = this.#stagingBuffer(cb);
+        const read = cb.read(host);
+        this.#stagedReads.add(read);
+        try {
+          await read;
+        } finally {
+          this.#stagedReads.delete(read);
+        }
+        return this.#transport.send(peer, bytesOf(host), tag, stamp)
+          .finally(() => this.#stagingFree.push(host));
+      });
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
@@ -238,54 +275,51 @@ export class Communicator implements AsyncDisposable {
    * match); `"any"` takes the first message of the tag from any other rank (MPI_ANY_SOURCE,
    * torch.distributed's `src=None`). Resolves with the sender's rank.
    */
-  async recv(buf: BufferLike, peer: number | "any", options: TagOptions = {}): Promise<number> {
-    const cb = this.#check(buf);
-    if (peer !== "any") this.#checkPeer(peer, "receive from");
-    else if (this.size === 1) {
-      throw new RangeError("Cannot receive from any rank: this rank is the only one");
-    }
-    const tag = this.#checkTag(options.tag ?? 0);
-    let stamp: number;
+  recv(buf: BufferLike, peer: number | "any", options: TagOptions = {}): Promise<number> {
     try {
-      const side = this.#side(cb);
-      const device = this.#transport.device;
-      if (peer === "any") {
-        const others = Array.from({ length: this.size - 1 }, (_, i) => i < this.rank ? i : i + 1);
-        peer = side === "device" && device
-          ? await device.probe(others, tag)
-          : await this.#transport.probe(others, tag);
+      const cb = this.#check(buf, "receive into");
+      if (peer !== "any") this.#checkPeer(peer, "receive from");
+      else if (this.size === 1) {
+        throw new RangeError("Cannot receive from any rank: this rank is the only one");
       }
-      if (side === "device" && device) {
-        stamp = await device.recv(peer, await this.#resolve(cb, side, true) as GpuBuffer, tag);
-      } else if (side === "host") {
-        const view = cb instanceof HostBuffer ? cb.view : await this.#resolve(cb, side, true);
-        stamp = await this.#transport.recv(peer, bytesOf(view as TypedArray), tag);
-      } else {
-        // A blocking transport (shm) would stall this rank's own downloads for the sends of this
-        // moment (a sendrecv's): let them finish before the receive may block.
+      const tag = this.#checkTag(options.tag ?? 0);
+      const side = this.#side(cb);
+      const device = side === "device" ? this.#transport.device : undefined;
+      const check = (stamp: number, from: number) => this.#checkP2P(cb.dtype, stamp, from, tag);
+      if (peer !== "any" && side === "host" && cb instanceof HostBuffer && this.#recvs.free(tag)) {
+        const from = peer;
+        return this.#p2p(
+          this.#transport.recv(from, bytesOf(cb.view), tag).then((stamp) => check(stamp, from)),
+        );
+      }
+      return this.#inTurn(this.#recvs, tag, async () => {
+        let from: number;
+        if (peer === "any") {
+          const others = Array.from({ length: this.size - 1 }, (_, i) => i < this.rank ? i : i + 1);
+          from = await (device ?? this.#transport).probe(others, tag);
+        } else from = peer;
+        if (device) {
+          const into = await this.#resolve(cb, side, true) as GpuBuffer;
+          return device.recv(from, into, tag).then((stamp) => check(stamp, from));
+        }
+        if (side === "host") {
+          const view = await this.#resolve(cb, side, true) as TypedArray;
+          return this.#transport.recv(from, bytesOf(view), tag).then((stamp) => check(stamp, from));
+        }
+        // Sends of this moment (a sendrecv's) download first (see #stagedReads).
         await null;
         await Promise.all(this.#stagedReads);
         const host = this.#stagingBuffer(cb);
-        try {
-          stamp = await this.#transport.recv(peer, bytesOf(host), tag);
-          await cb.write(host);
-        } finally {
-          this.#stagingFree.push(host);
-        }
-      }
+        return this.#transport.recv(from, bytesOf(host), tag)
+          .then(async (stamp) => {
+            await cb.write(host);
+            return check(stamp, from);
+          })
+          .finally(() => this.#stagingFree.push(host));
+      });
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
-    if (stamp !== P2P_STAMPS[cb.dtype]) {
-      throw this.#broke(
-        new MismatchError(
-          `Rank ${this.rank} received ${this.#calls.describe(stamp)} from rank ${peer} (tag ` +
-            `${tag}) into ${cb.dtype}: sender and receiver must use the same dtype`,
-          { failedRank: peer },
-        ),
-      );
-    }
-    return peer;
   }
 
   /** Copies `buf` on `root` into `buf` on every rank. */
@@ -293,23 +327,19 @@ export class Communicator implements AsyncDisposable {
     return this.#repeat("bcast", buf, options) ?? this.#bcast(buf, options);
   }
 
-  async #bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): Promise<void> {
-    const cb = this.#check(buf);
-    const root = this.#checkRoot(options.root ?? 0, "broadcast from");
-    const side = this.#side(cb);
-    const a = this.#pick("bcast", options.algorithm, bytesIn(cb), side);
-    if (this.size === 1) return;
+  #bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): Promise<void> {
     try {
-      const b = cb instanceof HostBuffer
-        ? cb.view
-        : await this.#resolve(cb, side, this.rank !== root);
-      const stamp = callStamp("bcast", cb.dtype, cb.length, "sum", root, a.index);
-      const run = (ctx: CollectiveContext) => a.run(ctx, b, root);
-      if (cb instanceof HostBuffer) this.#keep("bcast", buf, options, stamp, run);
-      const pending = run(this.#begin(stamp));
-      if (pending) await pending;
+      const cb = this.#check(buf, "broadcast");
+      const root = this.#checkRoot(options.root ?? 0, "broadcast from");
+      const side = this.#side(cb);
+      const a = this.#pick("bcast", options.algorithm, bytesIn(cb), side);
+      const call: Call = {
+        stamp: this.#stamp("bcast", cb, "sum", root, a),
+        run: (ctx, b) => a.run(ctx, b, root),
+      };
+      return this.#collective(call, [[cb, this.rank !== root]], side, "bcast", buf, options);
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
@@ -318,34 +348,30 @@ export class Communicator implements AsyncDisposable {
     return this.#repeat("allreduce", buf, options) ?? this.#allreduce(buf, options);
   }
 
-  async #allreduce(buf: BufferLike, options: ReduceOptions): Promise<void> {
-    const input = this.#check(buf);
-    const output = this.#output(input, options.out, "allreduce");
-    const op = checkOp(options.op ?? "sum");
-    const side = this.#side(input, output);
-    const a = this.#pick("allreduce", options.algorithm, bytesIn(input), side);
+  #allreduce(buf: BufferLike, options: ReduceOptions): Promise<void> {
     try {
-      let i: Operand, o: Operand;
-      if (input instanceof HostBuffer && output instanceof HostBuffer) {
-        i = input.view;
-        o = output.view;
-      } else {
-        i = await this.#resolve(input, side, false);
-        o = await this.#resolve(output, side, true);
-      }
-      if (this.size > 1) {
-        const stamp = callStamp("allreduce", input.dtype, input.length, op, 0, a.index);
-        const kop = kernelOp(op);
-        const run = (ctx: CollectiveContext) => a.run(ctx, i, o, kop);
-        if (op !== "avg" && input instanceof HostBuffer && output instanceof HostBuffer) {
-          this.#keep("allreduce", buf, options, stamp, run);
-        }
-        const pending = run(this.#begin(stamp));
-        if (pending) await pending;
-      } else copyOperand(i, o);
-      if (op === "avg") divideOperand(o, this.size);
+      const input = this.#check(buf, "allreduce");
+      const output = this.#output(input, options.out, "allreduce");
+      const op = checkOp(options.op ?? "sum");
+      const side = this.#side(input, output);
+      const a = this.#pick("allreduce", options.algorithm, bytesIn(input), side);
+      const kop = kernelOp(op);
+      const call: Call = {
+        stamp: this.#stamp("allreduce", input, op, 0, a),
+        run: (ctx, i, o) => a.run(ctx, i, o, kop),
+        alone: copyOperand,
+        after: op === "avg" ? (_, o) => divideOperand(o, this.size) : undefined,
+      };
+      return this.#collective(
+        call,
+        [[input, false], [output, true]],
+        side,
+        "allreduce",
+        buf,
+        options,
+      );
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
@@ -354,100 +380,100 @@ export class Communicator implements AsyncDisposable {
     return this.#repeat("reduce", buf, options) ?? this.#reduce(buf, options);
   }
 
-  async #reduce(buf: BufferLike, options: ReduceOptions & RootOptions): Promise<void> {
-    const root = this.#checkRoot(options.root ?? 0, "reduce to");
-    const input = this.#check(buf);
-    const target = this.rank === root ? this.#output(input, options.out, "reduce") : input;
-    const op = checkOp(options.op ?? "sum");
-    const side = this.#side(input, target);
-    const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
+  #reduce(buf: BufferLike, options: ReduceOptions & RootOptions): Promise<void> {
     try {
+      const root = this.#checkRoot(options.root ?? 0, "reduce to");
+      const input = this.#check(buf, "reduce");
       const isRoot = this.rank === root;
-      let i: Operand, o: Operand;
-      if (input instanceof HostBuffer && target instanceof HostBuffer) {
-        i = input.view;
-        o = target.view;
-      } else {
-        i = await this.#resolve(input, side, isRoot && target === input);
-        o = target === input ? i : await this.#resolve(target, side, true);
-      }
-      if (this.size > 1) {
-        const stamp = callStamp("reduce", input.dtype, input.length, op, root, a.index);
-        const kop = kernelOp(op);
-        const run = (ctx: CollectiveContext) => a.run(ctx, i, o, kop, root);
-        if (op !== "avg" && input instanceof HostBuffer && target instanceof HostBuffer) {
-          this.#keep("reduce", buf, options, stamp, run);
-        }
-        const pending = run(this.#begin(stamp));
-        if (pending) await pending;
-      } else copyOperand(i, o);
-      if (op === "avg" && isRoot) divideOperand(o, this.size);
+      const target = isRoot ? this.#output(input, options.out, "reduce") : input;
+      const op = checkOp(options.op ?? "sum");
+      const side = this.#side(input, target);
+      const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
+      const kop = kernelOp(op);
+      const call: Call = {
+        stamp: this.#stamp("reduce", input, op, root, a),
+        run: (ctx, i, o) => a.run(ctx, i, o, kop, root),
+        alone: copyOperand,
+        after: op === "avg" && isRoot ? (_, o) => divideOperand(o, this.size) : undefined,
+      };
+      return this.#collective(
+        call,
+        [[input, false], [target, isRoot]],
+        side,
+        "reduce",
+        buf,
+        options,
+      );
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
   /** Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order. */
-  async allgather(
-    send: BufferLike,
-    recv: BufferLike,
-    options: AlgorithmOptions = {},
-  ): Promise<void> {
-    const s = this.#check(send), r = this.#check(recv);
-    this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
-    const side = this.#side(s, r);
-    const a = this.#pick("allgather", options.algorithm, bytesIn(r), side);
+  allgather(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
     try {
-      const [so, ro] = s instanceof HostBuffer && r instanceof HostBuffer
-        ? [s.view, r.view]
-        : [await this.#resolve(s, side, false), await this.#resolve(r, side, true)];
-      if (this.size === 1) return copyOperand(so, ro);
-      const stamp = callStamp("allgather", s.dtype, s.length, "sum", 0, a.index);
-      const pending = a.run(this.#begin(stamp), so, ro);
-      if (pending) await pending;
+      const s = this.#check(send, "allgather"), r = this.#check(recv, "allgather into");
+      this.#checkPair(s, r, r.length === s.length * this.size, "allgather", "recv = size × send");
+      const side = this.#side(s, r);
+      const a = this.#pick("allgather", options.algorithm, bytesIn(r), side);
+      const call: Call = {
+        stamp: this.#stamp("allgather", s, "sum", 0, a),
+        run: (ctx, so, ro) => a.run(ctx, so, ro),
+        alone: copyOperand,
+      };
+      return this.#collective(call, [[s, false], [r, true]], side);
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
   /** Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n). */
-  async reduceScatter(
+  reduceScatter(
     send: BufferLike,
     recv: BufferLike,
     options: Omit<ReduceOptions, "out"> = {},
   ): Promise<void> {
-    const s = this.#check(send), r = this.#check(recv);
-    this.#checkPair(s, r, s.length === r.length * this.size, "reduceScatter", "send = size × recv");
-    const op = checkOp(options.op ?? "sum");
-    const side = this.#side(s, r);
-    const a = this.#pick("reduceScatter", options.algorithm, bytesIn(s), side);
     try {
-      const [so, ro] = s instanceof HostBuffer && r instanceof HostBuffer
-        ? [s.view, r.view]
-        : [await this.#resolve(s, side, false), await this.#resolve(r, side, true)];
-      if (this.size > 1) {
-        const stamp = callStamp("reduceScatter", r.dtype, r.length, op, 0, a.index);
-        const pending = a.run(this.#begin(stamp), so, ro, kernelOp(op));
-        if (pending) await pending;
-      } else copyOperand(so, ro);
-      if (op === "avg") divideOperand(ro, this.size);
+      const s = this.#check(send, "reduceScatter"), r = this.#check(recv, "reduceScatter into");
+      this.#checkPair(
+        s,
+        r,
+        s.length === r.length * this.size,
+        "reduceScatter",
+        "send = size × recv",
+      );
+      const op = checkOp(options.op ?? "sum");
+      const side = this.#side(s, r);
+      const a = this.#pick("reduceScatter", options.algorithm, bytesIn(s), side);
+      const kop = kernelOp(op);
+      const call: Call = {
+        stamp: this.#stamp("reduceScatter", r, op, 0, a),
+        run: (ctx, so, ro) => a.run(ctx, so, ro, kop),
+        alone: copyOperand,
+        after: op === "avg" ? (_, ro) => divideOperand(ro, this.size) : undefined,
+      };
+      return this.#collective(call, [[s, false], [r, true]], side);
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
   /** Resolves once every rank has called `barrier`. */
-  async barrier(): Promise<void> {
-    this.#checkOpen();
-    if (this.size === 1) return;
+  barrier(): Promise<void> {
     try {
-      const ctx = this.#begin(BARRIER_STAMP);
+      this.#checkOpen();
       const { shared, device } = this.#transport;
-      if (shared) shared.barrier(ctx.stamp);
-      else if (device) await device.join(ctx.stamp, null, () => {});
-      else await barrierDissemination(ctx);
+      const call: Call = {
+        stamp: BARRIER_STAMP,
+        run: (ctx) => {
+          if (shared) return shared.barrier(ctx.stamp);
+          if (device) return device.join(ctx.stamp, null, () => {});
+          return barrierDissemination(ctx);
+        },
+      };
+      return this.#collective(call, [], "host");
     } catch (e) {
-      throw this.#broke(e);
+      return Promise.reject(e);
     }
   }
 
@@ -506,12 +532,21 @@ export class Communicator implements AsyncDisposable {
     return autoAlgorithm(collective, this.transport, bytes, this.size, side);
   }
 
-  /** Closes the transport; later calls throw. Work enqueued on the device still runs. */
+  /**
+   * Closes the communicator: says goodbye to every peer, with a digest of this rank's calls, and
+   * waits (up to the timeout) for theirs. Rejects with a `MismatchError` when the ranks' calls
+   * differed, or a message a peer sent was never received, and with any failure that reached
+   * this rank after its last call; later calls throw. Work enqueued on the device still runs.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    if (!this.#closed) {
-      this.#closed = true;
-      this.#memory.gpu?.flush();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#memory.gpu?.flush();
+    try {
       await this.#transport.close();
+    } catch (e) {
+      // A failure this rank's calls already reported is not news.
+      if (!this.#broken) throw this.#broke(e);
     }
   }
 
@@ -525,44 +560,120 @@ export class Communicator implements AsyncDisposable {
       r === undefined || r.buf !== buf || r.length !== buf.length || r.out !== o.out ||
       r.op !== o.op || r.root !== o.root || r.algorithm !== o.algorithm
     ) return undefined;
-    return this.#runKept(r);
+    return this.#rerun(r);
   }
 
-  /** Runs a kept call; not `async`, so a call that completes at once allocates no promise. */
-  #runKept(r: KeptCall): Promise<void> {
-    try {
-      this.#checkOpen();
-    } catch (e) {
-      return Promise.reject(e);
+  /**
+   * Runs a kept call again: {@linkcode #now} without its one-rank and `after` cases, which kept
+   * calls never have (every call of a loop of small collectives comes this way).
+   */
+  #rerun(r: KeptCall): Promise<void> {
+    // Collectives use one key: any call waiting is one this one must wait for.
+    if (this.#broken || this.#closed || this.#collectives.waiting) {
+      return this.#later(r.call, () => r.ops);
     }
     try {
-      const pending = r.run(this.#begin(r.stamp));
-      return pending
-        ? pending.catch((e) => {
-          throw this.#broke(e);
-        })
-        : DONE;
+      const ctx = this.#begin(r.call.stamp);
+      const pending = r.call.run(ctx, r.ops[0], r.ops[1]);
+      if (!pending) return DONE;
+      const done = this.#finishing(pending, ctx);
+      if (this.#blocking) this.#collectives.holdUntil(done);
+      return done;
     } catch (e) {
       return Promise.reject(this.#broke(e));
     }
   }
 
-  /** Keeps a checked call on host buffers for {@linkcode #repeat}. */
-  #keep(
-    kind: RepeatedKind,
-    buf: BufferLike,
-    o: RepeatOptions,
-    stamp: number,
-    run: (ctx: CollectiveContext) => Completion,
-  ): void {
-    const { out, op, root, algorithm } = o;
-    this.#kept[kind] = { buf, length: buf.length, out, op, root, algorithm, stamp, run };
+  /**
+   * Runs a checked collective as the next call in issue order, on the operands of `buffers` (each
+   * with whether the call writes it) on `side`; a call on host buffers is kept for
+   * {@linkcode #repeat} under `kind`.
+   */
+  #collective(
+    call: Call,
+    buffers: [CommBuffer, boolean][],
+    side: Side,
+    kind?: RepeatedKind,
+    buf?: BufferLike,
+    options?: RepeatOptions,
+  ): Promise<void> {
+    if (this.size === 1 && !call.alone && !call.after) return DONE;
+    if (!buffers.every(([b]) => b instanceof HostBuffer)) {
+      return this.#later(call, () => this.#operands(buffers, side));
+    }
+    const ops = buffers.map(([b]) => (b as HostBuffer).view) as Operands;
+    if (kind && this.size > 1 && !call.after) {
+      const { out, op, root, algorithm } = options!;
+      this.#kept[kind] = { buf: buf!, length: buf!.length, out, op, root, algorithm, call, ops };
+    }
+    return this.#collectives.free() ? this.#now(call, ops) : this.#later(call, () => ops);
   }
 
   /**
-   * Begins one collective call on more than one rank: the next tag and the call's stamp (judging
-   * peers' data that arrived early). Callers run the call in a `try` whose `catch` breaks the
-   * communicator on any failure.
+   * Begins `call` now, on a context of its own: not `async`, so a call that completes at once
+   * allocates no promise. On a blocking transport, the next collective waits for it to finish.
+   */
+  #now(call: Call, ops: Operands): Promise<void> {
+    const done = this.#start(call, ops);
+    if (this.#blocking && done !== DONE) this.#collectives.holdUntil(done);
+    return done;
+  }
+
+  /** Begins `call` once the calls issued before it have (see {@linkcode #now}). */
+  async #later(call: Call, operands: () => Operands | Promise<Operands>): Promise<void> {
+    const turn = this.#collectives.claim();
+    let done: Promise<void>;
+    try {
+      await turn.ready;
+      this.#checkOpen();
+      done = this.#start(call, await operands());
+    } catch (e) {
+      turn.release();
+      throw this.#broke(e);
+    }
+    if (this.#blocking) done.then(turn.release, turn.release);
+    else turn.release();
+    return done;
+  }
+
+  /** Runs `call` on `ops` now: on one rank without a context, else on a context of its own. */
+  #start(call: Call, ops: Operands): Promise<void> {
+    const a = ops[0], b = ops[1];
+    try {
+      if (this.size === 1) {
+        call.alone?.(a, b);
+        call.after?.(a, b);
+        return DONE;
+      }
+      const ctx = this.#begin(call.stamp);
+      const pending = call.run(ctx, a, b);
+      if (!pending) {
+        call.after?.(a, b);
+        return DONE;
+      }
+      return this.#finishing(pending, ctx, () => call.after?.(a, b));
+    } catch (e) {
+      return Promise.reject(this.#broke(e));
+    }
+  }
+
+  /**
+   * A call's algorithm still `pending` on `ctx`, which it keeps until it finishes (the next call
+   * gets another); then `after`, or the communicator breaks.
+   */
+  #finishing(pending: Promise<void>, ctx: CollectiveContext, after?: () => void): Promise<void> {
+    this.#ctx = this.#idle.pop() ?? new CollectiveContext(this.#transport, this.#memory.heap);
+    return pending.then(() => {
+      this.#idle.push(ctx);
+      after?.();
+    }, (e) => {
+      throw this.#broke(e);
+    });
+  }
+
+  /**
+   * Begins one collective call on more than one rank: a context with the next tag and the call's
+   * stamp (judging peers' data that arrived early).
    */
   #begin(stamp: number): CollectiveContext {
     const ctx = this.#ctx;
@@ -570,6 +681,42 @@ export class Communicator implements AsyncDisposable {
     ctx.stamp = stamp;
     this.#calls.begin(ctx.tag, stamp);
     return ctx;
+  }
+
+  /**
+   * Runs `post` (which posts a send or receive) once the calls with `tag` issued before it in
+   * `order` have posted theirs.
+   */
+  async #inTurn<T>(order: IssueOrder, tag: number, post: () => Promise<T>): Promise<T> {
+    const turn = order.claim(tag);
+    let posted: Promise<T>;
+    try {
+      await turn.ready;
+      this.#checkOpen();
+      posted = post();
+    } catch (e) {
+      turn.release();
+      throw this.#broke(e);
+    }
+    turn.release();
+    return await this.#p2p(posted);
+  }
+
+  /** A point-to-point operation whose failure breaks the communicator. */
+  #p2p<T>(op: Promise<T>): Promise<T> {
+    return op.catch((e) => {
+      throw this.#broke(e);
+    });
+  }
+
+  /** The sender of a point-to-point message whose `stamp` says its dtype matches `dtype`. */
+  #checkP2P(dtype: Dtype, stamp: number, peer: number, tag: number): number {
+    if (stamp === P2P_STAMPS[dtype]) return peer;
+    throw new MismatchError(
+      `Rank ${this.rank} received ${this.#calls.describe(stamp)} from rank ${peer} (tag ` +
+        `${tag}) into ${dtype}: sender and receiver must use the same dtype`,
+      { failedRank: peer },
+    );
   }
 
   /**
@@ -586,6 +733,10 @@ export class Communicator implements AsyncDisposable {
     return e;
   }
 
+  #stamp(kind: CallKind, buf: CommBuffer, op: ReduceOp, root: number, a: Algorithm<unknown>) {
+    return callStamp(kind, buf.dtype, buf.length, op, root, a.index);
+  }
+
   #pick<C extends CollectiveName>(
     collective: C,
     algorithm: string | undefined,
@@ -596,7 +747,7 @@ export class Communicator implements AsyncDisposable {
       ? autoAlgorithm(collective, this.transport, bytes, this.size, side)
       : algorithm;
     const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
-    const picked = table[name];
+    const picked = Object.hasOwn(table, name) ? table[name] : undefined;
     if (!picked || !this.#offers.includes(picked.needs) || sideOf(picked.needs) !== side) {
       throw new RangeError(
         `Unknown ${collective} algorithm ${name} for transport ${this.transport} with ` +
@@ -620,6 +771,21 @@ export class Communicator implements AsyncDisposable {
       }
     }
     return side;
+  }
+
+  /**
+   * The operands of `buffers` on `side`; a buffer given twice (in place) resolves once, written if
+   * either use writes it (see {@linkcode #resolve}).
+   */
+  async #operands(buffers: [CommBuffer, boolean][], side: Side): Promise<Operands> {
+    const ops = [] as unknown as Operands;
+    for (let i = 0; i < buffers.length; i++) {
+      const buf = buffers[i][0];
+      const first = buffers.findIndex(([b]) => b === buf);
+      const write = buffers.some(([b, w]) => b === buf && w);
+      ops.push(first < i ? ops[first] : await this.#resolve(buf, side, write));
+    }
+    return ops;
   }
 
   /**
@@ -655,9 +821,20 @@ export class Communicator implements AsyncDisposable {
     if (this.#closed) throw new CommError(`Communicator of rank ${this.rank} is closed`);
   }
 
-  #check(buf: BufferLike): CommBuffer {
+  /** `buf` as a buffer this rank may use in a call that does `what`. */
+  #check(buf: BufferLike, what: string): CommBuffer {
     this.#checkOpen();
-    const cb = asCommBuffer(buf);
+    const cb = commBufferOf(buf, what);
+    const owner = ownerOf(cb);
+    if (owner !== undefined && owner !== this.#memory) {
+      const theirs = owner.rank === this.rank
+        ? "another communicator of this rank"
+        : `rank ${owner.rank}`;
+      throw new TypeError(
+        `Rank ${this.rank} cannot ${what} a buffer allocated by ${theirs}: a buffer belongs to ` +
+          `the communicator that allocated it`,
+      );
+    }
     checkCount(cb.length, cb.dtype, "use");
     if (!TRANSPORTS[this.transport].memory.includes(cb.memory)) {
       throw new TypeError(
@@ -671,7 +848,7 @@ export class Communicator implements AsyncDisposable {
   /** The checked `out` buffer for `input`, or `input` itself when there is none. */
   #output(input: CommBuffer, out: BufferLike | undefined, what: string): CommBuffer {
     if (out === undefined) return input;
-    const output = this.#check(out);
+    const output = this.#check(out, `${what} into`);
     this.#checkPair(input, output, output.length === input.length, what, "out = input length");
     return output;
   }
@@ -708,6 +885,33 @@ export class Communicator implements AsyncDisposable {
     }
     return tag;
   }
+}
+
+/**
+ * The CommBuffer of a buffer-like argument of a call that does `what`; a one-line TypeError for
+ * anything else, and for a typed array whose memory was transferred away.
+ */
+function commBufferOf(buf: BufferLike, what: string): CommBuffer {
+  let cb: CommBuffer;
+  if (buf instanceof CommBuffer) cb = buf;
+  else if (ArrayBuffer.isView(buf)) cb = new HostBuffer(buf);
+  else {
+    const got = buf === null
+      ? "null"
+      : typeof buf === "object"
+      ? `a ${(buf as object).constructor?.name ?? "plain object"}`
+      : typeof buf;
+    throw new TypeError(
+      `Cannot ${what} ${got}: expected a CommBuffer (comm.alloc) or a Float32Array, ` +
+        `Float64Array or Int32Array`,
+    );
+  }
+  if (cb instanceof HostBuffer && (cb.view.buffer as ArrayBuffer).detached) {
+    throw new TypeError(
+      `Cannot ${what} a buffer whose memory was transferred (its ArrayBuffer is detached)`,
+    );
+  }
+  return cb;
 }
 
 function checkCount(count: number, dtype: Dtype, verb: string): void {

@@ -29,11 +29,17 @@ export class CommTimeoutError extends CommError {
 export class PeerFailedError extends CommError {
   /** Why the peer failed, without the "Rank N failed" prefix. */
   readonly reason: string;
-  /** Creates a PeerFailedError naming the failed rank. */
-  constructor(failedRank: number, reason: string) {
+  /**
+   * The peer (`failedRank`) told this rank that this rank failed: the error names the accuser
+   * (its notice is the only evidence), not a rank that failed on its own.
+   */
+  readonly accused: boolean;
+  /** Creates a PeerFailedError naming the failed rank (or the accusing one, see `accused`). */
+  constructor(failedRank: number, reason: string, options: { accused?: boolean } = {}) {
     super(`Rank ${failedRank} failed: ${reason}`, { failedRank });
     this.name = "PeerFailedError";
     this.reason = reason;
+    this.accused = options.accused ?? false;
   }
 }
 
@@ -51,7 +57,7 @@ export function noticeError(
   if (failedRank !== rank || sender === undefined || sender === rank) {
     return new PeerFailedError(failedRank, reason);
   }
-  return new PeerFailedError(sender, `it gave up on rank ${rank}: ${reason}`);
+  return new PeerFailedError(sender, `it gave up on rank ${rank}: ${reason}`, { accused: true });
 }
 
 /**

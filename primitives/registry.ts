@@ -154,6 +154,11 @@ export interface TransportInfo {
   offers: readonly AlgorithmNeed[];
   /** Whether its ranks need a WebGPU device whatever their memory. */
   needsDevice: boolean;
+  /**
+   * Whether its waits block the rank's thread (shared-memory spins and sleeps): a collective
+   * that runs on after its call returns must then finish before the next one begins.
+   */
+  blocking: boolean;
   /** Memory a rank costs beyond its buffers (its runtime), bytes; measured on this machine. */
   rankBytes: number;
   /** Memory a whole group shares, bytes. */
@@ -167,6 +172,7 @@ const PROCESS_MESH: TransportInfo = {
   launch: "processes",
   offers: ["messages", "staging"],
   needsDevice: false,
+  blocking: false,
   rankBytes: 80 * 2 ** 20,
   groupBytes: () => 0,
 };
@@ -179,6 +185,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     launch: "workers",
     offers: ["messages", "shared", "staging"],
     needsDevice: false,
+    blocking: true,
     rankBytes: 16 * 2 ** 20,
     groupBytes: shmSetupBytes,
   },
@@ -188,6 +195,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     launch: "workers",
     offers: ["messages", "staging"],
     needsDevice: false,
+    blocking: false,
     rankBytes: 16 * 2 ** 20,
     groupBytes: () => 0,
   },
@@ -199,6 +207,7 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
     launch: "thread",
     offers: ["messages", "device"],
     needsDevice: true,
+    blocking: false,
     rankBytes: 2 ** 20,
     groupBytes: () => 64 * 2 ** 20,
   },

@@ -1,19 +1,20 @@
 // Bad input gets RangeError/TypeError naming the value and the limit; faults (a rank that throws,
 // a worker that is terminated, a rank that never arrives, mismatched counts) make every other rank
 // fail fast with an error naming the failed rank, and leave no worker running.
-import { liveWorkers, spawnRanks, startRanks } from "../mod.ts";
+import { liveWorkers, spawnRanks, startRanks, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { RANKS_DIR, runRanks } from "./_spawn_ranks.ts";
 
 const ERRORS = new URL("errors_rank.ts", RANKS_DIR);
 
-for (const transport of ["shm", "worker"] as const) {
+for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice)) {
   Deno.test(`bad arguments are RangeError or TypeError with clear messages: ${transport}`, async () => {
-    const [r] = await runRanks<Record<string, string>>("errors_rank.ts", {
+    const [r] = await startGroup<Record<string, string>>(ERRORS, {
       size: 4,
       transport,
       args: "bad-arguments",
-    });
+    }).results;
     assertEquals(r.root, "RangeError: Cannot broadcast from root 5: communicator size is 4");
     assert_(r.peer.startsWith("RangeError: Cannot send to rank 4: peers are 0 … 3"), r.peer);
     assert_(r.tag.startsWith("RangeError: Invalid tag -1"), r.tag);
@@ -24,8 +25,26 @@ for (const transport of ["shm", "worker"] as const) {
     assert_(r.op.startsWith("TypeError: Unknown reduce op xor"), r.op);
     assert_(r.memory.startsWith("TypeError: Cannot allocate gpu memory"), r.memory);
     assert_(r.allgather.startsWith("RangeError: Cannot allgather 16 into 17"), r.allgather);
+    assertEquals(
+      r.nothing,
+      "TypeError: Cannot allreduce null: expected a CommBuffer (comm.alloc) or a Float32Array, " +
+        "Float64Array or Int32Array",
+    );
+    assertEquals(
+      r.detached,
+      "TypeError: Cannot allreduce a buffer whose memory was transferred (its ArrayBuffer is detached)",
+    );
+    assertEquals(
+      r.foreign,
+      "TypeError: Rank 0 cannot allreduce a buffer allocated by another communicator of this " +
+        "rank: a buffer belongs to the communicator that allocated it",
+    );
+    assertEquals(r.closed, "CommError: Communicator of rank 0 is closed");
+    assertEquals(r.after, "no error", "argument errors leave the communicator usable");
   });
+}
 
+for (const transport of ["shm", "worker"] as const) {
   Deno.test(`mismatched counts across ranks are reported: ${transport}`, async () => {
     await assertRejects(
       () => runRanks("errors_rank.ts", { size: 2, transport, args: "count-mismatch" }),
@@ -59,11 +78,17 @@ for (const transport of ["shm", "worker"] as const) {
     assertEquals(liveWorkers(), 0);
   });
 
-  Deno.test(`a rank that never arrives times out, naming it: ${transport}`, async () => {
+  Deno.test(`a rank that skips a collective is named at once, not after the timeout: ${transport}`, async () => {
+    const start = performance.now();
     await assertRejects(
-      () => spawnRanks(ERRORS, { size: 3, transport, args: "skip-collective", timeoutMs: 500 }),
-      { name: "RankFailedError", message: /timed out after 500 ms waiting for rank [02]/ },
+      () => spawnRanks(ERRORS, { size: 3, transport, args: "skip-collective", timeoutMs: 5000 }),
+      {
+        name: "RankFailedError",
+        message:
+          /^Rank 2 failed: rank [01] found a mismatch with it: MismatchError: Rank [01] called allreduce\(sum, 16 × f32, ring\) but rank 2 had closed its communicator after 0 collective calls/,
+      },
     );
+    assert_(performance.now() - start < 2500, "named before the 5 s timeout");
     assertEquals(liveWorkers(), 0);
   });
 }

@@ -97,7 +97,14 @@ gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
       "TypeError: Cannot mix gpu and host memory in one call on transport gpu: one is used on the device, the other on the host",
     algorithm:
       "RangeError: Unknown allreduce algorithm ring for transport gpu with device buffers: expected auto, gpu_direct, gpu_ring",
+    foreign: "rank 0's own",
   });
+  // Logical ranks share a thread, so rank 1 can reach rank 0's buffer: it is refused.
+  assertEquals(
+    bad[1].foreign,
+    "TypeError: Rank 1 cannot allreduce a buffer allocated by rank 0: a buffer belongs to the " +
+      "communicator that allocated it",
+  );
 });
 
 Deno.test("gpu: device memory where no device was opened, or no adapter exists, is a clear error", async () => {

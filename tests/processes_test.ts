@@ -189,20 +189,28 @@ for (const transport of MESH_TRANSPORTS) {
     const size = 3, cases = matrix(transport, size).filter((c) => c.count === 1000);
     assert_(cases.length > 10, `${cases.length} cases`);
     const lead = await leadProcesses(rankModule("check_rank.ts"), { size, transport, args: cases });
-    await using comm = lead.comm;
-    const mine = await checkRank(comm, cases);
+    const mine = await checkRank(lead.comm, cases);
+    // Closing waits for every rank's goodbye: rank 0 closes before it waits for the others.
+    await lead.comm[Symbol.asyncDispose]();
     const theirs = (await lead.others.results).slice(1).map((r) => JSON.parse(r) as number[]);
     assertEquals(failures(cases, [mine, ...theirs]), []);
     assertEquals(liveProcesses(), 0);
   });
 
   Deno.test(`${transport}: a rank that never arrives is a timeout listing the missing ranks`, async () => {
-    const out = await envRank0(transport, { WORLD_SIZE: "3", DCCL_TIMEOUT_MS: "1000" }).output();
+    // Long enough for rank 1's process to start and join on a busy machine.
+    const env = { WORLD_SIZE: "3", DCCL_TIMEOUT_MS: "8000" };
+    const rank0 = envRank0(transport, env);
+    // Rank 1 joins; rank 2 never does. Rank 0 gives up and says whom it missed, and rank 1 says
+    // that rank 0 gave up (not that its table was bad).
+    const rank1 = envRank(transport, { ...env, RANK: "1", MASTER_PORT: await rank0.port }).output();
+    const [out, one] = [await rank0.output(), decode((await rank1).stderr)];
     assertEquals(out.code, 1);
     assert_(
-      /ranks 1, 2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
-      decode(out.stderr),
+      /ranks? 2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
+      `${decode(out.stderr)}\nrank 1: ${one}`,
     );
+    assert_(/rank 0 gave up on the rendezvous/.test(one), one);
   });
 
   Deno.test(`${transport}: port in use and unreachable master are one-line errors`, async () => {
@@ -512,6 +520,37 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       [{ ...base, RANK: "2", WORLD_SIZE: "2" }, /RANK=2 is not a rank from 0 to 1/],
       [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "99999" }, /MASTER_PORT=99999/],
       [{ ...base, RANK: "1", WORLD_SIZE: "2", MASTER_PORT: "0" }, /only works for rank 0/],
+      // Strict decimal integers, and launchers that disagree (issue: correct under any call
+      // pattern, item 9).
+      [{ ...base, RANK: "", WORLD_SIZE: "2" }, /^RANK="" is not accepted: expected a decimal/],
+      [{ ...base, RANK: "1e0", WORLD_SIZE: "2" }, /^RANK="1e0" is not accepted/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "0x2" }, /^WORLD_SIZE="0x2" is not accepted/],
+      [{ ...base, RANK: " 1", WORLD_SIZE: "2" }, /^RANK=" 1" is not accepted/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "+80" }, /^MASTER_PORT="\+80"/],
+      [
+        {
+          ...base,
+          RANK: "1",
+          WORLD_SIZE: "2",
+          OMPI_COMM_WORLD_RANK: "0",
+          OMPI_COMM_WORLD_SIZE: "2",
+        },
+        /^RANK=1 and OMPI_COMM_WORLD_RANK=0 disagree/,
+      ],
+      [
+        {
+          ...base,
+          OMPI_COMM_WORLD_RANK: "0",
+          OMPI_COMM_WORLD_SIZE: "2",
+          SLURM_PROCID: "0",
+          SLURM_NTASKS: "4",
+        },
+        /^OMPI_COMM_WORLD_SIZE=2 and SLURM_NTASKS=4 disagree/,
+      ],
+      [
+        { ...base, PMI_RANK: "1", PMI_SIZE: "2", SLURM_PROCID: "0", SLURM_NTASKS: "2" },
+        /^PMI_RANK=1 and SLURM_PROCID=0 disagree/,
+      ],
       [
         { ...base, RANK: "0", WORLD_SIZE: "2", DCCL_TRANSPORT: "shm" },
         /DCCL_TRANSPORT=shm .* ws or tcp/,

@@ -9,7 +9,8 @@
 import type { Communicator } from "../communicator.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { joinFromEnv } from "./env_rank.ts";
-import { ERROR_MARK, RESULT_MARK } from "./spawn_processes.ts";
+import { failureReport } from "./report.ts";
+import { ERROR_MARK, RESULT_MARK, RETURNED_MARK } from "./spawn_processes.ts";
 
 const env = Deno.env.toObject();
 let comm: Communicator | undefined;
@@ -23,14 +24,15 @@ try {
   if (typeof mod.run !== "function") throw new TypeError(`${env.DCCL_MODULE} exports no run()`);
   const args = env.DCCL_ARGS_FILE ? JSON.parse(Deno.readTextFileSync(env.DCCL_ARGS_FILE)) : null;
   const result = await mod.run(comm, args);
+  console.log(RETURNED_MARK);
   await comm[Symbol.asyncDispose]();
   console.log(RESULT_MARK + JSON.stringify(result ?? null));
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
   await comm?.abort(e).catch(() => {});
   console.error(`${e.name}: ${e.message}`);
-  const failedRank = (e as { failedRank?: number }).failedRank;
-  console.log(ERROR_MARK + JSON.stringify({ name: e.name, message: e.message, failedRank }));
+  const { stack: _, ...report } = failureReport(e);
+  console.log(ERROR_MARK + JSON.stringify(report));
   Deno.exit(1);
 }
 Deno.exit(0);

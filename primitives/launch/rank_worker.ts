@@ -14,6 +14,7 @@ import { ShmTransport } from "../transports/shm.ts";
 import type { ShmSetup } from "../transports/shm_layout.ts";
 import type { Transport } from "../transports/transport.ts";
 import { WorkerTransport } from "../transports/worker.ts";
+import { failureReport, type RankReport } from "./report.ts";
 
 /** Launcher → rank: everything a rank needs to join. */
 export interface RankInit {
@@ -30,23 +31,6 @@ export interface RankInit {
   heaps: WebAssembly.Memory[];
   shm?: ShmSetup;
   ports: (MessagePort | undefined)[];
-}
-
-/** Rank → launcher: the outcome. */
-export type RankReport =
-  | { type: "done"; result: unknown }
-  | { type: "error"; name: string; message: string; stack?: string; failedRank?: number };
-
-/** The report of an error that ended a rank. */
-export function errorReport(err: unknown): RankReport {
-  const e = err instanceof Error ? err : new Error(String(err));
-  return {
-    type: "error",
-    name: e.name,
-    message: e.message,
-    stack: e.stack,
-    failedRank: (e as { failedRank?: number }).failedRank,
-  };
 }
 
 /** Launcher → rank: another rank failed. */
@@ -96,11 +80,12 @@ async function runRank(init: RankInit): Promise<void> {
       throw new TypeError(`Module ${init.module} has no exported function ${init.entry}`);
     }
     const result = await fn(comm, init.args);
+    scope.postMessage({ type: "returned" });
     await comm[Symbol.asyncDispose]();
     scope.postMessage({ type: "done", result });
   } catch (err) {
     // Peers learn why at once (unless this rank failed because of one of them).
     await comm?.abort(err).catch(() => {});
-    scope.postMessage(errorReport(err));
+    scope.postMessage({ type: "error", ...failureReport(err) });
   }
 }

@@ -12,7 +12,7 @@ import { RankMemory } from "../memory/rank_memory.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { RankGroup } from "./spawn_ranks.ts";
 import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
-import type { RankEnd } from "./verdict.ts";
+import { failedEnd } from "./report.ts";
 import { connectMesh, type MeshTransport } from "../transports/mesh.ts";
 
 /** Options of {@linkcode launchProcesses}. */
@@ -130,8 +130,10 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     const pumps = [
       pump(child.stdout, (line) => {
         if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
-        else if (line.startsWith(ERROR_MARK)) supervisor.ended(rank, errorEnd(line));
-        else if (rank === 0 && line.startsWith(PORT_MARK)) {
+        else if (line.startsWith(RETURNED_MARK)) supervisor.returned(rank);
+        else if (line.startsWith(ERROR_MARK)) {
+          supervisor.ended(rank, failedEnd(JSON.parse(line.slice(ERROR_MARK.length))));
+        } else if (rank === 0 && line.startsWith(PORT_MARK)) {
           onPort(Number(line.slice(PORT_MARK.length)));
         } else onLine(rank, "stdout", line);
       }),
@@ -179,21 +181,6 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   };
 }
 
-/** A rank's error report line, as a failed end. */
-function errorEnd(line: string): Omit<RankEnd, "at"> {
-  const e = JSON.parse(line.slice(ERROR_MARK.length)) as {
-    name: string;
-    message: string;
-    failedRank?: number;
-  };
-  return {
-    status: "failed",
-    name: e.name,
-    reason: `${e.name}: ${e.message}`,
-    blames: e.failedRank,
-  };
-}
-
 function stripAnsi(text: string): string {
   // deno-lint-ignore no-control-regex
   return text.replace(/\x1b\[[0-9;]*m/g, "");
@@ -207,6 +194,8 @@ function randomToken(): string {
 
 /** A child's stdout line starting with this carries its result (not printed). */
 export const RESULT_MARK = "\u0001dccl-result ";
+/** A child's stdout line that says its function returned (it is closing its communicator). */
+export const RETURNED_MARK = "\u0001dccl-returned";
 /** A child's stdout line starting with this carries the error it failed with, as JSON. */
 export const ERROR_MARK = "\u0001dccl-error ";
 /** Rank 0's stdout line starting with this carries the port it picked (not printed). */
@@ -284,6 +273,7 @@ export function startProcesses(
  *   size: 4,
  * });
  * await comm.allreduce(buf); // rank 0's part, here
+ * await comm[Symbol.asyncDispose](); // closing waits for every rank to close
  * await others.results;
  * ```
  */

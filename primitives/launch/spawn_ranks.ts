@@ -8,7 +8,8 @@
 
 import { createHeapMemory } from "../memory/heap.ts";
 import { DEFAULT_TIMEOUT_MS, type TransportName } from "../types.ts";
-import type { RankInit, RankReport } from "./rank_worker.ts";
+import type { RankInit } from "./rank_worker.ts";
+import { type RankReport, reportEnd } from "./report.ts";
 import { createShmSetup, raiseAbort } from "../transports/shm_layout.ts";
 import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
 
@@ -124,7 +125,10 @@ export function startRanks<T = unknown>(module: URL | string, options: SpawnOpti
     const worker = new Worker(new URL("./rank_worker.ts", import.meta.url), { type: "module" });
     live++;
     workers.push(worker);
-    worker.onmessage = (e: MessageEvent<RankReport>) => supervisor.ended(rank, reportEnd(e.data));
+    worker.onmessage = (e: MessageEvent<RankReport>) => {
+      if (e.data.type === "returned") supervisor.returned(rank);
+      else supervisor.ended(rank, reportEnd(e.data));
+    };
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
       supervisor.ended(rank, { status: "failed", reason: `worker crashed: ${e.message}` });
@@ -153,16 +157,6 @@ export function startRanks<T = unknown>(module: URL | string, options: SpawnOpti
       terminate(rank);
       supervisor.ended(rank, { status: "killed", reason: "worker was terminated" });
     },
-  };
-}
-
-/** How a rank's report ends it, for the supervisor. */
-export function reportEnd(msg: RankReport) {
-  return msg.type === "done" ? { status: "ok" as const, result: msg.result } : {
-    status: "failed" as const,
-    name: msg.name,
-    reason: `${msg.name}: ${msg.message}`,
-    blames: msg.failedRank,
   };
 }
 

@@ -7,7 +7,8 @@
  */
 
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { checkSize, countWorker, gpuTeardown, type RankGroup, reportEnd } from "./spawn_ranks.ts";
+import { reportEnd } from "./report.ts";
+import { checkSize, countWorker, gpuTeardown, type RankGroup } from "./spawn_ranks.ts";
 import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
 import type { ThreadInit, ThreadReport } from "./thread_worker.ts";
 
@@ -65,8 +66,9 @@ export function startThreadRanks<T = unknown>(
   });
   const onSignal = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onSignal, { once: true });
-  worker.onmessage = (e: MessageEvent<ThreadReport>) => {
-    supervisor.ended(e.data.rank, reportEnd(e.data));
+  worker.onmessage = ({ data }: MessageEvent<ThreadReport>) => {
+    if (data.type === "returned") supervisor.returned(data.rank);
+    else supervisor.ended(data.rank, reportEnd(data));
   };
   worker.onerror = (e: ErrorEvent) => {
     e.preventDefault();

@@ -31,6 +31,8 @@ export class Supervisor<T> {
   readonly #graceMs: number;
   readonly #stragglerMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Ranks whose function has returned (they may still be closing their communicators). */
+  readonly #returned = new Set<number>();
   #judged = false;
   #settle!: { resolve: (v: T[]) => void; reject: (e: unknown) => void };
 
@@ -54,6 +56,17 @@ export class Supervisor<T> {
   /** Whether the group has been judged (ends recorded after that no longer count). */
   get judged(): boolean {
     return this.#judged;
+  }
+
+  /**
+   * `rank`'s function returned; it is closing its communicator, which waits for its peers. The
+   * others' deadline starts now, as if it had finished.
+   */
+  returned(rank: number): void {
+    this.#returned.add(rank);
+    if (!this.#judged && !this.#ends.failed && this.#timer === undefined) {
+      this.#wait(this.#stragglerMs, rank);
+    }
   }
 
   /** Records how `rank` ended (its first end counts) and acts on it. */
@@ -101,10 +114,15 @@ export class Supervisor<T> {
     this.#timer = setTimeout(() => {
       if (finished !== undefined) {
         for (let r = 0; r < this.#size; r++) {
-          this.#ends.record(r, {
-            status: "stuck",
-            reason: `it had not finished ${ms} ms after rank ${finished} did`,
-          });
+          this.#ends.record(
+            r,
+            this.#returned.has(r)
+              ? { status: "stopped", reason: "it was closing its communicator" }
+              : {
+                status: "stuck",
+                reason: `it had not finished ${ms} ms after rank ${finished} did`,
+              },
+          );
         }
       }
       this.judge();

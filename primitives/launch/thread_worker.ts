@@ -11,7 +11,7 @@ import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { GpuGroup } from "../transports/gpu.ts";
-import { errorReport, type RankReport } from "./rank_worker.ts";
+import { failureReport, type RankReport } from "./report.ts";
 
 /** Launcher → thread: everything the group needs. */
 export interface ThreadInit {
@@ -53,7 +53,9 @@ async function runGroup(init: ThreadInit): Promise<void> {
     gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
     group = new GpuGroup(gpu, init.size, { timeoutMs: init.timeoutMs });
   } catch (err) {
-    for (let rank = 0; rank < init.size; rank++) scope.postMessage({ ...errorReport(err), rank });
+    for (let rank = 0; rank < init.size; rank++) {
+      scope.postMessage({ type: "error", ...failureReport(err), rank });
+    }
     return;
   }
   const mod = await import(init.module);
@@ -68,11 +70,12 @@ async function runGroup(init: ThreadInit): Promise<void> {
         throw new TypeError(`Module ${init.module} has no exported function ${init.entry}`);
       }
       const result = await fn(comm, init.args);
+      scope.postMessage({ type: "returned", rank });
       await comm[Symbol.asyncDispose]();
       scope.postMessage({ type: "done", result, rank });
     } catch (err) {
       await comm.abort(err).catch(() => {});
-      scope.postMessage({ ...errorReport(err), rank });
+      scope.postMessage({ type: "error", ...failureReport(err), rank });
     }
   }));
   await gpu.synchronize().catch(() => {});

@@ -14,12 +14,18 @@ export interface RankEnd extends RankOutcome {
   name?: string;
   /** The rank its error names as the cause (a `PeerFailedError` or `CommTimeoutError`). */
   blames?: number;
+  /** Its peers told it that it failed: `blames` names the one that said so. */
+  accused?: boolean;
   /** When the launcher learned it (`performance.now()`). */
   at: number;
 }
 
-/** Errors a rank reports because another rank failed, not for a cause of its own. */
-const CONSEQUENCES = new Set(["PeerFailedError", "CommTimeoutError"]);
+/**
+ * Errors a rank reports because of another rank (the one they name), not for a cause of its own:
+ * a peer that failed, one that never answered, one whose calls differ (a mismatch names the rank
+ * that skipped a call, or one of the two that disagree).
+ */
+const CONSEQUENCES = new Set(["PeerFailedError", "CommTimeoutError", "MismatchError"]);
 
 /** Records rank ends (the first per rank counts) and decides whom to blame. */
 export class GroupEnds {
@@ -80,18 +86,26 @@ export class GroupEnds {
         reason: e.reason,
       };
     });
-    const cause = failures.find(({ rank, e }) => !isConsequence(rank, e));
+    // A rank told by its peers that it failed (a notice naming itself) repeats their verdict; it
+    // is the cause only when no rank saw more.
+    const named = failures.filter(({ rank, e }) => isConsequence(rank, e));
+    const cause = failures.find(({ rank, e }) => !isConsequence(rank, e) && !isToldOff(rank, e)) ??
+      (named.length === 0 ? failures[0] : undefined);
     if (cause) {
       return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
     }
     // Every failure names another rank: follow the names from the first to the end of the chain;
-    // the last rank that named it says why. Ranks waiting on each other in a loop (each timed
-    // out on the next) point away from the cause: then the rank that never reported is it.
-    let witness = failures[0].rank;
-    let blamed = failures[0].e.blames!;
+    // the last rank that named it says why. The chain starts at the first rank that saw for
+    // itself (a mismatch, a timeout) rather than repeating a peer's notice, which names the
+    // notice's sender. Ranks waiting on each other in a loop (each timed out on the next) point
+    // away from the cause: then the rank that never reported is it.
+    const start = named.find(({ e }) => e.name !== "PeerFailedError") ?? named[0];
+    // An accused rank's error names its accuser: the chain ends at the accused.
+    let witness = start.rank;
+    let blamed = start.e.blames!;
     for (const seen = new Set([witness]);;) {
       const e = this.#ends[blamed];
-      if (!e || !isFailure(e) || !isConsequence(blamed, e)) break;
+      if (!e || !isFailure(e) || !isConsequence(blamed, e) || e.accused) break;
       if (seen.has(e.blames!)) {
         const silent = this.#ends.findIndex((e) => !e || e.status === "stopped");
         if (silent < 0) break;
@@ -107,17 +121,18 @@ export class GroupEnds {
       [witness, blamed] = [blamed, e.blames!];
     }
     const why = this.#ends[witness]!;
-    return new RankFailedError(
-      blamed,
-      `rank ${witness} gave up on it: ${why.reason}`,
-      why,
-      outcomes,
-    );
+    const how = why.name === "MismatchError" ? "found a mismatch with it" : "gave up on it";
+    return new RankFailedError(blamed, `rank ${witness} ${how}: ${why.reason}`, why, outcomes);
   }
 }
 
 function isFailure(e: RankEnd | undefined): boolean {
   return e !== undefined && e.status !== "ok" && e.status !== "stopped";
+}
+
+/** A peer's notice that names `rank` itself as the one that failed. */
+function isToldOff(rank: number, e: RankEnd): boolean {
+  return e.name === "PeerFailedError" && e.blames === rank;
 }
 
 function isConsequence(rank: number, e: RankEnd): boolean {

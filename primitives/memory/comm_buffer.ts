@@ -7,6 +7,29 @@
 
 import { type Dtype, dtypeOf, type MemoryKind, type TypedArray } from "../types.ts";
 
+/** What allocated a buffer: one rank's memory (`Communicator.alloc`). */
+export interface BufferOwner {
+  /** The rank whose communicator allocated it. */
+  readonly rank: number | undefined;
+}
+
+/**
+ * The rank memory that allocated each buffer (and every window of it): a communicator takes only
+ * its own rank's buffers. Buffers made by hand have none, and any rank may use them.
+ */
+const OWNERS = new WeakMap<CommBuffer, BufferOwner>();
+
+/** Who allocated `buf`, if a rank's memory did. */
+export function ownerOf(buf: CommBuffer): BufferOwner | undefined {
+  return OWNERS.get(buf);
+}
+
+/** Marks `buf` as allocated by `owner`; returns it. */
+export function owned<B extends CommBuffer>(buf: B, owner: BufferOwner | undefined): B {
+  if (owner) OWNERS.set(buf, owner);
+  return buf;
+}
+
 /** A typed buffer that knows where its bytes live. */
 export abstract class CommBuffer {
   /** Where the bytes live. */
@@ -56,7 +79,7 @@ export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
 
   /** A buffer over elements `[start, end)` of the same memory. */
   subarray(start: number, end?: number): HostBuffer<T> {
-    return new HostBuffer(this.view.subarray(start, end) as T, this.memory);
+    return windowOf(this, new HostBuffer(this.view.subarray(start, end) as T, this.memory));
   }
 
   /** Copies elements from `offset` on into `into` (at once). */
@@ -70,6 +93,11 @@ export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
     this.view.set(from, offset);
     return Promise.resolve();
   }
+}
+
+/** `window`, a window of `buf`, owned as `buf` is. */
+export function windowOf<B extends CommBuffer>(buf: CommBuffer, window: B): B {
+  return owned(window, ownerOf(buf));
 }
 
 /** Anything a collective accepts as a buffer. */

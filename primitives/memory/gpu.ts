@@ -7,7 +7,7 @@
 
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import { type Dtype, DTYPE_INFO, type TypedArray } from "../types.ts";
-import { CommBuffer } from "./comm_buffer.ts";
+import { CommBuffer, windowOf } from "./comm_buffer.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 
 /**
@@ -62,7 +62,8 @@ export class GpuBuffer extends CommBuffer implements DeviceView {
   subarray(start: number, end = this.length): GpuBuffer {
     const s = clamp(start, this.length), e = Math.max(s, clamp(end, this.length));
     const bytes = DTYPE_INFO[this.dtype].bytes;
-    return new GpuBuffer(this.gpu, this, this.byteOffset + s * bytes, this.dtype, e - s);
+    const offset = this.byteOffset + s * bytes;
+    return windowOf(this, new GpuBuffer(this.gpu, this, offset, this.dtype, e - s));
   }
 
   /** Reads elements from `offset` on into `into`, after all work enqueued before. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { CommBuffer, HostBuffer } from "./comm_buffer.ts";
+import { CommBuffer, HostBuffer, windowOf } from "./comm_buffer.ts";
 import { GpuBuffer } from "./gpu.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import type { RankHeap } from "./heap.ts";
@@ -90,7 +90,7 @@ export class ManagedBuffer extends CommBuffer {
     const skipped = host.view.byteOffset - this.host.view.byteOffset;
     const first = skipped / DTYPE_INFO[this.dtype].bytes;
     const device = this.device.subarray(first, first + host.length);
-    return new ManagedBuffer(host, device, this.#pages, this.#offset + skipped);
+    return windowOf(this, new ManagedBuffer(host, device, this.#pages, this.#offset + skipped));
   }
 
   /**

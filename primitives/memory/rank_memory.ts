@@ -7,7 +7,7 @@
  */
 
 import { wgslType } from "../../kernels/gpu_kernels.ts";
-import { type CommBuffer, HostBuffer } from "./comm_buffer.ts";
+import { type BufferOwner, type CommBuffer, HostBuffer, owned } from "./comm_buffer.ts";
 import { GpuBuffer } from "./gpu.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import { privateView, type RankHeap } from "./heap.ts";
@@ -22,7 +22,9 @@ import { type Dtype, DTYPE_INFO, type MemoryKind } from "../types.ts";
 const PRIVATE_MEMORY_MIN_BYTES = 64 * 1024;
 
 /** Allocates and frees a rank's buffers of every kind it has. */
-export class RankMemory {
+export class RankMemory implements BufferOwner {
+  /** The rank whose communicator allocates from here (set by the communicator). */
+  rank: number | undefined;
   /** The rank's heap (`shared` buffers, scratch, staging). */
   readonly heap: RankHeap;
   /** The rank's device, when it has one. */
@@ -35,8 +37,12 @@ export class RankMemory {
     this.gpu = gpu;
   }
 
-  /** A zero-filled buffer of `count` × `dtype` of `kind`. */
+  /** A zero-filled buffer of `count` × `dtype` of `kind`, owned by this memory. */
   alloc(kind: MemoryKind, dtype: Dtype, count: number): CommBuffer {
+    return owned(this.#alloc(kind, dtype, count), this);
+  }
+
+  #alloc(kind: MemoryKind, dtype: Dtype, count: number): CommBuffer {
     switch (kind) {
       case "host": {
         const large = count * DTYPE_INFO[dtype].bytes >= PRIVATE_MEMORY_MIN_BYTES;

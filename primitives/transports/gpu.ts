@@ -18,6 +18,7 @@ import {
 } from "../errors.ts";
 import type { GpuDevice } from "../memory/gpu_device.ts";
 import { DEFAULT_TIMEOUT_MS, type Dtype, DTYPE_INFO } from "../types.ts";
+import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { Inbox } from "./inbox.ts";
 import type { CallCheck, DeviceAccess, DeviceOps, Transport } from "./transport.ts";
 
@@ -62,6 +63,8 @@ export class GpuGroup {
   readonly #recvs = new Map<string, Transfer[]>();
   readonly #probes: Probe[] = [];
   readonly #scratch = new Map<string, DeviceView>();
+  /** Ranks that closed their communicators. */
+  readonly #closed = new Set<number>();
   readonly #ops: DeviceOps;
   #failed: CommError | undefined;
 
@@ -166,6 +169,35 @@ export class GpuGroup {
     });
   }
 
+  /**
+   * Rank `rank` closed its communicator: a device message sent to it that no receive took, and a
+   * receive waiting for one from it, fail (naming it; the sender may have closed first).
+   */
+  closed(rank: number): void {
+    this.#closed.add(rank);
+    this.#failStale();
+  }
+
+  /** Fails the device messages whose other end has closed (see {@linkcode GpuGroup.closed}). */
+  #failStale(): void {
+    const fail = (list: Map<string, Transfer[]>, gone: "from" | "to") => {
+      for (const [key, transfers] of list) {
+        const [from, to, tag] = key.split(":").map(Number);
+        const closed = gone === "to" ? to : from;
+        if (!this.#closed.has(closed)) continue;
+        list.delete(key);
+        const error = new MismatchError(
+          `Rank ${to} closed its communicator without receiving the device message (tag ${tag}) ` +
+            `rank ${from} sent it: every message must be received`,
+          { failedRank: closed },
+        );
+        for (const t of transfers) t.settle.reject(error);
+      }
+    };
+    fail(this.#sends, "to");
+    fail(this.#recvs, "from");
+  }
+
   /** Fails every pending and later call of every rank (idempotent). */
   abort(error: CommError): void {
     if (this.#failed) return;
@@ -206,6 +238,7 @@ export class GpuGroup {
       if (!other) {
         mine.set(key, [...(mine.get(key) ?? []), me]);
         if (mine === this.#sends) this.#answerProbe(key);
+        if (this.#closed.size > 0) this.#failStale();
         return;
       }
       const [send, recv] = mine === this.#sends ? [me, other] : [other, me];
@@ -274,9 +307,13 @@ export class GpuTransport implements Transport {
   readonly size: number;
   /** This rank's collective access to the group's device. */
   readonly device: DeviceAccess;
-  calls?: CallCheck;
   readonly #group: GpuGroup;
   readonly #inbox: Inbox;
+  readonly #timeoutMs: number;
+  readonly #goodbyes: Goodbyes;
+  /** Host messages sent to each peer. */
+  readonly #sent: number[];
+  #calls?: CallCheck;
   #failed: Error | undefined;
 
   /** Rank `rank` of `group` (the group makes its transports). */
@@ -284,6 +321,9 @@ export class GpuTransport implements Transport {
     this.#group = group;
     this.rank = rank;
     this.size = size;
+    this.#timeoutMs = timeoutMs;
+    this.#goodbyes = new Goodbyes(rank, size);
+    this.#sent = new Array(size).fill(0);
     let seq = 0;
     this.device = {
       join: (stamp, args, record) => group.join(rank, seq++, stamp, args, record),
@@ -292,10 +332,10 @@ export class GpuTransport implements Transport {
       probe: (peers, tag) => group.probe(rank, peers, tag),
     };
     this.#inbox = new Inbox(rank, size, timeoutMs, {
-      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
       abort: (error) => this.abort(error),
       stalled: (peer, tag) => {
-        const stamp = this.calls?.stampOf(tag);
+        const stamp = this.#calls?.stampOf(tag);
         if (stamp === undefined) return;
         const problem = group.transports[peer].calls?.arrived(rank, tag, stamp);
         if (problem) this.abort(problem);
@@ -303,9 +343,20 @@ export class GpuTransport implements Transport {
     });
   }
 
+  get calls(): CallCheck | undefined {
+    return this.#calls;
+  }
+
+  set calls(calls: CallCheck | undefined) {
+    this.#calls = calls;
+    const problem = this.#goodbyes.attach(calls);
+    if (problem) this.abort(problem);
+  }
+
   /** Host bytes to `peer`: delivered at once into its inbox, which copies them. */
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
+    this.#sent[peer]++;
     this.#group.transports[peer].#inbox.deliver(this.rank, {
       tag,
       stamp,
@@ -332,9 +383,40 @@ export class GpuTransport implements Transport {
   fail(error: Error): void {
     this.#failed ??= error;
     this.#inbox.fail(error);
+    this.#goodbyes.interrupt();
   }
 
-  close(): void {
+  /**
+   * Says goodbye to every other rank of the group and waits for theirs (goodbyes.ts); rejects
+   * with what that finds, or with the failure that aborted the group.
+   */
+  async close(): Promise<void> {
+    if (!this.#failed) {
+      this.#group.closed(this.rank);
+      for (const peer of this.#group.transports) {
+        if (peer !== this) {
+          peer.#heardGoodbye(this.rank, this.#goodbyes.to(this.#inbox.taken(peer.rank)));
+        }
+      }
+      await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
+      const problem = this.#failed ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      if (problem) {
+        this.abort(problem);
+        this.#inbox.close();
+        throw problem; // the group tells the others as a PeerFailedError
+      }
+    }
     this.#inbox.close();
+    if (this.#failed) throw this.#failed;
+  }
+
+  /** `peer` closed: nothing more comes from it, and its goodbye is judged. */
+  #heardGoodbye(peer: number, bye: Goodbye): void {
+    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
+    if (problem) this.abort(problem);
+    this.#inbox.closePeer(
+      peer,
+      new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`),
+    );
   }
 }

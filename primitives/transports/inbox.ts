@@ -8,6 +8,7 @@
  */
 
 import { type CommError, CommTimeoutError, MismatchError } from "../errors.ts";
+import type { Unclaimed } from "./goodbyes.ts";
 
 /**
  * One piece of a message: `data` goes at `offset` of a `total`-byte message with `tag`, sent by
@@ -113,6 +114,8 @@ export class Inbox {
   #hooks: InboxHooks;
   #delivered = 0;
   #unexpectedBytes = 0;
+  /** Messages from each peer that a receive took. */
+  readonly #taken: number[];
 
   /**
    * An inbox for `rank` of `size`; receives reject after `timeoutMs` without data. Every message
@@ -128,6 +131,7 @@ export class Inbox {
     this.#heard = new Array(size).fill(false);
     this.#timeoutMs = timeoutMs;
     this.#closed = new Array(size).fill(undefined);
+    this.#taken = new Array(size).fill(0);
     this.#watchdog = setInterval(
       () => this.#checkTimeouts(),
       Math.min(STALL_PROBE_MS / 2, timeoutMs / 4),
@@ -262,6 +266,7 @@ export class Inbox {
     this.#current[peer] = undefined;
     if ("into" in cur) {
       this.#delivered++;
+      this.#taken[peer]++;
       cur.resolve(cur.stamp);
     } else this.#settleArrival(peer, cur);
   }
@@ -294,6 +299,20 @@ export class Inbox {
     }
   }
 
+  /** Messages from `peer` that a receive took. */
+  taken(peer: number): number {
+    return this.#taken[peer];
+  }
+
+  /** The first message that arrived (or is arriving) with no receive to take it, if any. */
+  unclaimed(): Unclaimed | undefined {
+    for (let peer = 0; peer < this.#arrivals.length; peer++) {
+      const a = this.#arrivals[peer].find((a) => !a.waiter);
+      if (a) return { peer, tag: a.tag, stamp: a.stamp };
+    }
+    return undefined;
+  }
+
   /** Stops the timeout watchdog. */
   close(): void {
     clearInterval(this.#watchdog);
@@ -314,6 +333,7 @@ export class Inbox {
       waiter.reject(this.#mismatch(peer, a.tag, waiter.into.byteLength, a.data.byteLength));
     } else {
       waiter.into.set(a.data);
+      this.#taken[peer]++;
       waiter.resolve(a.stamp);
     }
   }

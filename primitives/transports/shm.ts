@@ -27,6 +27,7 @@ import {
   makeView,
   type TypedArray,
 } from "../types.ts";
+import { type Goodbye, Goodbyes, type Unclaimed } from "./goodbyes.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { coreYielder } from "./yield_core.ts";
 import { heavyFence } from "./heavy_fence.ts";
@@ -44,6 +45,7 @@ import {
   RING_HEAD,
   RING_SLOT_HEADERS,
   RING_TAIL,
+  RING_TAKEN,
   ringOffset,
   type ShmSetup,
   SLOT_HEADER_WORDS,
@@ -148,7 +150,10 @@ export class ShmTransport implements Transport, SharedAccess {
   readonly eagerBytes = EAGER_BYTES;
   readonly pipeBytes = PIPE_BYTES;
   readonly shared: SharedAccess = this;
-  calls?: CallCheck;
+  #calls?: CallCheck;
+  #goodbyes: Goodbyes;
+  /** Messages sent to each peer. */
+  #sent: number[];
 
   #ctrl: Int32Array;
   #control: SharedArrayBuffer;
@@ -161,6 +166,8 @@ export class ShmTransport implements Transport, SharedAccess {
   #unexpected: Unexpected[][];
   /** Where the next probe starts scanning its peers. */
   #probeStart = 0;
+  /** Sends and receives of this rank completed so far (see `#complete`). */
+  #completions = 0;
   #timeoutMs: number;
   #spinMs: number;
   #yieldCore?: () => void;
@@ -208,6 +215,8 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#recvs = peers.map(() => []);
     this.#incoming = peers.map(() => undefined);
     this.#unexpected = peers.map(() => []);
+    this.#goodbyes = new Goodbyes(rank, size);
+    this.#sent = peers.map(() => 0);
     Atomics.store(this.#ctrl, this.#word(rank, RANK_WORD.EAGER_OFFSET), setup.eagerOffset);
     // Joining is collective: a rank's first eager exchange reads every peer's slot offset, so no
     // rank may start before all have published theirs.
@@ -217,15 +226,21 @@ export class ShmTransport implements Transport, SharedAccess {
   /** Bytes each rank must reserve in its heap for eager slots. */
   static readonly EAGER_AREA_BYTES = 2 * EAGER_BYTES + PIPE_SLOTS * PIPE_BYTES;
 
+  get calls(): CallCheck | undefined {
+    return this.#calls;
+  }
+
+  set calls(calls: CallCheck | undefined) {
+    this.#calls = calls;
+    this.#goodbyes.attach(calls);
+  }
+
   async send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     const request: SendRequest = { peer, tag, stamp, data, offset: 0, started: false, done: false };
+    this.#sent[peer]++;
     this.#sends[peer].push(request);
     await null; // let sibling calls post before this one blocks
-    this.#waitUntil(
-      () => request.done,
-      () => `send of ${data.byteLength} bytes to rank ${peer}`,
-      peer,
-    );
+    await this.#complete(request, peer, () => `send of ${data.byteLength} bytes to rank ${peer}`);
   }
 
   async recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
@@ -238,14 +253,61 @@ export class ShmTransport implements Transport, SharedAccess {
       this.#recvs[peer].push(request);
     }
     await null;
-    this.#waitUntil(
-      () => request.done,
-      () => `receive of ${into.byteLength} bytes from rank ${peer} (tag ${tag})`,
+    await this.#complete(
+      request,
       peer,
+      () => `receive of ${into.byteLength} bytes from rank ${peer} (tag ${tag})`,
       () => this.#probe(peer, tag),
     );
     if (request.error) throw request.error;
     return request.stamp;
+  }
+
+  /**
+   * Blocks until `request` (with `peer`) is done, returning to the event loop whenever another
+   * operation of this rank completes meanwhile, so that its caller can go on (and post what this
+   * one's peer may be waiting for) before this wait blocks again. Throws once `peer` has closed
+   * without it.
+   */
+  async #complete(
+    request: { done: boolean },
+    peer: number,
+    describe: () => string,
+    stalled?: () => void,
+  ): Promise<void> {
+    for (;;) {
+      const seen = this.#completions;
+      const over = () => request.done || this.#completions !== seen || this.#gone(peer);
+      this.#waitUntil(over, describe, peer, stalled);
+      if (request.done) return;
+      if (this.#gone(peer)) throw this.#peerGone(peer, describe());
+      await null;
+    }
+  }
+
+  /** `peer` has closed and everything it sent this rank has been read. */
+  #gone(peer: number): boolean {
+    if (!this.#closed(peer) || this.#incoming[peer]) return false;
+    const words = this.#inbound[peer]!.words;
+    return Atomics.load(words, RING_HEAD) === Atomics.load(words, RING_TAIL);
+  }
+
+  /** The error of a wait (for `what`) on `peer`, which closed: what its goodbye shows. */
+  #peerGone(peer: number, what: string): CommError {
+    return this.#goodbyes.heard(peer, this.#goodbyeOf(peer), this.#sent[peer]) ??
+      new MismatchError(
+        `Rank ${this.rank} waited for ${what} but rank ${peer} had closed its communicator`,
+        { failedRank: peer },
+      );
+  }
+
+  /** The goodbye `peer` published when it closed. */
+  #goodbyeOf(peer: number): Goodbye {
+    const calls = this.#ctrl[this.#word(peer, RANK_WORD.CLOSED_CALLS)];
+    const digest = this.#ctrl[this.#word(peer, RANK_WORD.CLOSED_DIGEST)] >>> 0;
+    const last = loadStamp(this.#ctrl, this.#word(peer, RANK_WORD.CLOSED_LAST));
+    const taken = Atomics.load(this.#outbound[peer]!.words, RING_TAKEN);
+    return { summary: calls === 0 ? undefined : { calls: calls - 1, digest, last }, taken };
   }
 
   async probe(peers: readonly number[], tag: number): Promise<number> {
@@ -290,12 +352,17 @@ export class ShmTransport implements Transport, SharedAccess {
     arrival.seq = seq;
     arrival.stamp = stamp;
     arrival.next = 0;
-    this.#waitUntil(this.#allArrived, this.#describeArrival, this.#firstMissing);
-    if (arrival.gone) throw this.#finishedPeer(arrival.next, stamp);
+    this.#waitUntil(
+      this.#allArrived,
+      this.#describeArrival,
+      this.#firstMissing,
+      this.#arrivalStalled,
+    );
+    if (arrival.gone) throw this.#peerGone(arrival.next, this.#describeArrival());
     for (let r = 0; r < this.size; r++) {
       const stampOfR = loadStamp(this.#ctrl, mine + (r - this.rank) * CTRL.RANK_WORDS);
       if (stampOfR !== stamp) {
-        throw this.calls?.mismatch(r, stamp, stampOfR) ??
+        throw this.#calls?.mismatch(r, stamp, stampOfR) ??
           new MismatchError(`Rank ${this.rank} and rank ${r} are in different calls`, {
             failedRank: r,
           });
@@ -308,14 +375,6 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /** Rank `r` closed its communicator while this rank waits for it in the call with `stamp`. */
-  #finishedPeer(r: number, stamp: number): MismatchError {
-    return new MismatchError(
-      `Rank ${this.rank} called ${this.calls?.describe(stamp) ?? "a collective"} but rank ${r} ` +
-        `had finished (closed its communicator): every rank must make the same calls`,
-      { failedRank: r },
-    );
-  }
-
   #pipelineMismatch(r: number): MismatchError {
     return new MismatchError(
       `Rank ${this.rank} and rank ${r} made different small bcast/reduce calls since their last ` +
@@ -346,10 +405,52 @@ export class ShmTransport implements Transport, SharedAccess {
     }
     return true;
   };
-  #closed = (r: number): boolean =>
-    Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.CLOSED_ARRIVALS)) !== 0;
+  #closed = (r: number): boolean => Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.CLOSED)) !== 0;
   #firstMissing = (): number => this.#arrival.next;
-  #describeArrival = (): string => this.calls?.describe(this.#arrival.stamp) ?? "collective";
+  /**
+   * An arrival that stalls: a missing rank that has begun a pipelined call this rank has not made
+   * is in another call (pipelined writers never wait for their readers, so only this finds it).
+   */
+  #arrivalStalled = (): void => {
+    const r = this.#arrival.next;
+    const current = Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.PIPE_CURRENT));
+    const ahead = (current - this.#pipeSeq) | 0;
+    if (ahead <= 0) return;
+    // Its stamp words hold its latest two pipelined calls: the first ahead is one of them then.
+    const parity = this.#word(r, RANK_WORD.PIPE_CURRENT_STAMP + ((this.#pipeSeq + 1) & 1) * 2);
+    throw this.#otherCall(
+      r,
+      this.#arrival.stamp,
+      ahead <= 2 ? loadStamp(this.#ctrl, parity) : undefined,
+    );
+  };
+  /**
+   * A pipelined read that stalls: a writer that has made an arrival this rank has not is in
+   * another call (a collective that is not pipelined).
+   */
+  #pipeStalled = (): void => {
+    const w = this.#pipeWriter;
+    const arrived = Atomics.load(this.#ctrl, this.#word(w, RANK_WORD.ARRIVE_SEQ));
+    const ahead = (arrived - this.#arriveSeq) | 0;
+    if (ahead <= 0) return;
+    const parity = this.#word(w, RANK_WORD.STAMP + ((this.#arriveSeq + 1) & 1) * 2);
+    throw this.#otherCall(
+      w,
+      this.#pipeStamp,
+      ahead === 1 ? loadStamp(this.#ctrl, parity) : undefined,
+    );
+  };
+
+  /** Rank `r` is in another call than this rank's (with `stamp`): `theirs`, when known. */
+  #otherCall(r: number, stamp: number, theirs?: number): MismatchError {
+    if (theirs !== undefined && this.#calls) return this.#calls.mismatch(r, stamp, theirs);
+    return new MismatchError(
+      `Rank ${this.rank} called ${this.#calls?.describe(stamp) ?? "a collective"} but rank ${r} ` +
+        `is in another call: every rank must make the same calls in the same order`,
+      { failedRank: r },
+    );
+  }
+  #describeArrival = (): string => this.#calls?.describe(this.#arrival.stamp) ?? "collective";
 
   exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[] {
     const parity = this.#nextParity;
@@ -407,22 +508,66 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /**
-   * Pipelined calls after the last arrival are checked here: each rank leaves its digest, and
-   * one that finds a peer closed after as many arrivals with another digest fails.
+   * Says goodbye (goodbyes.ts): publishes this rank's calls, waits (up to the timeout) until every
+   * peer has closed, draining what they send meanwhile, and judges their goodbyes. Throws what
+   * that finds, or the failure that aborted the group.
    */
   close(): void {
     this.#sends.forEach((q) => q.length = 0);
     this.#recvs.forEach((q) => q.length = 0);
-    if (this.#aborted || Atomics.load(this.#ctrl, CTRL.ABORT) !== 0) return;
-    const arrivals = this.#arriveSeq + 1;
-    this.#ctrl[this.#word(this.rank, RANK_WORD.CLOSED_DIGEST)] = this.#digest;
-    Atomics.store(this.#ctrl, this.#word(this.rank, RANK_WORD.CLOSED_ARRIVALS), arrivals);
-    for (let r = 0; r < this.size; r++) {
-      if (Atomics.load(this.#ctrl, this.#word(r, RANK_WORD.CLOSED_ARRIVALS)) !== arrivals) continue;
-      if (this.#ctrl[this.#word(r, RANK_WORD.CLOSED_DIGEST)] !== this.#digest) {
-        throw this.#pipelineMismatch(r);
+    this.#checkAbort();
+    const summary = this.#calls?.summary();
+    const mine = (word: number) => this.#word(this.rank, word);
+    this.#ctrl[mine(RANK_WORD.CLOSED_CALLS)] = summary ? summary.calls + 1 : 0;
+    this.#ctrl[mine(RANK_WORD.CLOSED_DIGEST)] = summary?.digest ?? 0;
+    storeStamp(this.#ctrl, mine(RANK_WORD.CLOSED_LAST), summary?.last ?? 0);
+    Atomics.store(this.#ctrl, mine(RANK_WORD.CLOSED), 1);
+    this.#ringPeers();
+    try {
+      this.#waitUntil(
+        this.#allClosed,
+        "the other ranks to close their communicators",
+        this.#firstOpen,
+      );
+    } catch (e) {
+      if (!(e instanceof CommTimeoutError)) throw e; // a peer still running judges its own goodbye
+    }
+    let problem: CommError | undefined;
+    for (let r = 0; r < this.size && !problem; r++) {
+      if (r !== this.rank && this.#closed(r)) {
+        problem = this.#goodbyes.heard(r, this.#goodbyeOf(r), this.#sent[r]);
       }
     }
+    problem ??= this.#goodbyes.closing(this.#unclaimed());
+    if (problem) {
+      this.abort(problem);
+      throw problem;
+    }
+  }
+
+  #allClosed = (): boolean => {
+    for (let r = 0; r < this.size; r++) if (r !== this.rank && !this.#closed(r)) return false;
+    return true;
+  };
+  #firstOpen = (): number => {
+    for (let r = 0; r < this.size; r++) if (r !== this.rank && !this.#closed(r)) return r;
+    return this.rank;
+  };
+
+  /** A message some peer sent that no receive took: still in a ring, or drained aside. */
+  #unclaimed(): Unclaimed | undefined {
+    for (let p = 0; p < this.size; p++) {
+      const u = this.#unexpected[p].find((u) => !u.waiter);
+      if (u) return { peer: p, tag: u.tag, stamp: u.stamp };
+      const ring = this.#inbound[p];
+      if (!ring || Atomics.load(ring.words, RING_HEAD) === Atomics.load(ring.words, RING_TAIL)) {
+        continue;
+      }
+      const h = RING_SLOT_HEADERS +
+        (Atomics.load(ring.words, RING_TAIL) & (SLOTS - 1)) * SLOT_HEADER_WORDS;
+      return { peer: p, tag: ring.words[h], stamp: loadStamp(ring.words, h + 4) };
+    }
+    return undefined;
   }
 
   pipeBegin(stamp: number): void {
@@ -455,12 +600,15 @@ export class ShmTransport implements Transport, SharedAccess {
   pipeRead(writer: number, like: TypedArray): TypedArray {
     const h = this.#pipeSlot = this.#pipeHeader(writer);
     this.#pipeWriter = writer;
-    if (!this.#slotWritten()) this.#waitUntil(this.#slotReadable, this.#describePipe, writer);
+    if (!this.#slotWritten()) {
+      this.#waitUntil(this.#slotReadable, this.#describePipe, writer, this.#pipeStalled);
+    }
     // A plain read: the atomic load of the wait above already ordered it.
     if (this.#ctrl[h + PIPE_WORD.SEQ] !== this.#pipeSeq) throw this.#writerElsewhere(writer);
     const theirs = loadStamp(this.#ctrl, h + PIPE_WORD.STAMP);
     if (theirs !== this.#pipeStamp) {
-      throw this.calls?.mismatch(writer, this.#pipeStamp, theirs) ?? this.#pipelineMismatch(writer);
+      throw this.#calls?.mismatch(writer, this.#pipeStamp, theirs) ??
+        this.#pipelineMismatch(writer);
     }
     return this.#pipeView(writer, like);
   }
@@ -480,10 +628,10 @@ export class ShmTransport implements Transport, SharedAccess {
   /** Why `writer`'s slot does not hold this rank's pipelined call. */
   #writerElsewhere(writer: number): MismatchError {
     const theirs = this.#writerStamp(writer);
-    if (theirs !== undefined && this.calls) {
-      return this.calls.mismatch(writer, this.#pipeStamp, theirs);
+    if (theirs !== undefined && this.#calls) {
+      return this.#calls.mismatch(writer, this.#pipeStamp, theirs);
     }
-    if (this.#closed(writer)) return this.#finishedPeer(writer, this.#pipeStamp);
+    if (this.#closed(writer)) return this.#peerGone(writer, this.#describePipe());
     return this.#pipelineMismatch(writer);
   }
 
@@ -562,7 +710,7 @@ export class ShmTransport implements Transport, SharedAccess {
     const theirs = this.#writerStamp(w);
     return theirs !== undefined && theirs !== this.#pipeStamp;
   };
-  #describePipe = (): string => this.calls?.describe(this.#pipeStamp) ?? "pipelined call";
+  #describePipe = (): string => this.#calls?.describe(this.#pipeStamp) ?? "pipelined call";
 
   #peerViews(
     mine: TypedArray,
@@ -617,7 +765,7 @@ export class ShmTransport implements Transport, SharedAccess {
 
   /** Queues a probe of `peer` with this rank's stamp for its call with `tag`. */
   #probe(peer: number, tag: number): void {
-    const stamp = this.calls?.stampOf(tag);
+    const stamp = this.#calls?.stampOf(tag);
     if (stamp === undefined) return;
     const data = new Uint8Array(0);
     this.#sends[peer].push({
@@ -740,6 +888,7 @@ export class ShmTransport implements Transport, SharedAccess {
       moved = true;
       if (req.offset >= req.data.byteLength) {
         req.done = true;
+        this.#completions++;
         queue.shift();
       }
     }
@@ -757,7 +906,7 @@ export class ShmTransport implements Transport, SharedAccess {
       const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
       const chunk = words[h + 2];
       if (words[h + 3] === PROBE_SLOT) {
-        const problem = this.calls?.arrived(
+        const problem = this.#calls?.arrived(
           peer,
           words[h],
           loadStamp(words, h + 4),
@@ -778,7 +927,11 @@ export class ShmTransport implements Transport, SharedAccess {
       Atomics.store(words, RING_TAIL, tail);
       if (cur.offset >= cur.target.byteLength) {
         this.#incoming[peer] = undefined;
-        if (cur.request) cur.request.done = true;
+        if (cur.request) {
+          cur.request.done = true;
+          this.#completions++;
+          Atomics.add(words, RING_TAKEN, 1);
+        }
         if (cur.unexpected) {
           cur.unexpected.complete = true;
           this.#settleUnexpected(peer, cur.unexpected);
@@ -790,7 +943,7 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   #startIncoming(peer: number, tag: number, total: number, stamp: number): Incoming {
-    const problem = this.calls?.arrived(peer, tag, stamp);
+    const problem = this.#calls?.arrived(peer, tag, stamp);
     if (problem) this.abort(problem); // drained all the same; the next wait throws
     const posted = this.#recvs[peer];
     const i = posted.findIndex((r) => r.tag === tag);
@@ -828,5 +981,7 @@ export class ShmTransport implements Transport, SharedAccess {
       );
     }
     req.done = true;
+    this.#completions++;
+    Atomics.add(this.#inbound[peer]!.words, RING_TAKEN, 1);
   }
 }

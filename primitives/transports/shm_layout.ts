@@ -60,9 +60,14 @@ export const RANK_WORD = {
   VIEW_DESC: 2,
   /** Byte offset of this rank's eager slots in its heap. */
   EAGER_OFFSET: 8,
-  /** 1 + this rank's arrivals when it closed (0 while open), and its digest then. */
-  CLOSED_ARRIVALS: 9,
-  CLOSED_DIGEST: 10,
+  /**
+   * 1 once this rank has closed (0 while open), published after its goodbye: its collective
+   * calls + 1, their digest and its last call's stamp (two words; goodbyes.ts).
+   */
+  CLOSED: 9,
+  CLOSED_CALLS: 10,
+  CLOSED_DIGEST: 11,
+  CLOSED_LAST: 12,
   /** Arrivals (barriers, eager and view exchanges) this rank has made. */
   ARRIVE_SEQ: 16,
   /** Two parities each of: the arrival's call stamp as two words (`storeStamp`). */
@@ -104,8 +109,11 @@ const MIN_SLOT_BYTES = 4 * 1024;
 const RINGS_BUDGET_BYTES = 256 * 1024 * 1024;
 /** Bytes before the slot payloads: head, tail and slot headers. */
 const RING_HEADER = 1024;
-/** Int32 index of `head` (slots written) and `tail` (slots consumed) inside a ring. */
-export const RING_HEAD = 0, RING_TAIL = 16, RING_SLOT_HEADERS = 32;
+/**
+ * Int32 index of `head` (slots written), `tail` (slots consumed) and `taken` (messages a receive
+ * took, for the sender's goodbye check) inside a ring.
+ */
+export const RING_HEAD = 0, RING_TAIL = 16, RING_TAKEN = 24, RING_SLOT_HEADERS = 32;
 /** Int32 words per slot header: tag, total, chunk, first-of-message, stamp (two words). */
 export const SLOT_HEADER_WORDS = 8;
 

@@ -31,6 +31,7 @@ import {
   WOULD_BLOCK,
 } from "./socket_calls.ts";
 import type { MeshConnection } from "./stream_mesh.ts";
+import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import type { CallCheck, Transport } from "./transport.ts";
 
 /** What a frame says, whatever the wire. */
@@ -44,6 +45,8 @@ export type Frame =
   | { kind: "probe"; tag: number; stamp: number }
   /** "The group failed because rank `rank` did", and why. */
   | { kind: "abort"; rank: number; reason: string }
+  /** This rank closes its part of the group (goodbyes.ts); no message follows. */
+  | ({ kind: "closing" } & Goodbye)
   /** "This rank finished and sends nothing more." */
   | { kind: "bye" }
   /** The peer ended its side without a goodbye, saying why (a WebSocket close code, say). */
@@ -303,7 +306,7 @@ export abstract class StreamTransport implements Transport {
   protected abstract route(c: MeshConnection): Route;
   readonly rank: number;
   readonly size: number;
-  calls?: CallCheck;
+  #calls?: CallCheck;
   /** Every connection; `#to[p]` carries messages to p and `#from[p]` brings p's. */
   #links: Link[];
   #to: (Link | undefined)[];
@@ -313,6 +316,11 @@ export abstract class StreamTransport implements Transport {
   #sockets: SocketCalls | undefined;
   #failed?: Error;
   #closing = false;
+  #timeoutMs: number;
+  /** Peers that said goodbye (or whose stream ended). */
+  #goodbyes: Goodbyes;
+  /** Messages sent to each peer. */
+  #sent: number[];
   /** Sleeps in `poll` in flight (socket calls). */
   #sleeps = new Set<Promise<void>>();
   /** The failure notices' way out, once aborted. */
@@ -344,8 +352,11 @@ export abstract class StreamTransport implements Transport {
       if (c.sends) this.#to[c.peer] = this.#links[i];
       if (c.receives) this.#from[c.peer] = this.#links[i];
     });
-    this.#inbox = new Inbox(rank, size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
-      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#goodbyes = new Goodbyes(rank, size);
+    this.#sent = new Array(size).fill(0);
+    this.#inbox = new Inbox(rank, size, this.#timeoutMs, {
+      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
       abort: (error) => this.abort(error),
       stalled: (peer, tag) => this.#probe(peer, tag),
       // Socket calls read synchronously; Deno's reads keep one in flight into the old buffer.
@@ -363,6 +374,16 @@ export abstract class StreamTransport implements Transport {
     }
   }
 
+  get calls(): CallCheck | undefined {
+    return this.#calls;
+  }
+
+  set calls(calls: CallCheck | undefined) {
+    this.#calls = calls;
+    const problem = this.#goodbyes.attach(calls);
+    if (problem) this.abort(problem);
+  }
+
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     const link = this.#to[peer]!;
@@ -373,6 +394,7 @@ export abstract class StreamTransport implements Transport {
     }
     // Fragments are queued in order, so the last one's promise settles the send (the others
     // fail with it).
+    this.#sent[peer]++;
     const total = data.byteLength;
     let sent: Promise<void> = DONE;
     for (let at = 0;; at += FRAGMENT_BYTES) {
@@ -420,7 +442,7 @@ export abstract class StreamTransport implements Transport {
 
   /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
   #probe(peer: number, tag: number): void {
-    const stamp = this.calls?.stampOf(tag);
+    const stamp = this.#calls?.stampOf(tag);
     const link = this.#to[peer];
     if (stamp === undefined || !link || link.writeClosed) return;
     this.#frame(link, { kind: "probe", tag, stamp }).catch(() => {});
@@ -436,14 +458,27 @@ export abstract class StreamTransport implements Transport {
     this.#noticesSent = Promise.all(
       this.#links.map((link) => within(this.#finish(link, notice), FLUSH_MS)),
     ).then(() => {});
+    this.#goodbyes.interrupt();
   }
 
   /**
-   * Says goodbye on every connection once queued frames are out, and closes each once the
-   * peer's side has ended too (a peer answers a goodbye by ending its side), so nothing either
-   * side sent is lost to a reset.
+   * Says goodbye to every peer and waits for theirs (goodbyes.ts). Then ends every connection
+   * once queued frames are out, and closes each once the peer's side has ended too (a peer
+   * answers the end of a stream by ending its side), so nothing either side sent is lost to a
+   * reset. Rejects with what the goodbyes found, or with the failure that aborted this transport.
    */
   async close(): Promise<void> {
+    if (!this.#failed) {
+      for (let peer = 0; peer < this.size; peer++) {
+        const link = this.#to[peer];
+        if (!link || link.writeClosed) continue;
+        const bye = this.#goodbyes.to(this.#inbox.taken(peer));
+        this.#frame(link, { kind: "closing", ...bye }).catch(() => {});
+      }
+      await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
+      const problem = this.#failed ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      if (problem) this.abort(problem);
+    }
     this.#closing = true;
     this.#inbox.close();
     await this.#noticesSent;
@@ -456,6 +491,7 @@ export abstract class StreamTransport implements Transport {
     }));
     // Sleeps in `poll` end within a slice: none outlives the transport.
     await Promise.all(this.#sleeps);
+    if (this.#failed) throw this.#failed;
   }
 
   /** Queues one frame on `link`: its head and payload (coalesced when small). */
@@ -700,10 +736,12 @@ export abstract class StreamTransport implements Transport {
           return false;
         }
       } else if (f.kind === "probe") {
-        const problem = this.calls?.arrived(peer, f.tag, f.stamp);
+        const problem = this.#calls?.arrived(peer, f.tag, f.stamp);
         if (problem) this.abort(problem);
       } else if (f.kind === "abort") {
         this.abort(noticeError(this.rank, peer, f.rank, f.reason));
+      } else if (f.kind === "closing") {
+        if (link.receives) this.#peerClosing(peer, f);
       } else if (f.kind === "closed") {
         this.#lost(link, f.reason);
       } else if (f.kind === "ping") {
@@ -715,7 +753,10 @@ export abstract class StreamTransport implements Transport {
         // ends too (nothing more is owed to a rank that finished).
         link.peerDone = true;
         const why = new PeerFailedError(peer, `rank ${peer} finished and closed its connection`);
-        if (link.receives) this.#inbox.closePeer(peer, why);
+        if (link.receives) {
+          this.#inbox.closePeer(peer, why);
+          this.#goodbyes.heard(peer);
+        }
         this.#finish(link, BYE).catch(() => {});
       }
     }
@@ -747,6 +788,18 @@ export abstract class StreamTransport implements Transport {
     if (link.got < link.into.byteLength) this.#lost(link, "closed in the middle of a message");
     else if (!link.peerDone) this.#lost(link, GONE);
     link.stopReading();
+    if (link.receives) this.#goodbyes.heard(link.peer);
+  }
+
+  /**
+   * `peer` closes its part of the group: it sends nothing more, and its goodbye is judged
+   * against this rank's calls and the messages it sent the peer.
+   */
+  #peerClosing(peer: number, bye: Goodbye): void {
+    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
+    if (problem) this.abort(problem);
+    const why = new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`);
+    this.#inbox.closePeer(peer, why);
   }
 
   /** The link's connection ended or failed without a goodbye: the group has failed. */

@@ -11,11 +11,19 @@ import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "
 
 /**
  * Frame header: kind, tag, payload length, the sender's call stamp, and a data frame's message
- * length or a failure notice's rank (u32, u32, f64 ×3).
+ * length or a failure notice's rank (u32, u32, f64 ×3). A goodbye (`closing`) puts its digest
+ * where the tag goes, its last call's stamp where the length goes, its calls + 1 (0: none) where
+ * the stamp goes and the messages it took last.
  */
 export const TCP_HEADER_BYTES = 32;
 /** Frame kinds, as the header's first word. */
-const TCP_KIND = { data: 0xdcc1, probe: 0xdcc2, abort: 0xdcc3, bye: 0xdcc4 } as const;
+const TCP_KIND = {
+  data: 0xdcc1,
+  probe: 0xdcc2,
+  abort: 0xdcc3,
+  bye: 0xdcc4,
+  closing: 0xdcc5,
+} as const;
 /** Longest failure reason a notice carries. */
 export const MAX_REASON_BYTES = 1024;
 
@@ -30,6 +38,13 @@ export const TCP_WIRE: Wire = {
       ? new TextEncoder().encode(f.reason).subarray(0, MAX_REASON_BYTES)
       : undefined;
     v.setUint32(o, TCP_KIND[f.kind as keyof typeof TCP_KIND], true);
+    if (f.kind === "closing") {
+      v.setUint32(o + 4, f.summary?.digest ?? 0, true);
+      v.setFloat64(o + 8, f.summary?.last ?? 0, true);
+      v.setFloat64(o + 16, f.summary ? f.summary.calls + 1 : 0, true);
+      v.setFloat64(o + 24, f.taken, true);
+      return TCP_HEADER_BYTES;
+    }
     v.setUint32(o + 4, "tag" in f ? f.tag : 0, true);
     v.setFloat64(o + 8, f.kind === "data" ? f.length : reason?.byteLength ?? 0, true);
     v.setFloat64(o + 16, "stamp" in f ? f.stamp : 0, true);
@@ -44,6 +59,7 @@ export const TCP_WIRE: Wire = {
     const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
     const length = v.getFloat64(o + 8, true), stamp = v.getFloat64(o + 16, true);
     const last = v.getFloat64(o + 24, true); // a data frame's message length, a notice's rank
+    if (kind === TCP_KIND.closing) return readGoodbye(tag, length, stamp, last);
     const limit = kind === TCP_KIND.data
       ? MAX_BYTES
       : kind === TCP_KIND.abort
@@ -77,6 +93,21 @@ export const TCP_WIRE: Wire = {
     return { frame, bytes: TCP_HEADER_BYTES };
   },
 };
+
+/** A goodbye's header fields (see {@linkcode TCP_HEADER_BYTES}) as its frame. */
+function readGoodbye(
+  digest: number,
+  lastStamp: number,
+  callsPlusOne: number,
+  taken: number,
+): { frame: Frame; bytes: number } | string {
+  const counts = [lastStamp, callsPlusOne, taken];
+  if (!counts.every((n) => Number.isSafeInteger(n) && n >= 0)) return "a malformed goodbye";
+  const summary = callsPlusOne === 0
+    ? undefined
+    : { calls: callsPlusOne - 1, digest, last: lastStamp };
+  return { frame: { kind: "closing", summary, taken }, bytes: TCP_HEADER_BYTES };
+}
 
 const BOTH_WAYS: Route = { wire: TCP_WIRE, sends: true, receives: true };
 

@@ -28,6 +28,30 @@ export interface CallCheck {
   mismatch(peer: number, mine: number, theirs: number): MismatchError;
   /** A stamp as text, for timeout messages. */
   describe(stamp: number): string;
+  /** What this rank tells its peers when it closes. */
+  summary(): CallSummary;
+  /**
+   * `peer` closed after the calls its `summary` describes: the error if that already contradicts
+   * this rank's calls (it made more, or as many other ones), else undefined; this rank's later
+   * calls are judged against it too, and {@linkcode CallCheck.closing} once it closes.
+   */
+  peerClosed(peer: number, summary: CallSummary): MismatchError | undefined;
+  /** This rank closes: the error if its calls differ from those of any peer that closed. */
+  closing(): MismatchError | undefined;
+  /** The error for a message `peer` sent that no call of this rank took before both closed. */
+  unclaimed(peer: number, tag: number, stamp: number): MismatchError;
+}
+
+/**
+ * What a closing rank tells its peers: how many collective calls it made and a digest of their
+ * stamps in order. Ranks whose summaries differ made different calls.
+ */
+export interface CallSummary {
+  calls: number;
+  /** An unsigned 32-bit digest. */
+  digest: number;
+  /** The stamp of the last call (0 before the first). */
+  last: number;
 }
 
 /**

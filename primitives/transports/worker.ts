@@ -6,8 +6,9 @@
  * @module
  */
 
-import { type CommError, failureNotice, noticeError } from "../errors.ts";
+import { type CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { Inbox, type Segment } from "./inbox.ts";
 import type { CallCheck, Transport } from "./transport.ts";
 
@@ -32,15 +33,24 @@ interface Probe {
   probe: { tag: number; stamp: number };
 }
 
+/** A peer closing its part of the group (see goodbyes.ts). */
+interface GoodbyeMessage {
+  bye: Goodbye;
+}
+
 /** Message-passing transport between workers. `ports[p]` reaches rank p (undefined for self). */
 export class WorkerTransport implements Transport {
   readonly name = "worker" as const;
   readonly rank: number;
   readonly size: number;
-  calls?: CallCheck;
+  #calls?: CallCheck;
   #ports: (MessagePort | undefined)[];
   #inbox: Inbox;
   #aborted?: Error;
+  #timeoutMs: number;
+  #goodbyes: Goodbyes;
+  /** Messages sent to each peer. */
+  #sent: number[];
 
   /** Connects over `ports`. */
   constructor(
@@ -51,11 +61,14 @@ export class WorkerTransport implements Transport {
     this.rank = rank;
     this.size = ports.length;
     this.#ports = ports;
-    this.#inbox = new Inbox(rank, ports.length, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
-      check: (peer, tag, stamp) => this.calls?.arrived(peer, tag, stamp),
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#goodbyes = new Goodbyes(rank, ports.length);
+    this.#sent = new Array(ports.length).fill(0);
+    this.#inbox = new Inbox(rank, ports.length, this.#timeoutMs, {
+      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
       abort: (error) => this.abort(error),
       stalled: (peer, tag) => {
-        const stamp = this.calls?.stampOf(tag);
+        const stamp = this.#calls?.stampOf(tag);
         if (stamp !== undefined) {
           ports[peer]!.postMessage({ probe: { tag, stamp } } satisfies Probe);
         }
@@ -63,22 +76,34 @@ export class WorkerTransport implements Transport {
     });
     ports.forEach((port, peer) => {
       if (!port) return;
-      port.onmessage = (e: MessageEvent<Segment | AbortNotice | Probe>) => {
+      port.onmessage = (e: MessageEvent<Segment | AbortNotice | Probe | GoodbyeMessage>) => {
         const msg = e.data;
-        if ("abort" in msg) {
+        if ("bye" in msg) this.#peerClosed(peer, msg.bye);
+        else if ("abort" in msg) {
           this.abort(noticeError(rank, peer, msg.abort.failedRank, msg.abort.reason));
         } else if ("probe" in msg) {
-          const problem = this.calls?.arrived(peer, msg.probe.tag, msg.probe.stamp);
+          const problem = this.#calls?.arrived(peer, msg.probe.tag, msg.probe.stamp);
           if (problem) this.abort(problem);
         } else this.#inbox.deliver(peer, msg);
       };
     });
   }
 
+  get calls(): CallCheck | undefined {
+    return this.#calls;
+  }
+
+  set calls(calls: CallCheck | undefined) {
+    this.#calls = calls;
+    const problem = this.#goodbyes.attach(calls);
+    if (problem) this.abort(problem);
+  }
+
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#aborted) return Promise.reject(this.#aborted);
     const port = this.#ports[peer]!;
     const total = data.byteLength;
+    this.#sent[peer]++;
     let offset = 0;
     do {
       const len = Math.min(SEGMENT_BYTES, data.byteLength - offset);
@@ -110,11 +135,36 @@ export class WorkerTransport implements Transport {
     this.#inbox.fail(error);
     const notice: AbortNotice = { abort: failureNotice(error, this.rank) };
     for (const port of this.#ports) port?.postMessage(notice);
+    this.#goodbyes.interrupt();
   }
 
-  close(): void {
+  /**
+   * Says goodbye to every peer and waits for theirs (goodbyes.ts); rejects with what that finds,
+   * or with the failure that aborted this transport.
+   */
+  async close(): Promise<void> {
+    if (!this.#aborted) {
+      this.#ports.forEach((port, peer) => {
+        const bye: GoodbyeMessage = { bye: this.#goodbyes.to(this.#inbox.taken(peer)) };
+        port?.postMessage(bye);
+      });
+      await this.#goodbyes.wait(this.#timeoutMs, () => this.#aborted !== undefined);
+      const problem = this.#aborted ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      if (problem) this.abort(problem);
+    }
     this.#inbox.close();
     for (const port of this.#ports) port?.close();
+    if (this.#aborted) throw this.#aborted;
+  }
+
+  /** `peer` closed: what it sent is delivered, nothing more comes, and its calls are judged. */
+  #peerClosed(peer: number, bye: Goodbye): void {
+    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
+    if (problem) this.abort(problem);
+    this.#inbox.closePeer(
+      peer,
+      new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`),
+    );
   }
 }
 

@@ -26,7 +26,7 @@ export const WS_HEADER_BYTES = 24;
  * `code − ABORT_CLOSE_BASE` did", with the reason as close text.
  */
 export const ABORT_CLOSE_BASE = 4000;
-const KIND = { data: 0xdcc1, probe: 0xdcc2 } as const;
+const KIND = { data: 0xdcc1, probe: 0xdcc2, closing: 0xdcc3 } as const;
 export const OPCODE = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 /** Largest payload of a control frame. */
 const MAX_CONTROL_BYTES = 125;
@@ -155,16 +155,21 @@ export class WsWire implements Wire {
   }
 
   write(into: Uint8Array, f: Frame): number {
-    if (f.kind === "data" || f.kind === "probe") {
+    if (f.kind === "data" || f.kind === "probe" || f.kind === "closing") {
       if (this.client) throw new Error("a WebSocket client side carries no messages");
-      const length = WS_HEADER_BYTES + (f.kind === "data" ? f.length : 0);
+      const closing = f.kind === "closing";
+      const length = WS_HEADER_BYTES + (f.kind === "data" ? f.length : closing ? 8 : 0);
       const at = writeFrame(into, OPCODE.binary, length);
       const v = bufferView(into), o = into.byteOffset + at;
       v.setUint32(o, KIND[f.kind], true);
-      v.setUint32(o + 4, f.tag, true);
-      v.setFloat64(o + 8, f.stamp, true);
-      v.setFloat64(o + 16, f.kind === "data" ? f.total : 0, true);
-      return at + WS_HEADER_BYTES;
+      // A goodbye: its digest, its calls + 1 (0: none), the messages it took and, as its
+      // payload, its last call's stamp.
+      v.setUint32(o + 4, closing ? f.summary?.digest ?? 0 : f.tag, true);
+      v.setFloat64(o + 8, closing ? (f.summary ? f.summary.calls + 1 : 0) : f.stamp, true);
+      v.setFloat64(o + 16, f.kind === "data" ? f.total : closing ? f.taken : 0, true);
+      if (!closing) return at + WS_HEADER_BYTES;
+      v.setFloat64(o + WS_HEADER_BYTES, f.summary?.last ?? 0, true);
+      return at + WS_HEADER_BYTES + 8;
     }
     if (f.kind === "pong") {
       return writeFrame(into, OPCODE.pong, f.payload.byteLength, f.payload, this.client);
@@ -200,14 +205,24 @@ export class WsWire implements Wire {
       const v = bufferView(bytes), o = bytes.byteOffset + start + at;
       const kind = v.getUint32(o, true), tag = v.getUint32(o + 4, true);
       const stamp = v.getFloat64(o + 8, true), total = v.getFloat64(o + 16, true);
+      const payload = length - WS_HEADER_BYTES;
+      if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
+      if (kind === KIND.closing) {
+        if (payload !== 8 || !Number.isSafeInteger(total) || total < 0) {
+          return "a malformed goodbye";
+        }
+        if (end - start < at + length) return undefined;
+        const last = v.getFloat64(o + WS_HEADER_BYTES, true);
+        if (!Number.isSafeInteger(last) || last < 0) return "a malformed goodbye";
+        const summary = stamp === 0 ? undefined : { calls: stamp - 1, digest: tag, last };
+        return { frame: { kind: "closing", summary, taken: total }, bytes: at + length };
+      }
       if (kind !== KIND.data && kind !== KIND.probe) return "bad magic";
       const limit = kind === KIND.data ? MAX_BYTES : 0;
       if (!Number.isSafeInteger(total) || total < 0 || total > limit) {
         return `${total}-byte ${kind === KIND.data ? "message" : "probe"}`;
       }
-      const payload = length - WS_HEADER_BYTES;
       if (payload > limit) return `${payload}-byte ${kind === KIND.data ? "message" : "probe"}`;
-      if (!Number.isSafeInteger(stamp) || stamp < 0) return `call stamp ${stamp}`;
       const frame: Frame = kind === KIND.data
         ? { kind: "data", tag, length: payload, total, stamp }
         : { kind: "probe", tag, stamp };

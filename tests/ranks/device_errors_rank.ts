@@ -1,32 +1,21 @@
 // Rank program for the device error tests: argument errors on the gpu transport, returned so the
 // test checks type and message; on a rank without a device, the error of allocating gpu memory.
-import type { Communicator } from "../../mod.ts";
+import type { Communicator, GpuBuffer } from "../../mod.ts";
+import { caught } from "./_caught.ts";
 
-function caught(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "no error";
-}
-
-async function caughtAsync(fn: () => Promise<unknown>): Promise<string> {
-  try {
-    await fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "no error";
-}
+/** Rank 0's device buffer, for rank 1 to misuse (the logical ranks share this module). */
+let rank0Buffer: GpuBuffer | undefined;
 
 export async function run(comm: Communicator): Promise<unknown> {
   if (comm.transport !== "gpu") return caught(() => comm.alloc(4, { memory: "gpu" }));
-  const gpu = comm.alloc(4, { memory: "gpu" });
+  const gpu = comm.alloc(4, { memory: "gpu" }) as GpuBuffer;
+  if (comm.rank === 0) rank0Buffer = gpu;
+  await comm.barrier();
   return {
-    f64: caught(() => comm.alloc(4, { memory: "gpu", dtype: "f64" })),
-    shared: caught(() => comm.alloc(4, { memory: "shared" })),
-    mixed: await caughtAsync(() => comm.allreduce(gpu, { out: comm.alloc(4, { memory: "host" }) })),
-    algorithm: await caughtAsync(() => comm.allreduce(gpu, { algorithm: "ring" })),
+    f64: await caught(() => comm.alloc(4, { memory: "gpu", dtype: "f64" })),
+    shared: await caught(() => comm.alloc(4, { memory: "shared" })),
+    foreign: comm.rank === 1 ? await caught(() => comm.allreduce(rank0Buffer!)) : "rank 0's own",
+    mixed: await caught(() => comm.allreduce(gpu, { out: comm.alloc(4, { memory: "host" }) })),
+    algorithm: await caught(() => comm.allreduce(gpu, { algorithm: "ring" })),
   };
 }

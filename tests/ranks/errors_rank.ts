@@ -1,6 +1,23 @@
 // Rank program for the error tests. `mode` picks the misbehaviour; argument errors are caught and
 // returned so the test can check type and message on every rank.
-import type { Communicator } from "../../mod.ts";
+import { Communicator } from "../../primitives/communicator.ts";
+import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+import { RankMemory } from "../../primitives/memory/rank_memory.ts";
+import { WorkerTransport } from "../../primitives/transports/worker.ts";
+import { caught } from "./_caught.ts";
+
+/** A typed array whose memory was transferred away. */
+function detached(): Float32Array {
+  const view = new Float32Array(16);
+  structuredClone(view.buffer, { transfer: [view.buffer] });
+  return view;
+}
+
+/** A second communicator in this rank: rank 0 of a group of its own. */
+function otherCommunicator(): Communicator {
+  const memory = new RankMemory(new RankHeap(createHeapMemory()));
+  return new Communicator(new WorkerTransport(0, [undefined]), memory);
+}
 
 type Mode =
   | "bad-arguments"
@@ -9,41 +26,34 @@ type Mode =
   | "loop-allreduce"
   | "skip-collective";
 
-function caught(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "no error";
-}
-
-async function caughtAsync(fn: () => Promise<unknown>): Promise<string> {
-  try {
-    await fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "no error";
-}
-
 export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
   const buf = comm.alloc(16);
   switch (mode) {
     case "bad-arguments":
       return {
-        root: await caughtAsync(() => comm.bcast(buf, { root: comm.size + 1 })),
-        peer: await caughtAsync(() => comm.send(buf, comm.size)),
-        tag: await caughtAsync(() => comm.send(buf, (comm.rank + 1) % comm.size, { tag: -1 })),
-        count: caught(() => comm.alloc(2 ** 29)),
-        dtype: await caughtAsync(() =>
-          comm.allreduce(buf, { out: comm.alloc(16, { dtype: "f64" }) })
-        ),
-        outLength: await caughtAsync(() => comm.allreduce(buf, { out: comm.alloc(15) })),
-        algorithm: await caughtAsync(() => comm.allreduce(buf, { algorithm: "bogus" })),
-        op: await caughtAsync(() => comm.allreduce(buf, { op: "xor" as "sum" })),
-        memory: caught(() => comm.alloc(4, { memory: "gpu" })),
-        allgather: await caughtAsync(() => comm.allgather(buf, comm.alloc(17))),
+        root: await caught(() => comm.bcast(buf, { root: comm.size + 1 })),
+        peer: await caught(() => comm.send(buf, comm.size)),
+        tag: await caught(() => comm.send(buf, (comm.rank + 1) % comm.size, { tag: -1 })),
+        count: await caught(() => comm.alloc(2 ** 29)),
+        dtype: await caught(() => comm.allreduce(buf, { out: comm.alloc(16, { dtype: "f64" }) })),
+        outLength: await caught(() => comm.allreduce(buf, { out: comm.alloc(15) })),
+        algorithm: await caught(() => comm.allreduce(buf, { algorithm: "bogus" })),
+        op: await caught(() => comm.allreduce(buf, { op: "xor" as "sum" })),
+        memory: await caught(() => comm.alloc(4, { memory: "gpu" })),
+        allgather: await caught(() => comm.allgather(buf, comm.alloc(17))),
+        nothing: await caught(() => comm.allreduce(null as unknown as Float32Array)),
+        detached: await caught(() => comm.allreduce(detached())),
+        foreign: await caught(async () => {
+          await using other = otherCommunicator();
+          await other.allreduce(buf);
+        }),
+        closed: await caught(async () => {
+          const other = otherCommunicator();
+          await other[Symbol.asyncDispose]();
+          other.alloc(4);
+        }),
+        // None of these broke the communicator.
+        after: await caught(() => comm.allreduce(buf)),
       };
     case "count-mismatch": {
       const mine = comm.alloc(comm.rank === 0 ? 1000 : 999);

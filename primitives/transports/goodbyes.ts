@@ -1,0 +1,139 @@
+/**
+ * How a rank closes its part of a group: it tells every peer the summary of its calls
+ * (`CallSummary`) and how many of that peer's messages it took, waits for theirs, and judges
+ * them against its own calls and whatever a peer sent that no call took. A peer whose goodbye
+ * does not come within the timeout is still running: it judges this rank's goodbye itself when
+ * it arrives. Each transport carries the goodbyes its own way; the bookkeeping is here.
+ * @module
+ */
+
+import { type CommError, MismatchError } from "../errors.ts";
+import type { CallCheck, CallSummary } from "./transport.ts";
+
+/**
+ * What a closing rank tells one peer: the summary of its calls (none without a communicator),
+ * and how many of that peer's messages its receives took.
+ */
+export interface Goodbye {
+  summary?: CallSummary;
+  taken: number;
+}
+
+/** A message no call took: its sender, tag and stamp. */
+export interface Unclaimed {
+  peer: number;
+  tag: number;
+  stamp: number;
+}
+
+/** A rank's goodbyes: what it says, what it heard, and a wait for the rest. */
+export class Goodbyes {
+  readonly #rank: number;
+  /** Peers heard from (a goodbye, or an end without one); this rank counts as heard. */
+  readonly #heard: boolean[];
+  #left: number;
+  /** Goodbyes that came before the calls could judge them, with what this rank had sent. */
+  #unjudged: { peer: number; bye: Goodbye; sent: number }[] = [];
+  #calls?: CallCheck;
+  #wake?: () => void;
+
+  /** Goodbyes of every rank of `size` but `rank`. */
+  constructor(rank: number, size: number) {
+    this.#rank = rank;
+    this.#heard = Array.from({ length: size }, (_, r) => r === rank);
+    this.#left = size - 1;
+  }
+
+  /**
+   * The calls goodbyes are judged against (the communicator's): goodbyes that came before them
+   * are judged now; the first problem is returned.
+   */
+  attach(calls: CallCheck | undefined): CommError | undefined {
+    this.#calls = calls;
+    const early = this.#unjudged.splice(0);
+    let problem: CommError | undefined;
+    for (const { peer, bye, sent } of early) problem ??= this.#judge(peer, bye, sent);
+    return problem;
+  }
+
+  /** The goodbye this rank says to `peer`, whose messages its receives took `taken` of. */
+  to(taken: number): Goodbye {
+    return { summary: this.#calls?.summary(), taken };
+  }
+
+  /** Whether every peer has said goodbye. */
+  get all(): boolean {
+    return this.#left === 0;
+  }
+
+  /**
+   * `peer` said goodbye (`bye`; this rank had sent it `sent` messages), or ended without one:
+   * nothing more will come from it. Returns the problem its goodbye shows, if any.
+   */
+  heard(peer: number, bye?: Goodbye, sent = 0): CommError | undefined {
+    if (this.#heard[peer]) return undefined;
+    this.#heard[peer] = true;
+    this.#left--;
+    const problem = bye === undefined
+      ? undefined
+      : this.#calls
+      ? this.#judge(peer, bye, sent)
+      : void this.#unjudged.push({ peer, bye, sent });
+    this.#wake?.();
+    return problem;
+  }
+
+  /**
+   * Resolves once every peer has said goodbye, `stop()` holds (checked as goodbyes arrive and
+   * when {@linkcode Goodbyes.interrupt} is called), or `timeoutMs` passed without a goodbye.
+   */
+  wait(timeoutMs: number, stop: () => boolean): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout>;
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(done, timeoutMs);
+      };
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      this.#wake = () => (this.all || stop() ? done() : arm());
+      if (this.all || stop()) done();
+      else arm();
+    });
+  }
+
+  /** Ends a {@linkcode Goodbyes.wait} whose `stop()` may now hold (an abort, say). */
+  interrupt(): void {
+    this.#wake?.();
+  }
+
+  /**
+   * What this rank finds as it closes, once its peers' goodbyes are in: calls that differ from a
+   * peer's, else a message that no call took; undefined when all is well.
+   */
+  closing(unclaimed: Unclaimed | undefined): CommError | undefined {
+    const calls = this.#calls;
+    if (!calls) return undefined;
+    return calls.closing() ??
+      (unclaimed && calls.unclaimed(unclaimed.peer, unclaimed.tag, unclaimed.stamp));
+  }
+
+  /**
+   * The goodbye of `peer`, to which this rank sent `sent` messages (it may close before this
+   * rank's last calls): the error if it contradicts this rank's calls, or left messages of this
+   * rank untaken.
+   */
+  #judge(peer: number, bye: Goodbye, sent: number): CommError | undefined {
+    const problem = bye.summary && this.#calls?.peerClosed(peer, bye.summary);
+    if (problem || bye.taken >= sent) return problem;
+    return new MismatchError(
+      `Rank ${peer} closed its communicator having received ${bye.taken} of the ${sent} ` +
+        `messages rank ${this.#rank} sent it: every message must be received, and every rank ` +
+        `must make the same calls`,
+      { failedRank: peer },
+    );
+  }
+}

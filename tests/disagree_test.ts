@@ -1,0 +1,54 @@
+// Ranks that disagree (issue: correct under any call pattern). Whatever the disagreement and
+// whichever rank only sends, every rank of the group fails with a MismatchError (its own or a
+// peer's notice) before its communicator closes, none waits out the timeout, and the launcher
+// names the rank that skipped a call. Then: a buffer of another rank is refused on every
+// transport.
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { gpuTest } from "./_gpu.ts";
+import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
+import { type RankFailedError, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
+import { startGroup } from "../primitives/launch/launch.ts";
+
+const DISAGREE = new URL("./ranks/disagree_rank.ts", import.meta.url);
+/** Far above what detection takes: a run that waits it out fails the time check. */
+const TIMEOUT_MS = 10_000;
+
+const MODES: [DisagreeMode, RegExp][] = [
+  ["all-roots", /MismatchError: Rank \d called bcast\(\d+ × \w+, root \d/],
+  ["two-roots", /MismatchError: Rank \d called bcast\(\d+ × \w+, root [01]/],
+  ["bcast-vs-allreduce", /MismatchError: Rank \d called (bcast|allreduce)\(.* but rank \d called/],
+  ["allreduce-vs-bcast", /MismatchError: Rank \d called (bcast|allreduce)\(.* but rank \d called/],
+  ["skip", /^Rank 1 failed: .*MismatchError: Rank [02] called allreduce\(.* but rank 1 had closed/],
+  [
+    "unreceived",
+    /MismatchError: (Rank 0 sent rank 1 a point-to-point message \(tag 5\) that no receive took|Rank 1 closed its communicator (having received 0 of the 1 messages rank 0 sent it|without receiving the device message \(tag 5\)))/,
+  ],
+];
+
+for (const transport of TRANSPORT_NAMES) {
+  const processes = TRANSPORTS[transport].launch === "processes";
+  const test = transport === "gpu"
+    ? gpuTest
+    : (name: string, fn: () => Promise<void>) => Deno.test(name, fn);
+  // Counts: a 1-float call (pipelined on shm), a 4 KiB one, and one of many messages.
+  const counts = processes ? [1, 100_000] : [1, 1024, 100_000];
+  test(`disagree: every rank fails, none waits for the timeout: ${transport}`, async () => {
+    for (const [mode, message] of MODES) {
+      for (const count of counts) {
+        const args: DisagreeArgs = { mode, count };
+        const start = performance.now();
+        const err = await assertRejects(
+          () => startGroup(DISAGREE, { size: 3, transport, args, timeoutMs: TIMEOUT_MS }).results,
+          { name: "RankFailedError", message },
+        ) as RankFailedError;
+        const what = `${mode}, ${count}: ${err.message}`;
+        assert_(performance.now() - start < TIMEOUT_MS / 2, `${what}: waited for the timeout`);
+        // Every rank concerned learned: none returned from its communicator as if all was well
+        // (a message between ranks 0 and 1 concerns rank 2 only if it hears of it in time).
+        const concerned = mode === "unreceived" ? 2 : 3;
+        const learned = err.outcomes.slice(0, concerned).map((o) => o.status !== "ok");
+        assertEquals(learned, learned.map(() => true), what);
+      }
+    }
+  });
+}

@@ -1,0 +1,44 @@
+// Rank program for tests/disagree_test.ts: ranks that disagree about their calls in the way `mode`
+// says, then return at once (no later call would reveal it): every rank must still fail.
+import type { Communicator } from "../../mod.ts";
+import { TRANSPORTS } from "../../mod.ts";
+
+export type DisagreeMode =
+  | "all-roots" // every rank broadcasts naming itself the root
+  | "two-roots" // rank 0 names root 0, the others root 1
+  | "bcast-vs-allreduce" // rank 0 broadcasts from root 1, the others allreduce
+  | "allreduce-vs-bcast" // rank 1 broadcasts from root 0, the others allreduce
+  | "skip" // rank 1 skips the collective
+  | "unreceived"; // rank 0 sends rank 1 a message it never receives
+
+export interface DisagreeArgs {
+  mode: DisagreeMode;
+  count: number;
+}
+
+export async function run(comm: Communicator, { mode, count }: DisagreeArgs): Promise<string> {
+  const buf = comm.alloc(count, { memory: TRANSPORTS[comm.transport].bestMemory });
+  switch (mode) {
+    case "all-roots":
+      await comm.bcast(buf, { root: comm.rank });
+      break;
+    case "two-roots":
+      await comm.bcast(buf, { root: comm.rank === 0 ? 0 : 1 });
+      break;
+    case "bcast-vs-allreduce":
+      if (comm.rank === 0) await comm.bcast(buf, { root: 1 });
+      else await comm.allreduce(buf);
+      break;
+    case "allreduce-vs-bcast":
+      if (comm.rank === 1) await comm.bcast(buf, { root: 0 });
+      else await comm.allreduce(buf);
+      break;
+    case "skip":
+      if (comm.rank !== 1) await comm.allreduce(buf);
+      break;
+    case "unreceived":
+      if (comm.rank === 0) await comm.send(buf, 1, { tag: 5 });
+      break;
+  }
+  return "completed";
+}
