@@ -44,6 +44,8 @@ export class CallBook implements CallCheck {
   /** The tag of the first call a closed peer did not make (none may begin from it), and the peer. */
   #closedAt = Number.MAX_SAFE_INTEGER;
   #closedPeer = -1;
+  /** Calls from this tag on are judged as they begin: 0 while messages wait, else `#closedAt`. */
+  #judgeFrom = Number.MAX_SAFE_INTEGER;
 
   constructor(rank: number) {
     this.#rank = rank;
@@ -60,7 +62,7 @@ export class CallBook implements CallCheck {
     this.#current = tag;
     this.#calls++;
     if (i === REMEMBERED - 1) this.#digest = this.#folded(REMEMBERED);
-    if (this.#early.length > 0 || tag >= this.#closedAt) this.#judge(tag, stamp);
+    if (tag >= this.#judgeFrom) this.#judge(tag, stamp);
   }
 
   /** Judges a call just begun against messages that came early, and peers that closed. */
@@ -68,6 +70,7 @@ export class CallBook implements CallCheck {
     if (tag >= this.#closedAt) throw this.#outlived(this.#closedPeer, stamp);
     const now = this.#early.filter((e) => e.tag === tag);
     this.#early = this.#early.filter((e) => e.tag !== tag);
+    this.#judgeFrom = this.#early.length > 0 ? 0 : this.#closedAt;
     const wrong = now.find((e) => e.stamp !== stamp);
     if (wrong) throw this.mismatch(wrong.peer, stamp, wrong.stamp);
   }
@@ -80,7 +83,10 @@ export class CallBook implements CallCheck {
     }
     // Not begun yet (a peer ahead), or long past (not judged).
     const ahead = this.#current < 0 || (tag - this.#current + MAX_TAG) % MAX_TAG < MAX_TAG / 2;
-    if (ahead) this.#early.push({ peer, tag, stamp });
+    if (ahead) {
+      this.#early.push({ peer, tag, stamp });
+      this.#judgeFrom = 0;
+    }
     return undefined;
   }
 
@@ -115,6 +121,7 @@ export class CallBook implements CallCheck {
     this.#closed[peer] = summary;
     const at = MAX_TAG + summary.calls; // its first call not made
     if (at < this.#closedAt) [this.#closedAt, this.#closedPeer] = [at, peer];
+    this.#judgeFrom = Math.min(this.#judgeFrom, at);
     if (summary.calls < this.#calls) return this.#outlived(peer);
     if (summary.calls === this.#calls) return this.#differs(peer, summary);
     return undefined; // judged when this rank closes

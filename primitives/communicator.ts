@@ -162,7 +162,9 @@ export class Communicator implements AsyncDisposable {
   /** Contexts of calls that went on after they returned and have finished, for reuse. */
   #idle: CollectiveContext[] = [];
   /** The order collectives begin in (one key), and sends and receives (keyed by tag). */
-  #collectives = new IssueOrder();
+  #collectives = new IssueOrder((waiting) => {
+    this.#direct = !waiting && !this.#broken && !this.#closed;
+  });
   #sends = new IssueOrder();
   #recvs = new IssueOrder();
   /**
@@ -175,6 +177,11 @@ export class Communicator implements AsyncDisposable {
   #stagingFree: TypedArray[] = [];
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
+  /**
+   * A kept call may begin at once: the communicator is open and no collective waits to begin (one
+   * field, read by every call of a loop of small collectives).
+   */
+  #direct = true;
   /** The last checked call of each small-message collective (see {@linkcode #repeat}). */
   #kept: Partial<Record<RepeatedKind, KeptCall>> = {};
 
@@ -541,6 +548,7 @@ export class Communicator implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#direct = false;
     this.#memory.gpu?.flush();
     try {
       await this.#transport.close();
@@ -568,10 +576,7 @@ export class Communicator implements AsyncDisposable {
    * calls never have (every call of a loop of small collectives comes this way).
    */
   #rerun(r: KeptCall): Promise<void> {
-    // Collectives use one key: any call waiting is one this one must wait for.
-    if (this.#broken || this.#closed || this.#collectives.waiting) {
-      return this.#later(r.call, () => r.ops);
-    }
+    if (!this.#direct) return this.#later(r.call, () => r.ops);
     try {
       const ctx = this.#begin(r.call.stamp);
       const pending = r.call.run(ctx, r.ops[0], r.ops[1]);
@@ -663,7 +668,11 @@ export class Communicator implements AsyncDisposable {
    */
   #finishing(pending: Promise<void>, ctx: CollectiveContext, after?: () => void): Promise<void> {
     this.#ctx = this.#idle.pop() ?? new CollectiveContext(this.#transport, this.#memory.heap);
+    const seq = this.#seq;
     return pending.then(() => {
+      // No call began meanwhile (calls one at a time): this context, whose scratch is warm,
+      // serves the next call again.
+      if (this.#seq === seq) [this.#ctx, ctx] = [ctx, this.#ctx];
       this.#idle.push(ctx);
       after?.();
     }, (e) => {
@@ -726,6 +735,7 @@ export class Communicator implements AsyncDisposable {
   #broke(e: unknown): unknown {
     if (this.#broken) return e;
     this.#broken = e instanceof Error ? e : new Error(String(e));
+    this.#direct = false;
     const error = e instanceof CommError
       ? e
       : new CommError(`${this.#broken.name}: ${this.#broken.message}`, { failedRank: this.rank });

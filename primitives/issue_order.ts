@@ -20,10 +20,11 @@ export class IssueOrder {
   /** Per key: settles when the latest call issued with it lets the next one begin. */
   readonly #tails = new Map<number, Promise<void>>();
   #waiting = false;
+  readonly #onWaiting?: (waiting: boolean) => void;
 
-  /** Whether some call is waiting to begin (then one with its key must wait its turn). */
-  get waiting(): boolean {
-    return this.#waiting;
+  /** `onWaiting` learns whenever calls start or stop waiting to begin. */
+  constructor(onWaiting?: (waiting: boolean) => void) {
+    this.#onWaiting = onWaiting;
   }
 
   /** Whether a call with `key` may begin at once: no earlier one is still waiting. */
@@ -37,15 +38,21 @@ export class IssueOrder {
     let open!: () => void;
     const tail = new Promise<void>((resolve) => open = resolve);
     this.#tails.set(key, tail);
-    this.#waiting = true;
+    this.#setWaiting(true);
     return {
       ready,
       release: () => {
         if (this.#tails.get(key) === tail) this.#tails.delete(key);
-        this.#waiting = this.#tails.size > 0;
+        this.#setWaiting(this.#tails.size > 0);
         open();
       },
     };
+  }
+
+  #setWaiting(waiting: boolean): void {
+    if (waiting === this.#waiting) return;
+    this.#waiting = waiting;
+    this.#onWaiting?.(waiting);
   }
 
   /** Keeps the next call with `key` waiting until `done` settles (it began at once). */

@@ -100,12 +100,11 @@ export class GroupEnds {
     // notice's sender. Ranks waiting on each other in a loop (each timed out on the next) point
     // away from the cause: then the rank that never reported is it.
     const start = named.find(({ e }) => e.name !== "PeerFailedError") ?? named[0];
-    // An accused rank's error names its accuser: the chain ends at the accused.
     let witness = start.rank;
     let blamed = start.e.blames!;
     for (const seen = new Set([witness]);;) {
       const e = this.#ends[blamed];
-      if (!e || !isFailure(e) || !isConsequence(blamed, e) || e.accused) break;
+      if (!e || !isFailure(e) || !isConsequence(blamed, e) || this.#convicted(e)) break;
       if (seen.has(e.blames!)) {
         const silent = this.#ends.findIndex((e) => !e || e.status === "stopped");
         if (silent < 0) break;
@@ -123,6 +122,15 @@ export class GroupEnds {
     const why = this.#ends[witness]!;
     const how = why.name === "MismatchError" ? "found a mismatch with it" : "gave up on it";
     return new RankFailedError(blamed, `rank ${witness} ${how}: ${why.reason}`, why, outcomes);
+  }
+
+  /**
+   * Whether `e` is a rank's report that a peer's mismatch check named it (a skipped or different
+   * call): the chain ends there. A rank accused by a peer that timed out on it may itself have
+   * been waiting for another, so its own name is no verdict.
+   */
+  #convicted(e: RankEnd): boolean {
+    return e.accused === true && this.#ends[e.blames!]?.name === "MismatchError";
   }
 }
 
