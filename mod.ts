@@ -55,7 +55,7 @@ export {
   algorithmsFor,
   autoAlgorithm,
   DEVICE_MEMORY,
-  sideFor,
+  PROCESS_TRANSPORTS,
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "./primitives/registry.ts";
@@ -63,31 +63,21 @@ export type {
   Algorithm,
   AlgorithmNeed,
   CollectiveName,
-  TransportInfo,
+  TransportFacts,
+  TransportName,
 } from "./primitives/registry.ts";
-export { liveWorkers, spawnRanks, startRanks } from "./primitives/launch/spawn_ranks.ts";
-export type { RankGroup, SpawnOptions } from "./primitives/launch/spawn_ranks.ts";
 export type {
   Dtype,
   KernelOp,
   MemoryKind,
   ReduceOp,
   Side,
-  TransportName,
   TypedArray,
 } from "./primitives/types.ts";
-export { startGroup } from "./primitives/launch/launch.ts";
-export type { GroupOptions } from "./primitives/launch/launch.ts";
-export { startThreadRanks } from "./primitives/launch/spawn_thread.ts";
-export type { ThreadOptions } from "./primitives/launch/spawn_thread.ts";
-export {
-  leadProcesses,
-  liveProcesses,
-  spawnProcesses,
-  startProcesses,
-} from "./primitives/launch/spawn_processes.ts";
-export type { LaunchOptions, SpawnProcessesOptions } from "./primitives/launch/spawn_processes.ts";
+export { launchGroup, spawnRanks } from "./primitives/launch/group.ts";
+export type { LaunchOptions } from "./primitives/launch/group.ts";
+export type { GroupOptions, RankGroup } from "./primitives/launch/supervisor.ts";
+export { joinAsRank0 } from "./primitives/launch/processes.ts";
+export type { ProcessesOptions, ProcessRanksOptions } from "./primitives/launch/processes.ts";
 export { joinFromEnv, rankFromEnv } from "./primitives/launch/env_rank.ts";
 export type { EnvRank, JoinOptions } from "./primitives/launch/env_rank.ts";
-export { MESH_TRANSPORTS } from "./primitives/transports/mesh.ts";
-export type { MeshTransport } from "./primitives/transports/mesh.ts";

@@ -7,8 +7,8 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
-import { DEVICE_MEMORY, sideFor, TRANSPORTS } from "../primitives/registry.ts";
-import { DTYPE_INFO, type TransportName } from "../primitives/types.ts";
+import { DEVICE_MEMORY, sideFor, type TransportName, TRANSPORTS } from "../primitives/registry.ts";
+import { DTYPE_INFO } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
 
@@ -343,14 +343,15 @@ export function memoryNeeded(
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.
   const device = DEVICE_MEMORY.includes(o.memory) ? buffers : 0;
+  const info = TRANSPORTS[o.transport];
+  const onDevice = info.offers.includes("device");
   // Host copies of device buffers staged over a host transport live in the heap.
-  const staging = side === "device" && o.transport !== "gpu" ? buffers : 0;
+  const staging = side === "device" && !onDevice ? buffers : 0;
   // Direct shared-memory algorithms work in the heap buffers themselves, device algorithms on the
   // device; everything else stages or accumulates through heap scratch as large as the buffer.
-  const direct = (o.transport === "shm" && (inHeap || staging > 0)) || o.transport === "gpu";
+  const direct = (info.offers.includes("shared") && (inHeap || staging > 0)) || onDevice;
   const scratch = direct ? 0 : maxCount * elementBytes;
   const heapBytesPerRank = (inHeap ? buffers : 0) + staging + scratch;
-  const info = TRANSPORTS[o.transport];
   const groupBytes = procs * info.rankBytes + info.groupBytes(procs);
   return {
     totalBytes: procs * (heapBytesPerRank + (o.memory === "host" ? buffers : 0) + device) +

@@ -9,10 +9,9 @@
  */
 
 import type { Communicator } from "../primitives/communicator.ts";
-import { leadProcesses } from "../primitives/launch/spawn_processes.ts";
-import type { MeshTransport } from "../primitives/transports/mesh.ts";
-import type { RankGroup } from "../primitives/launch/spawn_ranks.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
+import { joinAsRank0 } from "../primitives/launch/processes.ts";
+import type { RankGroup } from "../primitives/launch/supervisor.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import {
   type BenchCase,
@@ -23,8 +22,8 @@ import {
   MAILBOX,
 } from "./bench_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "./primitives.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
-import { DEFAULT_TIMEOUT_MS, type MemoryKind, type TransportName } from "../primitives/types.ts";
+import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../primitives/registry.ts";
+import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../primitives/types.ts";
 
 const RANKS = 2;
 const SIZES = [
@@ -73,7 +72,7 @@ class WorkerGroup extends BenchGroup {
   constructor(transport: TransportName, memory: MemoryKind) {
     super();
     const args: BenchRankArgs = { mailbox: this.#box.buffer as SharedArrayBuffer, cases, memory };
-    this.#results = startGroup(RANK_MODULE, { size: RANKS, transport, args }).results;
+    this.#results = launchGroup(RANK_MODULE, { size: RANKS, transport, args }).results;
     this.#results.catch(() => {}); // surfaced by the next command
   }
 
@@ -114,18 +113,18 @@ class WorkerGroup extends BenchGroup {
 class ProcessGroup extends BenchGroup {
   readonly #comm: Communicator;
   readonly #runner: CaseRunner;
-  readonly #others: RankGroup<string>;
+  readonly #others: RankGroup<unknown>;
 
-  private constructor(comm: Communicator, others: RankGroup<string>, memory: MemoryKind) {
+  private constructor(comm: Communicator, others: RankGroup<unknown>, memory: MemoryKind) {
     super();
     this.#comm = comm;
     this.#runner = new CaseRunner(comm, { cases, memory });
     this.#others = others;
   }
 
-  static async start(transport: MeshTransport, memory: MemoryKind): Promise<ProcessGroup> {
+  static async start(transport: TransportName, memory: MemoryKind): Promise<ProcessGroup> {
     const args: BenchRankArgs = { cases, memory };
-    const { comm, others } = await leadProcesses(RANK_MODULE, { size: RANKS, transport, args });
+    const { comm, others } = await joinAsRank0(RANK_MODULE, { size: RANKS, transport, args });
     return new ProcessGroup(comm, others, memory);
   }
 
@@ -152,7 +151,7 @@ const GROUPS = await Promise.all(
   TRANSPORT_NAMES.filter((t) => !(TRANSPORTS[t].needsDevice && NO_GPU)).map(async (transport) => {
     const { launch, bestMemory: memory } = TRANSPORTS[transport];
     const group = launch === "processes"
-      ? await ProcessGroup.start(transport as MeshTransport, memory)
+      ? await ProcessGroup.start(transport, memory)
       : new WorkerGroup(transport, memory);
     return { transport, memory, group };
   }),
@@ -167,7 +166,7 @@ for (const [index, c] of cases.entries()) {
       name: `${c.primitive} ${size.label} ${transport}/${memory}` +
         (size.ops > 1 ? ` (${size.ops} ops per iteration)` : ""),
       group: `${c.primitive} ${size.label}`,
-      baseline: transport === "shm",
+      baseline: transport === TRANSPORT_NAMES[0],
       n: c.count >= 1_048_576 ? 20 : 200,
       warmup: 5,
       async fn(b) {

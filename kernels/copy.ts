@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { TypedArray } from "../primitives/types.ts";
+import type { TypedArray } from "./elements.ts";
 
 /**
  * Below this many elements an element loop beats `TypedArray.prototype.set` (1 float: ~5 ns

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type Dtype, type KernelOp } from "../primitives/types.ts";
+import { type Dtype, type KernelOp } from "./elements.ts";
 
 /** A window of a device buffer: what kernels read and write. */
 export interface DeviceView {

@@ -4,8 +4,8 @@
  * @module
  */
 
-import { memoryOf } from "../primitives/memory/heap.ts";
-import { dtypeOf, type KernelOp, type TypedArray } from "../primitives/types.ts";
+import { memoryOf } from "./memories.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "./elements.ts";
 import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { reduceBuildName } from "./reduce_wat.ts";
 import { divideReference, reduceReference } from "./reduce_reference.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { KernelOp, TypedArray } from "../primitives/types.ts";
+import type { KernelOp, TypedArray } from "./elements.ts";
 
 /** `dst[i] = a[i] op b[i]` for every element of `dst` (all three the same dtype and length). */
 export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {

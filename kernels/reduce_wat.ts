@@ -12,7 +12,7 @@
  * @module
  */
 
-import { type Dtype, KERNEL_OPS, type KernelOp } from "../primitives/types.ts";
+import { type Dtype, KERNEL_OPS, type KernelOp } from "./elements.ts";
 
 interface DtypeCode {
   bytes: number;

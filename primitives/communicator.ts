@@ -28,6 +28,7 @@ import {
   type CollectiveName,
   sideFor,
   sideOf,
+  type TransportName,
   TRANSPORTS,
 } from "./registry.ts";
 import { type CallKind, callStamp } from "./stamp.ts";
@@ -45,7 +46,6 @@ import {
   REDUCE_OPS,
   type ReduceOp,
   type Side,
-  type TransportName,
   type TypedArray,
 } from "./types.ts";
 
@@ -194,14 +194,14 @@ export class Communicator implements AsyncDisposable {
     memory.rank ??= transport.rank;
     this.#calls = new CallBook(transport.rank);
     this.#ctx = new CollectiveContext(transport, memory.heap);
-    this.#offers = TRANSPORTS[transport.name].offers;
-    this.#blocking = TRANSPORTS[transport.name].blocking;
+    this.#offers = TRANSPORTS[this.transport].offers;
+    this.#blocking = TRANSPORTS[this.transport].blocking;
     transport.calls = this.#calls;
   }
 
   /** Name of the transport underneath. */
   get transport(): TransportName {
-    return this.#transport.name;
+    return this.#transport.name as TransportName;
   }
 
   /**

@@ -24,6 +24,7 @@ import {
   type AllgatherAlgorithm,
   type AllreduceAlgorithm,
   type BcastAlgorithm,
+  type CollectiveContext,
   type Operand,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
@@ -38,19 +39,16 @@ import { reduceScatterGpuRing } from "./collectives/reduce_scatter_gpu_ring.ts";
 import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
 import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
-import { STAGING } from "./collectives/staging.ts";
-import { shmSetupBytes } from "./transports/shm_layout.ts";
-import type { MemoryKind, Side, TransportName } from "./types.ts";
+import { type HostAlgorithms, stagingAlgorithms } from "./collectives/staging.ts";
+import { GPU } from "./transports/gpu.ts";
+import { SHM } from "./transports/shm.ts";
+import { TCP } from "./transports/tcp.ts";
+import type { TransportDescriptor, TransportFacts } from "./transports/transport.ts";
+import { WORKER } from "./transports/worker.ts";
+import { WS } from "./transports/ws.ts";
+import type { AlgorithmNeed, CollectiveName, MemoryKind, Side } from "./types.ts";
 
-/** Collectives that have selectable algorithms. */
-export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
-
-/**
- * What an algorithm needs from a transport (and a transport offers, {@linkcode TransportInfo}):
- * point-to-point `messages` or `shared` access to every peer's heap (host buffers), ranks that
- * share one `device` (device buffers), or `staging` device buffers through the host.
- */
-export type AlgorithmNeed = "messages" | "shared" | "device" | "staging";
+export type { AlgorithmNeed, CollectiveName, TransportFacts };
 
 /** The side of memory an algorithm with these needs works on. */
 export function sideOf(need: AlgorithmNeed): Side {
@@ -87,6 +85,21 @@ function algorithms<F>(
     ) => [name, { name, run: run as F, needs, index }]),
   );
 }
+
+/** What staging runs on the host: the algorithm `auto` picks there (looked up when it runs). */
+const hostAlgorithm =
+  <C extends CollectiveName>(collective: C) => (ctx: CollectiveContext, bytes: number) => {
+    const transport = ctx.transport.name as TransportName;
+    const name = autoAlgorithm(collective, transport, bytes, ctx.size, "host");
+    return ALGORITHMS[collective][name].run;
+  };
+const STAGING = stagingAlgorithms({
+  allreduce: hostAlgorithm("allreduce"),
+  bcast: hostAlgorithm("bcast"),
+  reduce: hostAlgorithm("reduce"),
+  allgather: hostAlgorithm("allgather"),
+  reduceScatter: hostAlgorithm("reduceScatter"),
+} as HostAlgorithms);
 
 /** Algorithms of every collective, by name. */
 export const ALGORITHMS = {
@@ -142,79 +155,67 @@ export function algorithmName(kind: string, index: number): string | undefined {
   return table && Object.keys(table).find((name) => table[name].index === index);
 }
 
-/** What the rest of dccl needs to know about a transport: one row per transport. */
-export interface TransportInfo {
-  /** Memory kinds it carries (NCCL's `canConnect`), directly or staged through the host. */
-  memory: readonly MemoryKind[];
-  /** The kind a run uses unless told (DESIGN.md: "best for the transport"). */
-  bestMemory: MemoryKind;
-  /** How its ranks start: workers of this process, subprocesses, or logical ranks in one thread. */
-  launch: "workers" | "processes" | "thread";
-  /** What it offers algorithms (each algorithm states what it needs). */
-  offers: readonly AlgorithmNeed[];
-  /** Whether its ranks need a WebGPU device whatever their memory. */
-  needsDevice: boolean;
-  /**
-   * Whether its waits block the rank's thread (shared-memory spins and sleeps): a collective
-   * that runs on after its call returns must then finish before the next one begins.
-   */
-  blocking: boolean;
-  /** Memory a rank costs beyond its buffers (its runtime), bytes; measured on this machine. */
-  rankBytes: number;
-  /** Memory a whole group shares, bytes. */
-  groupBytes(size: number): number;
+/** A transport's name (`--transport`): each is one descriptor of {@linkcode TRANSPORT_NAMES}. */
+export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu";
+
+/**
+ * Every transport, in order (NCCL's `ncclTransports[]`): each transport's file exports its
+ * descriptor, so adding one is that file and a line here (the compiler then asks for its name in
+ * {@linkcode TransportName}). The first is the default of the tasks and launchers; the first of
+ * each launch kind is its default.
+ */
+const DESCRIPTORS: { readonly [N in TransportName]: TransportDescriptor & { name: N } } = {
+  shm: SHM,
+  worker: WORKER,
+  ws: WS,
+  tcp: TCP,
+  gpu: GPU,
+};
+
+/** Every transport's facts, by name (the one table tests, benchmarks and the CLI read). */
+export const TRANSPORTS: Readonly<Record<TransportName, TransportFacts>> = DESCRIPTORS;
+
+/** Transport names, in the list's order. */
+export const TRANSPORT_NAMES: readonly TransportName[] = Object.keys(
+  DESCRIPTORS,
+) as TransportName[];
+
+/** The transports whose ranks start as `launch` says, in the list's order. */
+export function transportsLaunching(launch: TransportFacts["launch"]): TransportName[] {
+  return TRANSPORT_NAMES.filter((t) => TRANSPORTS[t].launch === launch);
 }
 
-/** The process meshes (`ws`, `tcp`): one process per rank, messages between them. */
-const PROCESS_MESH: TransportInfo = {
-  memory: ["host", "shared", "gpu", "managed"],
-  bestMemory: "host",
-  launch: "processes",
-  offers: ["messages", "staging"],
-  needsDevice: false,
-  blocking: false,
-  rankBytes: 80 * 2 ** 20,
-  groupBytes: () => 0,
-};
+/** Transports whose ranks are processes (`--launcher env` runs over these; the first unless told). */
+export const PROCESS_TRANSPORTS: readonly TransportName[] = transportsLaunching("processes");
 
-/** Every transport, by name (the one table tests, benchmarks and the CLI read). */
-export const TRANSPORTS: Readonly<Record<TransportName, TransportInfo>> = {
-  shm: {
-    memory: ["host", "shared", "gpu", "managed"],
-    bestMemory: "shared",
-    launch: "workers",
-    offers: ["messages", "shared", "staging"],
-    needsDevice: false,
-    blocking: true,
-    rankBytes: 16 * 2 ** 20,
-    groupBytes: shmSetupBytes,
-  },
-  worker: {
-    memory: ["host", "shared", "gpu", "managed"],
-    bestMemory: "host",
-    launch: "workers",
-    offers: ["messages", "staging"],
-    needsDevice: false,
-    blocking: false,
-    rankBytes: 16 * 2 ** 20,
-    groupBytes: () => 0,
-  },
-  ws: PROCESS_MESH,
-  tcp: PROCESS_MESH,
-  gpu: {
-    memory: ["host", "gpu", "managed"],
-    bestMemory: "gpu",
-    launch: "thread",
-    offers: ["messages", "device"],
-    needsDevice: true,
-    blocking: false,
-    rankBytes: 2 ** 20,
-    groupBytes: () => 64 * 2 ** 20,
-  },
-};
+/** The descriptor of `name` if its ranks start as `launch` says; else a TypeError. */
+export function launchedAs<L extends TransportDescriptor["launch"]>(
+  name: string,
+  launch: L,
+): Extract<TransportDescriptor, { launch: L }> {
+  const descriptor = DESCRIPTORS[name as TransportName];
+  if (descriptor?.launch !== launch) {
+    throw new TypeError(
+      `Transport ${name} does not start its ranks as ${launch}: expected ${
+        transportsLaunching(launch).join(" or ")
+      }`,
+    );
+  }
+  return descriptor as Extract<TransportDescriptor, { launch: L }>;
+}
 
-/** Transport names, in table order. */
-export const TRANSPORT_NAMES = Object.keys(TRANSPORTS) as TransportName[];
+/**
+ * `value` (a flag or an environment variable, named by `source`) if it names one of `accepted`;
+ * else a one-line Error saying what is accepted.
+ */
+export function transportNamed(
+  value: string,
+  source: string,
+  accepted: readonly TransportName[] = TRANSPORT_NAMES,
+): TransportName {
+  if ((accepted as readonly string[]).includes(value)) return value as TransportName;
+  throw new Error(`${source}=${value} is not accepted: expected ${accepted.join(" or ")}`);
+}
 
 /** Memory kinds that live on a device (the rest are host memory). */
 export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
@@ -242,14 +243,12 @@ export function algorithmsFor(
 }
 
 /**
- * What `auto` picks, from crossovers measured with the harness and `deno task compare` (README,
- * "Algorithms"). Host buffers: on `shm` the direct algorithms win at every size; on message
- * transports recursive doubling wins below 512 KiB, Rabenseifner up to 4 MiB on power-of-two
- * groups, the ring above; binomial trees beat the scatter forms of bcast and reduce at every size
- * measured (1 float … 16 MiB, 2 and 4 ranks). Device buffers: on `gpu` the direct kernels (each
- * byte read once) beat the ring at every size; over host transports the pipelined staging wins
- * from 16 MiB (four segments or more; measured on an H100). Two `tcp` processes differ only in
- * where allreduce's ring takes over: from 1 MiB (measured with --algorithm; README "Algorithms").
+ * What `auto` picks: a transport's own preference where it has one (its descriptor's `prefers`),
+ * else the rule for every transport, from crossovers measured with the harness and `deno task
+ * compare` (docs/auto.md). Device buffers over host transports stage (pipelined from 16 MiB, four
+ * segments or more); on message transports recursive doubling wins below 512 KiB, Rabenseifner up
+ * to 4 MiB on power-of-two groups, the ring above; binomial trees beat the scatter forms of bcast
+ * and reduce at every size measured.
  */
 export function autoAlgorithm(
   collective: CollectiveName,
@@ -258,19 +257,15 @@ export function autoAlgorithm(
   size: number,
   side: Side = "host",
 ): string {
-  if (side === "device") {
-    if (transport === "gpu") return "gpu_direct";
-    return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
-  }
-  if (transport === "shm") return "shm_direct";
+  const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);
+  if (preferred) return preferred;
+  if (side === "device") return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
   switch (collective) {
-    case "allreduce": {
-      const doublingBelow = transport === "tcp" && size === 2 ? 1024 * 1024 : 512 * 1024;
-      if (bytes < doublingBelow) return "recursive_doubling";
+    case "allreduce":
+      if (bytes < 512 * 1024) return "recursive_doubling";
       return bytes < 4 * 1024 * 1024 && size > 2 && (size & (size - 1)) === 0
         ? "rabenseifner"
         : "ring";
-    }
     case "bcast":
     case "reduce":
       return "binomial";

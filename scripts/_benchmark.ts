@@ -15,12 +15,12 @@ import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import {
   algorithmsFor,
   DEVICE_MEMORY,
+  PROCESS_TRANSPORTS,
   sideFor,
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "../primitives/registry.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
-import { MESH_TRANSPORTS, type MeshTransport } from "../primitives/transports/mesh.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import {
   address,
@@ -44,7 +44,7 @@ const DEFAULT_MAX = 268_435_456;
 /** Flags of the primitive tasks (DESIGN.md, "CLI"). */
 export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: "shm" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
   memory: {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
   },
@@ -110,14 +110,14 @@ export function planRun(
 ): RunPlan {
   const spec = PRIMITIVES[primitive];
   const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
-  // An external launcher starts processes: ws unless --transport says tcp.
+  // An external launcher starts processes: the first processes transport unless told.
   const given = launcher === "env" && v.transport === BENCHMARK_FLAGS.transport.default
-    ? "ws"
+    ? PROCESS_TRANSPORTS[0]
     : v.transport!;
   const transport = oneOf("transport", given, TRANSPORT_NAMES);
   if (launcher === "env" && TRANSPORTS[transport].launch !== "processes") {
     throw new UsageError(
-      `--launcher env runs over ${MESH_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
+      `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
         `is not accepted`,
     );
   }
@@ -135,9 +135,8 @@ export function planRun(
   if (device && dtype === "f64") {
     throw new UsageError(
       `--dtype f64 is not accepted with ${
-        transport === "gpu" ? "transport gpu" : `${memory} memory`
-      }` +
-        `: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
+        info.needsDevice ? `transport ${transport}` : `${memory} memory`
+      }: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
     );
   }
   const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);
@@ -296,14 +295,14 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   if (plan.launcher === "env") {
     // This process is one rank of a group started elsewhere.
     await using comm = await joinFromEnv({
-      transport: plan.sweep.transport as MeshTransport,
+      transport: plan.sweep.transport,
       bind: plan.bind,
       timeoutMs: plan.timeoutMs,
       gpu: plan.device,
     });
     return await runHarness(comm, args);
   }
-  const group = startGroup<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
+  const group = launchGroup<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
     size: plan.procs,
     transport: plan.sweep.transport,
     timeoutMs: plan.timeoutMs,
@@ -390,8 +389,8 @@ export async function checkDevice(plan: RunPlan): Promise<void> {
   if (!plan.device) return;
   const why = await gpuUnavailable();
   if (why) {
-    const what = plan.sweep.transport === "gpu"
-      ? "--transport gpu"
+    const what = TRANSPORTS[plan.sweep.transport].needsDevice
+      ? `--transport ${plan.sweep.transport}`
       : `--memory ${plan.sweep.memory}`;
     throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
   }

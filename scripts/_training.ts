@@ -7,8 +7,8 @@
 
 import { MAX_PROCS } from "./_benchmark.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
-import type { RankGroup } from "../primitives/launch/spawn_ranks.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
+import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { DEVICE_MEMORY, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
@@ -37,7 +37,7 @@ import {
 /** Flags of `deno task train`. */
 export const TRAIN_FLAGS: Record<string, FlagSpec> = {
   procs: { help: "number of ranks", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: "shm" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
   memory: {
     help: "memory kind of the parameter and gradient slabs collectives use: host, shared, " +
       "gpu, managed (default: shared on the cpu, gpu on the gpu)",
@@ -137,7 +137,7 @@ export async function planTraining(
   const info = TRANSPORTS[transport];
   const memory = oneOf(
     "memory",
-    v.memory ?? (device === "gpu" || transport === "gpu" ? "gpu" : "shared"),
+    v.memory ?? (device === "gpu" || info.needsDevice ? "gpu" : "shared"),
     info.memory,
   );
   const sync = oneOf("sync", v.sync!, SYNC_STRATEGIES);
@@ -180,7 +180,7 @@ export async function planTraining(
     const what = device === "gpu"
       ? "--device gpu"
       : info.needsDevice
-      ? "--transport gpu"
+      ? `--transport ${transport}`
       : `--memory ${memory}`;
     if (why) throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
   }
@@ -296,7 +296,7 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
   };
   const device = config.device === "gpu" || TRANSPORTS[config.transport].needsDevice ||
     DEVICE_MEMORY.includes(config.memory);
-  return startGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
+  return launchGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
     size: config.procs,
     transport: config.transport,
     timeoutMs: config.timeoutMs,

@@ -60,7 +60,13 @@ async function main(argv: string[]): Promise<number> {
       procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
     };
     // Validate the shared flags once, on a combination that always exists.
-    planRun("allreduce", { ...values, procs: "2", transport: "shm", memory: "shared" });
+    const first = TRANSPORTS[TRANSPORT_NAMES[0]];
+    planRun("allreduce", {
+      ...values,
+      procs: "2",
+      transport: first.name,
+      memory: first.bestMemory,
+    });
     writableFolder("out", userPath(values.out!));
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;

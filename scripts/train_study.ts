@@ -5,7 +5,7 @@
  * @module
  */
 
-import { startGroup } from "../primitives/launch/launch.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
@@ -134,7 +134,7 @@ async function main(argv: string[]): Promise<number> {
             steps: 200,
           };
           const url = new URL("../trainer/breakdown.ts", import.meta.url);
-          const [b] = await startGroup<Breakdown>(url, {
+          const [b] = await launchGroup<Breakdown>(url, {
             size: 1,
             transport: plan.config.transport,
             args,

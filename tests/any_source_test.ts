@@ -4,17 +4,18 @@
 import { assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import { ROUNDS } from "./ranks/any_source_rank.ts";
-import { liveWorkers } from "../mod.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
-import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
-import type { MemoryKind, TransportName } from "../primitives/types.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
+import { liveProcesses } from "../primitives/launch/processes.ts";
+import type { MemoryKind } from "../primitives/types.ts";
+import type { TransportName } from "../primitives/registry.ts";
 
 const RANK = new URL("./ranks/any_source_rank.ts", import.meta.url);
 
 async function anySource(transport: TransportName, size: number, memory: MemoryKind) {
   for (const count of [1, 70_000]) {
     const gpu = memory === "gpu" || transport === "gpu";
-    const [got] = await startGroup<number[][]>(RANK, {
+    const [got] = await launchGroup<number[][]>(RANK, {
       size,
       transport,
       args: { count, memory },
@@ -42,7 +43,7 @@ Deno.test("recv from any rank on a group of one is a RangeError", async () => {
     ),
   );
   await assertRejects(
-    () => startGroup(module, { size: 1, transport: "shm" }).results,
+    () => launchGroup(module, { size: 1, transport: "shm" }).results,
     { message: /only one/ },
   );
 });

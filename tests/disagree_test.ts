@@ -7,22 +7,22 @@ import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
 import { type RankFailedError, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 
 const DISAGREE = new URL("./ranks/disagree_rank.ts", import.meta.url);
 /** Far above what detection takes: a run that waits it out fails the time check. */
 const TIMEOUT_MS = 10_000;
 
+const UNRECEIVED =
+  /MismatchError: (Rank 0 sent rank 1 a point-to-point message \(tag 5\) that no receive took|Rank 1 closed its communicator (having received 0 of the 1 messages rank 0 sent it|without receiving the device message \(tag 5\)))/;
 const MODES: [DisagreeMode, RegExp][] = [
   ["all-roots", /MismatchError: Rank \d called bcast\(\d+ × \w+, root \d/],
   ["two-roots", /MismatchError: Rank \d called bcast\(\d+ × \w+, root [01]/],
   ["bcast-vs-allreduce", /MismatchError: Rank \d called (bcast|allreduce)\(.* but rank \d called/],
   ["allreduce-vs-bcast", /MismatchError: Rank \d called (bcast|allreduce)\(.* but rank \d called/],
   ["skip", /^Rank 1 failed: .*MismatchError: Rank [02] called allreduce\(.* but rank 1 had closed/],
-  [
-    "unreceived",
-    /MismatchError: (Rank 0 sent rank 1 a point-to-point message \(tag 5\) that no receive took|Rank 1 closed its communicator (having received 0 of the 1 messages rank 0 sent it|without receiving the device message \(tag 5\)))/,
-  ],
+  ["unreceived", UNRECEIVED],
+  ["sent-after-close", UNRECEIVED],
 ];
 
 for (const transport of TRANSPORT_NAMES) {
@@ -38,14 +38,14 @@ for (const transport of TRANSPORT_NAMES) {
         const args: DisagreeArgs = { mode, count };
         const start = performance.now();
         const err = await assertRejects(
-          () => startGroup(DISAGREE, { size: 3, transport, args, timeoutMs: TIMEOUT_MS }).results,
+          () => launchGroup(DISAGREE, { size: 3, transport, args, timeoutMs: TIMEOUT_MS }).results,
           { name: "RankFailedError", message },
         ) as RankFailedError;
         const what = `${mode}, ${count}: ${err.message}`;
         assert_(performance.now() - start < TIMEOUT_MS / 2, `${what}: waited for the timeout`);
         // Every rank concerned learned: none returned from its communicator as if all was well
         // (a message between ranks 0 and 1 concerns rank 2 only if it hears of it in time).
-        const concerned = mode === "unreceived" ? 2 : 3;
+        const concerned = mode === "unreceived" || mode === "sent-after-close" ? 2 : 3;
         const learned = err.outcomes.slice(0, concerned).map((o) => o.status !== "ok");
         assertEquals(learned, learned.map(() => true), what);
       }

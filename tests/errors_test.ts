@@ -1,8 +1,10 @@
 // Bad input gets RangeError/TypeError naming the value and the limit; faults (a rank that throws,
 // a worker that is terminated, a rank that never arrives, mismatched counts) make every other rank
 // fail fast with an error naming the failed rank, and leave no worker running.
-import { liveWorkers, spawnRanks, startRanks, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
+import { spawnRanks, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
+import { launchWorkers } from "../primitives/launch/workers.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { RANKS_DIR, runRanks } from "./_spawn_ranks.ts";
 
@@ -10,7 +12,7 @@ const ERRORS = new URL("errors_rank.ts", RANKS_DIR);
 
 for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice)) {
   Deno.test(`bad arguments are RangeError or TypeError with clear messages: ${transport}`, async () => {
-    const [r] = await startGroup<Record<string, string>>(ERRORS, {
+    const [r] = await launchGroup<Record<string, string>>(ERRORS, {
       size: 4,
       transport,
       args: "bad-arguments",
@@ -67,7 +69,7 @@ for (const transport of ["shm", "worker"] as const) {
   });
 
   Deno.test(`a terminated worker fails the group fast, naming it: ${transport}`, async () => {
-    const group = startRanks(ERRORS, { size: 3, transport, args: "loop-allreduce" });
+    const group = launchWorkers(ERRORS, { size: 3, transport, args: "loop-allreduce" });
     setTimeout(() => group.kill(2), 300);
     const start = performance.now();
     await assertRejects(() => group.results, {

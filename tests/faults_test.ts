@@ -2,27 +2,22 @@
 // launchers blame the rank that caused a failure, mismatched calls fail on every transport,
 // a hostile first message at rendezvous crashes nothing, inputs stay exact up to 256 ranks,
 // and a rank that never returns is named. Process tests stay bounded in time.
-import {
-  liveProcesses,
-  liveWorkers,
-  type RankFailedError,
-  spawnRanks,
-  startProcesses,
-} from "../mod.ts";
+import { type RankFailedError, spawnRanks } from "../mod.ts";
+import { liveProcesses } from "../primitives/launch/processes.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
+import { launchProcesses } from "../primitives/launch/processes.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import type { FaultArgs, FaultMode } from "./ranks/faults_rank.ts";
 import { expectedReduction, inputValue } from "../bench/primitives.ts";
-import { PORT_MARK, RESULT_MARK } from "../primitives/launch/spawn_processes.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
-import type { TransportName } from "../primitives/types.ts";
+import { PORT_MARK, RESULT_MARK } from "../primitives/launch/report.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
+import { launchedAs, type TransportName } from "../primitives/registry.ts";
 import { TRANSPORTS } from "../primitives/registry.ts";
-import type { MeshTransport } from "../primitives/transports/mesh.ts";
 import { gpuTest } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import type { ReduceOp } from "../primitives/types.ts";
 import { Communicator } from "../primitives/communicator.ts";
-import { connectMesh } from "../primitives/transports/mesh.ts";
 import type { Transport } from "../primitives/transports/transport.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { RankMemory } from "../primitives/memory/rank_memory.ts";
@@ -44,10 +39,10 @@ function group(
   timeoutMs = 5000,
 ) {
   if (isProcesses(transport)) {
-    const mesh = transport as MeshTransport;
-    return startProcesses(FAULTS, { size, transport: mesh, args, timeoutMs, env, onLine: quiet });
+    const mesh = transport as TransportName;
+    return launchProcesses(FAULTS, { size, transport: mesh, args, timeoutMs, env, onLine: quiet });
   }
-  return startGroup(FAULTS, { size, transport, args, timeoutMs });
+  return launchGroup(FAULTS, { size, transport, args, timeoutMs });
 }
 
 // The gpu transport (logical ranks of one thread) runs where an adapter exists, one GPU test at a
@@ -79,7 +74,7 @@ for (const [transport, named, env] of TRANSPORTS_HERE) {
     for (const r of [0, 2]) {
       const outcome = err.outcomes[r];
       assertEquals(outcome.status, "ok", `rank ${r}: ${JSON.stringify(outcome)}`);
-      const result = isProcesses(transport) ? JSON.parse(outcome.result as string) : outcome.result;
+      const result = outcome.result;
       assertEquals(result, {
         caught: "PeerFailedError: Rank 1 failed: Error: boom from rank 1",
         later: "PeerFailedError", // the broken communicator keeps failing fast
@@ -114,15 +109,15 @@ for (const [transport, named, env] of TRANSPORTS_HERE) {
   test(`faults: a rank that never returns after its last collective is named: ${named}`, async () => {
     const start = performance.now();
     const g = isProcesses(transport)
-      ? startProcesses(FAULTS, {
+      ? launchProcesses(FAULTS, {
         size: 3,
-        transport: transport as MeshTransport,
+        transport: transport as TransportName,
         args: { mode: "straggle" },
         stragglerMs: 1000,
         env,
         onLine: quiet,
       })
-      : startGroup(FAULTS, { size: 3, transport, args: { mode: "straggle" }, stragglerMs: 1000 });
+      : launchGroup(FAULTS, { size: 3, transport, args: { mode: "straggle" }, stragglerMs: 1000 });
     await assertRejects(() => g.results, {
       name: "RankFailedError",
       message: /^Rank 1 failed: it had not finished 1000 ms after rank [02] did/,
@@ -202,7 +197,7 @@ Deno.test("faults: pipelined small bcast and reduce on shm still fail on every m
 });
 
 Deno.test("faults: a stopped (SIGSTOP) process is blamed, not the rank that timed out on it", async () => {
-  const g = startProcesses(FAULTS, {
+  const g = launchProcesses(FAULTS, {
     size: 3,
     args: { mode: "loop" },
     timeoutMs: 1500,
@@ -293,7 +288,7 @@ Deno.test("faults: a group of 1 … 8 ranks that is fine stays fine (no false mi
 });
 
 /** Rank `r` of a 2-rank sum over `transport`, started by hand with a known token. */
-function sumRank(transport: MeshTransport, r: number, port: string, token: string) {
+function sumRank(transport: TransportName, r: number, port: string, token: string) {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname],
     env: {
@@ -311,7 +306,7 @@ function sumRank(transport: MeshTransport, r: number, port: string, token: strin
 }
 
 /** Starts rank 0 of a hostile-rendezvous test; `finish` runs the real rank 1 and checks the sum. */
-async function hostileRendezvous(transport: MeshTransport, token: string) {
+async function hostileRendezvous(transport: TransportName, token: string) {
   const rank0 = sumRank(transport, 0, "0", token);
   const reader = rank0.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let stdout = "";
@@ -450,11 +445,12 @@ for (const mesh of ["tcp", "ws"] as const) {
     // receive claims it later and must still see that the calls differ.
     const options = { size: 2, masterAddr: "127.0.0.1", token: "t", timeoutMs: 5000 };
     let joined: Promise<Transport> | undefined;
-    const first = await connectMesh(mesh, {
+    const first = await launchedAs(mesh, "processes").connect({
       ...options,
       rank: 0,
       masterPort: 0,
-      onListening: (port) => joined = connectMesh(mesh, { ...options, rank: 1, masterPort: port }),
+      onListening: (port) =>
+        joined = launchedAs(mesh, "processes").connect({ ...options, rank: 1, masterPort: port }),
     });
     const second = await joined!;
     const communicator = (t: Transport) =>

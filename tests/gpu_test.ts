@@ -7,11 +7,13 @@ import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
-import { liveWorkers, type RankFailedError } from "../mod.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
-import { startThreadRanks } from "../primitives/launch/spawn_thread.ts";
-import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
-import type { MemoryKind, TransportName } from "../primitives/types.ts";
+import { type RankFailedError } from "../mod.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
+import { launchThread } from "../primitives/launch/thread.ts";
+import { liveProcesses } from "../primitives/launch/processes.ts";
+import type { MemoryKind } from "../primitives/types.ts";
+import type { TransportName } from "../primitives/registry.ts";
 
 const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
 
@@ -22,8 +24,8 @@ async function check(
   maxBindingBytes?: number,
 ): Promise<void> {
   const group = maxBindingBytes
-    ? startThreadRanks<number[]>(CHECK, { size, args: cases, maxBindingBytes })
-    : startGroup<number[]>(CHECK, { size, transport, args: cases, gpu: true });
+    ? launchThread<number[]>(CHECK, { size, args: cases, maxBindingBytes })
+    : launchGroup<number[]>(CHECK, { size, transport, args: cases, gpu: true });
   assertEquals(failures(cases, await group.results), []);
   assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
 }
@@ -71,20 +73,20 @@ gpuTest("gpu: pipelined staging over several segments (2^21 + 3 floats), shm and
 
 gpuTest("gpu: managed buffers migrate page runs on demand and count them", async () => {
   const managed = new URL("./ranks/managed_rank.ts", import.meta.url);
-  await startGroup(managed, { size: 1, transport: "shm", gpu: true }).results;
+  await launchGroup(managed, { size: 1, transport: "shm", gpu: true }).results;
 });
 
 gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
   const err = await assertRejects(
     () =>
-      startThreadRanks(new URL("./ranks/faults_rank.ts", import.meta.url), {
+      launchThread(new URL("./ranks/faults_rank.ts", import.meta.url), {
         size: 3,
         args: { mode: "bcast-vs-allreduce" },
       }).results,
     { name: "RankFailedError" },
   ) as RankFailedError;
   assert_(/MismatchError: Rank \d called (bcast|allreduce)\(/.test(err.message), err.message);
-  const bad = await startThreadRanks<Record<string, string>>(
+  const bad = await launchThread<Record<string, string>>(
     new URL("./ranks/device_errors_rank.ts", import.meta.url),
     { size: 2 },
   ).results;
@@ -109,7 +111,7 @@ gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
 
 Deno.test("gpu: device memory where no device was opened, or no adapter exists, is a clear error", async () => {
   // A rank started without a device cannot allocate device memory.
-  const [r] = await startGroup<string>(new URL("./ranks/device_errors_rank.ts", import.meta.url), {
+  const [r] = await launchGroup<string>(new URL("./ranks/device_errors_rank.ts", import.meta.url), {
     size: 1,
     transport: "shm",
   }).results;

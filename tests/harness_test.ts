@@ -7,7 +7,7 @@ import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { BENCHMARK_FLAGS, planRun, runPlan } from "../scripts/_benchmark.ts";
 import { parseFlags } from "../scripts/_flags.ts";
-import { liveWorkers } from "../mod.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
 
 const metadata: RunMetadata = {
   tool: "dccl",

@@ -4,7 +4,8 @@
 import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
 import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
-import { compileReduceWasm, REDUCE_BUILDS, toBase64Lines } from "../kernels/build_wasm.ts";
+import { compileReduceWasm, REDUCE_BUILDS } from "../kernels/build_wasm.ts";
+import { toBase64Lines } from "../kernels/wasm_build.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
 import { DTYPE_INFO, DTYPES, KERNEL_OPS, makeView } from "../primitives/types.ts";

@@ -1,15 +1,16 @@
 // The trainer's WebAssembly kernels (both builds) against the JS reference: every GEMM form
 // (transposes, bias, ReLU, accumulate) over shapes with every kind of edge, plus the elementwise
 // kernels; and the committed binaries match kernels/mlp_wat.ts.
-import { bestMlpBuild, WasmMlpKernels } from "../kernels/mlp.ts";
-import { MLP_REFERENCE } from "../kernels/mlp_reference.ts";
+import { bestMlpBuild, WasmMlpKernels } from "../trainer/kernels/mlp.ts";
+import { MLP_REFERENCE } from "../trainer/kernels/mlp_reference.ts";
 import {
   MLP_PLAIN_WASM_BASE64,
   MLP_RELAXED_WASM_BASE64,
-} from "../kernels/mlp_wasm_bytes.generated.ts";
-import { compileMlpWasm, toBase64Lines } from "../kernels/build_wasm.ts";
+} from "../trainer/kernels/mlp_wasm_bytes.generated.ts";
+import { compileMlpWasm } from "../trainer/kernels/build_wasm.ts";
+import { toBase64Lines } from "../kernels/wasm_build.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
-import type { MlpBuild } from "../kernels/mlp_wat.ts";
+import type { MlpBuild } from "../trainer/kernels/mlp_wat.ts";
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 
 const heap = new RankHeap(createHeapMemory());

@@ -4,9 +4,10 @@
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { assertEquals } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
-import type { Dtype, TransportName } from "../primitives/types.ts";
+import type { Dtype } from "../primitives/types.ts";
+import type { TransportName } from "../primitives/registry.ts";
 
 const OVERLAP = new URL("./ranks/overlap_rank.ts", import.meta.url);
 
@@ -52,7 +53,7 @@ for (const transport of TRANSPORT_NAMES) {
   test(`overlap: 8 calls in flight are exact at 2, 3 and 4 ranks: ${transport}`, async () => {
     for (const size of [2, 3, 4]) {
       const args = cases(transport, size);
-      const results = await startGroup<number[]>(OVERLAP, {
+      const results = await launchGroup<number[]>(OVERLAP, {
         size,
         transport,
         args,
@@ -66,7 +67,7 @@ for (const transport of TRANSPORT_NAMES) {
 Deno.test("overlap: message algorithms forced on shm, with send/recv in flight, are exact", async () => {
   for (const size of [2, 3]) {
     const args = cases("shm", size, true);
-    const results = await startGroup<number[]>(OVERLAP, { size, transport: "shm", args }).results;
+    const results = await launchGroup<number[]>(OVERLAP, { size, transport: "shm", args }).results;
     assertEquals(results, results.map(() => args.map(() => 0)), `${size} ranks`);
   }
 });

@@ -8,18 +8,13 @@ import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { rankFromEnv } from "../primitives/launch/env_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
-import {
-  leadProcesses,
-  liveProcesses,
-  PORT_MARK,
-  RESULT_MARK,
-  spawnProcesses,
-  startProcesses,
-} from "../primitives/launch/spawn_processes.ts";
+import { joinAsRank0, launchProcesses, liveProcesses } from "../primitives/launch/processes.ts";
+import { PORT_MARK, RESULT_MARK } from "../primitives/launch/report.ts";
+import { PROCESS_TRANSPORTS, type TransportName } from "../primitives/registry.ts";
 import { WS_HEADER_BYTES, WsWire } from "../primitives/transports/ws.ts";
 import { TCP_WIRE } from "../primitives/transports/tcp.ts";
 import type { Frame } from "../primitives/transports/stream.ts";
-import { MESH_TRANSPORTS, type MeshTransport } from "../primitives/transports/mesh.ts";
+
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import {
   POLLIN,
@@ -32,7 +27,7 @@ const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url)
 const processRank = new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname;
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
-function envRank(transport: MeshTransport, env: Record<string, string>, args = [processRank]) {
+function envRank(transport: TransportName, env: Record<string, string>, args = [processRank]) {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", ...args],
     env: {
@@ -50,7 +45,7 @@ function envRank(transport: MeshTransport, env: Record<string, string>, args = [
  * Starts rank 0 with MASTER_PORT=0, as the local launcher does: `port` is the port it picked
  * (a port chosen by the test and handed over could be taken by a test running beside it).
  */
-function envRank0(transport: MeshTransport, env: Record<string, string>, args?: string[]) {
+function envRank0(transport: TransportName, env: Record<string, string>, args?: string[]) {
   const child = envRank(transport, { ...env, RANK: "0", MASTER_PORT: "0" }, args).spawn();
   const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
@@ -84,23 +79,23 @@ const TCP_IO = {
   "Deno I/O": { DCCL_TCP_FFI: "0" },
 } as const;
 /** The ways `transport` moves bytes: the test name's suffix and the ranks' environment. */
-function ways(transport: MeshTransport): [string, Record<string, string>][] {
+function ways(transport: TransportName): [string, Record<string, string>][] {
   if (transport !== "tcp") return [["", {}]];
   return Object.entries(TCP_IO).map(([io, env]) => [`, ${io}`, env]);
 }
 
-for (const transport of MESH_TRANSPORTS) {
+for (const transport of PROCESS_TRANSPORTS) {
   for (const size of [1, 2, 3, 4, 7, 8]) {
     const [calls, deno] = ways(transport);
     const [named, env] = size === 4 || size === 8 ? deno ?? calls : calls;
     Deno.test(`${transport}: every primitive, algorithm, op and count is exact, ${size} processes${named}`, async () => {
       const cases = matrix(transport, size);
-      const wrong = await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
+      const wrong = await launchProcesses<number[]>(rankModule("check_rank.ts"), {
         size,
         transport,
         args: cases,
         env,
-      });
+      }).results;
       assertEquals(failures(cases, wrong), []);
       assertEquals(liveProcesses(), 0);
     });
@@ -118,18 +113,18 @@ for (const transport of MESH_TRANSPORTS) {
         { ...large, primitive: "bcast", algorithm: "binomial", count: 2 ** 22 + 3 },
       ];
       assertEquals(
-        await spawnProcesses<number[]>(rankModule("check_rank.ts"), {
+        await launchProcesses<number[]>(rankModule("check_rank.ts"), {
           size: 2,
           transport,
           args: cases,
           env,
-        }),
+        }).results,
         [[0, 0, 0, 0], [0, 0, 0, 0]],
       );
     });
 
     Deno.test(`${transport}: a killed process fails the launcher, naming it; no child survives${named}`, async () => {
-      const group = startProcesses(rankModule("loop_rank.ts"), {
+      const group = launchProcesses(rankModule("loop_rank.ts"), {
         size: 3,
         transport,
         env,
@@ -170,12 +165,12 @@ for (const transport of MESH_TRANSPORTS) {
       const lines: string[] = [];
       await assertRejects(
         () =>
-          spawnProcesses(rankModule("mismatch_rank.ts"), {
+          launchProcesses(rankModule("mismatch_rank.ts"), {
             size: 2,
             transport,
             env,
             onLine: (rank, _s, line) => lines.push(`${rank}: ${line}`),
-          }),
+          }).results,
         { name: "RankFailedError" },
       );
       assert_(
@@ -188,11 +183,11 @@ for (const transport of MESH_TRANSPORTS) {
   Deno.test(`${transport}: this process as rank 0, with processes started to join it`, async () => {
     const size = 3, cases = matrix(transport, size).filter((c) => c.count === 1000);
     assert_(cases.length > 10, `${cases.length} cases`);
-    const lead = await leadProcesses(rankModule("check_rank.ts"), { size, transport, args: cases });
+    const lead = await joinAsRank0(rankModule("check_rank.ts"), { size, transport, args: cases });
     const mine = await checkRank(lead.comm, cases);
     // Closing waits for every rank's goodbye: rank 0 closes before it waits for the others.
     await lead.comm[Symbol.asyncDispose]();
-    const theirs = (await lead.others.results).slice(1).map((r) => JSON.parse(r) as number[]);
+    const theirs = (await lead.others.results).slice(1) as number[][];
     assertEquals(failures(cases, [mine, ...theirs]), []);
     assertEquals(liveProcesses(), 0);
   });

@@ -4,10 +4,10 @@
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { MNIST, MNIST_DIR } from "./_train.ts";
 import { NO_GPU } from "./_gpu.ts";
-import { liveWorkers } from "../mod.ts";
+import { liveWorkers } from "../primitives/launch/workers.ts";
 import { parseFlags, UsageError } from "../scripts/_flags.ts";
 import { planTraining, startTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
-import { liveProcesses } from "../primitives/launch/spawn_processes.ts";
+import { liveProcesses } from "../primitives/launch/processes.ts";
 import { EPOCH_COLUMNS } from "../trainer/report.ts";
 import { parse } from "csv-parse/sync";
 

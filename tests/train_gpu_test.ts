@@ -3,7 +3,7 @@
 import { assert_, assertEquals } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import { maxDiff, MNIST_DIR, train } from "./_train.ts";
-import { startGroup } from "../primitives/launch/launch.ts";
+import { launchGroup } from "../primitives/launch/group.ts";
 import type { Score } from "../trainer/engine.ts";
 
 const RANK = new URL("./ranks/train_gpu_rank.ts", import.meta.url);
@@ -11,7 +11,7 @@ const RANK = new URL("./ranks/train_gpu_rank.ts", import.meta.url);
 for (const activation of ["relu", "sigmoid"] as const) {
   gpuTest(`the WGSL model equals the JS reference: ${activation}`, async () => {
     type Result = { grads: number; params: number; scores: { train: Score; eval: Score }[] };
-    const [r] = await startGroup<Result>(RANK, {
+    const [r] = await launchGroup<Result>(RANK, {
       size: 1,
       transport: "gpu",
       args: { dir: MNIST_DIR, activation },

@@ -4,9 +4,9 @@
 // allreduce, the asynchronous server converging, and a sanity accuracy on real MNIST.
 import { assert_, assertEquals } from "./_assert.ts";
 import { maxDiff, train } from "./_train.ts";
-import { WasmMlpKernels } from "../kernels/mlp.ts";
-import type { MlpKernels } from "../kernels/mlp_kernels.ts";
-import { MLP_REFERENCE } from "../kernels/mlp_reference.ts";
+import { WasmMlpKernels } from "../trainer/kernels/mlp.ts";
+import type { MlpKernels } from "../trainer/kernels/mlp_kernels.ts";
+import { MLP_REFERENCE } from "../trainer/kernels/mlp_reference.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { CpuModel } from "../trainer/cpu_model.ts";
 import { type Activation, initParams, MlpLayout } from "../trainer/model.ts";

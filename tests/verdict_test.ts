@@ -36,6 +36,21 @@ Deno.test("verdict: a rank that skipped a call is blamed, not the rank that noti
   }
 });
 
+Deno.test("verdict: a skipped call is blamed when the skipper heard of it from a third rank", () => {
+  // Rank 0 found the mismatch; rank 2 gave up on rank 1 because of it, and rank 1 heard rank 2's
+  // notice first: ranks 1 and 2 name each other, but rank 0's check names rank 1.
+  const skip = "Rank 0 called allreduce(sum, 1 × f32, ring) but rank 1 had closed its communicator";
+  const blamed = verdicts([
+    [0, failed("MismatchError", skip, 1)],
+    [2, failed("PeerFailedError", `Rank 0 failed: it gave up on rank 1: ${skip}`, 1)],
+    [1, failed("PeerFailedError", `Rank 2 failed: it gave up on rank 1: ${skip}`, 2)],
+  ]);
+  for (const [rank, message] of blamed) {
+    assertEquals(rank, 1);
+    assertEquals(message, `Rank 1 failed: rank 0 found a mismatch with it: MismatchError: ${skip}`);
+  }
+});
+
 Deno.test("verdict: ranks timing out on each other point at the rank that never reported", () => {
   // Rank 2 was stopped; rank 1 timed out on rank 0 and told it so before rank 0 timed out itself.
   const blamed = verdicts([

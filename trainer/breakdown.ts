@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
+import type { Communicator } from "../mod.ts";
 import type { TrainConfig } from "./config.ts";
 import type { Mnist } from "./mnist.ts";
 import { createEngine, rankData } from "./rank.ts";

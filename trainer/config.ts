@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { MemoryKind, TransportName } from "../primitives/types.ts";
+import type { MemoryKind, TransportName } from "../mod.ts";
 import type { Activation } from "./model.ts";
 import type { SyncEvery } from "./sync/strategy.ts";
 

@@ -5,13 +5,10 @@
  * @module
  */
 
-import { WasmMlpKernels } from "../kernels/mlp.ts";
-import type { MlpKernels } from "../kernels/mlp_kernels.ts";
-import { MLP_REFERENCE } from "../kernels/mlp_reference.ts";
-import type { Communicator } from "../primitives/communicator.ts";
-import { HostBuffer } from "../primitives/memory/comm_buffer.ts";
-import type { RankHeap } from "../primitives/memory/heap.ts";
-import type { MemoryKind } from "../primitives/types.ts";
+import { WasmMlpKernels } from "./kernels/mlp.ts";
+import type { MlpKernels } from "./kernels/mlp_kernels.ts";
+import { MLP_REFERENCE } from "./kernels/mlp_reference.ts";
+import { type Communicator, HostBuffer, type MemoryKind, type RankHeap } from "../mod.ts";
 import { CpuModel } from "./cpu_model.ts";
 import type { Engine, Score } from "./engine.ts";
 import { SyncedSlab } from "./engine.ts";

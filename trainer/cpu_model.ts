@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { MlpKernels } from "../kernels/mlp_kernels.ts";
+import type { MlpKernels } from "./kernels/mlp_kernels.ts";
 import type { Activation, MlpLayout } from "./model.ts";
 
 /** Loss summed over a batch's rows, and how many rows the model classified right. */

@@ -11,12 +11,9 @@
  * @module
  */
 
-import { type GpuCall, GpuMlpKernels, type Tensor } from "../kernels/mlp_gpu.ts";
-import { MLP_REFERENCE } from "../kernels/mlp_reference.ts";
-import type { Communicator } from "../primitives/communicator.ts";
-import { GpuBuffer } from "../primitives/memory/gpu.ts";
-import type { GpuDevice } from "../primitives/memory/gpu_device.ts";
-import type { MemoryKind } from "../primitives/types.ts";
+import { type GpuCall, GpuMlpKernels, type Tensor } from "./kernels/mlp_gpu.ts";
+import { MLP_REFERENCE } from "./kernels/mlp_reference.ts";
+import { type Communicator, GpuBuffer, type GpuDevice, type MemoryKind } from "../mod.ts";
 import { type Engine, type Score, SyncedSlab } from "./engine.ts";
 import type { ImageSet } from "./mnist.ts";
 import { type Activation, initParams, type MlpLayout } from "./model.ts";

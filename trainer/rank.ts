@@ -5,8 +5,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
-import type { HostBuffer } from "../primitives/memory/comm_buffer.ts";
+import { type Communicator, type HostBuffer } from "../mod.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";
 import type { Engine } from "./engine.ts";

@@ -6,7 +6,6 @@
  */
 
 import { stringify } from "csv-stringify/sync";
-import type { RunMetadata } from "../bench/report.ts";
 
 /** One epoch, aggregated over ranks. */
 export interface EpochRow {
@@ -57,7 +56,8 @@ export interface TrainReportOptions {
   epochs: number;
   csv?: string;
   json?: string;
-  metadata: RunMetadata;
+  /** Where the run came from (machine, date, flags): written into the JSON as given. */
+  metadata: object;
   /** Print epoch lines and the summary. @default {true} */
   print?: boolean;
 }

@@ -14,9 +14,28 @@
  */
 
 import type { CommBuffer } from "../memory/comm_buffer.ts";
-import { ALGORITHMS, autoAlgorithm, type CollectiveName } from "../registry.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types.ts";
-import type { CollectiveContext, Completion } from "./context.ts";
+import type {
+  AllgatherAlgorithm,
+  AllreduceAlgorithm,
+  BcastAlgorithm,
+  CollectiveContext,
+  Completion,
+  ReduceAlgorithm,
+  ReduceScatterAlgorithm,
+} from "./context.ts";
+
+/**
+ * The host algorithm `auto` picks for a host collective of `bytes` on `ctx`'s transport (the
+ * registry's, handed in: the registry lists these algorithms).
+ */
+export interface HostAlgorithms {
+  allreduce(ctx: CollectiveContext, bytes: number): AllreduceAlgorithm;
+  bcast(ctx: CollectiveContext, bytes: number): BcastAlgorithm;
+  reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
+  allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
+  reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
+}
 
 /** A pipelined buffer is cut into this many segments, each within the bounds below. */
 const SEGMENTS = 8;
@@ -61,11 +80,6 @@ async function stage(ctx: CollectiveContext, dtype: Dtype, plan: Plan, depth: nu
   }
 }
 
-/** The name of the host algorithm `auto` picks for a host collective of `bytes` here. */
-function host(ctx: CollectiveContext, collective: CollectiveName, bytes: number): string {
-  return autoAlgorithm(collective, ctx.transport.name, bytes, ctx.size, "host");
-}
-
 /** Segments of `count` elements of `dtype` in units of `unit` elements. */
 function cut(count: number, dtype: Dtype, unit: number, pipelined: boolean): number {
   if (!pipelined) return 1;
@@ -80,7 +94,7 @@ function span(count: number, segments: number, k: number): [number, number] {
   return [Math.min(count, k * per), Math.min(count, (k + 1) * per)];
 }
 
-function allreduce(pipelined: boolean) {
+function allreduce(host: HostAlgorithms, pipelined: boolean) {
   return (ctx: CollectiveContext, input: CommBuffer, output: CommBuffer, op: KernelOp) => {
     const n = input.length, dtype = input.dtype;
     const segments = cut(n, dtype, 1, pipelined);
@@ -89,7 +103,7 @@ function allreduce(pipelined: boolean) {
       segment(k, hostView) {
         const [s, e] = span(n, segments, k);
         const h = hostView(0, e - s);
-        const run = ALGORITHMS.allreduce[host(ctx, "allreduce", h.byteLength)].run;
+        const run = host.allreduce(ctx, h.byteLength);
         return {
           reads: [[input.subarray(s, e), h]],
           run: () => run(ctx, h, h, op),
@@ -100,7 +114,7 @@ function allreduce(pipelined: boolean) {
   };
 }
 
-function bcast(pipelined: boolean) {
+function bcast(host: HostAlgorithms, pipelined: boolean) {
   return (ctx: CollectiveContext, buf: CommBuffer, root: number) => {
     const n = buf.length, dtype = buf.dtype, isRoot = ctx.rank === root;
     const segments = cut(n, dtype, 1, pipelined);
@@ -109,7 +123,7 @@ function bcast(pipelined: boolean) {
       segment(k, hostView) {
         const [s, e] = span(n, segments, k);
         const h = hostView(0, e - s), part = buf.subarray(s, e);
-        const run = ALGORITHMS.bcast[host(ctx, "bcast", h.byteLength)].run;
+        const run = host.bcast(ctx, h.byteLength);
         return {
           reads: isRoot ? [[part, h]] : [],
           run: () => run(ctx, h, root),
@@ -120,7 +134,7 @@ function bcast(pipelined: boolean) {
   };
 }
 
-function reduce(pipelined: boolean) {
+function reduce(host: HostAlgorithms, pipelined: boolean) {
   return (
     ctx: CollectiveContext,
     input: CommBuffer,
@@ -135,7 +149,7 @@ function reduce(pipelined: boolean) {
       segment(k, hostView) {
         const [s, e] = span(n, segments, k);
         const h = hostView(0, e - s);
-        const run = ALGORITHMS.reduce[host(ctx, "reduce", h.byteLength)].run;
+        const run = host.reduce(ctx, h.byteLength);
         return {
           reads: [[input.subarray(s, e), h]],
           run: () => run(ctx, h, h, op, root),
@@ -146,7 +160,7 @@ function reduce(pipelined: boolean) {
   };
 }
 
-function allgather(pipelined: boolean) {
+function allgather(host: HostAlgorithms, pipelined: boolean) {
   return (ctx: CollectiveContext, send: CommBuffer, recv: CommBuffer) => {
     const n = send.length, dtype = send.dtype, size = ctx.size;
     const segments = cut(n, dtype, size, pipelined);
@@ -155,7 +169,7 @@ function allgather(pipelined: boolean) {
       segment(k, hostView) {
         const [s, e] = span(n, segments, k), len = e - s;
         const hs = hostView(0, len), hr = hostView(1, size * len);
-        const run = ALGORITHMS.allgather[host(ctx, "allgather", hr.byteLength)].run;
+        const run = host.allgather(ctx, hr.byteLength);
         return {
           reads: [[send.subarray(s, e), hs]],
           run: () => run(ctx, hs, hr),
@@ -173,7 +187,7 @@ function allgather(pipelined: boolean) {
   };
 }
 
-function reduceScatter(pipelined: boolean) {
+function reduceScatter(host: HostAlgorithms, pipelined: boolean) {
   return (ctx: CollectiveContext, send: CommBuffer, recv: CommBuffer, op: KernelOp) => {
     const n = recv.length, dtype = recv.dtype, size = ctx.size;
     const segments = cut(n, dtype, size, pipelined);
@@ -182,7 +196,7 @@ function reduceScatter(pipelined: boolean) {
       segment(k, hostView) {
         const [s, e] = span(n, segments, k), len = e - s;
         const hs = hostView(0, size * len), hr = hostView(1, len);
-        const run = ALGORITHMS.reduceScatter[host(ctx, "reduceScatter", hs.byteLength)].run;
+        const run = host.reduceScatter(ctx, hs.byteLength);
         return {
           reads: Array.from(
             { length: size },
@@ -200,11 +214,13 @@ function reduceScatter(pipelined: boolean) {
   };
 }
 
-/** `staged` and `pipelined` of every collective, for the registry. */
-export const STAGING = {
-  allreduce: { staged: allreduce(false), pipelined: allreduce(true) },
-  bcast: { staged: bcast(false), pipelined: bcast(true) },
-  reduce: { staged: reduce(false), pipelined: reduce(true) },
-  allgather: { staged: allgather(false), pipelined: allgather(true) },
-  reduceScatter: { staged: reduceScatter(false), pipelined: reduceScatter(true) },
-} as const;
+/** `staged` and `pipelined` of every collective around the host algorithms `host` picks. */
+export function stagingAlgorithms(host: HostAlgorithms) {
+  return {
+    allreduce: { staged: allreduce(host, false), pipelined: allreduce(host, true) },
+    bcast: { staged: bcast(host, false), pipelined: bcast(host, true) },
+    reduce: { staged: reduce(host, false), pipelined: reduce(host, true) },
+    allgather: { staged: allgather(host, false), pipelined: allgather(host, true) },
+    reduceScatter: { staged: reduceScatter(host, false), pipelined: reduceScatter(host, true) },
+  } as const;
+}

@@ -1,8 +1,9 @@
 /**
- * Joining a `ws` or `tcp` group from an existing launcher's environment: torchrun (`RANK`, `WORLD_SIZE`,
- * `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`), PMI (`PMI_RANK`/
- * `PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus `DCCL_TOKEN`
- * and, optionally, `DCCL_TRANSPORT` (`ws` unless told).
+ * Joining a group over a processes transport from an existing launcher's environment: torchrun
+ * (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`),
+ * PMI (`PMI_RANK`/`PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus
+ * `DCCL_TOKEN` and, optionally, `DCCL_TRANSPORT` (the registry's first processes transport unless
+ * told).
  * @module
  */
 
@@ -10,8 +11,8 @@ import { Communicator } from "../communicator.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
-import { PORT_MARK } from "./spawn_processes.ts";
-import { connectMesh, type MeshTransport, meshTransport } from "../transports/mesh.ts";
+import { launchedAs, PROCESS_TRANSPORTS, type TransportName, transportNamed } from "../registry.ts";
+import { PORT_MARK } from "./report.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -27,8 +28,8 @@ export interface EnvRank {
   token: string;
   /** Which convention supplied rank and size. */
   source: string;
-  /** The transport (`DCCL_TRANSPORT`, `ws` unless set). */
-  transport: MeshTransport;
+  /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
+  transport: TransportName;
 }
 
 const CONVENTIONS: [string, string, string][] = [
@@ -83,7 +84,11 @@ export function rankFromEnv(
   if (!token) {
     throw new Error("DCCL_TOKEN is not set: export the same secret for every rank of the run");
   }
-  const transport = meshTransport(env.DCCL_TRANSPORT ?? "ws", "DCCL_TRANSPORT");
+  const transport = transportNamed(
+    env.DCCL_TRANSPORT ?? PROCESS_TRANSPORTS[0],
+    "DCCL_TRANSPORT",
+    PROCESS_TRANSPORTS,
+  );
   return {
     ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
     ...{ source, transport },
@@ -102,7 +107,7 @@ function decimal(env: Record<string, string | undefined>, name: string): number 
 /** Options of {@linkcode joinFromEnv}. */
 export interface JoinOptions {
   /** The transport, over `DCCL_TRANSPORT`. */
-  transport?: MeshTransport;
+  transport?: TransportName;
   /** Address to listen on. @default {"127.0.0.1"} */
   bind?: string;
   /** Milliseconds for rendezvous and each wait. @default {30000} */
@@ -126,7 +131,7 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
-  const transport = await connectMesh(options.transport ?? me.transport, {
+  const transport = await launchedAs(options.transport ?? me.transport, "processes").connect({
     ...me,
     bind: options.bind,
     timeoutMs: options.timeoutMs,

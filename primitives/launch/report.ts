@@ -4,8 +4,18 @@
  * @module
  */
 
+import type { Communicator } from "../communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import type { RankEnd } from "./verdict.ts";
+
+/** A process rank's stdout line starting with this carries its result (not printed). */
+export const RESULT_MARK = "\u0001dccl-result ";
+/** A process rank's stdout line that says its function returned (it is closing its communicator). */
+export const RETURNED_MARK = "\u0001dccl-returned";
+/** A process rank's stdout line starting with this carries the error it failed with, as JSON. */
+export const ERROR_MARK = "\u0001dccl-error ";
+/** Rank 0's stdout line starting with this carries the port it picked (not printed). */
+export const PORT_MARK = "\u0001dccl-port ";
 
 /** The error a rank failed with, as it reports it. */
 export interface FailureReport {
@@ -50,4 +60,46 @@ export function failedEnd(report: FailureReport): Omit<RankEnd, "at"> {
 /** How a rank's final report ends it, for the launcher's verdict. */
 export function reportEnd(report: Exclude<RankReport, { type: "returned" }>): Omit<RankEnd, "at"> {
   return report.type === "done" ? { status: "ok", result: report.result } : failedEnd(report);
+}
+
+/**
+ * The function `entry` of `module`, which every rank runs as `fn(comm, args)`; a TypeError when
+ * the module has none.
+ */
+export async function rankFunction(
+  module: string,
+  entry: string,
+): Promise<(comm: Communicator, args: unknown) => unknown> {
+  const fn = (await import(module))[entry];
+  if (typeof fn !== "function") {
+    throw new TypeError(`Module ${module} has no exported function ${entry}`);
+  }
+  return fn;
+}
+
+/**
+ * Runs a rank: the communicator `connect` makes, the function `fn` on it, then the communicator's
+ * close (which waits for the peers'); tells the launcher through `report` that the function
+ * returned, and then how the rank ended. On a failure the peers learn why at once (unless this
+ * rank failed because of one of them). Resolves whether the rank succeeded.
+ */
+export async function runRank(
+  connect: () => Promise<Communicator>,
+  fn: () => Promise<(comm: Communicator, args: unknown) => unknown>,
+  args: unknown,
+  report: (r: RankReport) => void,
+): Promise<boolean> {
+  let comm: Communicator | undefined;
+  try {
+    comm = await connect();
+    const result = await (await fn())(comm, args);
+    report({ type: "returned" });
+    await comm[Symbol.asyncDispose]();
+    report({ type: "done", result });
+    return true;
+  } catch (err) {
+    await comm?.abort(err).catch(() => {});
+    report({ type: "error", ...failureReport(err) });
+    return false;
+  }
 }

@@ -5,7 +5,61 @@
  * @module
  */
 
+import type { TransportName } from "../registry.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { GroupEnds, type RankEnd } from "./verdict.ts";
+
+/** What a group of ranks is started with, however its transport starts them. */
+export interface GroupOptions {
+  /** Number of ranks. */
+  size: number;
+  /** The transport; it decides how ranks start. @default {the registry's first of that kind} */
+  transport?: TransportName;
+  /** Milliseconds an operation may wait without progress before it fails. @default {30000} */
+  timeoutMs?: number;
+  /**
+   * Milliseconds the other ranks have to finish once one has returned; a rank still running then
+   * is stuck (the group fails, naming it). The default outlasts the ranks' own timeouts, so a
+   * rank waiting for one that skipped a call reports that first. @default {timeoutMs + 2000}
+   */
+  stragglerMs?: number;
+  /** Passed to every rank's function (structured-cloned for workers, JSON for processes). */
+  args?: unknown;
+  /** Aborting stops every rank and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
+  /** Name of the exported function each rank runs as `fn(comm, args)`. @default {"run"} */
+  entry?: string;
+}
+
+/** A running group of ranks. */
+export interface RankGroup<T> {
+  /**
+   * Every rank's return value, by rank; rejects with a `RankFailedError` naming the rank that
+   * caused the failure, with how every rank ended in its `outcomes`.
+   */
+  readonly results: Promise<T[]>;
+  /** Terminates one rank, as if it had died. */
+  kill(rank: number): void;
+}
+
+/** `size` if it is a group size; else a RangeError. */
+export function checkSize(size: number): number {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new RangeError(`Invalid size ${size}: a group needs an integer ≥ 1 ranks`);
+  }
+  return size;
+}
+
+/** The supervisor's deadlines for a group started with `options`. */
+export function deadlines(options: GroupOptions): { graceMs: number; stragglerMs: number } {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return {
+    graceMs: Math.min(FAILURE_GRACE_MS, timeoutMs),
+    stragglerMs: options.stragglerMs ?? timeoutMs + FAILURE_GRACE_MS,
+  };
+}
 
 /**
  * Milliseconds a launcher waits, once a rank has failed, for the others to report before it

@@ -103,6 +103,8 @@ export class GroupEnds {
     let witness = start.rank;
     let blamed = start.e.blames!;
     for (const seen = new Set([witness]);;) {
+      // A mismatch check names the rank whose calls differ: that is the verdict.
+      if (this.#ends[witness]!.name === "MismatchError") break;
       const e = this.#ends[blamed];
       if (!e || !isFailure(e) || !isConsequence(blamed, e) || this.#convicted(e)) break;
       if (seen.has(e.blames!)) {

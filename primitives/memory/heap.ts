@@ -6,7 +6,10 @@
  * @module
  */
 
+import { memoryOf, registerMemoryBuffer } from "../../kernels/memories.ts";
 import { type Dtype, makeView, type TypedArray } from "../types.ts";
+
+export { memoryOf };
 
 const PAGE = 65536;
 /** One page short of 4 GiB so that `offset + bytes` never wraps a 32-bit address. */
@@ -113,8 +116,6 @@ function viewBytes(dtype: Dtype): number {
   return dtype === "f64" ? 8 : 4;
 }
 
-const OWNER = new WeakMap<ArrayBufferLike, WebAssembly.Memory>();
-
 /**
  * The current SharedArrayBuffer of a heap memory. A grown memory hands out a new, longer buffer
  * object over the same bytes; fetching through here remembers every one of them so that
@@ -122,7 +123,7 @@ const OWNER = new WeakMap<ArrayBufferLike, WebAssembly.Memory>();
  */
 export function heapBuffer(memory: WebAssembly.Memory): SharedArrayBuffer {
   const buffer = memory.buffer as unknown as SharedArrayBuffer;
-  OWNER.set(buffer, memory);
+  registerMemoryBuffer(buffer, memory);
   return buffer;
 }
 
@@ -143,11 +144,6 @@ export function privateView(dtype: Dtype, count: number): TypedArray | undefined
     if (e instanceof RangeError) return undefined; // out of memory or address space
     throw e;
   }
-  OWNER.set(memory.buffer, memory);
+  registerMemoryBuffer(memory.buffer, memory);
   return makeView(dtype, memory.buffer, 0, count);
-}
-
-/** The memory a buffer belongs to: a heap's (see {@linkcode heapBuffer}), or a private view's. */
-export function memoryOf(buffer: ArrayBufferLike): WebAssembly.Memory | undefined {
-  return OWNER.get(buffer);
 }

@@ -34,6 +34,8 @@ export class Goodbyes {
   #left: number;
   /** Goodbyes that came before the calls could judge them, with what this rank had sent. */
   #unjudged: { peer: number; bye: Goodbye; sent: number }[] = [];
+  /** How many of this rank's messages each peer that said goodbye took. */
+  readonly #taken: (number | undefined)[] = [];
   #calls?: CallCheck;
   #wake?: () => void;
 
@@ -74,6 +76,7 @@ export class Goodbyes {
     if (this.#heard[peer]) return undefined;
     this.#heard[peer] = true;
     this.#left--;
+    this.#taken[peer] = bye?.taken;
     const problem = bye === undefined
       ? undefined
       : this.#calls
@@ -112,13 +115,19 @@ export class Goodbyes {
 
   /**
    * What this rank finds as it closes, once its peers' goodbyes are in: calls that differ from a
-   * peer's, else a message that no call took; undefined when all is well.
+   * peer's, else a message that no call took, here or (`sent[peer]` messages in all) at a peer
+   * that said goodbye before this rank's last sends; undefined when all is well.
    */
-  closing(unclaimed: Unclaimed | undefined): CommError | undefined {
+  closing(unclaimed: Unclaimed | undefined, sent: readonly number[]): CommError | undefined {
     const calls = this.#calls;
     if (!calls) return undefined;
-    return calls.closing() ??
+    const problem = calls.closing() ??
       (unclaimed && calls.unclaimed(unclaimed.peer, unclaimed.tag, unclaimed.stamp));
+    if (problem) return problem;
+    for (const [peer, taken] of this.#taken.entries()) {
+      if (taken !== undefined && taken < sent[peer]) return this.#untaken(peer, taken, sent[peer]);
+    }
+    return undefined;
   }
 
   /**
@@ -128,9 +137,12 @@ export class Goodbyes {
    */
   #judge(peer: number, bye: Goodbye, sent: number): CommError | undefined {
     const problem = bye.summary && this.#calls?.peerClosed(peer, bye.summary);
-    if (problem || bye.taken >= sent) return problem;
+    return problem || (bye.taken < sent ? this.#untaken(peer, bye.taken, sent) : undefined);
+  }
+
+  #untaken(peer: number, taken: number, sent: number): MismatchError {
     return new MismatchError(
-      `Rank ${peer} closed its communicator having received ${bye.taken} of the ${sent} ` +
+      `Rank ${peer} closed its communicator having received ${taken} of the ${sent} ` +
         `messages rank ${this.#rank} sent it: every message must be received, and every rank ` +
         `must make the same calls`,
       { failedRank: peer },

@@ -20,7 +20,13 @@ import type { GpuDevice } from "../memory/gpu_device.ts";
 import { DEFAULT_TIMEOUT_MS, type Dtype, DTYPE_INFO } from "../types.ts";
 import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { Inbox } from "./inbox.ts";
-import type { CallCheck, DeviceAccess, DeviceOps, Transport } from "./transport.ts";
+import type {
+  CallCheck,
+  DeviceAccess,
+  DeviceOps,
+  ThreadTransport,
+  Transport,
+} from "./transport.ts";
 
 /** A collective call while ranks join it. */
 interface Join {
@@ -399,7 +405,9 @@ export class GpuTransport implements Transport {
         }
       }
       await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
-      const problem = this.#failed ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      const problem = this.#failed
+        ? undefined
+        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
       if (problem) {
         this.abort(problem);
         this.#inbox.close();
@@ -420,3 +428,20 @@ export class GpuTransport implements Transport {
     );
   }
 }
+
+/** The `gpu` transport: logical ranks sharing one device (see `TransportFacts`). */
+export const GPU: ThreadTransport & { name: "gpu" } = {
+  name: "gpu",
+  summary: "logical ranks in one thread sharing one WebGPU device (data stays on the device)",
+  launch: "thread",
+  memory: ["host", "gpu", "managed"],
+  bestMemory: "gpu",
+  offers: ["messages", "device"],
+  needsDevice: true,
+  blocking: false,
+  rankBytes: 2 ** 20,
+  groupBytes: () => 64 * 2 ** 20,
+  // Each byte of every rank's buffer read once by one kernel: the direct kernels beat the ring.
+  prefers: (_collective, _bytes, _size, side) => side === "device" ? "gpu_direct" : undefined,
+  group: (gpu, size, timeoutMs) => new GpuGroup(gpu, size, { timeoutMs }).transports,
+};

@@ -32,8 +32,9 @@ import { STALL_PROBE_MS } from "./inbox.ts";
 import { coreYielder } from "./yield_core.ts";
 import { heavyFence } from "./heavy_fence.ts";
 import { copy } from "../../kernels/copy.ts";
-import type { CallCheck, SharedAccess, Transport } from "./transport.ts";
+import type { CallCheck, SharedAccess, Transport, WorkersTransport } from "./transport.ts";
 import {
+  createShmSetup,
   CTRL,
   EAGER_INLINE_BYTES,
   loadStamp,
@@ -48,6 +49,7 @@ import {
   RING_TAKEN,
   ringOffset,
   type ShmSetup,
+  shmSetupBytes,
   SLOT_HEADER_WORDS,
   slotBytes,
   slotDataOffset,
@@ -538,7 +540,7 @@ export class ShmTransport implements Transport, SharedAccess {
         problem = this.#goodbyes.heard(r, this.#goodbyeOf(r), this.#sent[r]);
       }
     }
-    problem ??= this.#goodbyes.closing(this.#unclaimed());
+    problem ??= this.#goodbyes.closing(this.#unclaimed(), this.#sent);
     if (problem) {
       this.abort(problem);
       throw problem;
@@ -985,3 +987,31 @@ export class ShmTransport implements Transport, SharedAccess {
     Atomics.add(this.#inbound[peer]!.words, RING_TAKEN, 1);
   }
 }
+
+/** The `shm` transport: workers that share memory (see `TransportFacts`). */
+export const SHM: WorkersTransport & { name: "shm" } = {
+  name: "shm",
+  summary: "workers sharing memory: rings of slots, and direct reads of each other's heaps",
+  launch: "workers",
+  memory: ["host", "shared", "gpu", "managed"],
+  bestMemory: "shared",
+  offers: ["messages", "shared", "staging"],
+  needsDevice: false,
+  blocking: true,
+  rankBytes: 16 * 2 ** 20,
+  groupBytes: shmSetupBytes,
+  // Direct reads of peers' heaps move each byte across memory once: they win at every size.
+  prefers: (_collective, _bytes, _size, side) => side === "host" ? "shm_direct" : undefined,
+  prepare(size) {
+    const setup = createShmSetup(size);
+    return {
+      forRank: () => ({ handed: setup, transfer: [] }),
+      abort: (failedRank, reason) => raiseAbort(setup.control, size, failedRank, reason),
+    };
+  },
+  join(rank, handed, heaps, heap, timeoutMs) {
+    const eager = heap.alloc("f64", ShmTransport.EAGER_AREA_BYTES / 8);
+    const setup = { ...(handed as ShmSetup), heaps, eagerOffset: eager.byteOffset };
+    return new ShmTransport(rank, setup, { timeoutMs });
+  },
+};

@@ -19,7 +19,7 @@
 
 import { copy } from "../../kernels/copy.ts";
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
-import { DEFAULT_TIMEOUT_MS, DONE, type TransportName } from "../types.ts";
+import { DEFAULT_TIMEOUT_MS, DONE } from "../types.ts";
 import { Inbox } from "./inbox.ts";
 import {
   POLLIN,
@@ -30,7 +30,6 @@ import {
   socketFd,
   WOULD_BLOCK,
 } from "./socket_calls.ts";
-import type { MeshConnection } from "./stream_mesh.ts";
 import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import type { CallCheck, Transport } from "./transport.ts";
 
@@ -87,6 +86,15 @@ export function bufferView(bytes: Uint8Array): DataView {
   let view = dataViews.get(bytes.buffer);
   if (!view) dataViews.set(bytes.buffer, view = new DataView(bytes.buffer));
   return view;
+}
+
+/** A connection of a finished mesh, with what its reader took past the rendezvous. */
+export interface MeshConnection {
+  peer: number;
+  conn: Deno.TcpConn;
+  /** This rank dialed it. */
+  dialed: boolean;
+  head: Uint8Array;
 }
 
 /** How a transport uses one connection of its mesh: its frame format, and which way it carries. */
@@ -301,7 +309,7 @@ class Link {
  * wires and meshes.
  */
 export abstract class StreamTransport implements Transport {
-  abstract readonly name: TransportName;
+  abstract readonly name: string;
   /** How this transport uses `c` (called from the constructor: it may read no instance state). */
   protected abstract route(c: MeshConnection): Route;
   readonly rank: number;
@@ -476,7 +484,9 @@ export abstract class StreamTransport implements Transport {
         this.#frame(link, { kind: "closing", ...bye }).catch(() => {});
       }
       await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
-      const problem = this.#failed ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      const problem = this.#failed
+        ? undefined
+        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
       if (problem) this.abort(problem);
     }
     this.#closing = true;

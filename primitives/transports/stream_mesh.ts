@@ -26,7 +26,20 @@ import {
   waitFor,
   withDeadline,
 } from "./rendezvous.ts";
-import { closeQuietly } from "./stream.ts";
+import { closeQuietly, type MeshConnection } from "./stream.ts";
+import type { ProcessesTransport } from "./transport.ts";
+
+/** What the process meshes (`ws`, `tcp`) share: one process per rank, messages between them. */
+export const PROCESS_MESH = {
+  launch: "processes",
+  memory: ["host", "shared", "gpu", "managed"],
+  bestMemory: "host",
+  offers: ["messages", "staging"],
+  needsDevice: false,
+  blocking: false,
+  rankBytes: 80 * 2 ** 20,
+  groupBytes: () => 0,
+} as const satisfies Partial<ProcessesTransport>;
 
 /** A listener's answer to a greeting. */
 export type Answer = "accepted" | "wrongToken" | "badRank" | "rankTaken";
@@ -53,15 +66,6 @@ export interface Handshake {
   write(conn: Deno.TcpConn, message: Uint8Array, fromDialer: boolean): Promise<void>;
   /** Reads a rendezvous message of at most `maxBytes`, or says why it is none. */
   read(r: Reader, maxBytes: number, fromDialer: boolean): Promise<Uint8Array | string>;
-}
-
-/** A connection of a finished mesh, with what its reader took past the rendezvous. */
-export interface MeshConnection {
-  peer: number;
-  conn: Deno.TcpConn;
-  /** This rank dialed it. */
-  dialed: boolean;
-  head: Uint8Array;
 }
 
 const ACK = new TextEncoder().encode("ack");

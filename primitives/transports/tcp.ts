@@ -8,6 +8,9 @@
 
 import { MAX_BYTES } from "../types.ts";
 import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
+import { connectStreamMesh, PROCESS_MESH } from "./stream_mesh.ts";
+import { TCP_HANDSHAKE } from "./tcp_connect.ts";
+import type { ProcessesTransport } from "./transport.ts";
 
 /**
  * Frame header: kind, tag, payload length, the sender's call stamp, and a data frame's message
@@ -120,3 +123,19 @@ export class TcpTransport extends StreamTransport {
     return BOTH_WAYS;
   }
 }
+
+/** The `tcp` transport: processes over TCP connections with their own frames (see `TransportFacts`). */
+export const TCP: ProcessesTransport & { name: "tcp" } = {
+  ...PROCESS_MESH,
+  name: "tcp",
+  summary: "processes (or hosts) over TCP, one connection per pair, frames of their own",
+  // Between 2 processes recursive doubling beats the ring up to 1 MiB (docs/auto.md).
+  prefers: (collective, bytes, size, side) =>
+    collective === "allreduce" && side === "host" && size === 2 && bytes < 2 ** 20
+      ? "recursive_doubling"
+      : undefined,
+  async connect(o) {
+    const connections = await connectStreamMesh(o, TCP_HANDSHAKE);
+    return new TcpTransport(o.rank, o.size, connections, { timeoutMs: o.timeoutMs });
+  },
+};

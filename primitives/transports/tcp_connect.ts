@@ -7,10 +7,9 @@
  */
 
 import { timingSafeEqual } from "node:crypto";
-import { CLOSED_FIRST, type MeshOptions, tokenDigest } from "./rendezvous.ts";
+import { CLOSED_FIRST, tokenDigest } from "./rendezvous.ts";
 import { writeAll } from "./stream.ts";
-import { type Answer, connectStreamMesh, type Handshake } from "./stream_mesh.ts";
-import { TcpTransport } from "./tcp.ts";
+import type { Answer, Handshake } from "./stream_mesh.ts";
 
 const HELLO_MAGIC = 0x74636364; // "dcct"
 /** Magic, rank (u32 each) and the token's SHA-256 digest. */
@@ -18,7 +17,7 @@ const HELLO_BYTES = 40;
 /** The listener's answer to a hello, as its status byte. */
 const STATUS: Record<Answer, number> = { accepted: 0, wrongToken: 1, badRank: 2, rankTaken: 3 };
 
-const TCP_HANDSHAKE: Handshake = {
+export const TCP_HANDSHAKE: Handshake = {
   dialsAll: false,
 
   async offer(r, o) {
@@ -61,9 +60,3 @@ const TCP_HANDSHAKE: Handshake = {
     return await r.exactly(length) ?? "a message cut short (the connection closed)";
   },
 };
-
-/** Connects this rank to all others and returns the transport. */
-export async function connectTcp(o: MeshOptions): Promise<TcpTransport> {
-  const connections = await connectStreamMesh(o, TCP_HANDSHAKE);
-  return new TcpTransport(o.rank, o.size, connections, { timeoutMs: o.timeoutMs });
-}

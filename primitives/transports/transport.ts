@@ -6,7 +6,18 @@
 
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CommError, MismatchError } from "../errors.ts";
-import type { Dtype, KernelOp, TransportName, TypedArray } from "../types.ts";
+import type { GpuDevice } from "../memory/gpu_device.ts";
+import type { RankHeap } from "../memory/heap.ts";
+import type {
+  AlgorithmNeed,
+  CollectiveName,
+  Dtype,
+  KernelOp,
+  MemoryKind,
+  Side,
+  TypedArray,
+} from "../types.ts";
+import type { MeshOptions } from "./rendezvous.ts";
 
 /**
  * Judges whether what arrives from a peer belongs to the call this rank makes (implemented by the
@@ -63,8 +74,8 @@ export interface CallSummary {
  * A receive whose length differs from the message rejects with a `MismatchError`.
  */
 export interface Transport {
-  /** Registry name. */
-  readonly name: TransportName;
+  /** Registry name (its descriptor's). */
+  readonly name: string;
   /** This rank. */
   readonly rank: number;
   /** Number of ranks. */
@@ -173,3 +184,83 @@ export interface DeviceOps {
 export function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
+
+/**
+ * What dccl knows about a transport besides moving bytes (NCCL's `ncclTransport`): its facts, how
+ * its ranks start and connect, and what `auto` prefers on it. Each transport's file exports one;
+ * the registry lists them in order, and nothing else names a transport.
+ */
+export interface TransportFacts {
+  /** Registry name (`--transport`). */
+  readonly name: string;
+  /** How its ranks start: workers of this process, processes (or hosts), or one thread. */
+  readonly launch: "workers" | "processes" | "thread";
+  /** One line for help texts: what links the ranks. */
+  readonly summary: string;
+  /** Memory kinds it carries (NCCL's `canConnect`), directly or staged through the host. */
+  readonly memory: readonly MemoryKind[];
+  /** The kind a run uses unless told (DESIGN.md: "best for the transport"). */
+  readonly bestMemory: MemoryKind;
+  /** What it offers algorithms (each algorithm states what it needs). */
+  readonly offers: readonly AlgorithmNeed[];
+  /** Whether its ranks need a WebGPU device whatever their memory. */
+  readonly needsDevice: boolean;
+  /**
+   * Whether its waits block the rank's thread (shared-memory spins and sleeps): a collective that
+   * runs on after its call returns must then finish before the next one begins.
+   */
+  readonly blocking: boolean;
+  /** Memory a rank costs beyond its buffers (its runtime), bytes; measured on the development machine. */
+  readonly rankBytes: number;
+  /** Memory a whole group shares, bytes. */
+  groupBytes(size: number): number;
+  /**
+   * `auto`'s pick on this transport where it differs from the rule for every transport (the
+   * registry's): an algorithm of `collective` for a `bytes`-byte buffer on `size` ranks, or
+   * undefined.
+   */
+  prefers?(collective: CollectiveName, bytes: number, size: number, side: Side): string | undefined;
+}
+
+/** A transport whose ranks are workers of the launching process. */
+export interface WorkersTransport extends TransportFacts {
+  readonly launch: "workers";
+  /** In the launcher, once per group: what its ranks share. */
+  prepare(size: number): PreparedGroup;
+  /**
+   * In rank `rank`'s worker: its transport, from what the launcher handed it (`handed`), every
+   * rank's heap memory and its own heap.
+   */
+  join(
+    rank: number,
+    handed: unknown,
+    heaps: WebAssembly.Memory[],
+    heap: RankHeap,
+    timeoutMs: number,
+  ): Transport;
+}
+
+/** What a workers transport's launcher made for one group. */
+export interface PreparedGroup {
+  /** What rank `rank` is handed (structured-cloned), and what of it is transferred. */
+  forRank(rank: number): { handed: unknown; transfer: Transferable[] };
+  /** Tells every rank, from the launcher, that `failedRank` failed (beside the launcher's message). */
+  abort?(failedRank: number, reason: string): void;
+}
+
+/** A transport whose ranks are processes (or hosts) that meet at a rendezvous. */
+export interface ProcessesTransport extends TransportFacts {
+  readonly launch: "processes";
+  /** Connects this rank to the others. */
+  connect(options: MeshOptions): Promise<Transport>;
+}
+
+/** A transport whose ranks are logical ranks in one thread, sharing one device. */
+export interface ThreadTransport extends TransportFacts {
+  readonly launch: "thread";
+  /** The transports of a group of `size` ranks on `gpu`, by rank. */
+  group(gpu: GpuDevice, size: number, timeoutMs: number): Transport[];
+}
+
+/** One transport's descriptor (see {@linkcode TransportFacts}). */
+export type TransportDescriptor = WorkersTransport | ProcessesTransport | ThreadTransport;

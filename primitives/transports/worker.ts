@@ -10,7 +10,7 @@ import { type CommError, failureNotice, noticeError, PeerFailedError } from "../
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { Inbox, type Segment } from "./inbox.ts";
-import type { CallCheck, Transport } from "./transport.ts";
+import type { CallCheck, Transport, WorkersTransport } from "./transport.ts";
 
 /** Segment size of large messages. */
 export const SEGMENT_BYTES = 4 * 1024 * 1024;
@@ -149,7 +149,9 @@ export class WorkerTransport implements Transport {
         port?.postMessage(bye);
       });
       await this.#goodbyes.wait(this.#timeoutMs, () => this.#aborted !== undefined);
-      const problem = this.#aborted ? undefined : this.#goodbyes.closing(this.#inbox.unclaimed());
+      const problem = this.#aborted
+        ? undefined
+        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
       if (problem) this.abort(problem);
     }
     this.#inbox.close();
@@ -172,3 +174,42 @@ export class WorkerTransport implements Transport {
 function coversPrivateBuffer(data: Uint8Array, len: number): boolean {
   return len === data.buffer.byteLength && !(data.buffer instanceof SharedArrayBuffer);
 }
+
+/** `ports[r][p]`: rank r's end of the channel to rank p (undefined for r = p). */
+function meshPorts(size: number): (MessagePort | undefined)[][] {
+  const ports = Array.from({ length: size }, () => new Array<MessagePort | undefined>(size));
+  for (let a = 0; a < size; a++) {
+    for (let b = a + 1; b < size; b++) {
+      const channel = new MessageChannel();
+      ports[a][b] = channel.port1;
+      ports[b][a] = channel.port2;
+    }
+  }
+  return ports;
+}
+
+/** The `worker` transport: workers passing messages (see `TransportFacts`). */
+export const WORKER: WorkersTransport & { name: "worker" } = {
+  name: "worker",
+  summary: "workers passing messages: postMessage over a MessageChannel per pair",
+  launch: "workers",
+  memory: ["host", "shared", "gpu", "managed"],
+  bestMemory: "host",
+  offers: ["messages", "staging"],
+  needsDevice: false,
+  blocking: false,
+  rankBytes: 16 * 2 ** 20,
+  groupBytes: () => 0,
+  prepare(size) {
+    const ports = meshPorts(size);
+    return {
+      forRank: (rank) => ({
+        handed: ports[rank],
+        transfer: ports[rank].filter((p): p is MessagePort => p !== undefined),
+      }),
+    };
+  },
+  join(rank, handed, _heaps, _heap, timeoutMs) {
+    return new WorkerTransport(rank, handed as (MessagePort | undefined)[], { timeoutMs });
+  },
+};

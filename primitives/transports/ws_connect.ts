@@ -14,24 +14,10 @@
  */
 
 import { createHash } from "node:crypto";
-import {
-  CLOSED_FIRST,
-  type MeshOptions,
-  parseRank,
-  tokenDigest,
-  tokenMatches,
-} from "./rendezvous.ts";
+import { CLOSED_FIRST, parseRank, tokenDigest, tokenMatches } from "./rendezvous.ts";
 import { writeAll } from "./stream.ts";
-import { type Answer, connectStreamMesh, type Handshake, type Reader } from "./stream_mesh.ts";
-import {
-  headBytes,
-  headProblem,
-  OPCODE,
-  readFrameHead,
-  unmask,
-  writeFrame,
-  WsTransport,
-} from "./ws.ts";
+import type { Answer, Handshake, Reader } from "./stream_mesh.ts";
+import { headBytes, headProblem, OPCODE, readFrameHead, unmask, writeFrame } from "./ws_frames.ts";
 
 const HEADER_TOKEN = "x-dccl-token";
 const HEADER_RANK = "x-dccl-rank";
@@ -67,7 +53,7 @@ function writeHead(r: Reader, lines: string[]): Promise<void> {
   return writeAll(r.conn, new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
 }
 
-const WS_HANDSHAKE: Handshake = {
+export const WS_HANDSHAKE: Handshake = {
   dialsAll: true,
 
   async offer(r, o, host, port) {
@@ -157,10 +143,4 @@ function atobLength(text: string): number {
   } catch {
     return -1;
   }
-}
-
-/** Connects this rank to all others and returns the transport. */
-export async function connectWs(o: MeshOptions): Promise<WsTransport> {
-  const connections = await connectStreamMesh(o, WS_HANDSHAKE);
-  return new WsTransport(o.rank, o.size, connections, { timeoutMs: o.timeoutMs });
 }

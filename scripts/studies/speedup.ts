@@ -4,11 +4,15 @@
  * @module
  */
 
+import { PROCESS_TRANSPORTS, transportsLaunching } from "../../primitives/registry.ts";
 import { lineChart, pct, round, type StudyContext, type StudyResult } from "./study.ts";
+
+/** Ranks as threads (the first workers transport) and as processes (the first processes one). */
+const TRANSPORTS = [transportsLaunching("workers")[0], PROCESS_TRANSPORTS[0]];
 
 export async function speedup(ctx: StudyContext): Promise<StudyResult> {
   const notes: string[] = [];
-  for (const transport of ["shm", "ws"]) {
+  for (const transport of TRANSPORTS) {
     const times: [number, number][] = [];
     for (const procs of [1, 2, 4, 8]) {
       const s = await ctx.train(
@@ -19,7 +23,7 @@ export async function speedup(ctx: StudyContext): Promise<StudyResult> {
       const t1 = times[0][1], sp = t1 / s.train_s;
       ctx.record({
         transport,
-        launch: transport === "shm" ? "threads (workers)" : "processes",
+        launch: transport === TRANSPORTS[0] ? "threads (workers)" : "processes",
         procs,
         time_s: round(s.train_s, 2),
         speedup: round(sp, 2),

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { transportsLaunching } from "../../primitives/registry.ts";
 import { barChart, pct, round, type StudyContext, type StudyResult } from "./study.ts";
 
 const KINDS: [string, Record<string, string>][] = [
@@ -20,8 +21,10 @@ export async function strategies(ctx: StudyContext): Promise<StudyResult> {
   for (const device of devices) {
     for (const procs of [2, 4]) {
       for (const [name, flags] of KINDS) {
-        // GPU ranks are logical ranks on the one device (the gpu transport).
-        const where: Record<string, string> = device === "gpu" ? { device, transport: "gpu" } : {};
+        // GPU ranks are logical ranks on the one device (a thread transport).
+        const where: Record<string, string> = device === "gpu"
+          ? { device, transport: transportsLaunching("thread")[0] }
+          : {};
         const s = await ctx.train(
           { ...flags, ...where, procs: String(procs) },
           `${name}, ${procs} ranks, ${device}`,

@@ -9,7 +9,8 @@ export type DisagreeMode =
   | "bcast-vs-allreduce" // rank 0 broadcasts from root 1, the others allreduce
   | "allreduce-vs-bcast" // rank 1 broadcasts from root 0, the others allreduce
   | "skip" // rank 1 skips the collective
-  | "unreceived"; // rank 0 sends rank 1 a message it never receives
+  | "unreceived" // rank 0 sends rank 1 a message it never receives
+  | "sent-after-close"; // the same, sent once rank 1 has said goodbye
 
 export interface DisagreeArgs {
   mode: DisagreeMode;
@@ -38,6 +39,12 @@ export async function run(comm: Communicator, { mode, count }: DisagreeArgs): Pr
       break;
     case "unreceived":
       if (comm.rank === 0) await comm.send(buf, 1, { tag: 5 });
+      break;
+    case "sent-after-close":
+      if (comm.rank === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await comm.send(buf, 1, { tag: 5 });
+      }
       break;
   }
   return "completed";

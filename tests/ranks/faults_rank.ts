@@ -1,7 +1,7 @@
 // Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
 import { type Communicator, TRANSPORTS } from "../../mod.ts";
-import { startGroup } from "../../primitives/launch/launch.ts";
-import { connectMesh } from "../../primitives/transports/mesh.ts";
+import { launchGroup } from "../../primitives/launch/group.ts";
+import { launchedAs } from "../../primitives/registry.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
@@ -124,7 +124,7 @@ function messageRing(comm: Communicator): string {
  */
 async function newGroupSum(comm: Communicator, store?: string): Promise<number> {
   if (comm.transport !== "ws" && comm.transport !== "tcp") {
-    const sums = await startGroup<number>(new URL("./sum_rank.ts", import.meta.url), {
+    const sums = await launchGroup<number>(new URL("./sum_rank.ts", import.meta.url), {
       size: 2,
       transport: comm.transport,
     }).results;
@@ -133,7 +133,7 @@ async function newGroupSum(comm: Communicator, store?: string): Promise<number> 
   const survivors = [0, 2];
   const rank = survivors.indexOf(comm.rank);
   const portFile = `${store}/port`;
-  const transport = await connectMesh(comm.transport, {
+  const transport = await launchedAs(comm.transport, "processes").connect({
     rank,
     size: survivors.length,
     masterAddr: "127.0.0.1",

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { CommBuffer } from "../../primitives/memory/comm_buffer.ts";
+import type { CommBuffer } from "../../mod.ts";
 import type { Shard } from "../data.ts";
 import {
   broadcastParams,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { memoryOf, type RankHeap } from "../primitives/memory/heap.ts";
+import type { RankHeap } from "../../mod.ts";
 import { MLP_PLAIN_WASM_BASE64, MLP_RELAXED_WASM_BASE64 } from "./mlp_wasm_bytes.generated.ts";
 import type { GemmOptions, MlpKernels, PixelSource } from "./mlp_kernels.ts";
 import type { MlpBuild } from "./mlp_wat.ts";
@@ -200,7 +200,7 @@ export class WasmMlpKernels implements MlpKernels {
 
   #check(...arrays: ArrayBufferView[]): void {
     for (const x of arrays) {
-      if (memoryOf(x.buffer) !== this.#heap.memory) {
+      if (!this.#heap.owns(x)) {
         throw new TypeError(
           "Cannot run a WebAssembly kernel on an array outside this rank's heap: allocate it " +
             "from the heap the kernels were made for",

@@ -1,22 +1,29 @@
 /**
- * The local process launcher for `ws` and `tcp`: starts `size` Deno subprocesses on this machine with
- * torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a random per-run
- * token) and prefixes their output with their rank. When one fails it blames the rank that caused
- * it (each child reports its error on a marked stdout line) and stops every other child.
+ * The local launcher of processes transports (`ws`, `tcp`): starts `size` Deno subprocesses on
+ * this machine with torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a
+ * random per-run token) and prefixes their output with their rank. When one fails it blames the
+ * rank that caused it (each child reports its error on a marked stdout line) and stops every other
+ * child.
  * @module
  */
 
 import { Communicator } from "../communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
+import { launchedAs, PROCESS_TRANSPORTS, type TransportName } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import type { RankGroup } from "./spawn_ranks.ts";
-import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
-import { failedEnd } from "./report.ts";
-import { connectMesh, type MeshTransport } from "../transports/mesh.ts";
+import { ERROR_MARK, failedEnd, PORT_MARK, RESULT_MARK, RETURNED_MARK } from "./report.ts";
+import {
+  checkSize,
+  deadlines,
+  FAILURE_GRACE_MS,
+  type GroupOptions,
+  type RankGroup,
+  Supervisor,
+} from "./supervisor.ts";
 
-/** Options of {@linkcode launchProcesses}. */
-export interface LaunchOptions {
+/** Options of {@linkcode runProcessRanks}. */
+export interface ProcessRanksOptions {
   /** Number of ranks (processes). */
   size: number;
   /** Extra environment for every child. */
@@ -39,8 +46,8 @@ export interface LaunchOptions {
   stragglerMs?: number;
   /** Address every rank listens on (`DCCL_BIND`). @default {"127.0.0.1"} */
   bind?: string;
-  /** The transport linking the ranks (`DCCL_TRANSPORT`). @default {"ws"} */
-  transport?: MeshTransport;
+  /** The transport linking the ranks (`DCCL_TRANSPORT`). @default {the registry's first} */
+  transport?: TransportName;
 }
 
 let live = 0;
@@ -61,13 +68,16 @@ export function printLine(rank: number, stream: "stdout" | "stderr", line: strin
  * rank's stdout line marked as a result, if any) and rejects with a `RankFailedError` naming the
  * rank that caused the failure (primitives/launch/verdict.ts), once every child has exited.
  */
-export function launchProcesses(denoArgs: string[], options: LaunchOptions): RankGroup<string> {
-  const size = options.size;
+export function runProcessRanks(
+  denoArgs: string[],
+  options: ProcessRanksOptions,
+): RankGroup<unknown> {
+  const size = checkSize(options.size);
   const masterAddr = options.masterAddr ?? "127.0.0.1";
   const token = options.joinRank0?.token ?? randomToken();
   const onLine = options.onLine ?? printLine;
   const children: (Deno.ChildProcess | undefined)[] = [];
-  const results: string[] = new Array(size).fill("");
+  const results: unknown[] = new Array(size).fill(undefined);
   /** The first `error:` line each rank printed on stderr (an uncaught error), for its blame. */
   const firstError: (string | undefined)[] = new Array(size).fill(undefined);
   const signalAll = (signal: Deno.Signal) => {
@@ -80,7 +90,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
   // Every child must be gone before the group settles: no orphans.
   let allExited!: () => void;
   const exited = new Promise<void>((resolve) => allExited = resolve);
-  const supervisor = new Supervisor<string>(size, {
+  const supervisor = new Supervisor<unknown>(size, {
     graceMs: FAILURE_GRACE_MS,
     stragglerMs: options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS,
   }, {
@@ -118,7 +128,7 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
         MASTER_PORT: String(port),
         DCCL_TOKEN: token,
         DCCL_WATCH_PARENT: "1",
-        DCCL_TRANSPORT: options.transport ?? "ws",
+        DCCL_TRANSPORT: options.transport ?? PROCESS_TRANSPORTS[0],
         ...(options.bind ? { DCCL_BIND: options.bind } : {}),
       },
       stdin: "piped",
@@ -129,8 +139,9 @@ export function launchProcesses(denoArgs: string[], options: LaunchOptions): Ran
     children[rank] = child;
     const pumps = [
       pump(child.stdout, (line) => {
-        if (line.startsWith(RESULT_MARK)) results[rank] = line.slice(RESULT_MARK.length);
-        else if (line.startsWith(RETURNED_MARK)) supervisor.returned(rank);
+        if (line.startsWith(RESULT_MARK)) {
+          results[rank] = JSON.parse(line.slice(RESULT_MARK.length));
+        } else if (line.startsWith(RETURNED_MARK)) supervisor.returned(rank);
         else if (line.startsWith(ERROR_MARK)) {
           supervisor.ended(rank, failedEnd(JSON.parse(line.slice(ERROR_MARK.length))));
         } else if (rank === 0 && line.startsWith(PORT_MARK)) {
@@ -192,15 +203,6 @@ function randomToken(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** A child's stdout line starting with this carries its result (not printed). */
-export const RESULT_MARK = "\u0001dccl-result ";
-/** A child's stdout line that says its function returned (it is closing its communicator). */
-export const RETURNED_MARK = "\u0001dccl-returned";
-/** A child's stdout line starting with this carries the error it failed with, as JSON. */
-export const ERROR_MARK = "\u0001dccl-error ";
-/** Rank 0's stdout line starting with this carries the port it picked (not printed). */
-export const PORT_MARK = "\u0001dccl-port ";
-
 async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
   let rest = "";
   for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
@@ -211,43 +213,29 @@ async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) =
   if (rest) onLine(rest);
 }
 
-/** Options of {@linkcode spawnProcesses}. */
-export interface SpawnProcessesOptions extends LaunchOptions {
-  /** Passed, as JSON, to every rank's function. */
-  args?: unknown;
-  /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
-  gpu?: boolean;
-  /** Milliseconds for rendezvous and each wait. @default {30000} */
-  timeoutMs?: number;
-}
+/** Options of {@linkcode launchProcesses}. */
+export interface ProcessesOptions
+  extends GroupOptions, Omit<ProcessRanksOptions, "size" | "transport" | "stragglerMs"> {}
 
 /**
- * Like `spawnRanks`, with ranks as processes over `ws` (or `tcp`): runs `module`'s `run(comm, args)` in
- * `size` subprocesses and resolves with what each returns (JSON).
+ * Runs `module`'s `run(comm, args)` on `size` local subprocesses linked by a processes transport
+ * (the registry's first unless told); each rank's result comes back as JSON.
  *
  * @example
  * ```ts ignore
- * const sums = await spawnProcesses(new URL("./rank_main.ts", import.meta.url), { size: 4 });
+ * const group = launchProcesses(new URL("./rank_main.ts", import.meta.url), { size: 4 });
+ * const sums = await group.results;
  * ```
  */
-export async function spawnProcesses<T = unknown>(
+export function launchProcesses<T = unknown>(
   module: URL | string,
-  options: SpawnProcessesOptions,
-): Promise<T[]> {
-  const group = startProcesses(module, options);
-  return (await group.results).map((r) => (r === "" ? undefined : JSON.parse(r)) as T);
-}
-
-/** Like {@linkcode spawnProcesses}, returning a handle that can also kill a rank. */
-export function startProcesses(
-  module: URL | string,
-  options: SpawnProcessesOptions,
-): RankGroup<string> {
+  options: ProcessesOptions,
+): RankGroup<T> {
   const entry = new URL("./process_rank.ts", import.meta.url).href;
   // Arguments go through a file: environment strings are limited to 128 KiB on Linux.
   const argsFile = Deno.makeTempFileSync({ prefix: "dccl-args-", suffix: ".json" });
   Deno.writeTextFileSync(argsFile, JSON.stringify(options.args ?? null));
-  const group = launchProcesses(["run", "-A", entry], {
+  const group = runProcessRanks(["run", "-A", entry], {
     ...options,
     env: {
       ...options.env,
@@ -256,44 +244,46 @@ export function startProcesses(
       DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
       DCCL_GPU: options.gpu ? "1" : "0",
     },
-    stragglerMs: options.stragglerMs ??
-      (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + FAILURE_GRACE_MS,
+    stragglerMs: deadlines(options).stragglerMs,
   });
   group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
-  return group;
+  return group as RankGroup<T>;
 }
 
 /**
- * Makes this process rank 0 of a `ws` (or `tcp`) group and starts ranks 1 … size−1 as subprocesses running
- * `module`'s `run(comm, args)`; resolves once all are connected. `others` settles when they exit.
+ * Makes this process rank 0 of a group over a processes transport (the registry's first unless
+ * told) and starts ranks 1 … size−1 as subprocesses running `module`'s `run(comm, args)`;
+ * resolves once all are connected. `others` settles when they exit, which is once rank 0 has
+ * closed too (closing waits for every rank's goodbye).
  *
  * @example
  * ```ts ignore
- * const { comm, others } = await leadProcesses(new URL("./rank_main.ts", import.meta.url), {
+ * const { comm, others } = await joinAsRank0(new URL("./rank_main.ts", import.meta.url), {
  *   size: 4,
  * });
  * await comm.allreduce(buf); // rank 0's part, here
- * await comm[Symbol.asyncDispose](); // closing waits for every rank to close
+ * await comm[Symbol.asyncDispose]();
  * await others.results;
  * ```
  */
-export async function leadProcesses(
+export async function joinAsRank0(
   module: URL | string,
-  options: SpawnProcessesOptions,
-): Promise<{ comm: Communicator; others: RankGroup<string> }> {
+  options: ProcessesOptions,
+): Promise<{ comm: Communicator; others: RankGroup<unknown> }> {
   const token = randomToken();
-  let others: RankGroup<string> | undefined;
-  const transport = await connectMesh(options.transport ?? "ws", {
+  let others: RankGroup<unknown> | undefined;
+  const transport = options.transport ?? PROCESS_TRANSPORTS[0];
+  const connected = await launchedAs(transport, "processes").connect({
     ...{ rank: 0, size: options.size, masterAddr: "127.0.0.1", masterPort: 0, token },
     timeoutMs: options.timeoutMs,
     onListening: (port) => {
-      others = startProcesses(module, { ...options, joinRank0: { port, token } });
+      others = launchProcesses(module, { ...options, transport, joinRank0: { port, token } });
       // A rank that fails closes its sockets too, so rank 0's operations fail, naming it.
       others.results.catch(() => {});
     },
   });
   return {
-    comm: new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()))),
+    comm: new Communicator(connected, new RankMemory(new RankHeap(createHeapMemory()))),
     others: others!,
   };
 }

@@ -1,59 +1,50 @@
 /**
- * The launcher of the `gpu` transport: `size` logical ranks in one worker sharing one WebGPU
+ * The launcher of thread transports (`gpu`): `size` logical ranks in one worker sharing one WebGPU
  * device (GPU objects cannot cross workers in Deno), each running the module's `run(comm, args)`.
  * Outcomes, blame and stragglers are handled as for worker ranks (supervisor.ts); the worker is
  * terminated whatever happens.
  * @module
  */
 
+import { transportsLaunching } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { reportEnd } from "./report.ts";
-import { checkSize, countWorker, gpuTeardown, type RankGroup } from "./spawn_ranks.ts";
-import { FAILURE_GRACE_MS, Supervisor } from "./supervisor.ts";
-import type { ThreadInit, ThreadReport } from "./thread_worker.ts";
+import {
+  checkSize,
+  deadlines,
+  type GroupOptions,
+  type RankGroup,
+  Supervisor,
+} from "./supervisor.ts";
+import type { ThreadInit, ThreadReport } from "./thread_rank.ts";
+import { countWorker, gpuTeardown } from "./workers.ts";
 
-/** Options of {@linkcode startThreadRanks}. */
-export interface ThreadOptions {
-  /** Number of logical ranks. */
-  size: number;
-  /** Milliseconds a call may wait for the other ranks to join. @default {30000} */
-  timeoutMs?: number;
-  /** Milliseconds the other ranks have once one has returned. @default {timeoutMs + 2000} */
-  stragglerMs?: number;
-  /** Name of the exported function each rank runs as `fn(comm, args)`. @default {"run"} */
-  entry?: string;
-  /** Passed, structured-cloned, to every rank's function. */
-  args?: unknown;
-  /** Aborting terminates the group and rejects with the signal's reason. */
-  signal?: AbortSignal;
+/** Options of {@linkcode launchThread}. */
+export interface ThreadOptions extends GroupOptions {
   /** Largest storage binding the device kernels use, bytes (tests make it small). */
   maxBindingBytes?: number;
 }
 
 /**
- * Runs `module`'s `run(comm, args)` on `size` logical ranks of the `gpu` transport.
+ * Runs `module`'s `run(comm, args)` on `size` logical ranks of a thread transport (the registry's
+ * first unless told).
  *
  * @example
  * ```ts ignore
- * const sums = await startThreadRanks(new URL("./rank_main.ts", import.meta.url), { size: 4 })
- *   .results;
+ * const sums = await launchThread(new URL("./rank_main.ts", import.meta.url), { size: 4 }).results;
  * ```
  */
-export function startThreadRanks<T = unknown>(
+export function launchThread<T = unknown>(
   module: URL | string,
   options: ThreadOptions,
 ): RankGroup<T> {
   const size = checkSize(options.size);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let worker: Worker | undefined = new Worker(
-    new URL("./thread_worker.ts", import.meta.url),
+    new URL("./thread_rank.ts", import.meta.url),
     { type: "module" },
   );
   countWorker(+1);
-  const supervisor = new Supervisor<T>(size, {
-    graceMs: Math.min(FAILURE_GRACE_MS, timeoutMs),
-    stragglerMs: options.stragglerMs ?? timeoutMs + FAILURE_GRACE_MS,
-  }, {
+  const supervisor = new Supervisor<T>(size, deadlines(options), {
     // The ranks share a thread: the group itself fails them all.
     relay() {},
     async stop() {
@@ -79,10 +70,11 @@ export function startThreadRanks<T = unknown>(
   const init: ThreadInit = {
     type: "init",
     size,
+    transport: options.transport ?? transportsLaunching("thread")[0],
     module: module.toString(),
     entry: options.entry ?? "run",
     args: options.args,
-    timeoutMs,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxBindingBytes: options.maxBindingBytes,
   };
   worker.postMessage(init);

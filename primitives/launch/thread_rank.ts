@@ -1,0 +1,74 @@
+/**
+ * The worker behind the thread launcher (thread.ts): opens one WebGPU device, makes a group of
+ * `size` logical ranks on it as the transport's descriptor says, runs the module's
+ * `fn(comm, args)` for every rank at once (SPMD, like nccl-tests `-g N` in one thread) and reports
+ * each rank's outcome to the launcher.
+ * @module
+ */
+
+import { Communicator } from "../communicator.ts";
+import { PeerFailedError } from "../errors.ts";
+import { GpuDevice } from "../memory/gpu_device.ts";
+import { createHeapMemory, RankHeap } from "../memory/heap.ts";
+import { RankMemory } from "../memory/rank_memory.ts";
+import { launchedAs, type TransportName } from "../registry.ts";
+import type { Transport } from "../transports/transport.ts";
+import { failureReport, rankFunction, type RankReport, runRank } from "./report.ts";
+
+/** Launcher → thread: everything the group needs. */
+export interface ThreadInit {
+  type: "init";
+  size: number;
+  transport: TransportName;
+  module: string;
+  entry: string;
+  args: unknown;
+  timeoutMs: number;
+  /** Largest storage binding the kernels use (tests make it small). */
+  maxBindingBytes?: number;
+}
+
+/** Launcher → thread: fail rank `rank` as if it had died. */
+interface KillMessage {
+  type: "kill";
+  rank: number;
+}
+
+/** Thread → launcher: one rank's outcome. */
+export type ThreadReport = RankReport & { rank: number };
+
+const scope = self as unknown as {
+  onmessage: (e: MessageEvent<ThreadInit | KillMessage>) => void;
+  postMessage(msg: ThreadReport): void;
+};
+
+let transports: Transport[] = [];
+
+scope.onmessage = ({ data }) => {
+  // The ranks share one group: failing one fails the group.
+  if (data.type === "kill") transports[0]?.abort(new PeerFailedError(data.rank, "it was killed"));
+  else runGroup(data);
+};
+
+async function runGroup(init: ThreadInit): Promise<void> {
+  let gpu: GpuDevice;
+  try {
+    gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
+    transports = launchedAs(init.transport, "thread").group(gpu, init.size, init.timeoutMs);
+  } catch (err) {
+    for (let rank = 0; rank < init.size; rank++) {
+      scope.postMessage({ type: "error", ...failureReport(err), rank });
+    }
+    return;
+  }
+  const fn = rankFunction(init.module, init.entry);
+  fn.catch(() => {}); // every rank awaits it, and reports its failure
+  await Promise.all(transports.map((transport, rank) => {
+    const connect = () =>
+      Promise.resolve(
+        new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu)),
+      );
+    return runRank(connect, () => fn, init.args, (r) => scope.postMessage({ ...r, rank }));
+  }));
+  await gpu.synchronize().catch(() => {});
+}
