@@ -13,7 +13,7 @@ import { PORT_MARK, RESULT_MARK } from "../primitives/launch/report.ts";
 import { PROCESS_TRANSPORTS, type TransportName } from "../primitives/registry.ts";
 import { WS_HEADER_BYTES, WsWire } from "../primitives/transports/ws.ts";
 import { TCP_WIRE } from "../primitives/transports/tcp.ts";
-import type { Frame } from "../primitives/transports/stream.ts";
+import type { Frame } from "../primitives/transports/stream_wire.ts";
 
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import {

@@ -4,7 +4,9 @@
 // fails the transport, naming the peer.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { CommError } from "../primitives/errors.ts";
-import { FRAGMENT_BYTES, type Frame, writeAll } from "../primitives/transports/stream.ts";
+import { FRAGMENT_BYTES } from "../primitives/transports/stream.ts";
+import { writeAll } from "../primitives/transports/stream_link.ts";
+import type { Frame } from "../primitives/transports/stream_wire.ts";
 import { TCP_HEADER_BYTES, TCP_WIRE, TcpTransport } from "../primitives/transports/tcp.ts";
 
 /** The engine's two ways of moving bytes: socket calls or not. */

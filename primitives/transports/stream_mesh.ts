@@ -26,7 +26,8 @@ import {
   waitFor,
   withDeadline,
 } from "./rendezvous.ts";
-import { closeQuietly, type MeshConnection } from "./stream.ts";
+import { closeQuietly } from "./stream_link.ts";
+import type { MeshConnection } from "./stream_wire.ts";
 import type { ProcessesTransport } from "./transport.ts";
 
 /** What the process meshes (`ws`, `tcp`) share: one process per rank, messages between them. */

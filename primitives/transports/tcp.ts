@@ -7,7 +7,8 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
-import { bufferView, type Frame, type Route, StreamTransport, type Wire } from "./stream.ts";
+import { StreamTransport } from "./stream.ts";
+import { bufferView, type Frame, type Route, type Wire } from "./stream_wire.ts";
 import { connectStreamMesh, PROCESS_MESH } from "./stream_mesh.ts";
 import { TCP_HANDSHAKE } from "./tcp_connect.ts";
 import type { ProcessesTransport } from "./transport.ts";

@@ -8,7 +8,7 @@
 
 import { timingSafeEqual } from "node:crypto";
 import { CLOSED_FIRST, tokenDigest } from "./rendezvous.ts";
-import { writeAll } from "./stream.ts";
+import { writeAll } from "./stream_link.ts";
 import type { Answer, Handshake } from "./stream_mesh.ts";
 
 const HELLO_MAGIC = 0x74636364; // "dcct"

@@ -13,14 +13,14 @@
  */
 
 import { MAX_BYTES } from "../types.ts";
+import { StreamTransport } from "./stream.ts";
 import {
   bufferView,
   type Frame,
   type MeshConnection,
   type Route,
-  StreamTransport,
   type Wire,
-} from "./stream.ts";
+} from "./stream_wire.ts";
 import {
   CLOSE_NORMAL,
   closeText,

@@ -15,7 +15,7 @@
 
 import { createHash } from "node:crypto";
 import { CLOSED_FIRST, parseRank, tokenDigest, tokenMatches } from "./rendezvous.ts";
-import { writeAll } from "./stream.ts";
+import { writeAll } from "./stream_link.ts";
 import type { Answer, Handshake, Reader } from "./stream_mesh.ts";
 import { headBytes, headProblem, OPCODE, readFrameHead, unmask, writeFrame } from "./ws_frames.ts";
 

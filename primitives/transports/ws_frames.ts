@@ -4,7 +4,7 @@
  * @module
  */
 
-import { bufferView } from "./stream.ts";
+import { bufferView } from "./stream_wire.ts";
 
 /** Frame opcodes (RFC 6455 §5.2). */
 export const OPCODE = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;

@@ -1,0 +1,186 @@
+/**
+ * The `shm` transport's arrivals: barriers, and the exchanges of views and of small (eager) data
+ * that direct algorithms make. Each arrival publishes the call's stamp and the digest of the
+ * pipelined calls since the previous one; every rank checks every other's.
+ * @module
+ */
+
+import { MismatchError } from "../errors.ts";
+import { heapBuffer, memoryOf } from "../memory/heap.ts";
+import { type Dtype, DTYPE_INFO, dtypeOf, DTYPES, makeView, type TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
+import { DIGEST_SEED, type ShmControl } from "./shm_control.ts";
+import { CTRL, EAGER_INLINE_BYTES, loadStamp, RANK_WORD, storeStamp } from "./shm_layout.ts";
+
+/** Payload bytes of one eager slot (small allreduce and friends). */
+export const EAGER_BYTES = 16 * 1024;
+
+/** One rank's arrivals. */
+export class ShmArrivals {
+  readonly #control: ShmControl;
+  readonly #ctrl: Int32Array;
+  readonly #rank: number;
+  readonly #size: number;
+  /** Every rank's eager slot of each parity, kept while calls repeat the shape. */
+  #eagerViews: (TypedArray[] | undefined)[] = [];
+
+  constructor(control: ShmControl) {
+    this.#control = control;
+    this.#ctrl = control.words;
+    this.#rank = control.rank;
+    this.#size = control.size;
+  }
+
+  /**
+   * One arrival: publishes `stamp` and this rank's next arrival number, waits until every rank
+   * has arrived as far, and checks that all arrived with the same stamp and the same pipelined
+   * calls before. Stamp words are written and read with plain accesses (each Atomics op costs
+   * ~15 ns): the arrival's publication publishes them, and a parity's words are rewritten only
+   * after every peer has arrived at the next arrival, so they have read them.
+   */
+  barrier(stamp: number): void {
+    const control = this.#control;
+    const ctrl = this.#ctrl;
+    const seq = ++control.arriveSeq;
+    const mine = control.word(this.#rank, RANK_WORD.STAMP + (seq & 1) * 2);
+    storeStamp(ctrl, mine, stamp);
+    const digest = control.word(this.#rank, RANK_WORD.DIGEST + (seq & 1));
+    ctrl[digest] = control.pipeDigest;
+    control.publish(control.word(this.#rank, RANK_WORD.ARRIVE_SEQ), seq);
+    control.ringPeers();
+    const arrival = this.#arrival;
+    arrival.seq = seq;
+    arrival.stamp = stamp;
+    arrival.next = 0;
+    control.waitUntil(this.#allArrived, this.#describe, this.#firstMissing, this.#stalled);
+    if (arrival.gone) throw control.peerGone(arrival.next, this.#describe());
+    for (let r = 0; r < this.#size; r++) {
+      const stampOfR = loadStamp(ctrl, mine + (r - this.#rank) * CTRL.RANK_WORDS);
+      if (stampOfR !== stamp) {
+        throw control.calls?.mismatch(r, stamp, stampOfR) ??
+          new MismatchError(`Rank ${this.#rank} and rank ${r} are in different calls`, {
+            failedRank: r,
+          });
+      }
+      if (ctrl[digest + (r - this.#rank) * CTRL.RANK_WORDS] !== control.pipeDigest) {
+        throw control.pipelineMismatch(r);
+      }
+    }
+    control.pipeDigest = DIGEST_SEED;
+  }
+
+  /** See `SharedAccess.exchangeViews`. */
+  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[] {
+    const control = this.#control;
+    const parity = this.#nextParity;
+    const desc = (r: number, i: number) => control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
+    const inHeap = memoryOf(view.buffer) === control.heaps[this.#rank];
+    this.#ctrl[desc(this.#rank, 0)] = inHeap ? view.byteOffset : 0;
+    this.#ctrl[desc(this.#rank, 1)] = view.length;
+    this.#ctrl[desc(this.#rank, 2)] = DTYPES.indexOf(dtypeOf(view));
+    this.barrier(stamp);
+    return this.#peerViews(view, (r) => ({
+      offset: this.#ctrl[desc(r, 0)] >>> 0,
+      count: this.#ctrl[desc(r, 1)],
+      dtype: this.#ctrl[desc(r, 2)],
+    }));
+  }
+
+  /** See `SharedAccess.eagerExchange`. */
+  eagerExchange(view: TypedArray, stamp: number): TypedArray[] {
+    if (view.byteLength > EAGER_BYTES) {
+      throw new RangeError(
+        `Eager exchange holds at most ${EAGER_BYTES} bytes, got ${view.byteLength}`,
+      );
+    }
+    // Equal stamps mean equal counts and dtypes, so every rank's slot holds this view's shape.
+    const slots = this.#eagerSlots(this.#nextParity, dtypeOf(view), view.length);
+    copy(slots[this.#rank], view);
+    this.barrier(stamp);
+    return slots;
+  }
+
+  /** The parity of the next arrival, whose exchange words and slots a call may fill. */
+  get #nextParity(): number {
+    return (this.#control.arriveSeq + 1) & 1;
+  }
+
+  /**
+   * Every rank's eager slot of `parity` viewed as `count` × `dtype`; kept while calls repeat the
+   * shape, so a small collective creates no views.
+   */
+  #eagerSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
+    const cached = this.#eagerViews[parity];
+    if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    const control = this.#control;
+    const inline = count * DTYPE_INFO[dtype].bytes <= EAGER_INLINE_BYTES;
+    return this.#eagerViews[parity] = control.heaps.map((heap, r) =>
+      inline
+        ? makeView(
+          dtype,
+          control.buffer,
+          control.word(r, RANK_WORD.EAGER_INLINE) * 4 + parity * EAGER_INLINE_BYTES,
+          count,
+        )
+        : makeView(dtype, heapBuffer(heap), control.eagerArea(r) + parity * EAGER_BYTES, count)
+    );
+  }
+
+  #peerViews(
+    mine: TypedArray,
+    read: (r: number) => { offset: number; count: number; dtype: number },
+  ): (TypedArray | undefined)[] {
+    const dtype = dtypeOf(mine);
+    return this.#control.heaps.map((heap, r) => {
+      const d = read(r);
+      if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
+        throw new MismatchError(
+          `Rank ${this.#rank} exchanged ${mine.length} × ${dtype} but rank ${r} exchanged ` +
+            `${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and dtype`,
+          { failedRank: r },
+        );
+      }
+      // Offset 0 never names a heap buffer: that rank published a view outside its heap.
+      return d.offset === 0 ? undefined : makeView(dtype, heapBuffer(heap), d.offset, d.count);
+    });
+  }
+
+  /** What {@linkcode ShmArrivals.barrier} waits for, in fields so the eager path allocates nothing. */
+  #arrival = { seq: 0, stamp: 0, next: 0, gone: false };
+  #allArrived = (): boolean => {
+    const a = this.#arrival;
+    const control = this.#control;
+    a.gone = false;
+    for (; a.next < this.#size; a.next++) {
+      if (a.next === this.#rank) continue;
+      const arrived = control.word(a.next, RANK_WORD.ARRIVE_SEQ);
+      if (Atomics.load(this.#ctrl, arrived) - a.seq >= 0) continue;
+      // A rank that closed will never arrive: stop waiting, and say so (unless it arrived just
+      // before closing: its arrival is visible once its close is).
+      if (!control.closed(a.next)) return false;
+      if (Atomics.load(this.#ctrl, arrived) - a.seq >= 0) continue;
+      return a.gone = true;
+    }
+    return true;
+  };
+  #firstMissing = (): number => this.#arrival.next;
+  /**
+   * An arrival that stalls: a missing rank that has begun a pipelined call this rank has not made
+   * is in another call (pipelined writers never wait for their readers, so only this finds it).
+   */
+  #stalled = (): void => {
+    const control = this.#control;
+    const r = this.#arrival.next;
+    const current = Atomics.load(this.#ctrl, control.word(r, RANK_WORD.PIPE_CURRENT));
+    const ahead = (current - control.pipeSeq) | 0;
+    if (ahead <= 0) return;
+    // Its stamp words hold its latest two pipelined calls: the first ahead is one of them then.
+    const parity = control.word(r, RANK_WORD.PIPE_CURRENT_STAMP + ((control.pipeSeq + 1) & 1) * 2);
+    throw control.otherCall(
+      r,
+      this.#arrival.stamp,
+      ahead <= 2 ? loadStamp(this.#ctrl, parity) : undefined,
+    );
+  };
+  #describe = (): string => this.#control.calls?.describe(this.#arrival.stamp) ?? "collective";
+}

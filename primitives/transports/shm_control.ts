@@ -1,0 +1,226 @@
+/**
+ * One `shm` rank's view of the group's control block (shm_layout.ts): its words, the counters it
+ * publishes, the doorbells that wake sleeping peers, and the wait every part of the transport
+ * blocks in. Waiting spins briefly and then sleeps on the rank's doorbell: pure spinning collapses
+ * once ranks outnumber cores (docs/transports/shm.md, "Waiting").
+ * @module
+ */
+
+import { type CommError, CommTimeoutError, MismatchError, noticeError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import { heavyFence } from "./heavy_fence.ts";
+import { STALL_PROBE_MS } from "./inbox.ts";
+import { CTRL, RANK_WORD, readAbort } from "./shm_layout.ts";
+import type { CallCheck } from "./transport.ts";
+import { coreYielder } from "./yield_core.ts";
+
+/**
+ * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
+ * sleeping peer's wake-up, or two ranks fall into a convoy in which every op costs one wake-up;
+ * when ranks outnumber cores a spinning rank steals the core its peer needs, so it does not spin
+ * (it yields, then sleeps).
+ */
+function spinMs(size: number): number {
+  return oversubscribed(size) ? 0 : 2;
+}
+const oversubscribed = (size: number) => size > navigator.hardwareConcurrency;
+/** How long a wait of oversubscribed ranks yields its core (when it can) before it sleeps. */
+const YIELD_MS = 5;
+/** Polls between clock readings while spinning (a poll is ~50-100 ns). */
+const POLLS_PER_CLOCK = 64;
+/** Longest single sleep, so aborts and timeouts are noticed even without a wake-up. */
+const SLEEP_SLICE_MS = 50;
+/** FNV-1a's offset basis and prime: the digest of pipelined calls. */
+export const DIGEST_SEED = 0x811c9dc5 | 0, DIGEST_PRIME = 0x01000193;
+
+/** One rank's control words, counters, doorbells and waits. */
+export class ShmControl {
+  readonly rank: number;
+  readonly size: number;
+  /** The control block, as Int32 words and as its buffer. */
+  readonly words: Int32Array;
+  readonly buffer: SharedArrayBuffer;
+  /** Every rank's heap memory. */
+  readonly heaps: WebAssembly.Memory[];
+  /** The communicator's calls, for the checks of every part. */
+  calls?: CallCheck;
+  /** Arrivals this rank has made (published as ARRIVE_SEQ). */
+  arriveSeq = 0;
+  /** The pipelined call this rank is in (published as PIPE_CURRENT): a per-group count. */
+  pipeSeq = 0;
+  /** Digest of the stamps of the pipelined calls since the last arrival (checked there). */
+  pipeDigest = DIGEST_SEED;
+  /** Advances this rank's messages: whether anything moved. Every wait drives it. */
+  progress: () => boolean = () => false;
+  /** What `peer`'s goodbye shows against this rank's calls, once it has closed (the transport's). */
+  judgeGoodbye: (peer: number) => CommError | undefined = () => undefined;
+  /** The failure that ended this rank's part in the group. */
+  aborted?: CommError;
+
+  readonly #timeoutMs: number;
+  readonly #spinMs: number;
+  readonly #yieldCore?: () => void;
+  /** Set where plain stores publish (heavy_fence.ts); run by a rank about to sleep. */
+  readonly #heavyFence = heavyFence();
+
+  constructor(
+    rank: number,
+    control: SharedArrayBuffer,
+    heaps: WebAssembly.Memory[],
+    timeoutMs = DEFAULT_TIMEOUT_MS,
+  ) {
+    this.rank = rank;
+    this.size = heaps.length;
+    this.buffer = control;
+    this.words = new Int32Array(control);
+    this.heaps = heaps;
+    this.#timeoutMs = timeoutMs;
+    this.#spinMs = spinMs(this.size);
+    if (oversubscribed(this.size)) this.#yieldCore = coreYielder();
+  }
+
+  /** Int32 index of word `word` of `rank`'s lines. */
+  word(rank: number, word: number): number {
+    return CTRL.RANK_BASE + rank * CTRL.RANK_WORDS + word;
+  }
+
+  /** Whether `rank` has closed its communicator. */
+  closed(rank: number): boolean {
+    return Atomics.load(this.words, this.word(rank, RANK_WORD.CLOSED)) !== 0;
+  }
+
+  /** Byte offset in `rank`'s heap of its eager area: two eager slots, then the pipeline slots. */
+  eagerArea(rank: number): number {
+    return Atomics.load(this.words, this.word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0;
+  }
+
+  /**
+   * Stores `value` at control word `index` for peers polling it: a plain store where the heavy
+   * fence makes that safe (heavy_fence.ts), else an atomic one.
+   */
+  publish(index: number, value: number): void {
+    if (this.#heavyFence) this.words[index] = value;
+    else Atomics.store(this.words, index, value);
+  }
+
+  /**
+   * Wakes `peer` if it sleeps. Callers publish their change first; a sleeper sets SLEEPING, runs
+   * the heavy fence where there is one, reads its doorbell, re-checks, then waits on the doorbell
+   * value — so either it sees the change or this sees SLEEPING (Dekker; with plain publications
+   * the sleeper's heavy fence stands in for the fence this side leaves out). Spinning peers cost
+   * one load.
+   */
+  ring(peer: number): void {
+    if (Atomics.load(this.words, this.word(peer, RANK_WORD.SLEEPING)) === 0) return;
+    const bell = this.word(peer, RANK_WORD.DOORBELL);
+    Atomics.add(this.words, bell, 1);
+    Atomics.notify(this.words, bell);
+  }
+
+  /** {@linkcode ShmControl.ring}s every other rank. */
+  ringPeers(): void {
+    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.ring(p);
+  }
+
+  /** Throws the failure that aborted this rank, or the one raised in the control block. */
+  checkAbort(): void {
+    if (this.aborted) throw this.aborted;
+    if (Atomics.load(this.words, CTRL.ABORT) !== 0) {
+      const { failedRank, reason, by } = readAbort(this.buffer)!;
+      this.aborted = noticeError(this.rank, by, failedRank, reason);
+      throw this.aborted;
+    }
+  }
+
+  /** The error of a wait (for `what`) on `peer`, which has closed: what its goodbye shows. */
+  peerGone(peer: number, what: string): CommError {
+    return this.judgeGoodbye(peer) ??
+      new MismatchError(
+        `Rank ${this.rank} waited for ${what} but rank ${peer} had closed its communicator`,
+        { failedRank: peer },
+      );
+  }
+
+  /** Rank `r` is in another call than this rank's (with `stamp`): `theirs`, when known. */
+  otherCall(r: number, stamp: number, theirs?: number): MismatchError {
+    if (theirs !== undefined && this.calls) return this.calls.mismatch(r, stamp, theirs);
+    return new MismatchError(
+      `Rank ${this.rank} called ${this.calls?.describe(stamp) ?? "a collective"} but rank ${r} ` +
+        `is in another call: every rank must make the same calls in the same order`,
+      { failedRank: r },
+    );
+  }
+
+  /** Rank `r` made other small pipelined calls than this rank since their last arrival. */
+  pipelineMismatch(r: number): MismatchError {
+    return new MismatchError(
+      `Rank ${this.rank} and rank ${r} made different small bcast/reduce calls since their last ` +
+        `synchronizing call (their number, roots, ops, counts or dtypes differ)`,
+      { failedRank: r },
+    );
+  }
+
+  /**
+   * Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or after the
+   * timeout without progress (traffic moving, or `peer`, the one waited for, changing as ranks
+   * arrive one by one: a large group starts over many seconds). `stalled` runs once the wait has
+   * slept {@linkcode STALL_PROBE_MS} without progress.
+   */
+  waitUntil(
+    done: () => boolean,
+    describe: string | (() => string),
+    peer?: number | (() => number),
+    stalled?: () => void,
+  ): void {
+    let polls = 0;
+    let spinSince = -1;
+    let idleSince = -1;
+    let waitingFor = -1;
+    // Only ranks that outnumber cores have a yielder (and no spin): they hand their core to a peer
+    // from the first poll (spinning even 64 polls holds the awaited rank's core for ~10 µs) and
+    // for YIELD_MS, paying no wake-up, before they sleep.
+    const canYield = this.#yieldCore !== undefined;
+    let yielding = canYield;
+    while (!done()) {
+      if (this.progress()) {
+        polls = 0;
+        spinSince = idleSince = -1;
+        yielding = canYield;
+        continue;
+      }
+      this.checkAbort();
+      if (yielding) this.#yieldCore!();
+      if (++polls % POLLS_PER_CLOCK !== 0) continue;
+      const spun = performance.now();
+      if (spinSince < 0) spinSince = spun;
+      if (spun - spinSince < this.#spinMs) continue;
+      yielding = canYield && spun - spinSince < YIELD_MS;
+      if (yielding) continue;
+      const sleeping = this.word(this.rank, RANK_WORD.SLEEPING);
+      const bell = this.word(this.rank, RANK_WORD.DOORBELL);
+      Atomics.store(this.words, sleeping, 1);
+      this.#heavyFence?.(); // peers' plain publications so far are visible to the checks below
+      const seen = Atomics.load(this.words, bell);
+      if (!this.progress() && !done()) Atomics.wait(this.words, bell, seen, SLEEP_SLICE_MS);
+      Atomics.store(this.words, sleeping, 0);
+      const now = performance.now();
+      const who = typeof peer === "function" ? peer() : peer;
+      if (idleSince < 0 || (who ?? -1) !== waitingFor) {
+        idleSince = now;
+        waitingFor = who ?? -1;
+      } else if (stalled && now - idleSince > STALL_PROBE_MS) {
+        stalled();
+        stalled = undefined;
+      } else if (now - idleSince > this.#timeoutMs) {
+        throw new CommTimeoutError(
+          `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for ` +
+            `${who === undefined ? "all ranks" : `rank ${who}`}: ` +
+            (typeof describe === "string" ? describe : describe()),
+          { failedRank: who },
+        );
+      }
+    }
+    // An operation that completed stands; a failure not yet seen here fails the next wait.
+    if (this.aborted) throw this.aborted;
+  }
+}
