@@ -24,14 +24,14 @@
  * @module
  */
 
-export { Communicator } from "./primitives/communicator.ts";
+export { Communicator } from "./primitives/communicator/communicator.ts";
 export type {
   AlgorithmOptions,
   AllocOptions,
   ReduceOptions,
   RootOptions,
   TagOptions,
-} from "./primitives/communicator.ts";
+} from "./primitives/communicator/communicator.ts";
 export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
 export { GpuBuffer } from "./primitives/memory/gpu.ts";
 export { RankHeap } from "./primitives/memory/heap.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
+import type { Communicator } from "../primitives/communicator/communicator.ts";
 import type { MemoryKind } from "../primitives/types.ts";
 import { type PreparedCase, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
 

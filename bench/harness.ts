@@ -6,8 +6,13 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
-import { DEVICE_MEMORY, sideFor, type TransportName, TRANSPORTS } from "../primitives/registry.ts";
+import type { Communicator } from "../primitives/communicator/communicator.ts";
+import {
+  DEVICE_MEMORY,
+  sideOfMemory,
+  type TransportName,
+  TRANSPORTS,
+} from "../primitives/registry.ts";
 import { DTYPE_INFO } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
@@ -339,7 +344,7 @@ export function memoryNeeded(
 ): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
-  const side = sideFor(o.transport, o.memory);
+  const side = sideOfMemory(o.transport, o.memory);
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.
   const device = DEVICE_MEMORY.includes(o.memory) ? buffers : 0;

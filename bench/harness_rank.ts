@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
+import type { Communicator } from "../primitives/communicator/communicator.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import { Reporter, type ReportOptions } from "./report.ts";
 

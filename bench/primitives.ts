@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
+import type { Communicator } from "../primitives/communicator/communicator.ts";
 import { type CommBuffer, HostBuffer } from "../primitives/memory/comm_buffer.ts";
 import { ManagedBuffer } from "../primitives/memory/managed.ts";
 import type { CollectiveName } from "../primitives/registry.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator.ts";
+import type { Communicator } from "../primitives/communicator/communicator.ts";
 import { joinAsRank0 } from "../primitives/launch/processes.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { launchGroup } from "../primitives/launch/group.ts";

@@ -51,7 +51,7 @@ import type { AlgorithmNeed, CollectiveName, MemoryKind, Side } from "./types.ts
 export type { AlgorithmNeed, CollectiveName, TransportFacts };
 
 /** The side of memory an algorithm with these needs works on. */
-export function sideOf(need: AlgorithmNeed): Side {
+export function sideOfNeed(need: AlgorithmNeed): Side {
   return need === "device" || need === "staging" ? "device" : "host";
 }
 
@@ -225,7 +225,7 @@ export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
  * memory on the host, and managed memory wherever the transport's algorithms work (on the device
  * for `gpu`, on the host copy elsewhere, as a CPU touching managed memory would).
  */
-export function sideFor(transport: TransportName, memory: MemoryKind): Side {
+export function sideOfMemory(transport: TransportName, memory: MemoryKind): Side {
   if (memory === "gpu") return "device";
   if (memory === "managed" && TRANSPORTS[transport].offers.includes("device")) return "device";
   return "host";
@@ -239,7 +239,7 @@ export function algorithmsFor(
 ): string[] {
   const offers = TRANSPORTS[transport].offers;
   return Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
-    .filter((a) => offers.includes(a.needs) && sideOf(a.needs) === side).map((a) => a.name);
+    .filter((a) => offers.includes(a.needs) && sideOfNeed(a.needs) === side).map((a) => a.name);
 }
 
 /**
@@ -273,4 +273,34 @@ export function autoAlgorithm(
     case "reduceScatter":
       return "ring";
   }
+}
+
+/**
+ * The algorithm of `collective` named `algorithm` (`auto` or none: {@linkcode autoAlgorithm}'s
+ * pick) for a `bytes`-byte buffer on `size` ranks of `transport`, used on `side`; a one-line
+ * RangeError naming the accepted ones when it cannot run there.
+ */
+export function pickAlgorithm<C extends CollectiveName>(
+  collective: C,
+  algorithm: string | undefined,
+  transport: TransportName,
+  bytes: number,
+  size: number,
+  side: Side,
+): typeof ALGORITHMS[C][string] {
+  const name = algorithm === undefined || algorithm === "auto"
+    ? autoAlgorithm(collective, transport, bytes, size, side)
+    : algorithm;
+  const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
+  const picked = Object.hasOwn(table, name) ? table[name] : undefined;
+  if (
+    !picked || !TRANSPORTS[transport].offers.includes(picked.needs) ||
+    sideOfNeed(picked.needs) !== side
+  ) {
+    throw new RangeError(
+      `Unknown ${collective} algorithm ${name} for transport ${transport} with ${side} ` +
+        `buffers: expected auto, ${algorithmsFor(collective, transport, side).join(", ")}`,
+    );
+  }
+  return picked;
 }

@@ -16,7 +16,7 @@ import {
   algorithmsFor,
   DEVICE_MEMORY,
   PROCESS_TRANSPORTS,
-  sideFor,
+  sideOfMemory,
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "../primitives/registry.ts";
@@ -127,7 +127,7 @@ export function planRun(
   }
   const info = TRANSPORTS[transport];
   const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
-  const side = sideFor(transport, memory);
+  const side = sideOfMemory(transport, memory);
   const algorithms = spec.collective ? algorithmsFor(spec.collective, transport, side) : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);

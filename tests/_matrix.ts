@@ -3,7 +3,7 @@
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor, type CollectiveName, TRANSPORTS } from "../mod.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
-import { sideFor } from "../primitives/registry.ts";
+import { sideOfMemory } from "../primitives/registry.ts";
 import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
 
 const COUNTS = [0, 1, 4, 1000, 65537];
@@ -21,7 +21,7 @@ export function matrix(
     ? "shared"
     : TRANSPORTS[transport].bestMemory,
 ): CheckCase[] {
-  const side = sideFor(transport, memory);
+  const side = sideOfMemory(transport, memory);
   const device = side === "device" || memory === "managed";
   const cases: CheckCase[] = [];
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>

@@ -17,7 +17,7 @@ import { gpuTest } from "./_gpu.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import { tokenDigest } from "../primitives/transports/rendezvous.ts";
 import type { ReduceOp } from "../primitives/types.ts";
-import { Communicator } from "../primitives/communicator.ts";
+import { Communicator } from "../primitives/communicator/communicator.ts";
 import type { Transport } from "../primitives/transports/transport.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { RankMemory } from "../primitives/memory/rank_memory.ts";

@@ -9,12 +9,12 @@ const ENTRY_FOLDERS = ["kernels", "primitives", "bench", "trainer", "scripts"];
 /** Layers from the ground up; a module may import its own layer and those below. */
 const LAYERS: [string, RegExp][] = [
   ["kernels", /^kernels\//],
-  ["types", /^primitives\/(types|errors|stamp)\.ts$/],
+  ["types", /^primitives\/(types|errors)\.ts$/],
   ["memory", /^primitives\/memory\//],
   ["transports", /^primitives\/transports\//],
   ["collectives", /^primitives\/collectives\//],
   ["registry", /^primitives\/registry\.ts$/],
-  ["communicator", /^primitives\/(call_book|issue_order|communicator)\.ts$/],
+  ["communicator", /^primitives\/communicator\//],
   ["launch", /^primitives\/launch\//],
   ["mod.ts", /^mod\.ts$/],
   ["bench, trainer", /^(bench|trainer)\//],

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Communicator } from "../communicator.ts";
+import { Communicator } from "../communicator/communicator.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Communicator } from "../communicator.ts";
+import { Communicator } from "../communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs, PROCESS_TRANSPORTS, type TransportName } from "../registry.ts";

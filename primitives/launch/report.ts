@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Communicator } from "../communicator.ts";
+import type { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import type { RankEnd } from "./verdict.ts";
 

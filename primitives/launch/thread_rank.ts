@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Communicator } from "../communicator.ts";
+import { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";

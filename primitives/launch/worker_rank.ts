@@ -4,7 +4,7 @@
  * @module
  */
 
-import { Communicator } from "../communicator.ts";
+import { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { RankHeap } from "../memory/heap.ts";

@@ -1,6 +1,6 @@
 // Rank program for the error tests. `mode` picks the misbehaviour; argument errors are caught and
 // returned so the test can check type and message on every rank.
-import { Communicator } from "../../primitives/communicator.ts";
+import { Communicator } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import { WorkerTransport } from "../../primitives/transports/worker.ts";

@@ -2,7 +2,7 @@
 import { type Communicator, TRANSPORTS } from "../../mod.ts";
 import { launchGroup } from "../../primitives/launch/group.ts";
 import { launchedAs } from "../../primitives/registry.ts";
-import { Communicator as CommunicatorClass } from "../../primitives/communicator.ts";
+import { Communicator as CommunicatorClass } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 

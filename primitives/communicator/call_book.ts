@@ -8,10 +8,10 @@
  * @module
  */
 
-import { MismatchError } from "./errors.ts";
-import { algorithmName } from "./registry.ts";
+import { MismatchError } from "../errors.ts";
+import { algorithmName } from "../registry.ts";
 import { describeStamp } from "./stamp.ts";
-import type { CallCheck, CallSummary } from "./transports/transport.ts";
+import type { CallCheck, CallSummary } from "../transports/transport.ts";
 
 /** Largest user tag + 1; tags from here on belong to collectives. */
 export const MAX_TAG = 2 ** 30;

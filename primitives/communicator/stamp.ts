@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "./types.ts";
+import { type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "../types.ts";
 
 /** What a rank is doing: a point-to-point message or one of the collectives. */
 export type CallKind =

@@ -1,0 +1,191 @@
+/**
+ * The checks of a communicator's arguments: each wrong argument is a one-line TypeError or
+ * RangeError that says what was wrong and what is accepted, thrown before anything is sent.
+ * @module
+ */
+
+import { MAX_TAG } from "./call_book.ts";
+import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";
+import type { BufferLike } from "../memory/comm_buffer.ts";
+import type { RankMemory } from "../memory/rank_memory.ts";
+import { sideOfMemory, type TransportName, TRANSPORTS } from "../registry.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  DTYPES,
+  type KernelOp,
+  MAX_BYTES,
+  MEMORY_KINDS,
+  type MemoryKind,
+  REDUCE_OPS,
+  type ReduceOp,
+  type Side,
+} from "../types.ts";
+
+/** One communicator's argument checks. */
+export class CallArguments {
+  readonly #rank: number;
+  readonly #size: number;
+  readonly #memory: RankMemory;
+  readonly #transport: TransportName;
+  readonly #carried: readonly MemoryKind[];
+
+  /** Checks for rank `rank` of `size` with `memory`, over `transport`. */
+  constructor(rank: number, size: number, memory: RankMemory, transport: TransportName) {
+    this.#rank = rank;
+    this.#size = size;
+    this.#memory = memory;
+    this.#transport = transport;
+    this.#carried = TRANSPORTS[transport].memory;
+  }
+
+  /** A checked allocation's dtype and memory kind. */
+  alloc(count: number, dtype: Dtype, memory: MemoryKind): void {
+    if (!DTYPES.includes(dtype)) {
+      throw new TypeError(`Unknown dtype ${dtype}: expected one of ${DTYPES.join(", ")}`);
+    }
+    if (!MEMORY_KINDS.includes(memory)) {
+      throw new TypeError(
+        `Unknown memory kind ${memory}: expected one of ${MEMORY_KINDS.join(", ")}`,
+      );
+    }
+    checkCount(count, dtype, "allocate");
+    if (!this.#carried.includes(memory)) {
+      throw new TypeError(
+        `Cannot allocate ${memory} memory on transport ${this.#transport}: it carries ` +
+          `${this.#carried.join(", ")}`,
+      );
+    }
+  }
+
+  /** `buf` as a buffer this rank may use in a call that does `what`. */
+  buffer(buf: BufferLike, what: string): CommBuffer {
+    const cb = commBufferOf(buf, what);
+    const owner = ownerOf(cb);
+    if (owner !== undefined && owner !== this.#memory) {
+      const theirs = owner.rank === this.#rank
+        ? "another communicator of this rank"
+        : `rank ${owner.rank}`;
+      throw new TypeError(
+        `Rank ${this.#rank} cannot ${what} a buffer allocated by ${theirs}: a buffer belongs to ` +
+          `the communicator that allocated it`,
+      );
+    }
+    checkCount(cb.length, cb.dtype, "use");
+    if (!this.#carried.includes(cb.memory)) {
+      throw new TypeError(
+        `Transport ${this.#transport} cannot carry ${cb.memory} memory: it carries ` +
+          `${this.#carried.join(", ")}`,
+      );
+    }
+    return cb;
+  }
+
+  /** The checked `out` buffer for `input`, or `input` itself when there is none. */
+  output(input: CommBuffer, out: BufferLike | undefined, what: string): CommBuffer {
+    if (out === undefined) return input;
+    const output = this.buffer(out, `${what} into`);
+    this.pair(input, output, output.length === input.length, what, "out = input length");
+    return output;
+  }
+
+  /** Two buffers of one call: the same dtype, and lengths that are `ok` by `rule`. */
+  pair(a: CommBuffer, b: CommBuffer, ok: boolean, what: string, rule: string): void {
+    if (a.dtype !== b.dtype) {
+      throw new TypeError(`Cannot ${what} ${a.dtype} into ${b.dtype}: dtypes must match`);
+    }
+    if (!ok) {
+      throw new RangeError(
+        `Cannot ${what} ${a.length} into ${b.length} elements on ${this.#size} ranks: need ${rule}`,
+      );
+    }
+  }
+
+  /** The side every buffer of a call is used on; they must agree. */
+  side(first: CommBuffer, ...rest: CommBuffer[]): Side {
+    const side = sideOfMemory(this.#transport, first.memory);
+    for (const b of rest) {
+      if (sideOfMemory(this.#transport, b.memory) !== side) {
+        throw new TypeError(
+          `Cannot mix ${first.memory} and ${b.memory} memory in one call on transport ` +
+            `${this.#transport}: one is used on the device, the other on the host`,
+        );
+      }
+    }
+    return side;
+  }
+
+  root(root: number, verb: string): number {
+    if (!Number.isInteger(root) || root < 0 || root >= this.#size) {
+      throw new RangeError(`Cannot ${verb} root ${root}: communicator size is ${this.#size}`);
+    }
+    return root;
+  }
+
+  peer(peer: number, verb: string): number {
+    if (!Number.isInteger(peer) || peer < 0 || peer >= this.#size || peer === this.#rank) {
+      throw new RangeError(
+        `Cannot ${verb} rank ${peer}: peers are 0 … ${this.#size - 1} other than ${this.#rank}`,
+      );
+    }
+    return peer;
+  }
+
+  tag(tag: number): number {
+    if (!Number.isInteger(tag) || tag < 0 || tag >= MAX_TAG) {
+      throw new RangeError(`Invalid tag ${tag}: tags are integers 0 … ${MAX_TAG - 1}`);
+    }
+    return tag;
+  }
+
+  op(op: ReduceOp): ReduceOp {
+    if (!REDUCE_OPS.includes(op)) {
+      throw new TypeError(`Unknown reduce op ${op}: expected one of ${REDUCE_OPS.join(", ")}`);
+    }
+    return op;
+  }
+}
+
+/** The kernel that reduces for `op` (avg sums, then divides). */
+export function kernelOp(op: ReduceOp): KernelOp {
+  return op === "avg" ? "sum" : op;
+}
+
+/** Bytes of a buffer (what `auto` decides by). */
+export function bytesIn(buf: CommBuffer): number {
+  return buf.length * DTYPE_INFO[buf.dtype].bytes;
+}
+
+/**
+ * The CommBuffer of a buffer-like argument of a call that does `what`; a one-line TypeError for
+ * anything else, and for a typed array whose memory was transferred away.
+ */
+function commBufferOf(buf: BufferLike, what: string): CommBuffer {
+  let cb: CommBuffer;
+  if (buf instanceof CommBuffer) cb = buf;
+  else if (ArrayBuffer.isView(buf)) cb = new HostBuffer(buf);
+  else {
+    const got = buf === null
+      ? "null"
+      : typeof buf === "object"
+      ? `a ${(buf as object).constructor?.name ?? "plain object"}`
+      : typeof buf;
+    throw new TypeError(
+      `Cannot ${what} ${got}: expected a CommBuffer (comm.alloc) or a Float32Array, ` +
+        `Float64Array or Int32Array`,
+    );
+  }
+  if (cb instanceof HostBuffer && (cb.view.buffer as ArrayBuffer).detached) {
+    throw new TypeError(
+      `Cannot ${what} a buffer whose memory was transferred (its ArrayBuffer is detached)`,
+    );
+  }
+  return cb;
+}
+
+function checkCount(count: number, dtype: Dtype, verb: string): void {
+  const limit = MAX_BYTES / DTYPE_INFO[dtype].bytes;
+  if (!Number.isInteger(count) || count < 0 || count > limit) {
+    throw new RangeError(`Cannot ${verb} ${count} × ${dtype}: counts are integers 0 … ${limit}`);
+  }
+}

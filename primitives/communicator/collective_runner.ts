@@ -1,0 +1,246 @@
+/**
+ * How a communicator runs a checked collective call: as the next in the order this rank issued
+ * them (issue_order.ts), on a context of its own (a call that goes on after it returns keeps its
+ * context until it finishes), on one rank without one. The last checked call of each
+ * small-message collective is kept, so a loop of small collectives skips the checks.
+ * @module
+ */
+
+import { type CallBook, MAX_TAG } from "./call_book.ts";
+import { CollectiveContext, type Completion, type Operand } from "../collectives/context.ts";
+import { IssueOrder } from "./issue_order.ts";
+import { type BufferLike, type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
+import type { RankHeap } from "../memory/heap.ts";
+import { type Operands, resolveOperands } from "./operands.ts";
+import type { Transport } from "../transports/transport.ts";
+import { DONE, type ReduceOp, type Side } from "../types.ts";
+
+/**
+ * A checked collective call: its stamp, its algorithm over its operands (input and output, or a
+ * bcast's one buffer), and what it does on one rank and after the algorithm.
+ */
+export interface Call {
+  stamp: number;
+  /** Runs the algorithm on the operands (more than one rank). */
+  run(ctx: CollectiveContext, a: Operand, b: Operand): Completion;
+  /** What the call does on one rank instead. */
+  alone?(a: Operand, b: Operand): void;
+  /** After the algorithm, on this rank (avg's division). */
+  after?(a: Operand, b: Operand): void;
+}
+
+/** The collectives whose last call is kept (those small messages run in loops). */
+export type RepeatedKind = "bcast" | "allreduce" | "reduce";
+
+/** The options a kept call is compared on. */
+export interface RepeatOptions {
+  out?: BufferLike;
+  op?: ReduceOp;
+  root?: number;
+  algorithm?: string;
+}
+
+/** A call to keep for {@linkcode CollectiveRunner.repeat}: its kind, buffer and options. */
+export interface Keep {
+  kind: RepeatedKind;
+  buf: BufferLike;
+  options: RepeatOptions;
+}
+
+/**
+ * A checked call on host buffers, kept so that a call with the same arguments (a loop of small
+ * collectives) skips the checks, the algorithm choice and the stamp: about half of a 1-float
+ * call's JS time. Device and managed buffers resolve per call and are never kept.
+ */
+interface KeptCall extends RepeatOptions {
+  buf: BufferLike;
+  /** The buffer's length then (a view over a resizable buffer can change length). */
+  length: number;
+  call: Call;
+  ops: Operands;
+}
+
+/** What the runner asks of its communicator. */
+export interface RunnerHooks {
+  /** Throws if the communicator is closed or broken. */
+  checkOpen(): void;
+  /** Breaks the communicator with `e`; returns the error to throw. */
+  broke(e: unknown): unknown;
+}
+
+/** Runs one communicator's collective calls. */
+export class CollectiveRunner {
+  readonly #transport: Transport;
+  readonly #heap: RankHeap;
+  readonly #calls: CallBook;
+  readonly #size: number;
+  /** Collectives that run on after their call returns finish before the next begins. */
+  readonly #blocking: boolean;
+  readonly #hooks: RunnerHooks;
+  #seq = 0;
+  /**
+   * The context the next call runs on. A call that goes on after it returns keeps its context
+   * until it finishes, and this one is replaced (each call in flight has a context of its own).
+   */
+  #ctx: CollectiveContext;
+  /** Contexts of calls that went on after they returned and have finished, for reuse. */
+  #idle: CollectiveContext[] = [];
+  /** The order collectives begin in. */
+  #order = new IssueOrder((waiting) => this.#direct = !waiting && !this.#stopped);
+  #stopped = false;
+  /**
+   * A kept call may begin at once: calls may begin and no collective waits to begin (one field,
+   * read by every call of a loop of small collectives).
+   */
+  #direct = true;
+  /** The last checked call of each small-message collective (see {@linkcode repeat}). */
+  #kept: Partial<Record<RepeatedKind, KeptCall>> = {};
+
+  constructor(
+    transport: Transport,
+    heap: RankHeap,
+    calls: CallBook,
+    blocking: boolean,
+    hooks: RunnerHooks,
+  ) {
+    this.#transport = transport;
+    this.#heap = heap;
+    this.#calls = calls;
+    this.#size = transport.size;
+    this.#blocking = blocking;
+    this.#hooks = hooks;
+    this.#ctx = new CollectiveContext(transport, heap);
+  }
+
+  /** No call begins at once any more (the communicator closed or broke). */
+  stop(): void {
+    this.#stopped = true;
+    this.#direct = false;
+  }
+
+  /**
+   * Runs the kept call of `kind` again if this one repeats it: the same buffer (of the same length)
+   * and the same `out`, `op`, `root` and `algorithm`. Otherwise `undefined`.
+   */
+  repeat(kind: RepeatedKind, buf: BufferLike, o: RepeatOptions): Promise<void> | undefined {
+    const r = this.#kept[kind];
+    if (
+      r === undefined || r.buf !== buf || r.length !== buf.length || r.out !== o.out ||
+      r.op !== o.op || r.root !== o.root || r.algorithm !== o.algorithm
+    ) return undefined;
+    return this.#rerun(r);
+  }
+
+  /**
+   * Runs a checked collective as the next call in issue order, on the operands of `buffers` (each
+   * with whether the call writes it) on `side`; a call on host buffers is kept as `keep` says.
+   */
+  run(call: Call, buffers: [CommBuffer, boolean][], side: Side, keep?: Keep): Promise<void> {
+    if (this.#size === 1 && !call.alone && !call.after) return DONE;
+    if (!buffers.every(([b]) => b instanceof HostBuffer)) {
+      return this.#later(call, () => resolveOperands(buffers, side));
+    }
+    const ops = buffers.map(([b]) => (b as HostBuffer).view) as Operands;
+    if (keep && this.#size > 1 && !call.after) {
+      const { buf, options: { out, op, root, algorithm } } = keep;
+      this.#kept[keep.kind] = { buf, length: buf.length, out, op, root, algorithm, call, ops };
+    }
+    return this.#order.free() ? this.#now(call, ops) : this.#later(call, () => ops);
+  }
+
+  /**
+   * Runs a kept call again: {@linkcode #now} without its one-rank and `after` cases, which kept
+   * calls never have (every call of a loop of small collectives comes this way).
+   */
+  #rerun(r: KeptCall): Promise<void> {
+    if (!this.#direct) return this.#later(r.call, () => r.ops);
+    try {
+      const ctx = this.#begin(r.call.stamp);
+      const pending = r.call.run(ctx, r.ops[0], r.ops[1]);
+      if (!pending) return DONE;
+      const done = this.#finishing(pending, ctx);
+      if (this.#blocking) this.#order.holdUntil(done);
+      return done;
+    } catch (e) {
+      return Promise.reject(this.#hooks.broke(e));
+    }
+  }
+
+  /**
+   * Begins `call` now, on a context of its own: not `async`, so a call that completes at once
+   * allocates no promise. On a blocking transport, the next collective waits for it to finish.
+   */
+  #now(call: Call, ops: Operands): Promise<void> {
+    const done = this.#start(call, ops);
+    if (this.#blocking && done !== DONE) this.#order.holdUntil(done);
+    return done;
+  }
+
+  /** Begins `call` once the calls issued before it have (see {@linkcode #now}). */
+  async #later(call: Call, operands: () => Operands | Promise<Operands>): Promise<void> {
+    const turn = this.#order.claim();
+    let done: Promise<void>;
+    try {
+      await turn.ready;
+      this.#hooks.checkOpen();
+      done = this.#start(call, await operands());
+    } catch (e) {
+      turn.release();
+      throw this.#hooks.broke(e);
+    }
+    if (this.#blocking) done.then(turn.release, turn.release);
+    else turn.release();
+    return done;
+  }
+
+  /** Runs `call` on `ops` now: on one rank without a context, else on a context of its own. */
+  #start(call: Call, ops: Operands): Promise<void> {
+    const a = ops[0], b = ops[1];
+    try {
+      if (this.#size === 1) {
+        call.alone?.(a, b);
+        call.after?.(a, b);
+        return DONE;
+      }
+      const ctx = this.#begin(call.stamp);
+      const pending = call.run(ctx, a, b);
+      if (!pending) {
+        call.after?.(a, b);
+        return DONE;
+      }
+      return this.#finishing(pending, ctx, () => call.after?.(a, b));
+    } catch (e) {
+      return Promise.reject(this.#hooks.broke(e));
+    }
+  }
+
+  /**
+   * A call's algorithm still `pending` on `ctx`, which it keeps until it finishes (the next call
+   * gets another); then `after`, or the communicator breaks.
+   */
+  #finishing(pending: Promise<void>, ctx: CollectiveContext, after?: () => void): Promise<void> {
+    this.#ctx = this.#idle.pop() ?? new CollectiveContext(this.#transport, this.#heap);
+    const seq = this.#seq;
+    return pending.then(() => {
+      // No call began meanwhile (calls one at a time): this context, whose scratch is warm,
+      // serves the next call again.
+      if (this.#seq === seq) [this.#ctx, ctx] = [ctx, this.#ctx];
+      this.#idle.push(ctx);
+      after?.();
+    }, (e) => {
+      throw this.#hooks.broke(e);
+    });
+  }
+
+  /**
+   * Begins one collective call on more than one rank: a context with the next tag and the call's
+   * stamp (judging peers' data that arrived early).
+   */
+  #begin(stamp: number): CollectiveContext {
+    const ctx = this.#ctx;
+    ctx.tag = MAX_TAG + (this.#seq++ % MAX_TAG);
+    ctx.stamp = stamp;
+    this.#calls.begin(ctx.tag, stamp);
+    return ctx;
+  }
+}
