@@ -8,7 +8,7 @@
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import { type PreparedCase, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
+import { type PreparedCase, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
 
 /** Mailbox words: the launcher bumps SEQ after writing a command; ranks echo SEQ into DONE+rank. */
 export const MAILBOX = { SEQ: 0, COMMAND: 1, CASE: 2, OPS: 3, DONE: 4 } as const;

@@ -15,7 +15,7 @@ import {
 } from "../primitives/registry.ts";
 import { DTYPE_INFO } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
-import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./primitives.ts";
+import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
 export type Timing = "back-to-back" | "per-iter";

@@ -21,7 +21,7 @@ import {
   COMMAND_TAG,
   MAILBOX,
 } from "./bench_ranks.ts";
-import { type PrimitiveName, PRIMITIVES } from "./primitives.ts";
+import { type PrimitiveName, PRIMITIVES } from "./cases.ts";
 import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../primitives/registry.ts";
 import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../primitives/types.ts";
 

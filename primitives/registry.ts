@@ -220,6 +220,11 @@ export function transportNamed(
 /** Memory kinds that live on a device (the rest are host memory). */
 export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
 
+/** Whether ranks of `transport` with buffers of `memory` need a WebGPU device. */
+export function needsDevice(transport: TransportName, memory: MemoryKind): boolean {
+  return TRANSPORTS[transport].needsDevice || DEVICE_MEMORY.includes(memory);
+}
+
 /**
  * The side a buffer of `memory` is used on over `transport`: device memory on the device, host
  * memory on the host, and managed memory wherever the transport's algorithms work (on the device

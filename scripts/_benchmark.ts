@@ -1,250 +1,20 @@
 /**
- * One primitive's benchmark as a task (`deno task allreduce …`): flags → a validated plan (sizes,
- * memory check) → ranks running the harness → exit code. `sweep` reuses {@linkcode planRun} and
- * {@linkcode runPlan} for each combination it measures.
+ * One primitive's benchmark as a task (`deno task allreduce …`): its plan (_benchmark_plan.ts)
+ * run by ranks running the harness, every rank counting wrong elements. `sweep` runs each
+ * combination it measures with {@linkcode runPlan}.
  * @module
  */
 
 import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
-import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
-import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
-import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
-import {
-  algorithmsFor,
-  DEVICE_MEMORY,
-  PROCESS_TRANSPORTS,
-  sideOfMemory,
-  TRANSPORT_NAMES,
-  TRANSPORTS,
-} from "../primitives/registry.ts";
+import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
-import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
-import {
-  address,
-  type FlagSpec,
-  integer,
-  number,
-  oneOf,
-  outputFiles,
-  parseFlags,
-  size,
-  usage,
-  UsageError,
-  userPath,
-} from "./_flags.ts";
+import { TRANSPORTS } from "../primitives/registry.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
+import { UsageError } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
-
-/** Most ranks one machine runs. */
-export const MAX_PROCS = 256;
-const DEFAULT_MAX = 268_435_456;
-
-/** Flags of the primitive tasks (DESIGN.md, "CLI"). */
-export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
-  procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
-  memory: {
-    help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
-  },
-  algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
-  min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
-  max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
-  iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
-  warmup: {
-    help: "untimed iterations per size (default: adaptive, ~50 ms; 1 s at the first size)",
-  },
-  op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
-  dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
-  root: { help: "root rank of bcast and reduce", default: "0" },
-  timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
-  touch: {
-    help: "managed memory: touch the buffers on this side (host or device) before every op; " +
-      "the touch is timed apart and subtracted, the migration it causes stays",
-  },
-  timeout: {
-    help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
-      "2 s past it after another finished is stuck",
-    default: "30",
-  },
-  launcher: {
-    help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
-      "started by torchrun/mpirun/srun; over ws unless --transport tcp)",
-    default: "local",
-  },
-  bind: {
-    help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
-    default: "127.0.0.1",
-  },
-  csv: { help: "write the rows to this CSV file" },
-  json: {
-    help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
-      "CSV's path with .json)",
-  },
-};
-
-/** Launchers: start ranks here, or join a group an external launcher started. */
-export const LAUNCHERS = ["local", "env"] as const;
-
-/** A validated benchmark run. */
-export interface RunPlan {
-  sweep: SweepOptions;
-  /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
-  device: boolean;
-  procs: number;
-  timeoutMs: number;
-  launcher: typeof LAUNCHERS[number];
-  bind: string;
-  csv?: string;
-  json?: string;
-  /** Said on stderr before running (e.g. a lowered default --max). */
-  notes: string[];
-}
-
-/** Turns flag values into a plan; throws UsageError for anything not accepted. */
-export function planRun(
-  primitive: PrimitiveName,
-  v: Record<string, string | undefined>,
-  availableBytes = Deno.systemMemoryInfo().available,
-): RunPlan {
-  const spec = PRIMITIVES[primitive];
-  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
-  // An external launcher starts processes: the first processes transport unless told.
-  const given = launcher === "env" && v.transport === BENCHMARK_FLAGS.transport.default
-    ? PROCESS_TRANSPORTS[0]
-    : v.transport!;
-  const transport = oneOf("transport", given, TRANSPORT_NAMES);
-  if (launcher === "env" && TRANSPORTS[transport].launch !== "processes") {
-    throw new UsageError(
-      `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
-        `is not accepted`,
-    );
-  }
-  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
-  if (primitive === "sendrecv" && procs !== 2) {
-    throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
-  }
-  const info = TRANSPORTS[transport];
-  const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
-  const side = sideOfMemory(transport, memory);
-  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport, side) : [];
-  const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
-  const dtype = oneOf("dtype", v.dtype!, DTYPES);
-  const device = info.needsDevice || DEVICE_MEMORY.includes(memory);
-  if (device && dtype === "f64") {
-    throw new UsageError(
-      `--dtype f64 is not accepted with ${
-        info.needsDevice ? `transport ${transport}` : `${memory} memory`
-      }: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
-    );
-  }
-  const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);
-  if (touch && memory !== "managed") {
-    throw new UsageError(
-      `--touch ${touch} is not accepted: it touches managed memory (--memory managed)`,
-    );
-  }
-  const op = oneOf("op", v.op!, REDUCE_OPS);
-  const root = integer("root", v.root!, 0, procs - 1);
-  const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
-  const min = size("min", v.min!, dtype);
-  let max = size("max", v.max!, dtype);
-  if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
-  const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
-  const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
-  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
-  const bind = address("bind", v.bind!);
-  const processes = TRANSPORTS[transport].launch === "processes";
-  if (bind !== BENCHMARK_FLAGS.bind.default && !processes) {
-    throw new UsageError(
-      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp); ${transport} ranks ` +
-        `are workers of this process`,
-    );
-  }
-  if (processes) canListen(bind);
-  const { csv, json } = outputFiles(v);
-
-  const notes: string[] = [];
-  const shape = { primitive, transport, memory, dtype };
-  const group = memoryNeeded(shape, procs, 0).groupBytes;
-  if (group > 0.9 * availableBytes) {
-    throw new UsageError(
-      `--procs ${procs} does not fit: ${procs} ${transport} ranks need ${gb(group)} before any ` +
-        `buffer (each rank's runtime${
-          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
-        }); ${gb(availableBytes)} available`,
-    );
-  }
-  const fits = (count: number) => {
-    const need = memoryNeeded(shape, procs, count);
-    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
-  };
-  if (!fits(max)) {
-    const need = memoryNeeded(shape, procs, max);
-    const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
-      ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
-      : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
-        `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
-    if (v.max !== String(DEFAULT_MAX)) {
-      throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
-    }
-    while (max > min && !fits(max)) max = Math.floor(max / 2);
-    if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
-    notes.push(`--max lowered to ${max} floats: ${DEFAULT_MAX} needs ${problem}`);
-  }
-
-  const counts: number[] = [];
-  for (let c = min; c <= max; c *= 2) {
-    const fitted = spec.fit(c, procs);
-    if (fitted > 0 && fitted !== counts.at(-1)) counts.push(fitted);
-  }
-  if (counts.length === 0) {
-    throw new UsageError(
-      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} floats`,
-    );
-  }
-  return {
-    sweep: {
-      primitive,
-      transport,
-      memory,
-      algorithm,
-      dtype,
-      op,
-      root,
-      counts,
-      iters,
-      warmup,
-      timing,
-      ...(touch ? { touch } : {}),
-    },
-    device,
-    procs,
-    timeoutMs,
-    launcher,
-    bind,
-    csv,
-    json,
-    notes,
-  };
-}
-
-/** Refuses an address this machine cannot listen on (not one of its own, say). */
-function canListen(bind: string): void {
-  try {
-    Deno.listen({ hostname: bind, port: 0 }).close();
-  } catch (e) {
-    throw new UsageError(
-      `--bind ${bind} is not accepted: cannot listen there (${(e as Error).name}); use an ` +
-        `address of this machine`,
-    );
-  }
-}
-
-function gb(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(1)} GB`;
-}
+import { removeIfPresent, requireDevice, type Task, taskMain } from "./_task.ts";
 
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
@@ -278,7 +48,7 @@ export interface RunOutput {
   signal?: AbortSignal;
 }
 
-/** Runs a plan on in-process ranks; resolves with rank 0's summary. */
+/** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */
 export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSummary> {
   const args: HarnessArgs = {
     sweep: plan.sweep,
@@ -293,7 +63,6 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     },
   };
   if (plan.launcher === "env") {
-    // This process is one rank of a group started elsewhere.
     await using comm = await joinFromEnv({
       transport: plan.sweep.transport,
       bind: plan.bind,
@@ -314,86 +83,57 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   return (await group.results)[0];
 }
 
-/** Why a run stopped early: Ctrl-C or SIGTERM. */
-export class Interrupted extends Error {
-  override name = "Interrupted";
+/** A UsageError when `plan` needs a WebGPU device and none can be opened. */
+export function checkDevice(plan: RunPlan): Promise<void> {
+  const { transport, memory } = plan.sweep;
+  const what = TRANSPORTS[transport].needsDevice
+    ? `--transport ${transport}`
+    : `--memory ${memory}`;
+  return requireDevice(plan.device, what);
 }
 
-/**
- * Aborts the signal `body` gets on SIGINT/SIGTERM; once one came, however `body` fails (a process
- * rank the same Ctrl-C killed, say), it rejects with the {@linkcode Interrupted} reason.
- */
-export async function interruptible<T>(
-  body: (signal: AbortSignal) => Promise<T>,
-): Promise<T> {
-  const controller = new AbortController();
-  const signals = ["SIGINT", "SIGTERM"] as const;
-  const handlers = signals.map((s) => {
-    const h = () => controller.abort(new Interrupted(`interrupted by ${s}`));
-    Deno.addSignalListener(s, h);
-    return [s, h] as const;
-  });
-  try {
-    return await body(controller.signal);
-  } catch (e) {
-    throw controller.signal.aborted ? controller.signal.reason : e;
-  } finally {
-    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
-  }
+/** What a stopped run leaves: no half-written JSON; an interrupted one keeps its complete rows. */
+export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefined {
+  if (plan.json) removeIfPresent(`${plan.json}.tmp`);
+  return interrupted && plan.csv ? `; ${plan.csv} holds the complete rows` : undefined;
+}
+
+/** The task `deno task <primitive>`. */
+export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
+  return {
+    name: primitive,
+    summary: `Measures ${primitive} over a size sweep.`,
+    flags: BENCHMARK_FLAGS,
+    async plan(values, _, argv) {
+      if (values.launcher === "env") {
+        // The external launcher decides the group's size; --procs, if given, must agree.
+        const size = envSize();
+        if (argv.some((a) => a.startsWith("--procs")) && values.procs !== String(size)) {
+          throw new UsageError(
+            `--procs ${values.procs} disagrees with the launcher's ${size} ranks`,
+          );
+        }
+        values.procs = String(size);
+      }
+      const plan = planRun(primitive, values);
+      await checkDevice(plan);
+      return plan;
+    },
+    notes: (plan) => plan.notes,
+    async run(plan, signal, argv) {
+      const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
+      const summary = await runPlan(plan, { table: true, metadata, signal });
+      if (summary.wrong === 0) return 0;
+      console.error(`dccl ${primitive}: ${summary.wrong} wrong elements; see the wrong column`);
+      return 1;
+    },
+    stopped: stoppedRun,
+  };
 }
 
 /** Entry point of `deno task <primitive>`; returns the exit code. */
-export async function benchmarkMain(primitive: PrimitiveName, argv: string[]): Promise<number> {
-  const command = `dccl ${primitive}`;
-  let plan: RunPlan;
-  try {
-    const values = parseFlags(BENCHMARK_FLAGS, argv);
-    if (values.help) {
-      console.log(usage(primitive, `Measures ${primitive} over a size sweep.`, BENCHMARK_FLAGS));
-      return 0;
-    }
-    if (values.launcher === "env") {
-      // The external launcher decides the group's size; --procs, if given, must agree.
-      const size = envSize();
-      if (argv.some((a) => a.startsWith("--procs")) && values.procs !== String(size)) {
-        throw new UsageError(`--procs ${values.procs} disagrees with the launcher's ${size} ranks`);
-      }
-      values.procs = String(size);
-    }
-    for (const flag of ["csv", "json"]) if (values[flag]) values[flag] = userPath(values[flag]);
-    plan = planRun(primitive, values);
-    await checkDevice(plan);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`${command}: ${e.message}`);
-    return 2;
-  }
-  for (const note of plan.notes) console.error(`${command}: note: ${note}`);
-  const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
-  try {
-    const summary = await interruptible((signal) =>
-      runPlan(plan, { table: true, metadata, signal })
-    );
-    if (summary.wrong > 0) {
-      console.error(`${command}: ${summary.wrong} wrong elements; see the wrong column`);
-      return 1;
-    }
-    return 0;
-  } catch (e) {
-    return reportFailure(command, plan, e);
-  }
-}
-
-/** Refuses a run that needs a WebGPU device where none can be opened. */
-export async function checkDevice(plan: RunPlan): Promise<void> {
-  if (!plan.device) return;
-  const why = await gpuUnavailable();
-  if (why) {
-    const what = TRANSPORTS[plan.sweep.transport].needsDevice
-      ? `--transport ${plan.sweep.transport}`
-      : `--memory ${plan.sweep.memory}`;
-    throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
-  }
+export function benchmarkMain(primitive: PrimitiveName, argv: string[]): Promise<number> {
+  return taskMain(benchmarkTask(primitive), argv);
 }
 
 function envSize(): number {
@@ -401,28 +141,5 @@ function envSize(): number {
     return rankFromEnv().size;
   } catch (e) {
     throw new UsageError(`--launcher env: ${(e as Error).message}`);
-  }
-}
-
-/** Prints why a run stopped as one line; returns the exit code. */
-export function reportFailure(command: string, plan: RunPlan, e: unknown): number {
-  if (plan.json) removeIfPresent(`${plan.json}.tmp`);
-  if (e instanceof Interrupted) {
-    const kept = plan.csv ? `; ${plan.csv} holds the complete rows` : "";
-    console.error(`${command}: ${e.message}${kept}`);
-    return 130;
-  }
-  if (e instanceof Error) {
-    console.error(`${command}: ${e.message.split("\n")[0]}`);
-    return 1;
-  }
-  throw e;
-}
-
-function removeIfPresent(path: string): void {
-  try {
-    Deno.removeSync(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
 }

@@ -20,6 +20,8 @@ export interface FlagSpec {
   default?: string;
   /** A switch without a value. */
   boolean?: boolean;
+  /** A file or folder path: tasks take it from the folder they were started in ({@linkcode userPath}). */
+  path?: boolean;
 }
 
 /**

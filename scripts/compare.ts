@@ -5,6 +5,7 @@
  * @module
  */
 
+import { dirname } from "node:path";
 import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import {
   crossovers,
@@ -13,20 +14,15 @@ import {
   wrongResults,
 } from "../bench/compare/crossover.ts";
 import { readResults, ResultFormatError } from "../bench/compare/results.ts";
-import { MAX_PROCS } from "./_benchmark.ts";
-import { dirname } from "node:path";
-import {
-  type FlagSpec,
-  integer,
-  parseFlags,
-  usage,
-  UsageError,
-  userPath,
-  writableFolder,
-} from "./_flags.ts";
+import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./_flags.ts";
+import { MAX_PROCS, type Task, taskMain } from "./_task.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
-  out: { help: "HTML report path; the SVG is written next to it", default: "out/compare.html" },
+  out: {
+    help: "HTML report path; the SVG is written next to it",
+    default: "out/compare.html",
+    path: true,
+  },
   procs: { help: "ranks of OSU inputs (their output does not say)", default: "2" },
   tolerance: {
     help: "percent a curve may trail the fastest at a size and still count as fastest there",
@@ -34,80 +30,89 @@ const FLAGS: Record<string, FlagSpec> = {
   },
 };
 
-async function main(argv: string[]): Promise<number> {
-  let files: string[], out: string, procs: number, tolerance: number;
-  try {
-    const positionals: string[] = [];
-    const values = parseFlags(FLAGS, argv, positionals);
-    if (values.help) {
-      console.log(
-        usage("compare A.csv B.csv …", "Overlays curves and prints the crossovers.", FLAGS),
-      );
-      return 0;
-    }
-    // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
-    const inputs = positionals.map((p) => userPath(p));
-    files = inputs.filter((f) =>
-      !(/\.json$/i.test(f) && inputs.includes(f.replace(/\.json$/i, ".csv")))
-    );
-    if (files.length === 0) {
-      throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
-    }
-    out = userPath(values.out!);
-    if (!out.endsWith(".html")) {
-      throw new UsageError(`--out ${out} is not accepted: expected *.html`);
-    }
-    writableFolder("out", dirname(out), out);
-    procs = integer("procs", values.procs!, 1, MAX_PROCS);
-    tolerance = integer("tolerance", values.tolerance!, 0, 100) / 100;
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`dccl compare: ${e.message}`);
-    return 2;
-  }
+interface ComparePlan {
+  files: string[];
+  out: string;
+  procs: number;
+  tolerance: number;
+}
 
+/** Reads every file's curves; a file that cannot be read is a UsageError naming it. */
+async function readCurves(plan: ComparePlan): Promise<CurveSet> {
   const set = new CurveSet();
-  for (const file of files) {
+  for (const file of plan.files) {
     try {
-      for await (const point of readResults(file, procs)) set.add(point);
+      for await (const point of readResults(file, plan.procs)) set.add(point);
     } catch (e) {
       if (!(e instanceof Error)) throw e;
       // A missing file or a folder: the system's words; a bad file: the reader's.
       const why = e instanceof ResultFormatError
         ? e.message
         : `${file}: cannot read it (${e.name}${e.name === "IsADirectory" ? ": pass files" : ""})`;
-      console.error(`dccl compare: ${why.split("\n")[0]}`);
-      return 2;
+      throw new UsageError(why.split("\n")[0]);
     }
   }
-  if (set.repeated > 0) {
-    console.error(
-      `dccl compare: note: ${set.repeated} rows repeated a curve at a size it already had; ` +
-        `the last of each counts`,
-    );
-  }
-  const curves = set.curves();
-  const rows = crossovers(curves, { tolerance });
-  const wrong = wrongResults(curves);
-  if (wrong.length > 0) {
-    console.error(
-      `dccl compare: warning: ${wrong.length} curves have sizes with wrong results; they are ` +
-        `flagged and left out of the comparison`,
-    );
-  }
-  const svg = await renderSvg(curves);
-  const svgPath = out.replace(/\.html$/, ".svg");
-  try {
-    Deno.mkdirSync(dirname(out), { recursive: true });
-    Deno.writeTextFileSync(svgPath, svg);
-    Deno.writeTextFileSync(out, renderHtml(svg, rows, files, tolerance, wrong));
-  } catch (e) {
-    console.error(`dccl compare: --out ${out}: cannot write the report (${(e as Error).name})`);
-    return 2;
-  }
-  console.log(formatCrossovers(rows, wrong));
-  console.log(`\nchart: ${svgPath}\nreport: ${out}`);
-  return 0;
+  return set;
 }
 
-Deno.exit(await main(Deno.args));
+const COMPARE: Task<ComparePlan> = {
+  name: "compare",
+  synopsis: "compare A.csv B.csv …",
+  summary: "Overlays curves and prints the crossovers.",
+  flags: FLAGS,
+  positionals: true,
+  plan(values, positionals) {
+    // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
+    const inputs = positionals.map((p) => userPath(p));
+    const files = inputs.filter((f) =>
+      !(/\.json$/i.test(f) && inputs.includes(f.replace(/\.json$/i, ".csv")))
+    );
+    if (files.length === 0) {
+      throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
+    }
+    const out = values.out!;
+    if (!out.endsWith(".html")) {
+      throw new UsageError(`--out ${out} is not accepted: expected *.html`);
+    }
+    writableFolder("out", dirname(out), out);
+    return {
+      files,
+      out,
+      procs: integer("procs", values.procs!, 1, MAX_PROCS),
+      tolerance: integer("tolerance", values.tolerance!, 0, 100) / 100,
+    };
+  },
+  async run(plan) {
+    const set = await readCurves(plan);
+    if (set.repeated > 0) {
+      console.error(
+        `dccl compare: note: ${set.repeated} rows repeated a curve at a size it already had; ` +
+          `the last of each counts`,
+      );
+    }
+    const curves = set.curves();
+    const rows = crossovers(curves, { tolerance: plan.tolerance });
+    const wrong = wrongResults(curves);
+    if (wrong.length > 0) {
+      console.error(
+        `dccl compare: warning: ${wrong.length} curves have sizes with wrong results; they are ` +
+          `flagged and left out of the comparison`,
+      );
+    }
+    const svg = await renderSvg(curves);
+    const { out } = plan;
+    const svgPath = out.replace(/\.html$/, ".svg");
+    try {
+      Deno.mkdirSync(dirname(out), { recursive: true });
+      Deno.writeTextFileSync(svgPath, svg);
+      Deno.writeTextFileSync(out, renderHtml(svg, rows, plan.files, plan.tolerance, wrong));
+    } catch (e) {
+      throw new UsageError(`--out ${out}: cannot write the report (${(e as Error).name})`);
+    }
+    console.log(formatCrossovers(rows, wrong));
+    console.log(`\nchart: ${svgPath}\nreport: ${out}`);
+    return 0;
+  },
+};
+
+Deno.exit(await taskMain(COMPARE, Deno.args));

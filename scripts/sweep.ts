@@ -6,29 +6,14 @@
  */
 
 import { stringify } from "csv-stringify/sync";
-import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
-import { MEMORY_KINDS } from "../primitives/types.ts";
-import {
-  BENCHMARK_FLAGS,
-  checkDevice,
-  interruptible,
-  MAX_PROCS,
-  planRun,
-  reportFailure,
-  runPlan,
-} from "./_benchmark.ts";
-import {
-  type FlagSpec,
-  integer,
-  listOf,
-  parseFlags,
-  usage,
-  UsageError,
-  userPath,
-  writableFolder,
-} from "./_flags.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../primitives/registry.ts";
+import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
+import { checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
+import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
+import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
 
 const PRIMITIVE_NAMES = Object.keys(PRIMITIVES) as PrimitiveName[];
 const { procs: _procs, transport: _transport, memory: _memory, csv: _csv, json: _json, ...shared } =
@@ -39,25 +24,72 @@ const FLAGS: Record<string, FlagSpec> = {
   transports: { help: "comma-separated transports", default: TRANSPORT_NAMES.join(",") },
   memory: { help: "comma-separated memory kinds", default: MEMORY_KINDS.join(",") },
   procs: { help: "comma-separated rank counts", default: "2,4,8" },
-  out: { help: "directory for the CSVs and index.csv", default: "out/sweep" },
+  out: { help: "directory for the CSVs and index.csv", default: "out/sweep", path: true },
   ...shared,
   max: { ...shared.max, default: "4M" },
 };
 
-async function main(argv: string[]): Promise<number> {
-  let values;
-  let axes;
+const INDEX_COLUMNS = [
+  "primitive",
+  "transport",
+  "memory",
+  "procs",
+  "status",
+  "rows",
+  "wrong",
+  "csv",
+  "note",
+];
+
+interface SweepPlan {
+  values: Record<string, string | undefined>;
+  primitives: PrimitiveName[];
+  transports: TransportName[];
+  memory: MemoryKind[];
+  procs: number[];
+  out: string;
+}
+
+/** One combination's plan, or why it is skipped. */
+async function combination(
+  sweep: SweepPlan,
+  name: string,
+  primitive: PrimitiveName,
+  transport: TransportName,
+  memory: MemoryKind,
+  procs: number,
+): Promise<RunPlan | string> {
+  const carried = TRANSPORTS[transport].memory;
+  if (!carried.includes(memory)) return `${transport} carries ${carried.join(", ")} memory`;
   try {
-    values = parseFlags(FLAGS, argv);
-    if (values.help) {
-      console.log(usage("sweep", "Measures every combination into one CSV each.", FLAGS));
-      return 0;
-    }
-    axes = {
+    const plan = planRun(primitive, {
+      ...sweep.values,
+      procs: String(procs),
+      transport,
+      memory,
+      csv: `${sweep.out}/${name}.csv`,
+      json: `${sweep.out}/${name}.json`,
+    });
+    await checkDevice(plan);
+    return plan;
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    return e.message;
+  }
+}
+
+const SWEEP: Task<SweepPlan> = {
+  name: "sweep",
+  summary: "Measures every combination into one CSV each.",
+  flags: FLAGS,
+  plan(values) {
+    const plan: SweepPlan = {
+      values,
       primitives: listOf("primitives", values.primitives!, PRIMITIVE_NAMES),
       transports: listOf("transports", values.transports!, TRANSPORT_NAMES),
       memory: listOf("memory", values.memory!, MEMORY_KINDS),
       procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
+      out: writableFolder("out", values.out!),
     };
     // Validate the shared flags once, on a combination that always exists.
     const first = TRANSPORTS[TRANSPORT_NAMES[0]];
@@ -67,104 +99,56 @@ async function main(argv: string[]): Promise<number> {
       transport: first.name,
       memory: first.bestMemory,
     });
-    writableFolder("out", userPath(values.out!));
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`dccl sweep: ${e.message}`);
-    return 2;
-  }
-
-  const out = userPath(values.out!);
-  Deno.mkdirSync(out, { recursive: true });
-  const indexPath = `${out}/index.csv`;
-  const indexColumns = [
-    "primitive",
-    "transport",
-    "memory",
-    "procs",
-    "status",
-    "rows",
-    "wrong",
-    "csv",
-    "note",
-  ];
-  Deno.writeTextFileSync(indexPath, stringify([indexColumns]));
-  const index = (cells: (string | number)[]) =>
-    Deno.writeTextFileSync(indexPath, stringify([cells]), { append: true });
-
-  const machine = await collectMetadata(argv, {});
-  let failed = 0;
-  for (const primitive of axes.primitives) {
-    for (const transport of axes.transports) {
-      for (const memory of axes.memory) {
-        for (const procs of axes.procs) {
-          const name = `${primitive}-${transport}-${memory}-${procs}`;
-          const skip = (why: string) => {
-            console.log(`skip ${name}: ${why}`);
-            index([primitive, transport, memory, procs, "skipped", 0, 0, "", why]);
-          };
-          if (!TRANSPORTS[transport].memory.includes(memory)) {
-            skip(`${transport} carries ${TRANSPORTS[transport].memory.join(", ")} memory`);
-            continue;
-          }
-          let plan;
-          try {
-            plan = planRun(primitive, {
-              ...values,
-              procs: String(procs),
-              transport,
-              memory,
-              csv: `${out}/${name}.csv`,
-              json: `${out}/${name}.json`,
-            });
-          } catch (e) {
-            if (!(e instanceof UsageError)) throw e;
-            skip(e.message);
-            continue;
-          }
-          try {
-            await checkDevice(plan);
-          } catch (e) {
-            if (!(e instanceof UsageError)) throw e;
-            skip(e.message);
-            continue;
-          }
-          const metadata = { ...machine, options: { ...plan.sweep, procs } };
-          const started = performance.now();
-          try {
-            const summary = await interruptible((signal) =>
-              runPlan(plan, { table: false, metadata, signal })
-            );
-            const seconds = ((performance.now() - started) / 1000).toFixed(1);
-            const status = summary.wrong > 0 ? "wrong" : "ok";
-            if (summary.wrong > 0) failed++;
-            console.log(
-              `${status.padEnd(5)} ${name}: ${summary.rows} sizes, ${summary.wrong} wrong, ` +
-                `${seconds} s → ${plan.csv}`,
-            );
-            index([
-              primitive,
-              transport,
-              memory,
-              procs,
-              status,
-              summary.rows,
-              summary.wrong,
-              plan.csv!,
-              "",
-            ]);
-          } catch (e) {
-            const code = reportFailure(`dccl sweep ${name}`, plan, e);
-            index([primitive, transport, memory, procs, "failed", 0, 0, plan.csv!, String(e)]);
-            if (code === 130) return code;
-            failed++;
+    return plan;
+  },
+  async run(sweep, signal, argv) {
+    Deno.mkdirSync(sweep.out, { recursive: true });
+    const indexPath = `${sweep.out}/index.csv`;
+    Deno.writeTextFileSync(indexPath, stringify([INDEX_COLUMNS]));
+    const index = (cells: (string | number)[]) =>
+      Deno.writeTextFileSync(indexPath, stringify([cells]), { append: true });
+    const machine = await collectMetadata(argv, {});
+    let failed = 0;
+    for (const primitive of sweep.primitives) {
+      for (const transport of sweep.transports) {
+        for (const memory of sweep.memory) {
+          for (const procs of sweep.procs) {
+            const name = `${primitive}-${transport}-${memory}-${procs}`;
+            const axes = [primitive, transport, memory, procs];
+            const plan = await combination(sweep, name, primitive, transport, memory, procs);
+            if (typeof plan === "string") {
+              console.log(`skip ${name}: ${plan}`);
+              index([...axes, "skipped", 0, 0, "", plan]);
+              continue;
+            }
+            const metadata = { ...machine, options: { ...plan.sweep, procs } };
+            const started = performance.now();
+            try {
+              const summary = await runPlan(plan, { table: false, metadata, signal });
+              const seconds = ((performance.now() - started) / 1000).toFixed(1);
+              const status = summary.wrong > 0 ? "wrong" : "ok";
+              if (summary.wrong > 0) failed++;
+              console.log(
+                `${status.padEnd(5)} ${name}: ${summary.rows} sizes, ${summary.wrong} wrong, ` +
+                  `${seconds} s → ${plan.csv}`,
+              );
+              index([...axes, status, summary.rows, summary.wrong, plan.csv!, ""]);
+            } catch (e) {
+              // After Ctrl-C, whatever failed failed because of it.
+              const why = signal.aborted ? signal.reason : e;
+              const interrupted = why instanceof Interrupted;
+              const code = stoppedBy(`dccl sweep ${name}`, why, stoppedRun(plan, interrupted));
+              index([...axes, "failed", 0, 0, plan.csv!, String(why)]);
+              if (interrupted) return code;
+              failed++;
+            }
           }
         }
       }
     }
-  }
-  console.log(`index: ${indexPath}`);
-  return failed > 0 ? 1 : 0;
-}
+    console.log(`index: ${indexPath}`);
+    return failed > 0 ? 1 : 0;
+  },
+};
 
-Deno.exit(await main(Deno.args));
+Deno.exit(await taskMain(SWEEP, Deno.args));

@@ -4,51 +4,25 @@
  * @module
  */
 
-import { Interrupted, interruptible } from "./_benchmark.ts";
-import { parseFlags, usage, UsageError, userPath } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
+import { removeIfPresent, type Task, taskMain } from "./_task.ts";
 import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./_training.ts";
 
-async function main(argv: string[]): Promise<number> {
-  const command = "dccl train";
-  let plan: TrainPlan;
-  try {
-    const values = parseFlags(TRAIN_FLAGS, argv);
-    if (values.help) {
-      console.log(
-        usage("train", "Trains an MNIST MLP data-parallel over dccl's primitives.", TRAIN_FLAGS),
-      );
-      return 0;
-    }
-    for (const flag of ["csv", "json"]) if (values[flag]) values[flag] = userPath(values[flag]);
-    plan = await planTraining(values);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`${command}: ${e.message}`);
-    return 2;
-  }
-  const { mnist: _, ...options } = plan;
-  const metadata = await collectMetadata(argv, { ...options.config, csv: plan.csv });
-  try {
-    await interruptible((signal) => runTraining(plan, { metadata, signal }));
+const TRAIN: Task<TrainPlan> = {
+  name: "train",
+  summary: "Trains an MNIST MLP data-parallel over dccl's primitives.",
+  flags: TRAIN_FLAGS,
+  plan: (values) => planTraining(values),
+  async run(plan, signal, argv) {
+    const { mnist: _, ...options } = plan;
+    const metadata = await collectMetadata(argv, { ...options.config, csv: plan.csv });
+    await runTraining(plan, { metadata, signal });
     return 0;
-  } catch (e) {
+  },
+  stopped(plan, interrupted) {
     if (plan.json) removeIfPresent(`${plan.json}.tmp`);
-    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
-    const kept = e instanceof Interrupted && plan.csv
-      ? `; ${plan.csv} holds the finished epochs`
-      : "";
-    console.error(`${command}: ${message}${kept}`);
-    return e instanceof Interrupted ? 130 : 1;
-  }
-}
+    return interrupted && plan.csv ? `; ${plan.csv} holds the finished epochs` : undefined;
+  },
+};
 
-function removeIfPresent(path: string): void {
-  try {
-    Deno.removeSync(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-}
-
-Deno.exit(await main(Deno.args));
+Deno.exit(await taskMain(TRAIN, Deno.args));

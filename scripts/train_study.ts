@@ -9,18 +9,9 @@ import { launchGroup } from "../primitives/launch/group.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
-import { Interrupted, interruptible } from "./_benchmark.ts";
-import {
-  type FlagSpec,
-  integer,
-  oneOf,
-  parseFlags,
-  usage,
-  UsageError,
-  userPath,
-  writableFolder,
-} from "./_flags.ts";
+import { type FlagSpec, integer, oneOf, parseFlags, UsageError, writableFolder } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
+import { type Task, taskMain } from "./_task.ts";
 import { planTraining, readData, runTraining, summaryOf, TRAIN_FLAGS } from "./_training.ts";
 import { batch } from "./studies/batch.ts";
 import { memory } from "./studies/memory.ts";
@@ -39,7 +30,7 @@ const STUDIES: Record<string, Study> = {
 
 const FLAGS: Record<string, FlagSpec> = {
   epochs: { help: "epochs of every run", default: "10" },
-  out: { help: "folder for the CSV, JSON, SVG and HTML", default: "out/train-study" },
+  out: { help: "folder for the CSV, JSON, SVG and HTML", default: "out/train-study", path: true },
   data: TRAIN_FLAGS.data,
   "train-samples": TRAIN_FLAGS["train-samples"],
   "test-samples": TRAIN_FLAGS["test-samples"],
@@ -67,107 +58,100 @@ async function gpuVerdict(mode: string): Promise<string | undefined> {
     : undefined;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const command = "dccl train-study";
-  const positionals: string[] = [];
-  let study: string, values: Record<string, string | undefined>, mnist: Mnist;
-  let noGpu: string | undefined, noAdapter: string | undefined, out: string;
-  const names = Object.keys(STUDIES);
-  try {
-    values = parseFlags(FLAGS, argv, positionals);
-    if (values.help) {
-      console.log(
-        usage(
-          `train-study <${names.join("|")}>`,
-          "Runs one of the trainer studies (CSV, JSON, SVG, HTML and a table).",
-          FLAGS,
-        ),
-      );
-      return 0;
-    }
-    if (positionals.length !== 1) throw new UsageError(`name one study: ${names.join(", ")}`);
-    study = oneOf("study", positionals[0], names);
+interface StudyPlan {
+  study: string;
+  values: Record<string, string | undefined>;
+  out: string;
+  mnist: Mnist;
+  /** Why GPU runs are left out, or why there is no adapter at all. */
+  noGpu?: string;
+  noAdapter?: string;
+  /** The study's files, once it runs. */
+  files?: StudyFiles;
+}
+
+const NAMES = Object.keys(STUDIES);
+
+const TRAIN_STUDY: Task<StudyPlan> = {
+  name: "train-study",
+  synopsis: `train-study <${NAMES.join("|")}>`,
+  summary: "Runs one of the trainer studies (CSV, JSON, SVG, HTML and a table).",
+  flags: FLAGS,
+  positionals: true,
+  async plan(values, positionals) {
+    if (positionals.length !== 1) throw new UsageError(`name one study: ${NAMES.join(", ")}`);
+    const study = oneOf("study", positionals[0], NAMES);
     integer("epochs", values.epochs!, 1, 100_000);
-    out = writableFolder("out", userPath(values.out!));
-    noGpu = await gpuVerdict(oneOf("gpu", values.gpu!, ["auto", "yes", "no"]));
-    noAdapter = await gpuUnavailable();
-    mnist = await readData(values.data === undefined ? undefined : userPath(values.data));
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`${command}: ${e.message}`);
-    return 2;
-  }
-  const common: Record<string, string> = { epochs: values.epochs!, timeout: values.timeout! };
-  for (const flag of ["train-samples", "test-samples"]) {
-    if (values[flag] !== undefined) common[flag] = values[flag]!;
-  }
-  const metadata = await collectMetadata(argv, { study, ...common });
-  const files = new StudyFiles(out, study, metadata);
-  let runs = 0;
-  const planned = (flags: Record<string, string>) => {
-    const argv = Object.entries({ ...common, ...flags }).map(([k, v]) => `--${k}=${v}`);
-    return planTraining(parseFlags(TRAIN_FLAGS, argv), mnist);
-  };
-  try {
-    const result = await interruptible((signal) => {
-      const ctx: StudyContext = {
-        mnist,
-        epochs: values.epochs!,
-        noGpu,
-        noAdapter,
-        record: (row) => files.record(row),
-        async train(flags, label) {
-          const plan = await planned(flags);
-          const s = summaryOf(await runTraining(plan, { metadata, print: false, signal }));
-          console.error(
-            `[${++runs}] ${study}: ${label}: ${s.train_s.toFixed(2)} s, test accuracy ` +
-              `${(100 * s.final_test_acc).toFixed(2)}%`,
-          );
-          return s;
-        },
-        async breakdown(flags, label) {
-          const plan = await planned(flags);
-          const args: BreakdownArgs = {
-            config: plan.config,
-            mnist: plan.mnist,
-            dataDir: plan.mnist.dir,
-            steps: 200,
-          };
-          const url = new URL("../trainer/breakdown.ts", import.meta.url);
-          const [b] = await launchGroup<Breakdown>(url, {
-            size: 1,
-            transport: plan.config.transport,
-            args,
-            gpu: plan.config.device === "gpu",
-            timeoutMs: plan.config.timeoutMs,
-            signal,
-          }).results;
-          console.error(
-            `[${++runs}] ${study}: ${label}: upload ${b.upload_ms.toFixed(3)} ms, kernels ` +
-              `${b.kernels_ms.toFixed(3)} ms, download ${b.download_ms.toFixed(3)} ms per batch`,
-          );
-          return b;
-        },
-      };
-      return STUDIES[study](ctx);
-    });
+    const out = writableFolder("out", values.out!);
+    const noGpu = await gpuVerdict(oneOf("gpu", values.gpu!, ["auto", "yes", "no"]));
+    const noAdapter = await gpuUnavailable();
+    return { study, values, out, noGpu, noAdapter, mnist: await readData(values.data) };
+  },
+  async run(plan, signal, argv) {
+    const { study, values, mnist } = plan;
+    const common: Record<string, string> = { epochs: values.epochs!, timeout: values.timeout! };
+    for (const flag of ["train-samples", "test-samples"]) {
+      if (values[flag] !== undefined) common[flag] = values[flag]!;
+    }
+    const metadata = await collectMetadata(argv, { study, ...common });
+    const files = plan.files = new StudyFiles(plan.out, study, metadata);
+    let runs = 0;
+    const planned = (flags: Record<string, string>) => {
+      const argv = Object.entries({ ...common, ...flags }).map(([k, v]) => `--${k}=${v}`);
+      return planTraining(parseFlags(TRAIN_FLAGS, argv), mnist);
+    };
+    const ctx: StudyContext = {
+      mnist,
+      epochs: values.epochs!,
+      noGpu: plan.noGpu,
+      noAdapter: plan.noAdapter,
+      record: (row) => files.record(row),
+      async train(flags, label) {
+        const plan = await planned(flags);
+        const s = summaryOf(await runTraining(plan, { metadata, print: false, signal }));
+        console.error(
+          `[${++runs}] ${study}: ${label}: ${s.train_s.toFixed(2)} s, test accuracy ` +
+            `${(100 * s.final_test_acc).toFixed(2)}%`,
+        );
+        return s;
+      },
+      async breakdown(flags, label) {
+        const plan = await planned(flags);
+        const args: BreakdownArgs = {
+          config: plan.config,
+          mnist: plan.mnist,
+          dataDir: plan.mnist.dir,
+          steps: 200,
+        };
+        const url = new URL("../trainer/breakdown.ts", import.meta.url);
+        const [b] = await launchGroup<Breakdown>(url, {
+          size: 1,
+          transport: plan.config.transport,
+          args,
+          gpu: plan.config.device === "gpu",
+          timeoutMs: plan.config.timeoutMs,
+          signal,
+        }).results;
+        console.error(
+          `[${++runs}] ${study}: ${label}: upload ${b.upload_ms.toFixed(3)} ms, kernels ` +
+            `${b.kernels_ms.toFixed(3)} ms, download ${b.download_ms.toFixed(3)} ms per batch`,
+        );
+        return b;
+      },
+    };
+    const result = await STUDIES[study](ctx);
     await files.finish(result);
     console.log(`# dccl train-study ${study}: ${values.epochs} epochs per run`);
     console.log(formatTable(files.rows));
     for (const note of result.notes) console.log(`# ${note}`);
     console.log(`# wrote ${files.base}.csv, .json, .svg, .html`);
     return 0;
-  } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`${command}: ${e.message}`);
-      return 2;
-    }
-    const kept = files.rows.length > 0
+  },
+  stopped({ files }) {
+    return files && files.rows.length > 0
       ? `; ${files.base}.csv and .json hold the ${files.rows.length} finished runs`
-      : "";
-    console.error(`${command}: ${e instanceof Error ? e.message.split("\n")[0] : e}${kept}`);
-    return e instanceof Interrupted ? 130 : 1;
-  }
-}
+      : undefined;
+  },
+};
 
-if (import.meta.main) Deno.exit(await main(Deno.args));
+if (import.meta.main) Deno.exit(await taskMain(TRAIN_STUDY, Deno.args));

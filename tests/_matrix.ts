@@ -1,8 +1,8 @@
 // The correctness matrix every transport runs: primitives × algorithms × counts × ops × dtypes ×
-// memory kinds, with exact integer-valued inputs (see bench/primitives.ts).
+// memory kinds, with exact integer-valued inputs (see bench/exact_inputs.ts).
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor, type CollectiveName, TRANSPORTS } from "../mod.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { sideOfMemory } from "../primitives/registry.ts";
 import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
 

@@ -1,7 +1,7 @@
 // The primitive tasks' command line: every flag, every bad value → a one-line error and exit 2,
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
-import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
 import { parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 

@@ -3,9 +3,10 @@
 import { parse } from "csv-parse/sync";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/primitives.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { BENCHMARK_FLAGS, planRun, runPlan } from "../scripts/_benchmark.ts";
+import { runPlan } from "../scripts/_benchmark.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
 import { parseFlags } from "../scripts/_flags.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 

@@ -127,7 +127,7 @@ Deno.test("layout: only a transport's own files and the registry name a transpor
     `^primitives/(registry\\.ts|transports/(${TRANSPORT_NAMES.join("|")})[a-z_]*\\.ts)$`,
   );
   // A probe of one transport's wire (bench/README.md) names what it probes.
-  const probes = /^bench\/\w+_probe\.ts$/;
+  const probes = /^bench\/probes\//;
   const named: string[] = [];
   for (const path of SOURCES.filter((p) => !own.test(p) && !probes.test(p))) {
     Deno.readTextFileSync(new URL(path, ROOT)).split("\n").forEach((line, i) => {

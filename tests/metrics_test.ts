@@ -2,13 +2,8 @@
 // definition they shortcut.
 import { assert_, assertEquals } from "./_assert.ts";
 import { metrics, percentile } from "../bench/metrics.ts";
-import {
-  expectedReduction,
-  fillInput,
-  inputValue,
-  PRIMITIVES,
-  wrongReduced,
-} from "../bench/primitives.ts";
+import { PRIMITIVES } from "../bench/cases.ts";
+import { expectedReduction, fillInput, inputValue, wrongReduced } from "../bench/exact_inputs.ts";
 import { sizeName } from "../bench/report.ts";
 import { REDUCE_OPS } from "../primitives/types.ts";
 

@@ -1,6 +1,6 @@
 // Rank program for the correctness matrix: runs every case it is given and returns the wrong
 // element counts (one per case), so the test sees every failure at once.
-import { type CaseOptions, type PrimitiveName, PRIMITIVES } from "../../bench/primitives.ts";
+import { type CaseOptions, type PrimitiveName, PRIMITIVES } from "../../bench/cases.ts";
 import type { Communicator } from "../../mod.ts";
 
 export interface CheckCase extends CaseOptions {

@@ -1,6 +1,6 @@
 // Rank program for tests/overlap_test.ts: issues every case at once (none awaited before the
 // next is issued), twice over the same buffers, and returns each case's wrong elements.
-import { PRIMITIVES } from "../../bench/primitives.ts";
+import { PRIMITIVES } from "../../bench/cases.ts";
 import type { Communicator } from "../../mod.ts";
 import type { CheckCase } from "./check_rank.ts";
 

@@ -3,7 +3,7 @@
 // the input), with `auto` and with every algorithm the transport offers. Its first allreduce runs
 // right after start-up, before slower ranks could have finished joining.
 import type { Communicator } from "../../mod.ts";
-import { inputValue, wrongReduced } from "../../bench/primitives.ts";
+import { inputValue, wrongReduced } from "../../bench/exact_inputs.ts";
 import { algorithmsFor } from "../../primitives/registry.ts";
 
 /** Wrong elements of this rank's results, for allreduces of each count in `counts`. */

@@ -7,12 +7,16 @@
  * unmasked frames, server to client) and Deno's native WebSocket (`Deno.upgradeWebSocket` and the
  * global `WebSocket`). Neither lets a caller drive the socket itself (see ws_connect.ts).
  *
- *     deno run -A bench/tcp_probe.ts
+ *     deno run -A bench/probes/tcp_probe.ts
  * @module
  */
 
 import { WebSocket, WebSocketServer } from "ws";
-import { type SocketCalls, socketCalls, socketFd } from "../primitives/transports/socket_calls.ts";
+import {
+  type SocketCalls,
+  socketCalls,
+  socketFd,
+} from "../../primitives/transports/socket_calls.ts";
 
 const SIZES = [2 ** 16, 2 ** 20, 2 ** 24].map((floats) => floats * 4);
 /** Sizes of the WebSocket streams: a 4-byte message (its round trip) first. */

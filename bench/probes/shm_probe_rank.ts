@@ -1,5 +1,5 @@
 // Rank program of shm_probe.ts: times one collective per size, back to back after a barrier.
-import type { Communicator, MemoryKind } from "../mod.ts";
+import type { Communicator, MemoryKind } from "../../mod.ts";
 
 export interface ProbeArgs {
   primitive: "allreduce" | "bcast";

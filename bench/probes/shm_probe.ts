@@ -3,15 +3,15 @@
  * same run: a single-thread Float32Array.set copy and a WASM SIMD sum of the same size, and for
  * 1 float the handoff of one float between two workers without the library.
  *
- *     deno run -A bench/shm_probe.ts [--procs 2] [--memory shared]
+ *     deno run -A bench/probes/shm_probe.ts [--procs 2] [--memory shared]
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { reduce } from "../kernels/reduce.ts";
-import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
-import { spawnRanks } from "../mod.ts";
-import type { MemoryKind } from "../mod.ts";
+import { reduce } from "../../kernels/reduce.ts";
+import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+import { spawnRanks } from "../../mod.ts";
+import type { MemoryKind } from "../../mod.ts";
 import type { ProbeArgs } from "./shm_probe_rank.ts";
 import type { HandoffArgs } from "./handoff_worker.ts";
 

@@ -1,21 +1,27 @@
 /**
  * Every primitive described once for the harness and the tests (nccl-tests style): which buffers
- * it needs, exact integer-valued inputs unique per rank and index, the expected output, and its
+ * it needs, how it is filled and checked with exact inputs (exact_inputs.ts), and its
  * bus-bandwidth factor.
  * @module
  */
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
-import { type CommBuffer, HostBuffer } from "../primitives/memory/comm_buffer.ts";
+import type { CommBuffer } from "../primitives/memory/comm_buffer.ts";
 import { ManagedBuffer } from "../primitives/memory/managed.ts";
 import type { CollectiveName } from "../primitives/registry.ts";
+import {
+  clear,
+  fillSendClearRecv,
+  writeInput,
+  wrongInputs,
+  wrongReducedIn,
+} from "./exact_inputs.ts";
 import {
   type Dtype,
   DTYPE_INFO,
   type MemoryKind,
   type ReduceOp,
   type Side,
-  type TypedArray,
 } from "../primitives/types.ts";
 
 /** Primitive names as the CLI and CSV spell them. */
@@ -82,205 +88,6 @@ export interface PrimitiveSpec {
   fit(count: number, ranks: number): number;
   /** Allocates buffers for up to `maxCount` elements (the larger buffer, as in nccl-tests). */
   prepare(comm: Communicator, maxCount: number, options: CaseOptions): PreparedCase;
-}
-
-/**
- * Inputs of a `size`-rank group cycle through this many integers, centred on 0: 2^20 up to 32
- * ranks, fewer above, so that every partial sum over the group stays within 2^24 and is exact
- * in f32 (size × modulus / 2 ≤ 2^24), whatever order an algorithm adds in.
- */
-export function inputModulus(size: number): number {
-  let m = 2 ** 20;
-  while (size * m > 2 ** 25) m /= 2;
-  return m;
-}
-
-/**
- * Input element i of rank r: integer-valued, unique per (rank, index) for i·size + r below
- * {@linkcode inputModulus}, and small enough that any sum over the group is exact in f32.
- * `prod` inputs are ±1 and 2 so products stay exact too (i32 products wrap, exactly, as the
- * kernels' do).
- */
-export function inputValue(op: ReduceOp, rank: number, size: number, i: number): number {
-  if (op === "prod") return [1, -1, 2][(i + 2 * rank) % 3];
-  const m = inputModulus(size);
-  return ((i * size + rank) % m) - m / 2;
-}
-
-/** The exact reduction over all ranks of element i, rounded as the dtype stores it. */
-export function expectedReduction(
-  op: ReduceOp,
-  dtype: Dtype,
-  size: number,
-  value: (rank: number) => number,
-): number {
-  let acc = value(0);
-  for (let r = 1; r < size; r++) {
-    const v = value(r);
-    acc = op === "prod"
-      ? (dtype === "i32" ? Math.imul(acc, v) : acc * v)
-      : op === "max"
-      ? Math.max(acc, v)
-      : op === "min"
-      ? Math.min(acc, v)
-      : acc + v;
-  }
-  return op === "avg" ? average(acc, size, dtype) : acc;
-}
-
-function average(sum: number, size: number, dtype: Dtype): number {
-  return dtype === "i32"
-    ? Math.trunc(sum / size)
-    : dtype === "f32"
-    ? Math.fround(sum / size)
-    : sum / size;
-}
-
-/**
- * Inputs repeat along the index, and so do results: `(i·size + r) mod m` with period
- * m / gcd(size, m) (m the power of two {@linkcode inputModulus}), `prod` inputs every 3. Filling
- * and checking work on one period.
- */
-function period(op: ReduceOp, size: number): number {
-  if (op === "prod") return 3;
-  let p = inputModulus(size);
-  while (size % 2 === 0 && p > 1) {
-    size /= 2;
-    p /= 2;
-  }
-  return p;
-}
-
-/** The first `min(length, period)` values of `value(i)`, as `dtype`. */
-function onePeriod(
-  dtype: Dtype,
-  length: number,
-  period: number,
-  value: (i: number) => number,
-): TypedArray {
-  const out = new DTYPE_INFO[dtype].array(Math.min(length, period));
-  for (let i = 0; i < out.length; i++) out[i] = value(i);
-  return out;
-}
-
-/** Writes rank `rank`'s inputs into `view`. */
-export function fillInput(view: TypedArray, op: ReduceOp, rank: number, size: number): void {
-  const one = onePeriod(
-    dtypeOfView(view),
-    view.length,
-    period(op, size),
-    (i) => inputValue(op, rank, size, i),
-  );
-  writePeriodicView(view, one);
-}
-
-/** `one` (a period) repeated along `view`: whole periods, doubling, at memcpy speed. */
-function writePeriodicView(view: TypedArray, one: TypedArray): void {
-  view.set(one);
-  for (let filled = one.length; filled < view.length; filled *= 2) {
-    view.copyWithin(filled, 0, Math.min(filled, view.length - filled));
-  }
-}
-
-/** `one` (a period) repeated along `buf`, through its `write` unless it is in host memory. */
-async function writePeriodic(buf: CommBuffer, one: TypedArray): Promise<void> {
-  if (buf instanceof HostBuffer) return writePeriodicView(buf.view, one);
-  for (let at = 0; at < buf.length; at += one.length) {
-    await buf.write(one.subarray(0, Math.min(one.length, buf.length - at)), at);
-  }
-}
-
-/** Elements of `view` that differ from `expected` repeated along it, from element `start` on. */
-function countWrong(view: TypedArray, expected: TypedArray, phase = 0): number {
-  let wrong = 0;
-  for (let i = 0, k = phase; i < view.length; i++, k = k + 1 === expected.length ? 0 : k + 1) {
-    if (view[i] !== expected[k]) wrong++;
-  }
-  return wrong;
-}
-
-/** Elements read from a device buffer per piece when checking it. */
-const CHECK_PIECE = 1 << 22;
-
-/** Elements of `buf` that differ from `expected` repeated along it. */
-async function countWrongIn(buf: CommBuffer, expected: TypedArray): Promise<number> {
-  if (buf instanceof HostBuffer) return countWrong(buf.view, expected);
-  const piece = new DTYPE_INFO[buf.dtype].array(Math.min(buf.length, CHECK_PIECE));
-  let wrong = 0;
-  for (let at = 0; at < buf.length; at += piece.length) {
-    const part = piece.subarray(0, Math.min(piece.length, buf.length - at));
-    await buf.read(part, at);
-    wrong += countWrong(part, expected, at % expected.length);
-  }
-  return wrong;
-}
-
-/** Zeros in `buf` (so stale results show). */
-function clear(buf: CommBuffer): Promise<void> {
-  if (buf instanceof HostBuffer) return Promise.resolve(void buf.view.fill(0));
-  return writePeriodic(buf, new DTYPE_INFO[buf.dtype].array(Math.min(buf.length, 1 << 20)));
-}
-
-/** Writes rank `rank`'s inputs into `buf`. */
-function writeInput(buf: CommBuffer, op: ReduceOp, rank: number, size: number): Promise<void> {
-  const value = (i: number) => inputValue(op, rank, size, i);
-  return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
-}
-
-/** The usual set-up: this rank's inputs in `send`, zeros in `recv` (so stale results show). */
-async function fillSendClearRecv(
-  send: CommBuffer,
-  recv: CommBuffer,
-  op: ReduceOp,
-  rank: number,
-  size: number,
-): Promise<void> {
-  await writeInput(send, op, rank, size);
-  await clear(recv);
-}
-
-/** Elements of `buf` that differ from rank `rank`'s inputs. */
-function wrongInputs(buf: CommBuffer, op: ReduceOp, rank: number, size: number): Promise<number> {
-  const value = (i: number) => inputValue(op, rank, size, i);
-  return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
-}
-
-/** The exact reduction of elements `offset…` (one period of them), as `dtype`. */
-function reducedPeriod(
-  op: ReduceOp,
-  dtype: Dtype,
-  size: number,
-  length: number,
-  offset: number,
-): TypedArray {
-  const exact = (k: number) =>
-    expectedReduction(op, dtype, size, (r) => inputValue(op, r, size, offset + k));
-  return onePeriod(dtype, length, period(op, size), exact);
-}
-
-/** Elements of `view` (elements `offset…` of the result) that differ from the exact reduction. */
-export function wrongReduced(
-  view: TypedArray,
-  op: ReduceOp,
-  dtype: Dtype,
-  size: number,
-  offset = 0,
-): number {
-  return countWrong(view, reducedPeriod(op, dtype, size, view.length, offset));
-}
-
-/** {@linkcode wrongReduced} of any buffer. */
-function wrongReducedIn(
-  buf: CommBuffer,
-  op: ReduceOp,
-  size: number,
-  offset = 0,
-): Promise<number> {
-  return countWrongIn(buf, reducedPeriod(op, buf.dtype, size, buf.length, offset));
-}
-
-function dtypeOfView(view: TypedArray): Dtype {
-  return view instanceof Float64Array ? "f64" : view instanceof Int32Array ? "i32" : "f32";
 }
 
 function alloc(comm: Communicator, count: number, o: CaseOptions): CommBuffer {

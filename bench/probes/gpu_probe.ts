@@ -5,13 +5,13 @@
  * `staged` does around its host collective), device → device copies (timed by difference, so the
  * completion wait cancels), and Deno's completion floor. Prints one table; `--json` writes it with the device's facts.
  *
- *     deno run -A bench/gpu_probe.ts [--max 2^28] [--pieces 4M,16M,64M] [--json out.json]
+ *     deno run -A bench/probes/gpu_probe.ts [--max 2^28] [--pieces 4M,16M,64M] [--json out.json]
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { GpuBuffer } from "../primitives/memory/gpu.ts";
-import { GpuDevice } from "../primitives/memory/gpu_device.ts";
+import { GpuBuffer } from "../../primitives/memory/gpu.ts";
+import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
 
 const { values } = parseArgs({
   options: {

@@ -1,0 +1,237 @@
+/**
+ * The plan of one primitive's benchmark: its flags, checked against the registry and this
+ * machine's memory into the sizes to run. `sweep` plans each combination it measures this way.
+ * @module
+ */
+
+import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
+import {
+  algorithmsFor,
+  needsDevice,
+  PROCESS_TRANSPORTS,
+  sideOfMemory,
+  TRANSPORT_NAMES,
+  TRANSPORTS,
+} from "../primitives/registry.ts";
+import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
+import {
+  address,
+  type FlagSpec,
+  integer,
+  number,
+  oneOf,
+  outputFiles,
+  size,
+  UsageError,
+} from "./_flags.ts";
+import { MAX_PROCS } from "./_task.ts";
+
+const DEFAULT_MAX = 268_435_456;
+
+/** Flags of the primitive tasks (docs/cli.md). */
+export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
+  procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
+  memory: {
+    help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
+  },
+  algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
+  min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
+  max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
+  iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
+  warmup: {
+    help: "untimed iterations per size (default: adaptive, ~50 ms; 1 s at the first size)",
+  },
+  op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
+  dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
+  root: { help: "root rank of bcast and reduce", default: "0" },
+  timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  touch: {
+    help: "managed memory: touch the buffers on this side (host or device) before every op; " +
+      "the touch is timed apart and subtracted, the migration it causes stays",
+  },
+  timeout: {
+    help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
+      "2 s past it after another finished is stuck",
+    default: "30",
+  },
+  launcher: {
+    help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
+      "started by torchrun/mpirun/srun; over ws unless --transport tcp)",
+    default: "local",
+  },
+  bind: {
+    help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
+    default: "127.0.0.1",
+  },
+  csv: { help: "write the rows to this CSV file", path: true },
+  json: {
+    help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
+      "CSV's path with .json)",
+    path: true,
+  },
+};
+
+/** Launchers: start ranks here, or join a group an external launcher started. */
+export const LAUNCHERS = ["local", "env"] as const;
+
+/** A validated benchmark run. */
+export interface RunPlan {
+  sweep: SweepOptions;
+  /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
+  device: boolean;
+  procs: number;
+  timeoutMs: number;
+  launcher: typeof LAUNCHERS[number];
+  bind: string;
+  csv?: string;
+  json?: string;
+  /** Said on stderr before running (e.g. a lowered default --max). */
+  notes: string[];
+}
+
+/** Turns flag values into a plan; throws UsageError for anything not accepted. */
+export function planRun(
+  primitive: PrimitiveName,
+  v: Record<string, string | undefined>,
+  availableBytes = Deno.systemMemoryInfo().available,
+): RunPlan {
+  const spec = PRIMITIVES[primitive];
+  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
+  // An external launcher starts processes: the first processes transport unless told.
+  const given = launcher === "env" && v.transport === BENCHMARK_FLAGS.transport.default
+    ? PROCESS_TRANSPORTS[0]
+    : v.transport!;
+  const transport = oneOf("transport", given, TRANSPORT_NAMES);
+  if (launcher === "env" && TRANSPORTS[transport].launch !== "processes") {
+    throw new UsageError(
+      `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
+        `is not accepted`,
+    );
+  }
+  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  if (primitive === "sendrecv" && procs !== 2) {
+    throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
+  }
+  const info = TRANSPORTS[transport];
+  const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
+  const side = sideOfMemory(transport, memory);
+  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport, side) : [];
+  const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
+  const dtype = oneOf("dtype", v.dtype!, DTYPES);
+  const device = needsDevice(transport, memory);
+  if (device && dtype === "f64") {
+    throw new UsageError(
+      `--dtype f64 is not accepted with ${
+        info.needsDevice ? `transport ${transport}` : `${memory} memory`
+      }: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
+    );
+  }
+  const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);
+  if (touch && memory !== "managed") {
+    throw new UsageError(
+      `--touch ${touch} is not accepted: it touches managed memory (--memory managed)`,
+    );
+  }
+  const op = oneOf("op", v.op!, REDUCE_OPS);
+  const root = integer("root", v.root!, 0, procs - 1);
+  const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
+  const min = size("min", v.min!, dtype);
+  let max = size("max", v.max!, dtype);
+  if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
+  const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
+  const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
+  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const bind = address("bind", v.bind!);
+  const processes = TRANSPORTS[transport].launch === "processes";
+  if (bind !== BENCHMARK_FLAGS.bind.default && !processes) {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp); ${transport} ranks ` +
+        `are workers of this process`,
+    );
+  }
+  if (processes) canListen(bind);
+  const { csv, json } = outputFiles(v);
+
+  const notes: string[] = [];
+  const shape = { primitive, transport, memory, dtype };
+  const group = memoryNeeded(shape, procs, 0).groupBytes;
+  if (group > 0.9 * availableBytes) {
+    throw new UsageError(
+      `--procs ${procs} does not fit: ${procs} ${transport} ranks need ${gb(group)} before any ` +
+        `buffer (each rank's runtime${
+          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
+        }); ${gb(availableBytes)} available`,
+    );
+  }
+  const fits = (count: number) => {
+    const need = memoryNeeded(shape, procs, count);
+    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
+  };
+  if (!fits(max)) {
+    const need = memoryNeeded(shape, procs, max);
+    const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
+      ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
+      : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
+        `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
+    if (v.max !== String(DEFAULT_MAX)) {
+      throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
+    }
+    while (max > min && !fits(max)) max = Math.floor(max / 2);
+    if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
+    notes.push(`--max lowered to ${max} floats: ${DEFAULT_MAX} needs ${problem}`);
+  }
+
+  const counts: number[] = [];
+  for (let c = min; c <= max; c *= 2) {
+    const fitted = spec.fit(c, procs);
+    if (fitted > 0 && fitted !== counts.at(-1)) counts.push(fitted);
+  }
+  if (counts.length === 0) {
+    throw new UsageError(
+      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} floats`,
+    );
+  }
+  return {
+    sweep: {
+      primitive,
+      transport,
+      memory,
+      algorithm,
+      dtype,
+      op,
+      root,
+      counts,
+      iters,
+      warmup,
+      timing,
+      ...(touch ? { touch } : {}),
+    },
+    device,
+    procs,
+    timeoutMs,
+    launcher,
+    bind,
+    csv,
+    json,
+    notes,
+  };
+}
+
+/** Refuses an address this machine cannot listen on (not one of its own, say). */
+function canListen(bind: string): void {
+  try {
+    Deno.listen({ hostname: bind, port: 0 }).close();
+  } catch (e) {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: cannot listen there (${(e as Error).name}); use an ` +
+        `address of this machine`,
+    );
+  }
+}
+
+function gb(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(1)} GB`;
+}

@@ -1,0 +1,126 @@
+/**
+ * What every `deno task` of dccl shares: flags → a validated plan → a run → an exit code, and one
+ * line on stderr for each way a task stops. Exit codes: 0 done, 1 failed (or wrong results), 2
+ * bad input (nothing ran), 130 interrupted (Ctrl-C or SIGTERM; what finished is kept).
+ * @module
+ */
+
+import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
+import { type FlagSpec, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
+
+/** Most ranks one machine runs. */
+export const MAX_PROCS = 256;
+
+/** One task's stages; {@linkcode taskMain} runs them. */
+export interface Task<P> {
+  /** The task's name (`deno task <name>`); its lines start `dccl <name>:`. */
+  name: string;
+  /** What the usage line shows after `deno task` (the name unless given: positionals, say). */
+  synopsis?: string;
+  /** One line for `--help`. */
+  summary: string;
+  flags: Record<string, FlagSpec>;
+  /** It takes positional arguments (files, a study). */
+  positionals?: boolean;
+  /**
+   * Turns flag values (paths as the user meant them), positionals and the command line into a
+   * plan; a UsageError for anything not accepted.
+   */
+  plan(
+    values: Record<string, string | undefined>,
+    positionals: string[],
+    argv: string[],
+  ): P | Promise<P>;
+  /** Notes to print before running (a lowered default, say). */
+  notes?(plan: P): string[];
+  /**
+   * Runs the plan (for the command line `argv`) until done or `signal` aborts; resolves with the
+   * exit code (0, or 1).
+   */
+  run(plan: P, signal: AbortSignal, argv: string[]): Promise<number>;
+  /**
+   * The run stopped early (`interrupted`: by a signal): removes what it left half-written and
+   * says what it kept, to end the line that reports it.
+   */
+  stopped?(plan: P, interrupted: boolean): string | undefined;
+}
+
+/** Runs `task` on the command line `argv`; resolves with the exit code. */
+export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number> {
+  const command = `dccl ${task.name}`;
+  let plan: P;
+  try {
+    const positionals: string[] = [];
+    const values = parseFlags(task.flags, argv, task.positionals ? positionals : undefined);
+    if (values.help) {
+      console.log(usage(task.synopsis ?? task.name, task.summary, task.flags));
+      return 0;
+    }
+    for (const [name, flag] of Object.entries(task.flags)) {
+      if (flag.path && values[name] !== undefined) values[name] = userPath(values[name]!);
+    }
+    plan = await task.plan(values, positionals, argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`${command}: ${e.message}`);
+    return 2;
+  }
+  for (const note of task.notes?.(plan) ?? []) console.error(`${command}: note: ${note}`);
+  try {
+    return await interruptible((signal) => task.run(plan, signal, argv));
+  } catch (e) {
+    return stoppedBy(command, e, task.stopped?.(plan, e instanceof Interrupted));
+  }
+}
+
+/**
+ * Prints why a run stopped as one line (`kept`: what it kept, to end the line); returns the exit
+ * code.
+ */
+export function stoppedBy(command: string, e: unknown, kept = ""): number {
+  if (!(e instanceof Error)) throw e;
+  console.error(`${command}: ${e.message.split("\n")[0]}${kept}`);
+  return e instanceof UsageError ? 2 : e instanceof Interrupted ? 130 : 1;
+}
+
+/** Why a run stopped early: Ctrl-C or SIGTERM. */
+export class Interrupted extends Error {
+  override name = "Interrupted";
+}
+
+/**
+ * Aborts the signal `body` gets on SIGINT/SIGTERM; once one came, however `body` fails (a process
+ * rank the same Ctrl-C killed, say), it rejects with the {@linkcode Interrupted} reason.
+ */
+export async function interruptible<T>(body: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  const handlers = signals.map((s) => {
+    const h = () => controller.abort(new Interrupted(`interrupted by ${s}`));
+    Deno.addSignalListener(s, h);
+    return [s, h] as const;
+  });
+  try {
+    return await body(controller.signal);
+  } catch (e) {
+    throw controller.signal.aborted ? controller.signal.reason : e;
+  } finally {
+    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  }
+}
+
+/** A UsageError when a run needs a WebGPU device (`what` needs it) and none can be opened. */
+export async function requireDevice(needed: boolean, what: string): Promise<void> {
+  if (!needed) return;
+  const why = await gpuUnavailable();
+  if (why) throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
+}
+
+/** Removes `path` if it exists (a half-written output). */
+export function removeIfPresent(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}

@@ -1,0 +1,78 @@
+// Helpers of the process transport tests: rank processes started the way external launchers
+// start them (the env launcher's variables), and the two ways tcp moves bytes.
+import { PORT_MARK } from "../primitives/launch/report.ts";
+import type { TransportName } from "../primitives/registry.ts";
+
+export const rankModule = (name: string): URL => new URL(`./ranks/${name}`, import.meta.url);
+export const processRank =
+  new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname;
+export const decode = (b: Uint8Array): string => new TextDecoder().decode(b);
+
+export function envRank(
+  transport: TransportName,
+  env: Record<string, string>,
+  args: string[] = [processRank],
+): Deno.Command {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", ...args],
+    env: {
+      DCCL_MODULE: rankModule("loop_rank.ts").href,
+      DCCL_TOKEN: "t0ken",
+      DCCL_TRANSPORT: transport,
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/**
+ * Starts rank 0 with MASTER_PORT=0, as the local launcher does: `port` is the port it picked
+ * (a port chosen by the test and handed over could be taken by a test running beside it).
+ */
+export function envRank0(
+  transport: TransportName,
+  env: Record<string, string>,
+  args?: string[],
+): {
+  port: Promise<string>;
+  output: () => Promise<{ code: number; stdout: string; stderr: Uint8Array }>;
+  kill: () => void;
+} {
+  const child = envRank(transport, { ...env, RANK: "0", MASTER_PORT: "0" }, args).spawn();
+  const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  const port = (async () => {
+    for (;;) {
+      const { value, done } = await stdout.read();
+      if (done) throw new Error(`rank 0 exited before listening`);
+      text += value;
+      const line = text.split("\n").find((l) => l.startsWith(PORT_MARK));
+      if (line !== undefined) return line.slice(PORT_MARK.length);
+    }
+  })();
+  const output = async () => {
+    await port.catch(() => {});
+    for (let r = await stdout.read(); !r.done; r = await stdout.read()) text += r.value;
+    return {
+      code: (await child.status).code,
+      stdout: text.split("\n").filter((l) => !l.startsWith(PORT_MARK)).join("\n"),
+      stderr: await new Response(child.stderr).bytes(),
+    };
+  };
+  return { port, output, kill: () => child.kill("SIGKILL") };
+}
+
+/**
+ * tcp's two ways of moving bytes (primitives/transports/socket_calls.ts), each forced so that both
+ * run whatever the machine's core count: socket calls, and Deno's own reads and writes.
+ */
+export const TCP_IO = {
+  "socket calls": { DCCL_TCP_FFI: "1" },
+  "Deno I/O": { DCCL_TCP_FFI: "0" },
+} as const;
+/** The ways `transport` moves bytes: the test name's suffix and the ranks' environment. */
+export function ways(transport: TransportName): [string, Record<string, string>][] {
+  if (transport !== "tcp") return [["", {}]];
+  return Object.entries(TCP_IO).map(([io, env]) => [`, ${io}`, env]);
+}

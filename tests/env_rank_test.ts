@@ -1,0 +1,87 @@
+// The env launcher's variables: rank, size, master and transport from torchrun, Open MPI, PMI and
+// Slurm, and one-line errors for what does not parse or disagrees.
+import { assert_, assertEquals } from "./_assert.ts";
+import { rankFromEnv } from "../primitives/launch/env_rank.ts";
+
+Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and Slurm variables", () => {
+  const base = { DCCL_TOKEN: "x" };
+  assertEquals(
+    rankFromEnv({
+      ...base,
+      RANK: "2",
+      WORLD_SIZE: "4",
+      MASTER_ADDR: "10.0.0.1",
+      MASTER_PORT: "1234",
+    }),
+    {
+      rank: 2,
+      size: 4,
+      masterAddr: "10.0.0.1",
+      masterPort: 1234,
+      token: "x",
+      source: "torchrun",
+      transport: "ws",
+    },
+  );
+  assertEquals(
+    rankFromEnv({ ...base, OMPI_COMM_WORLD_RANK: "1", OMPI_COMM_WORLD_SIZE: "2" }).source,
+    "Open MPI",
+  );
+  assertEquals(rankFromEnv({ ...base, PMI_RANK: "0", PMI_SIZE: "3" }).size, 3);
+  assertEquals(
+    rankFromEnv({ ...base, RANK: "0", WORLD_SIZE: "1", DCCL_TRANSPORT: "tcp" }).transport,
+    "tcp",
+  );
+  assertEquals(rankFromEnv({ ...base, SLURM_PROCID: "7", SLURM_NTASKS: "8" }).rank, 7);
+  for (
+    const [env, message] of [
+      [{ ...base }, /no rank in the environment/],
+      [{ RANK: "0", WORLD_SIZE: "2" }, /DCCL_TOKEN is not set/],
+      [{ ...base, RANK: "2", WORLD_SIZE: "2" }, /RANK=2 is not a rank from 0 to 1/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "99999" }, /MASTER_PORT=99999/],
+      [{ ...base, RANK: "1", WORLD_SIZE: "2", MASTER_PORT: "0" }, /only works for rank 0/],
+      // Strict decimal integers, and launchers that disagree (issue: correct under any call
+      // pattern, item 9).
+      [{ ...base, RANK: "", WORLD_SIZE: "2" }, /^RANK="" is not accepted: expected a decimal/],
+      [{ ...base, RANK: "1e0", WORLD_SIZE: "2" }, /^RANK="1e0" is not accepted/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "0x2" }, /^WORLD_SIZE="0x2" is not accepted/],
+      [{ ...base, RANK: " 1", WORLD_SIZE: "2" }, /^RANK=" 1" is not accepted/],
+      [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "+80" }, /^MASTER_PORT="\+80"/],
+      [
+        {
+          ...base,
+          RANK: "1",
+          WORLD_SIZE: "2",
+          OMPI_COMM_WORLD_RANK: "0",
+          OMPI_COMM_WORLD_SIZE: "2",
+        },
+        /^RANK=1 and OMPI_COMM_WORLD_RANK=0 disagree/,
+      ],
+      [
+        {
+          ...base,
+          OMPI_COMM_WORLD_RANK: "0",
+          OMPI_COMM_WORLD_SIZE: "2",
+          SLURM_PROCID: "0",
+          SLURM_NTASKS: "4",
+        },
+        /^OMPI_COMM_WORLD_SIZE=2 and SLURM_NTASKS=4 disagree/,
+      ],
+      [
+        { ...base, PMI_RANK: "1", PMI_SIZE: "2", SLURM_PROCID: "0", SLURM_NTASKS: "2" },
+        /^PMI_RANK=1 and SLURM_PROCID=0 disagree/,
+      ],
+      [
+        { ...base, RANK: "0", WORLD_SIZE: "2", DCCL_TRANSPORT: "shm" },
+        /DCCL_TRANSPORT=shm .* ws or tcp/,
+      ],
+    ] as const
+  ) {
+    try {
+      rankFromEnv(env);
+      throw new Error("accepted");
+    } catch (e) {
+      assert_(message.test((e as Error).message), (e as Error).message);
+    }
+  }
+});
