@@ -1,6 +1,6 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, sub } from "./device.ts";
+import { deviceAccess, sub } from "./_device.ts";
 
 /** Direct device allgather (`gpu` only): every rank's block copied into every rank's result. */
 export function allgatherGpuDirect(

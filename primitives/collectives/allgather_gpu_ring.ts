@@ -1,6 +1,6 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, sub, wrap } from "./device.ts";
+import { deviceAccess, sub, wrap } from "./_device.ts";
 
 /**
  * Device ring allgather (`gpu` only): each rank's block enters its own result, then N−1 steps each

@@ -1,6 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ringAllgather } from "./ring.ts";
+import { ringAllgather } from "./_ring.ts";
 
 /** Ring allgather: n−1 steps, each passing one rank's block to the right neighbour. */
 export async function allgatherRing(

@@ -1,6 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./shm_direct.ts";
+import { requireViews, sharedAccess } from "./_shm_direct.ts";
 
 /** Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap. */
 export function allgatherShmDirect(

@@ -1,7 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess } from "./device.ts";
+import { deviceAccess } from "./_device.ts";
 
 /**
  * Direct device allreduce (`gpu` only): one kernel reads element i of every rank's input once and

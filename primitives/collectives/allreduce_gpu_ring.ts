@@ -1,7 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { alignedPart, deviceAccess, wrap } from "./device.ts";
+import { alignedPart, deviceAccess, wrap } from "./_device.ts";
 
 /**
  * Device ring allreduce (`gpu` only), NCCL's ring on one device: N−1 reduce-scatter steps, each a

@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { foldIn, foldOf, foldOut, realRank } from "./fold.ts";
+import { foldIn, foldOf, foldOut, realRank } from "./_fold.ts";
 
 /**
  * Rabenseifner: reduce-scatter by recursive halving, then allgather by recursive doubling, on the

@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { foldIn, foldOf, foldOut, realRank } from "./fold.ts";
+import { foldIn, foldOf, foldOut, realRank } from "./_fold.ts";
 
 /**
  * Recursive doubling: log2(p2) rounds in which partners `r ^ mask` swap their whole buffer and

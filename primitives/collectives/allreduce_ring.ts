@@ -1,6 +1,6 @@
 import type { KernelOp, TypedArray } from "../types.ts";
 import { type CollectiveContext, part } from "./context.ts";
-import { ringAllgather, ringReduceScatter } from "./ring.ts";
+import { ringAllgather, ringReduceScatter } from "./_ring.ts";
 
 /**
  * Ring allreduce: ring reduce-scatter then ring allgather, segmented and pipelined.

@@ -1,7 +1,7 @@
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
+import { reduceSlots, requireViews, sharedAccess } from "./_shm_direct.ts";
 
 /** Block of a chunk reduced and then written to the peers while it is in cache. */
 const BLOCK_BYTES = 128 * 1024;

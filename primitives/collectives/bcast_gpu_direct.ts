@@ -1,6 +1,6 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess } from "./device.ts";
+import { deviceAccess } from "./_device.ts";
 
 /** Direct device broadcast (`gpu` only): the root's buffer copied into every other rank's. */
 export function bcastGpuDirect(

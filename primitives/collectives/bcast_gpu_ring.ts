@@ -1,6 +1,6 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, wrap } from "./device.ts";
+import { deviceAccess, wrap } from "./_device.ts";
 
 /**
  * Device chain broadcast (`gpu` only), NCCL's ring broadcast on one device: the root's buffer

@@ -1,6 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import { type CollectiveContext, mod, part } from "./context.ts";
-import { ringAllgather } from "./ring.ts";
+import { ringAllgather } from "./_ring.ts";
 
 /**
  * Scatter-allgather broadcast (van de Geijn): the root sends chunk i to the rank i places after

@@ -1,7 +1,7 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { sharedAccess } from "./shm_direct.ts";
+import { sharedAccess } from "./_shm_direct.ts";
 
 /** Size from which the root copies part of the data into the receivers. */
 const ROOT_HELPS_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, wrap } from "./device.ts";
+import { deviceAccess, wrap } from "./_device.ts";
 
 /**
  * Device chain reduce (`gpu` only), NCCL's ring reduce on one device: a partial result starts at

@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod, part } from "./context.ts";
-import { ringReduceScatter } from "./ring.ts";
+import { ringReduceScatter } from "./_ring.ts";
 
 /**
  * Reduce as ring reduce-scatter then gather to the root (Rabenseifner's reduce): each rank sends

@@ -1,7 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, sub } from "./device.ts";
+import { deviceAccess, sub } from "./_device.ts";
 
 /** Direct device reduce-scatter (`gpu` only): rank r's result reads block r of every rank once. */
 export function reduceScatterGpuDirect(

@@ -1,7 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { deviceAccess, sub, wrap } from "./device.ts";
+import { deviceAccess, sub, wrap } from "./_device.ts";
 
 /**
  * Device ring reduce-scatter (`gpu` only): each rank works on a scratch copy of its send buffer

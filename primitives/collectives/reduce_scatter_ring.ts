@@ -1,6 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
-import { ringReduceScatter } from "./ring.ts";
+import { ringReduceScatter } from "./_ring.ts";
 
 /**
  * Ring reduce-scatter: n−1 steps on a scratch copy of `send` (which stays unchanged); rank r ends

@@ -1,7 +1,7 @@
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./shm_direct.ts";
+import { requireViews, sharedAccess } from "./_shm_direct.ts";
 
 /** Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. */
 export function reduceScatterShmDirect(

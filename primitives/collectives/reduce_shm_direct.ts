@@ -1,7 +1,7 @@
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
-import { reduceSlots, requireViews, sharedAccess } from "./shm_direct.ts";
+import { reduceSlots, requireViews, sharedAccess } from "./_shm_direct.ts";
 
 /**
  * Direct shared-memory reduce (`shm` only): rank r reduces chunk r of every rank's input straight

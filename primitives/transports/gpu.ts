@@ -8,29 +8,20 @@
  * @module
  */
 
-import { type CommError, PeerFailedError } from "../errors.ts";
+import type { CommError } from "../errors.ts";
 import type { GpuDevice } from "../memory/gpu_device.ts";
-import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { GpuGroup } from "./gpu_group.ts";
-import { Inbox } from "./inbox.ts";
-import type { CallCheck, DeviceAccess, ThreadTransport, Transport } from "./transport.ts";
+import { InboxTransport } from "./inbox_transport.ts";
+import type { DeviceAccess, ThreadTransport } from "./transport.ts";
 
 /** One logical rank's side of a {@linkcode GpuGroup}. */
-export class GpuTransport implements Transport {
+export class GpuTransport extends InboxTransport {
   readonly name = "gpu" as const;
-  readonly rank: number;
-  readonly size: number;
   /** This rank's collective access to the group's device. */
   readonly device: DeviceAccess;
   readonly #group: GpuGroup;
   /** Every rank of the group, by rank (host messages go straight into a peer's inbox). */
   readonly #ranks: readonly GpuTransport[];
-  readonly #inbox: Inbox;
-  readonly #timeoutMs: number;
-  readonly #goodbyes: Goodbyes;
-  /** Host messages sent to each peer. */
-  readonly #sent: number[];
-  #calls?: CallCheck;
   #failed: Error | undefined;
 
   /** Rank `rank` of `group`, whose ranks are `ranks` ({@linkcode gpuRanks} makes them). */
@@ -41,13 +32,16 @@ export class GpuTransport implements Transport {
     size: number,
     timeoutMs: number,
   ) {
+    super(rank, size, timeoutMs, {
+      stalled: (peer, tag) => {
+        const stamp = this.calls?.stampOf(tag);
+        if (stamp === undefined) return;
+        const problem = ranks[peer].calls?.arrived(rank, tag, stamp);
+        if (problem) this.abort(problem);
+      },
+    });
     this.#group = group;
     this.#ranks = ranks;
-    this.rank = rank;
-    this.size = size;
-    this.#timeoutMs = timeoutMs;
-    this.#goodbyes = new Goodbyes(rank, size);
-    this.#sent = new Array(size).fill(0);
     let seq = 0;
     this.device = {
       join: (stamp, args, record) => group.join(rank, seq++, stamp, args, record),
@@ -55,33 +49,13 @@ export class GpuTransport implements Transport {
       recv: (peer, view, tag) => group.recv(rank, peer, view, tag),
       probe: (peers, tag) => group.probe(rank, peers, tag),
     };
-    this.#inbox = new Inbox(rank, size, timeoutMs, {
-      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
-      abort: (error) => this.abort(error),
-      stalled: (peer, tag) => {
-        const stamp = this.#calls?.stampOf(tag);
-        if (stamp === undefined) return;
-        const problem = ranks[peer].calls?.arrived(rank, tag, stamp);
-        if (problem) this.abort(problem);
-      },
-    });
-  }
-
-  get calls(): CallCheck | undefined {
-    return this.#calls;
-  }
-
-  set calls(calls: CallCheck | undefined) {
-    this.#calls = calls;
-    const problem = this.#goodbyes.attach(calls);
-    if (problem) this.abort(problem);
   }
 
   /** Host bytes to `peer`: delivered at once into its inbox, which copies them. */
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
-    this.#sent[peer]++;
-    this.#ranks[peer].#inbox.deliver(this.rank, {
+    this.sent[peer]++;
+    this.#ranks[peer].inbox.deliver(this.rank, {
       tag,
       stamp,
       total: data.byteLength,
@@ -91,14 +65,6 @@ export class GpuTransport implements Transport {
     return Promise.resolve();
   }
 
-  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    return this.#inbox.post(peer, into, tag);
-  }
-
-  probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inbox.probe(peers, tag);
-  }
-
   abort(error: CommError): void {
     this.#group.abort(error);
   }
@@ -106,8 +72,8 @@ export class GpuTransport implements Transport {
   /** Fails this rank's host messages (the group calls it on abort). */
   fail(error: Error): void {
     this.#failed ??= error;
-    this.#inbox.fail(error);
-    this.#goodbyes.interrupt();
+    this.inbox.fail(error);
+    this.goodbyes.interrupt();
   }
 
   /**
@@ -117,33 +83,18 @@ export class GpuTransport implements Transport {
   async close(): Promise<void> {
     if (!this.#failed) {
       this.#group.closed(this.rank);
-      for (const peer of this.#ranks) {
-        if (peer !== this) {
-          peer.#heardGoodbye(this.rank, this.#goodbyes.to(this.#inbox.taken(peer.rank)));
-        }
-      }
-      await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
-      const problem = this.#failed
-        ? undefined
-        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
+      const problem = await this.farewell(
+        (peer, bye) => this.#ranks[peer].peerClosed(this.rank, bye),
+        () => this.#failed !== undefined,
+      );
       if (problem) {
         this.abort(problem);
-        this.#inbox.close();
+        this.inbox.close();
         throw problem; // the group tells the others as a PeerFailedError
       }
     }
-    this.#inbox.close();
+    this.inbox.close();
     if (this.#failed) throw this.#failed;
-  }
-
-  /** `peer` closed: nothing more comes from it, and its goodbye is judged. */
-  #heardGoodbye(peer: number, bye: Goodbye): void {
-    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
-    if (problem) this.abort(problem);
-    this.#inbox.closePeer(
-      peer,
-      new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`),
-    );
   }
 }
 

@@ -16,13 +16,11 @@
 
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS, DONE } from "../types.ts";
-import { type Goodbye, Goodbyes } from "./goodbyes.ts";
-import { Inbox } from "./inbox.ts";
+import { InboxTransport } from "./inbox_transport.ts";
 import { socketCalls, socketFd } from "./socket_calls.ts";
 import { COALESCE_BYTES, GONE, Link, type LinkEvents, writeAll } from "./stream_link.ts";
 import { SocketPump } from "./stream_pump.ts";
 import type { Connection, Frame, MeshConnection, Route } from "./stream_wire.ts";
-import type { CallCheck, Transport } from "./transport.ts";
 import { copy } from "../../kernels/copy.ts";
 
 /** Options of {@linkcode StreamTransport}. */
@@ -54,29 +52,19 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | void> {
  * Message transport over a mesh of TCP connections (see the module docs); `tcp` and `ws` are its
  * wires and meshes.
  */
-export abstract class StreamTransport implements Transport {
-  abstract readonly name: string;
+export abstract class StreamTransport extends InboxTransport {
   /** How this transport uses `c` (called from the constructor: it may read no instance state). */
   protected abstract route(c: MeshConnection): Route;
-  readonly rank: number;
-  readonly size: number;
-  #calls?: CallCheck;
   /** Every connection; `#to[p]` carries messages to p and `#from[p]` brings p's. */
   #links: Link[];
   #to: (Link | undefined)[];
   #from: (Link | undefined)[];
-  #inbox: Inbox;
   /** The socket-call loop, when this transport drives its sockets itself. */
   #pump: SocketPump | undefined;
   /** What the links' readers hand this transport. */
   #events: LinkEvents;
   #failed?: Error;
   #closing = false;
-  #timeoutMs: number;
-  /** Peers that said goodbye (or whose stream ended). */
-  #goodbyes: Goodbyes;
-  /** Messages sent to each peer. */
-  #sent: number[];
   /** The failure notices' way out, once aborted. */
   #noticesSent?: Promise<void>;
 
@@ -90,9 +78,12 @@ export abstract class StreamTransport implements Transport {
     mesh: readonly MeshConnection[],
     options: StreamTransportOptions = {},
   ) {
+    super(rank, size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
+      stalled: (peer, tag) => this.#probe(peer, tag),
+      // Socket calls read synchronously; Deno's reads keep one in flight into the old buffer.
+      retarget: (peer, into) => this.#pump !== undefined && (this.#from[peer]!.into = into, true),
+    });
     const connections: Connection[] = mesh.map((c) => ({ ...c, ...this.route(c) }));
-    this.rank = rank;
-    this.size = size;
     for (const c of connections) c.conn.setNoDelay(true);
     // Socket calls drive every link or none.
     let sockets = socketCalls(size, options.socketCalls);
@@ -105,18 +96,8 @@ export abstract class StreamTransport implements Transport {
       if (c.sends) this.#to[c.peer] = this.#links[i];
       if (c.receives) this.#from[c.peer] = this.#links[i];
     });
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#goodbyes = new Goodbyes(rank, size);
-    this.#sent = new Array(size).fill(0);
-    this.#inbox = new Inbox(rank, size, this.#timeoutMs, {
-      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
-      abort: (error) => this.abort(error),
-      stalled: (peer, tag) => this.#probe(peer, tag),
-      // Socket calls read synchronously; Deno's reads keep one in flight into the old buffer.
-      retarget: (peer, into) => this.#pump !== undefined && (this.#from[peer]!.into = into, true),
-    });
     this.#events = {
-      inbox: this.#inbox,
+      inbox: this.inbox,
       size,
       control: (link, frame) => this.#control(link, frame),
       malformed: (link, problem) => this.#malformed(link, problem),
@@ -135,16 +116,6 @@ export abstract class StreamTransport implements Transport {
     }
   }
 
-  get calls(): CallCheck | undefined {
-    return this.#calls;
-  }
-
-  set calls(calls: CallCheck | undefined) {
-    this.#calls = calls;
-    const problem = this.#goodbyes.attach(calls);
-    if (problem) this.abort(problem);
-  }
-
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     const link = this.#to[peer]!;
@@ -155,7 +126,7 @@ export abstract class StreamTransport implements Transport {
     }
     // Fragments are queued in order, so the last one's promise settles the send (the others
     // fail with it).
-    this.#sent[peer]++;
+    this.sent[peer]++;
     const total = data.byteLength;
     let sent: Promise<void> = DONE;
     for (let at = 0;; at += FRAGMENT_BYTES) {
@@ -171,18 +142,18 @@ export abstract class StreamTransport implements Transport {
     });
   }
 
-  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
+  override recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     const small = into.byteLength <= COALESCE_BYTES;
-    return this.#inboxWait((settled) => this.#inbox.post(peer, into, tag, settled), small);
+    return this.#inboxWait((settled) => this.inbox.post(peer, into, tag, settled), small);
   }
 
   /** Bytes of messages that arrived before their receive was posted (see `Inbox`). */
   get unexpectedBytes(): number {
-    return this.#inbox.unexpectedBytes;
+    return this.inbox.unexpectedBytes;
   }
 
-  probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inboxWait((settled) => this.#inbox.probe(peers, tag, settled), false);
+  override probe(peers: readonly number[], tag: number): Promise<number> {
+    return this.#inboxWait((settled) => this.inbox.probe(peers, tag, settled), false);
   }
 
   /**
@@ -204,7 +175,7 @@ export abstract class StreamTransport implements Transport {
 
   /** Sends `peer` this rank's stamp for its call with `tag` (see `CallCheck.stampOf`). */
   #probe(peer: number, tag: number): void {
-    const stamp = this.#calls?.stampOf(tag);
+    const stamp = this.calls?.stampOf(tag);
     const link = this.#to[peer];
     if (stamp === undefined || !link || link.writeClosed) return;
     this.#frame(link, { kind: "probe", tag, stamp }).catch(() => {});
@@ -214,13 +185,13 @@ export abstract class StreamTransport implements Transport {
   abort(error: CommError): void {
     if (this.#failed) return;
     this.#failed = error;
-    this.#inbox.fail(error);
+    this.inbox.fail(error);
     const { failedRank, reason } = failureNotice(error, this.rank);
     const notice: Frame = { kind: "abort", rank: failedRank, reason };
     this.#noticesSent = Promise.all(
       this.#links.map((link) => within(this.#finish(link, notice), FLUSH_MS)),
     ).then(() => {});
-    this.#goodbyes.interrupt();
+    this.goodbyes.interrupt();
   }
 
   /**
@@ -231,20 +202,16 @@ export abstract class StreamTransport implements Transport {
    */
   async close(): Promise<void> {
     if (!this.#failed) {
-      for (let peer = 0; peer < this.size; peer++) {
+      const problem = await this.farewell((peer, bye) => {
         const link = this.#to[peer];
-        if (!link || link.writeClosed) continue;
-        const bye = this.#goodbyes.to(this.#inbox.taken(peer));
-        this.#frame(link, { kind: "closing", ...bye }).catch(() => {});
-      }
-      await this.#goodbyes.wait(this.#timeoutMs, () => this.#failed !== undefined);
-      const problem = this.#failed
-        ? undefined
-        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
+        if (link && !link.writeClosed) {
+          this.#frame(link, { kind: "closing", ...bye }).catch(() => {});
+        }
+      }, () => this.#failed !== undefined);
       if (problem) this.abort(problem);
     }
     this.#closing = true;
-    this.#inbox.close();
+    this.inbox.close();
     await this.#noticesSent;
     this.#pump?.drive(() => this.#links.every((l) => l.readDone), performance.now() + FLUSH_MS);
     await Promise.all(this.#links.map(async (link) => {
@@ -308,12 +275,12 @@ export abstract class StreamTransport implements Transport {
   #control(link: Link, f: Exclude<Frame, { kind: "data" }>): void {
     const peer = link.peer;
     if (f.kind === "probe") {
-      const problem = this.#calls?.arrived(peer, f.tag, f.stamp);
+      const problem = this.calls?.arrived(peer, f.tag, f.stamp);
       if (problem) this.abort(problem);
     } else if (f.kind === "abort") {
       this.abort(noticeError(this.rank, peer, f.rank, f.reason));
     } else if (f.kind === "closing") {
-      if (link.receives) this.#peerClosing(peer, f);
+      if (link.receives) this.peerClosed(peer, f);
     } else if (f.kind === "closed") {
       this.#lost(link, f.reason);
     } else if (f.kind === "ping") {
@@ -326,8 +293,8 @@ export abstract class StreamTransport implements Transport {
       link.peerDone = true;
       const why = new PeerFailedError(peer, `rank ${peer} finished and closed its connection`);
       if (link.receives) {
-        this.#inbox.closePeer(peer, why);
-        this.#goodbyes.heard(peer);
+        this.inbox.closePeer(peer, why);
+        this.goodbyes.heard(peer);
       }
       this.#finish(link, BYE).catch(() => {});
     }
@@ -338,18 +305,7 @@ export abstract class StreamTransport implements Transport {
     if (link.got < link.into.byteLength) this.#lost(link, "closed in the middle of a message");
     else if (!link.peerDone) this.#lost(link, GONE);
     link.stopReading();
-    if (link.receives) this.#goodbyes.heard(link.peer);
-  }
-
-  /**
-   * `peer` closes its part of the group: it sends nothing more, and its goodbye is judged
-   * against this rank's calls and the messages it sent the peer.
-   */
-  #peerClosing(peer: number, bye: Goodbye): void {
-    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
-    if (problem) this.abort(problem);
-    const why = new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`);
-    this.#inbox.closePeer(peer, why);
+    if (link.receives) this.goodbyes.heard(link.peer);
   }
 
   /** The link's connection ended or failed without a goodbye: the group has failed. */

@@ -2,15 +2,16 @@
  * The `worker` transport: Web Workers exchanging messages over a MessageChannel mesh with
  * postMessage. Messages are cut into segments so the receiver copies one while the next is in
  * flight. Small segments are structured-cloned; from {@linkcode TRANSFER_MIN_BYTES} on they are
- * copied once into a fresh ArrayBuffer that is transferred (measured crossover, see README).
+ * copied once into a fresh ArrayBuffer that is transferred (a measured crossover: docs/transports/worker.md).
  * @module
  */
 
-import { type CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
+import { type CommError, failureNotice, noticeError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { type Goodbye, Goodbyes } from "./goodbyes.ts";
-import { Inbox, type Segment } from "./inbox.ts";
-import type { CallCheck, Transport, WorkersTransport } from "./transport.ts";
+import type { Goodbye } from "./goodbyes.ts";
+import type { Segment } from "./inbox.ts";
+import { InboxTransport } from "./inbox_transport.ts";
+import type { WorkersTransport } from "./transport.ts";
 
 /** Segment size of large messages. */
 export const SEGMENT_BYTES = 4 * 1024 * 1024;
@@ -39,18 +40,10 @@ interface GoodbyeMessage {
 }
 
 /** Message-passing transport between workers. `ports[p]` reaches rank p (undefined for self). */
-export class WorkerTransport implements Transport {
+export class WorkerTransport extends InboxTransport {
   readonly name = "worker" as const;
-  readonly rank: number;
-  readonly size: number;
-  #calls?: CallCheck;
-  #ports: (MessagePort | undefined)[];
-  #inbox: Inbox;
+  readonly #ports: (MessagePort | undefined)[];
   #aborted?: Error;
-  #timeoutMs: number;
-  #goodbyes: Goodbyes;
-  /** Messages sent to each peer. */
-  #sent: number[];
 
   /** Connects over `ports`. */
   constructor(
@@ -58,52 +51,35 @@ export class WorkerTransport implements Transport {
     ports: (MessagePort | undefined)[],
     options: WorkerTransportOptions = {},
   ) {
-    this.rank = rank;
-    this.size = ports.length;
-    this.#ports = ports;
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#goodbyes = new Goodbyes(rank, ports.length);
-    this.#sent = new Array(ports.length).fill(0);
-    this.#inbox = new Inbox(rank, ports.length, this.#timeoutMs, {
-      check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
-      abort: (error) => this.abort(error),
+    super(rank, ports.length, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
       stalled: (peer, tag) => {
-        const stamp = this.#calls?.stampOf(tag);
+        const stamp = this.calls?.stampOf(tag);
         if (stamp !== undefined) {
           ports[peer]!.postMessage({ probe: { tag, stamp } } satisfies Probe);
         }
       },
     });
+    this.#ports = ports;
     ports.forEach((port, peer) => {
       if (!port) return;
       port.onmessage = (e: MessageEvent<Segment | AbortNotice | Probe | GoodbyeMessage>) => {
         const msg = e.data;
-        if ("bye" in msg) this.#peerClosed(peer, msg.bye);
+        if ("bye" in msg) this.peerClosed(peer, msg.bye);
         else if ("abort" in msg) {
           this.abort(noticeError(rank, peer, msg.abort.failedRank, msg.abort.reason));
         } else if ("probe" in msg) {
-          const problem = this.#calls?.arrived(peer, msg.probe.tag, msg.probe.stamp);
+          const problem = this.calls?.arrived(peer, msg.probe.tag, msg.probe.stamp);
           if (problem) this.abort(problem);
-        } else this.#inbox.deliver(peer, msg);
+        } else this.inbox.deliver(peer, msg);
       };
     });
-  }
-
-  get calls(): CallCheck | undefined {
-    return this.#calls;
-  }
-
-  set calls(calls: CallCheck | undefined) {
-    this.#calls = calls;
-    const problem = this.#goodbyes.attach(calls);
-    if (problem) this.abort(problem);
   }
 
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#aborted) return Promise.reject(this.#aborted);
     const port = this.#ports[peer]!;
     const total = data.byteLength;
-    this.#sent[peer]++;
+    this.sent[peer]++;
     let offset = 0;
     do {
       const len = Math.min(SEGMENT_BYTES, data.byteLength - offset);
@@ -121,21 +97,13 @@ export class WorkerTransport implements Transport {
     return Promise.resolve();
   }
 
-  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
-    return this.#inbox.post(peer, into, tag);
-  }
-
-  probe(peers: readonly number[], tag: number): Promise<number> {
-    return this.#inbox.probe(peers, tag);
-  }
-
   abort(error: CommError): void {
     if (this.#aborted) return;
     this.#aborted = error;
-    this.#inbox.fail(error);
+    this.inbox.fail(error);
     const notice: AbortNotice = { abort: failureNotice(error, this.rank) };
     for (const port of this.#ports) port?.postMessage(notice);
-    this.#goodbyes.interrupt();
+    this.goodbyes.interrupt();
   }
 
   /**
@@ -144,29 +112,15 @@ export class WorkerTransport implements Transport {
    */
   async close(): Promise<void> {
     if (!this.#aborted) {
-      this.#ports.forEach((port, peer) => {
-        const bye: GoodbyeMessage = { bye: this.#goodbyes.to(this.#inbox.taken(peer)) };
-        port?.postMessage(bye);
-      });
-      await this.#goodbyes.wait(this.#timeoutMs, () => this.#aborted !== undefined);
-      const problem = this.#aborted
-        ? undefined
-        : this.#goodbyes.closing(this.#inbox.unclaimed(), this.#sent);
+      const problem = await this.farewell(
+        (peer, bye) => this.#ports[peer]!.postMessage({ bye } satisfies GoodbyeMessage),
+        () => this.#aborted !== undefined,
+      );
       if (problem) this.abort(problem);
     }
-    this.#inbox.close();
+    this.inbox.close();
     for (const port of this.#ports) port?.close();
     if (this.#aborted) throw this.#aborted;
-  }
-
-  /** `peer` closed: what it sent is delivered, nothing more comes, and its calls are judged. */
-  #peerClosed(peer: number, bye: Goodbye): void {
-    const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
-    if (problem) this.abort(problem);
-    this.#inbox.closePeer(
-      peer,
-      new PeerFailedError(peer, `rank ${peer} finished and closed its communicator`),
-    );
   }
 }
 
