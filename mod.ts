@@ -1,6 +1,7 @@
 /**
  * dccl: communication primitives (send/recv, bcast, reduce, allreduce, allgather,
- * reduce-scatter, barrier) for Deno ranks running in workers, with a measuring harness.
+ * reduce-scatter, barrier) for Deno ranks in workers, processes or on one WebGPU device, with a
+ * measuring harness.
  *
  * @example Four workers allreduce a shared buffer
  * ```ts ignore

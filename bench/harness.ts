@@ -214,8 +214,8 @@ class Loop {
 
   /**
    * `n` ops back to back in batches, to their completion: the start and each batch's end. Warm-ups
-   * run this loop too, so it reaches the JIT's top tier before a timed run (timed from cold, the
-   * first size's loop stalled for 0.2–0.5 ms at its fifth batch while V8 optimized it).
+   * run this loop too, so it reaches the JIT's top tier before a timed run (timed from cold, it
+   * stalls while V8 optimizes it; docs/measuring.md).
    */
   async #batches(sized: SizedCase, n: number): Promise<Float64Array> {
     const stride = this.#stride(n);

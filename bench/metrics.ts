@@ -1,10 +1,10 @@
 /**
- * The metric formulas of DESIGN.md ("Metrics"), in one place: time per operation averaged over
+ * The metric formulas of docs/design.md ("Metrics"), in one place: time per operation averaged over
  * ranks, Gb/s, nccl-tests' algbw and busbw, and the percentiles of per-iteration samples.
  * @module
  */
 
-/** One row of results: the CSV columns of DESIGN.md, in order, then the appended extras. */
+/** One row of results: the CSV columns of docs/design.md, in order, then the appended extras. */
 export interface ResultRow {
   primitive: string;
   transport: string;
@@ -43,7 +43,7 @@ export interface ResultRow {
   touch_us: number;
 }
 
-/** CSV columns fixed by DESIGN.md; never renamed or reordered. */
+/** CSV columns fixed by docs/design.md; never renamed or reordered. */
 export const CSV_COLUMNS = [
   "primitive",
   "transport",

@@ -69,7 +69,7 @@ const COLUMNS: Column[] = [
   { title: "algorithm", width: 0, cell: (r) => "  " + r.picked },
 ];
 
-/** The row as CSV values: DESIGN.md's columns, then the extras. */
+/** The row as CSV values: docs/design.md's columns, then the extras. */
 export function csvValues(row: ResultRow): (string | number)[] {
   return [...CSV_COLUMNS, ...EXTRA_COLUMNS].map((c) => {
     const v = row[c];

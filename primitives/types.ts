@@ -20,7 +20,7 @@ export type ReduceOp = "sum" | "prod" | "max" | "min" | "avg";
 /** All reduce ops, in registry order. */
 export const REDUCE_OPS: readonly ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
 
-/** Where a buffer's bytes live (DESIGN.md: memory kinds). */
+/** Where a buffer's bytes live (docs/memory.md). */
 export type MemoryKind = "host" | "shared" | "gpu" | "managed";
 /** All memory kinds, in registry order. */
 export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "managed"];

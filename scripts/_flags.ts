@@ -130,7 +130,7 @@ export function address(flag: string, value: string): string {
 
 /**
  * The `--csv` and `--json` files of a run, each checked writable up front. A CSV always gets its
- * metadata sidecar (DESIGN.md): without `--json`, the CSV's path with `.json`.
+ * metadata sidecar (docs/design.md): without `--json`, the CSV's path with `.json`.
  */
 export function outputFiles(
   v: Record<string, string | undefined>,

@@ -8,7 +8,7 @@ import { NO_GPU } from "./_gpu.ts";
 const plan = (argv: string[], available = 64e9) =>
   planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), available);
 
-Deno.test("cli: defaults follow DESIGN.md", () => {
+Deno.test("cli: defaults follow docs/design.md", () => {
   const p = plan([]);
   assertEquals(p.procs, 2);
   assertEquals(p.sweep.transport, "shm");

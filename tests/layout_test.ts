@@ -1,4 +1,4 @@
-// The house's rules (docs/design.md, "Layout"): every import points down the layers, no module
+// The house's rules (docs/design.md, "Layers"): every import points down the layers, no module
 // imports itself round a circle, the trainer uses the library through mod.ts, and no code outside
 // a transport's own files and the registry names a transport.
 import { assertEquals } from "./_assert.ts";

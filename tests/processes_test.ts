@@ -127,8 +127,10 @@ for (const transport of PROCESS_TRANSPORTS) {
     const rank1 = envRank(transport, { ...env, RANK: "1", MASTER_PORT: await rank0.port }).output();
     const [out, one] = [await rank0.output(), decode((await rank1).stderr)];
     assertEquals(out.code, 1);
+    // Rank 1 counts as arrived once its rendezvous message is in; on a loaded machine its process
+    // may start too late for that, and then rank 0 lists it too.
     assert_(
-      /ranks? 2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
+      /ranks? (1, )?2 of 3 never arrived at 127\.0\.0\.1:\d+/.test(decode(out.stderr)),
       `${decode(out.stderr)}\nrank 1: ${one}`,
     );
     assert_(/rank 0 gave up on the rendezvous/.test(one), one);

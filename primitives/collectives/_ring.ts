@@ -10,12 +10,9 @@ import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 
 /**
- * Bytes per pipelined segment: an eighth of the chunk, from 512 KiB to 1 MiB. Over 2 `tcp`
- * processes a 2^20-float ring allreduce (2 MiB chunks) took a median 1.8–3.9 ms with 512 KiB
- * against 2.3–4.3 ms with 1 MiB, faster in 7 of 8 alternating runs (finer interleaving of the two
- * directions and the reduction; 256 KiB was no faster), while a 2^22-float one (8 MiB chunks) ran
- * at 8.4–10.2 Gb/s with 1 MiB against 7.8–9.7 with 512 KiB, faster in 5 of 5 runs alternating in
- * one process pair (2 MiB was no faster).
+ * Bytes per pipelined segment: an eighth of the chunk, from 512 KiB to 1 MiB. Small segments
+ * interleave the two directions with the reduction; past 1 MiB they gain nothing and a frame of
+ * the stream transports would cut them (docs/results/2026-11-transports.md, "Algorithms").
  */
 const SEGMENT_BYTES = { min: 1 << 19, max: 1 << 20 };
 

@@ -1,5 +1,5 @@
 /**
- * A rank's WebGPU device (DESIGN.md, "WebGPU in Deno"): opened with the adapter's own limits (so a
+ * A rank's WebGPU device (docs/design.md, "WebGPU in Deno"): opened with the adapter's own limits (so a
  * 1 GiB buffer fits), one command encoder that collects work until something needs it done (every
  * awaited completion costs ~11 ms in Deno, so work is batched and synchronised rarely), reads
  * staged through a reusable pool of mapped buffers, several in flight, and writes in pieces of at
@@ -61,11 +61,11 @@ export async function gpuUnavailable(): Promise<string | undefined> {
   }
 }
 
-/** Bytes of the pieces writes are cut into (measured fastest here and on an H100). */
+/** Bytes of the pieces writes are cut into (the fastest measured; docs/memory.md). */
 const PIECE_BYTES = 4 * 1024 * 1024;
 /**
  * Bytes of a staging buffer: every wave of reads costs one ~11 ms completion, so waves carry
- * 8 × 16 MiB (on an H100 16 MiB pieces read at 22.5 Gb/s, 4 MiB at 13, 64 MiB at 11).
+ * 8 × 16 MiB (16 MiB pieces read fastest; docs/memory.md).
  */
 const READ_PIECE_BYTES = 16 * 1024 * 1024;
 /** Staging buffers (reads in flight at once). */
@@ -123,7 +123,7 @@ export class GpuDevice {
     if (!adapter) {
       throw new TypeError(
         "No WebGPU adapter: gpu and managed memory and the gpu transport need one (on Linux a " +
-          "Vulkan loader with a driver, or Mesa's GL; see README, WebGPU)",
+          "Vulkan loader with a driver, or Mesa's GL; see docs/transports/gpu.md)",
       );
     }
     const a = adapter.limits;
@@ -210,7 +210,7 @@ export class GpuDevice {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     for (let at = 0; at < bytes.byteLength; at += PIECE_BYTES) {
       const piece = bytes.subarray(at, at + PIECE_BYTES);
-      // Views of SharedArrayBuffer and shared WebAssembly memory are accepted (DESIGN.md).
+      // Views of SharedArrayBuffer and shared WebAssembly memory are accepted (docs/design.md).
       this.device.queue.writeBuffer(buffer, byteOffset + at, piece as Uint8Array<ArrayBuffer>);
     }
   }

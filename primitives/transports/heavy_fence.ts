@@ -3,9 +3,8 @@
  *
  * A rank publishes a call's data with a store its peers poll (a slot's sequence number, say).
  * `Atomics.store` is sequentially consistent: on x86 it drains the store buffer, and that waits
- * for the cache lines the data went to, which a peer on another core just read. That wait was
- * much of a pipelined 1-float bcast (medians of 8 alternating runs, 2 workers on this 2-vCPU VM:
- * 0.36 µs a call with atomic publications, 0.29 µs with plain ones). On x86-64 plain stores
+ * for the cache lines the data went to, which a peer on another core just read: much of a
+ * pipelined 1-float bcast (docs/transports/shm.md, "Publishing"). On x86-64 plain stores
  * already reach other cores in program order (TSO), and V8 keeps typed-array stores in program
  * order, so a plain store publishes as well.
  *

@@ -3,9 +3,10 @@
  * descriptor of a connection Deno opened.
  *
  * Why: every `read` or `write` of a `Deno.Conn` is an async op that completes on a later turn of
- * the event loop, so one message costs 20–30 µs here however small. A `recv` or `send` called
- * synchronously costs ~1 µs, so a rank that expects data can poll its sockets the way Open MPI's
- * progress loop does, and hand a large payload to the kernel straight from the caller's buffer.
+ * the event loop, so one message costs tens of µs however small; a `recv` or `send` called
+ * synchronously costs about one. So a rank that expects data can poll its sockets the way Open
+ * MPI's progress loop does, and hand a large payload to the kernel straight from the caller's
+ * buffer (docs/transports/stream.md, "Socket calls").
  * Deno does not expose descriptors, so {@linkcode socketFd} finds one by the connection's ports
  * in /proc. Without FFI permission or on other systems there are no socket calls, and the stream
  * transports (`tcp`, `ws`) use Deno's own reads and writes.

@@ -199,7 +199,7 @@ export interface TransportFacts {
   readonly summary: string;
   /** Memory kinds it carries (NCCL's `canConnect`), directly or staged through the host. */
   readonly memory: readonly MemoryKind[];
-  /** The kind a run uses unless told (DESIGN.md: "best for the transport"). */
+  /** The kind a run uses unless told (docs/design.md). */
   readonly bestMemory: MemoryKind;
   /** What it offers algorithms (each algorithm states what it needs). */
   readonly offers: readonly AlgorithmNeed[];

@@ -7,9 +7,9 @@
  *
  * Why the upgrade and frames are dccl's own rather than npm `ws`'s: `ws` runs on Deno's Node
  * sockets, which keep a read in flight that nothing else may share, so the transport could not
- * drive the socket with its own calls. Through `ws`, a 1-float allreduce of 2 processes took
- * 80–100 µs; these frames go through the same engine as `tcp`. The tests check both halves
- * against npm `ws`: its client connects to a rank, and it parses what a rank writes.
+ * drive the socket with its own calls (docs/transports/ws.md); these frames go through the same
+ * engine as `tcp`. The tests check both halves against npm `ws`: its client connects to a rank,
+ * and it parses what a rank writes.
  * @module
  */
 
