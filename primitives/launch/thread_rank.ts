@@ -11,19 +11,18 @@ import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
-import { launchedAs, type TransportName } from "../registry.ts";
+import { launchedAs } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
-import { failureReport, rankFunction, type RankReport, runRank } from "./report.ts";
+import {
+  failureReport,
+  rankFunction,
+  type RankProgram,
+  type RankReport,
+  runRank,
+} from "./report.ts";
 
 /** Launcher → thread: everything the group needs. */
-export interface ThreadInit {
-  type: "init";
-  size: number;
-  transport: TransportName;
-  module: string;
-  entry: string;
-  args: unknown;
-  timeoutMs: number;
+export interface ThreadInit extends RankProgram {
   /** Largest storage binding the kernels use (tests make it small). */
   maxBindingBytes?: number;
 }

@@ -9,20 +9,13 @@ import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
-import { launchedAs, type TransportName } from "../registry.ts";
+import { launchedAs } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
-import { rankFunction, type RankReport, runRank } from "./report.ts";
+import { rankFunction, type RankProgram, type RankReport, runRank } from "./report.ts";
 
 /** Launcher → rank: everything a rank needs to join. */
-export interface RankInit {
-  type: "init";
+export interface RankInit extends RankProgram {
   rank: number;
-  size: number;
-  transport: TransportName;
-  module: string;
-  entry: string;
-  args: unknown;
-  timeoutMs: number;
   /** Open a WebGPU device for this rank. */
   gpu: boolean;
   /** Every rank's heap memory. */
