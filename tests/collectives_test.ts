@@ -5,7 +5,7 @@ import type { PipelineArgs } from "./ranks/pipeline_rank.ts";
 import type { PublishArgs } from "./ranks/publish_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assert_, assertEquals } from "./_assert.ts";
-import { coreYielder } from "../primitives/transports/yield_core.ts";
+import { schedulerCalls } from "../primitives/transports/scheduler_calls.ts";
 import { heavyFence } from "../primitives/transports/heavy_fence.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
@@ -111,8 +111,10 @@ Deno.test("shm publishes small calls with plain stores here, and readers never s
   }
 });
 
-Deno.test("shm ranks that outnumber the cores can hand theirs over (sched_yield) here", () => {
-  const yieldCore = coreYielder();
-  assert_(yieldCore !== undefined, "FFI is granted and the C library is known on Linux");
-  yieldCore();
+Deno.test("shm waits can hand their core over (sched_yield) and see their CPU here", () => {
+  const calls = schedulerCalls();
+  assert_(calls !== undefined, "FFI is granted and the C library is known on Linux");
+  calls.yieldCore();
+  const cpu = calls.currentCpu();
+  assert_(cpu >= 0 && cpu < navigator.hardwareConcurrency, `CPU ${cpu}`);
 });

@@ -21,8 +21,25 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       token: "x",
       source: "torchrun",
       transport: "ws",
+      local: undefined,
     },
   );
+  // Launchers that say where a rank sits on its machine (cpu_binding.ts binds by it).
+  const place = (env: Record<string, string>) => rankFromEnv({ ...base, ...env }).local;
+  assertEquals(place({ RANK: "3", WORLD_SIZE: "4", LOCAL_RANK: "1", LOCAL_WORLD_SIZE: "2" }), {
+    rank: 1,
+    size: 2,
+  });
+  assertEquals(
+    place({
+      OMPI_COMM_WORLD_RANK: "1",
+      OMPI_COMM_WORLD_SIZE: "2",
+      OMPI_COMM_WORLD_LOCAL_RANK: "0",
+      OMPI_COMM_WORLD_LOCAL_SIZE: "1",
+    }),
+    { rank: 0, size: 1 },
+  );
+  assertEquals(place({ RANK: "0", WORLD_SIZE: "2", LOCAL_RANK: "0" }), undefined);
   assertEquals(
     rankFromEnv({ ...base, OMPI_COMM_WORLD_RANK: "1", OMPI_COMM_WORLD_SIZE: "2" }).source,
     "Open MPI",
@@ -47,6 +64,10 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       [{ ...base, RANK: "0", WORLD_SIZE: "0x2" }, /^WORLD_SIZE="0x2" is not accepted/],
       [{ ...base, RANK: " 1", WORLD_SIZE: "2" }, /^RANK=" 1" is not accepted/],
       [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "+80" }, /^MASTER_PORT="\+80"/],
+      [
+        { ...base, RANK: "0", WORLD_SIZE: "2", LOCAL_RANK: "2", LOCAL_WORLD_SIZE: "2" },
+        /^LOCAL_RANK=2 is not a rank below LOCAL_WORLD_SIZE=2/,
+      ],
       [
         {
           ...base,

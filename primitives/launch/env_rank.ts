@@ -12,6 +12,7 @@ import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs, PROCESS_TRANSPORTS, type TransportName, transportNamed } from "../registry.ts";
+import { bindRankThread, cpuForSlot } from "./cpu_binding.ts";
 import { PORT_MARK } from "./report.ts";
 
 /** Where a rank stands, read from the environment. */
@@ -30,7 +31,16 @@ export interface EnvRank {
   source: string;
   /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
   transport: TransportName;
+  /** This process's place among the ranks on its machine, where the launcher says it. */
+  local?: { rank: number; size: number };
 }
+
+/** Launchers' local rank and local size variables (Slurm's local size is not one variable). */
+const LOCAL_CONVENTIONS: [string, string][] = [
+  ["LOCAL_RANK", "LOCAL_WORLD_SIZE"],
+  ["OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"],
+  ["MPI_LOCALRANKID", "MPI_LOCALNRANKS"],
+];
 
 const CONVENTIONS: [string, string, string][] = [
   ["torchrun", "RANK", "WORLD_SIZE"],
@@ -91,8 +101,17 @@ export function rankFromEnv(
   );
   return {
     ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
-    ...{ source, transport },
+    ...{ source, transport, local: localPlace(env) },
   };
+}
+
+/** The local rank and size the launcher gives, if both are there and make sense. */
+function localPlace(env: Record<string, string | undefined>): EnvRank["local"] {
+  const found = LOCAL_CONVENTIONS.find(([r, s]) => env[r] !== undefined && env[s] !== undefined);
+  if (!found) return undefined;
+  const [rank, size] = found.map((name) => decimal(env, name));
+  if (rank >= size) throw new Error(`${found[0]}=${rank} is not a rank below ${found[1]}=${size}`);
+  return { rank, size };
 }
 
 /** The variable `name` as a plain decimal integer (no sign, exponent, hex or blank). */
@@ -131,6 +150,7 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
+  if (me.local) bindRankThread(cpuForSlot(me.local.rank, me.local.size));
   const transport = await launchedAs(options.transport ?? me.transport, "processes").connect({
     ...me,
     bind: options.bind,

@@ -123,6 +123,7 @@ export function runProcessRanks(
         ...options.env,
         RANK: String(rank),
         LOCAL_RANK: String(rank),
+        LOCAL_WORLD_SIZE: String(size),
         WORLD_SIZE: String(size),
         MASTER_ADDR: masterAddr,
         MASTER_PORT: String(port),

@@ -11,6 +11,7 @@ import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
+import { bindRankThread } from "./cpu_binding.ts";
 import { rankFunction, type RankProgram, type RankReport, runRank } from "./report.ts";
 
 /** Launcher → rank: everything a rank needs to join. */
@@ -22,6 +23,8 @@ export interface RankInit extends RankProgram {
   heaps: WebAssembly.Memory[];
   /** What the transport's descriptor prepared for this rank. */
   handed: unknown;
+  /** The CPU this rank runs on (cpu_binding.ts), if it is bound. */
+  cpu?: number;
 }
 
 /** Launcher → rank: another rank failed. */
@@ -42,6 +45,7 @@ scope.onmessage = ({ data }) => {
   if (data.type === "abort") transport?.abort(new PeerFailedError(data.failedRank, data.reason));
   else {
     const connect = async () => {
+      bindRankThread(data.cpu);
       const heap = new RankHeap(data.heaps[data.rank]);
       const gpu = data.gpu ? await GpuDevice.open() : undefined;
       const { rank, handed, heaps, timeoutMs } = data;

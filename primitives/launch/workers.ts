@@ -8,6 +8,7 @@
  */
 
 import { createHeapMemory } from "../memory/heap.ts";
+import { cpuForSlot } from "./cpu_binding.ts";
 import { launchedAs, transportsLaunching } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { type RankReport, reportEnd } from "./report.ts";
@@ -107,6 +108,7 @@ export function launchWorkers<T = unknown>(
       gpu: options.gpu ?? false,
       heaps,
       handed,
+      cpu: cpuForSlot(rank, size),
     };
     worker.postMessage(init, transfer);
   }

@@ -12,13 +12,14 @@ import { heavyFence } from "./heavy_fence.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { CTRL, RANK_WORD, readAbort } from "./shm_layout.ts";
 import type { CallCheck } from "./transport.ts";
-import { coreYielder } from "./yield_core.ts";
+import { type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
 
 /**
  * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
- * sleeping peer's wake-up, or two ranks fall into a convoy in which every op costs one wake-up;
- * when ranks outnumber cores a spinning rank steals the core its peer needs, so it does not spin
- * (it yields, then sleeps).
+ * sleeping peer's wake-up, or two ranks fall into a convoy in which every op costs one wake-up —
+ * unless the awaited rank last ran on this rank's own core: then spinning only keeps it from
+ * running, and the wait sleeps at once. When ranks outnumber cores a spinning rank steals the
+ * core its peer needs, so it does not spin (it yields, then sleeps).
  */
 function spinMs(size: number): number {
   return oversubscribed(size) ? 0 : 2;
@@ -59,7 +60,10 @@ export class ShmControl {
 
   readonly #timeoutMs: number;
   readonly #spinMs: number;
-  readonly #yieldCore?: () => void;
+  readonly #sched?: SchedulerCalls;
+  /** Ranks outnumber cores: waits yield from the first poll. */
+  readonly #yieldAtOnce: boolean;
+
   /** Set where plain stores publish (heavy_fence.ts); run by a rank about to sleep. */
   readonly #heavyFence = heavyFence();
 
@@ -75,8 +79,9 @@ export class ShmControl {
     this.words = new Int32Array(control);
     this.heaps = heaps;
     this.#timeoutMs = timeoutMs;
+    this.#sched = schedulerCalls();
     this.#spinMs = spinMs(this.size);
-    if (oversubscribed(this.size)) this.#yieldCore = coreYielder();
+    this.#yieldAtOnce = this.#spinMs === 0 && this.#sched !== undefined;
   }
 
   /** Int32 index of word `word` of `rank`'s lines. */
@@ -160,6 +165,19 @@ export class ShmControl {
     );
   }
 
+  /** Publishes the CPU this rank runs on, for peers deciding whether to spin (see spinMs). */
+  #publishCpu(): void {
+    if (this.#sched) this.words[this.word(this.rank, RANK_WORD.CPU)] = this.#sched.currentCpu() + 1;
+  }
+
+  /** Whether `peer` (the rank waited for) last began a wait on the CPU this rank runs on. */
+  #onThisCpu(peer: number | (() => number) | undefined): boolean {
+    const who = typeof peer === "function" ? peer() : peer;
+    if (who === undefined || who === this.rank || !this.#sched) return false;
+    const theirs = this.words[this.word(who, RANK_WORD.CPU)] - 1;
+    return theirs >= 0 && theirs === this.#sched.currentCpu();
+  }
+
   /**
    * Spins, then sleeps, advancing all traffic, until `done()`; throws on abort or after the
    * timeout without progress (traffic moving, or `peer`, the one waited for, changing as ranks
@@ -176,25 +194,28 @@ export class ShmControl {
     let spinSince = -1;
     let idleSince = -1;
     let waitingFor = -1;
-    // Only ranks that outnumber cores have a yielder (and no spin): they hand their core to a peer
-    // from the first poll (spinning even 64 polls holds the awaited rank's core for ~10 µs) and
-    // for YIELD_MS, paying no wake-up, before they sleep.
-    const canYield = this.#yieldCore !== undefined;
-    let yielding = canYield;
+    // Ranks that outnumber cores hand their core to a peer from the first poll (spinning even 64
+    // polls holds the awaited rank's core for ~10 µs) and for YIELD_MS, paying no wake-up, before
+    // they sleep.
+    let yielding = this.#yieldAtOnce;
     while (!done()) {
       if (this.progress()) {
         polls = 0;
         spinSince = idleSince = -1;
-        yielding = canYield;
+        yielding = this.#yieldAtOnce;
         continue;
       }
       this.checkAbort();
-      if (yielding) this.#yieldCore!();
+      if (yielding) this.#sched!.yieldCore();
       if (++polls % POLLS_PER_CLOCK !== 0) continue;
       const spun = performance.now();
-      if (spinSince < 0) spinSince = spun;
-      if (spun - spinSince < this.#spinMs) continue;
-      yielding = canYield && spun - spinSince < YIELD_MS;
+      if (spinSince < 0) {
+        spinSince = spun;
+        this.#publishCpu();
+      }
+      const spunMs = spun - spinSince;
+      if (spunMs < this.#spinMs && !this.#onThisCpu(peer)) continue;
+      yielding = this.#yieldAtOnce && spunMs < YIELD_MS;
       if (yielding) continue;
       const sleeping = this.word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.word(this.rank, RANK_WORD.DOORBELL);

@@ -68,6 +68,8 @@ export const RANK_WORD = {
   CLOSED_CALLS: 10,
   CLOSED_DIGEST: 11,
   CLOSED_LAST: 12,
+  /** 1 + the CPU this rank ran on when it last began to wait (0: unknown). */
+  CPU: 14,
   /** Arrivals (barriers, eager and view exchanges) this rank has made. */
   ARRIVE_SEQ: 16,
   /** Two parities each of: the arrival's call stamp as two words (`storeStamp`). */

@@ -29,6 +29,11 @@ export interface SocketCalls {
    * `[fd, events]` in an Int32Array laid out as `struct pollfd`) or `timeoutMs` passes.
    */
   poll(pollfds: Int32Array, timeoutMs: number): Promise<void>;
+  /**
+   * Blocks the JS thread in `poll` until one of `pollfds` is ready or `timeoutMs` passes: the
+   * kernel wakes it the moment data arrives, and its core is free meanwhile.
+   */
+  pollNow(pollfds: Int32Array, timeoutMs: number): void;
 }
 
 const EAGAIN = 11, EINTR = 4;
@@ -85,6 +90,7 @@ function bind(): SocketCalls {
       recv: { parameters: ["i32", "buffer", "usize", "i32"], result: "isize" },
       send: { parameters: ["i32", "buffer", "usize", "i32"], result: "isize" },
       poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+      pollNow: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32" },
       __errno_location: { parameters: [], result: "pointer" },
     } as const,
   ).symbols;
@@ -115,6 +121,8 @@ function bind(): SocketCalls {
     poll: async (pollfds, timeoutMs) => {
       await lib.poll(new Uint8Array(pollfds.buffer), BigInt(pollfds.length / 2), timeoutMs);
     },
+    pollNow: (pollfds, timeoutMs) =>
+      void lib.pollNow(new Uint8Array(pollfds.buffer), BigInt(pollfds.length / 2), timeoutMs),
   };
 }
 

@@ -8,6 +8,7 @@
  */
 
 import { DONE } from "../types.ts";
+import { crowded } from "./scheduler_calls.ts";
 import { POLLIN, POLLOUT, type SocketCalls, SocketError, WOULD_BLOCK } from "./socket_calls.ts";
 import { GONE, type Link, type LinkEvents, type Outgoing } from "./stream_link.ts";
 
@@ -22,6 +23,8 @@ const FLUSH_BYTES = 512 * 1024;
  * polls between two clock readings, and reads of one socket per pass.
  */
 const SPIN_MS = 1, POLLS_PER_CLOCK = 16, READS_PER_PUMP = 8;
+/** How long a wait spins before it blocks in `poll` where runnable threads outnumber cores. */
+const CROWDED_SPIN_MS = 0.05;
 /** Longest sleep in `poll`, so a wait notices a settled call or a closed transport. */
 const POLL_SLICE_MS = 50;
 const ECONNRESET = 104;
@@ -73,6 +76,8 @@ export class SocketPump {
     await null; // let sibling calls post (and write) before this one spins
     let idleSince = -1;
     let idle = 0;
+    /** Whether the machine has more runnable threads than cores (asked once per idle stretch). */
+    let busy: boolean | undefined;
     while (!done() && !this.#closedAll()) {
       if (this.pump()) {
         idle = 0;
@@ -82,8 +87,15 @@ export class SocketPump {
       if (++idle % POLLS_PER_CLOCK !== 0) continue;
       const now = performance.now();
       if (now > deadline) return;
-      if (idleSince < 0) idleSince = now;
-      if (now - idleSince < SPIN_MS) continue;
+      if (idleSince < 0) [idleSince, busy] = [now, undefined];
+      const idleMs = now - idleSince;
+      if (idleMs < SPIN_MS) {
+        // On a crowded machine a spinning rank keeps the one it waits for (or other work) from
+        // running: it blocks in poll instead, and the kernel wakes it as data arrives.
+        if (idleMs < CROWDED_SPIN_MS || !(busy ??= crowded())) continue;
+        this.#sockets.pollNow(this.#pollSet(), 1);
+        continue;
+      }
       await this.#sleep();
       idle = 0;
     }
