@@ -8,11 +8,11 @@
 import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { joinFromEnv, rankFromEnv } from "../primitives/launch/env_rank.ts";
+import { joinFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import { TRANSPORTS } from "../primitives/registry.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
-import { UsageError } from "./_flags.ts";
+import { givenFlags } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 import { removeIfPresent, requireDevice, type Task, taskMain } from "./_task.ts";
 
@@ -105,17 +105,7 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
     summary: `Measures ${primitive} over a size sweep.`,
     flags: BENCHMARK_FLAGS,
     async plan(values, _, argv) {
-      if (values.launcher === "env") {
-        // The external launcher decides the group's size; --procs, if given, must agree.
-        const size = envSize();
-        if (argv.some((a) => a.startsWith("--procs")) && values.procs !== String(size)) {
-          throw new UsageError(
-            `--procs ${values.procs} disagrees with the launcher's ${size} ranks`,
-          );
-        }
-        values.procs = String(size);
-      }
-      const plan = planRun(primitive, values);
+      const plan = planRun(primitive, values, { given: givenFlags(argv) });
       await checkDevice(plan);
       return plan;
     },
@@ -134,12 +124,4 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
 /** Entry point of `deno task <primitive>`; returns the exit code. */
 export function benchmarkMain(primitive: PrimitiveName, argv: string[]): Promise<number> {
   return taskMain(benchmarkTask(primitive), argv);
-}
-
-function envSize(): number {
-  try {
-    return rankFromEnv().size;
-  } catch (e) {
-    throw new UsageError(`--launcher env: ${(e as Error).message}`);
-  }
 }

@@ -7,33 +7,17 @@
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
-import {
-  algorithmsFor,
-  needsDevice,
-  PROCESS_TRANSPORTS,
-  sideOfMemory,
-  TRANSPORT_NAMES,
-  TRANSPORTS,
-} from "../primitives/registry.ts";
+import { algorithmsFor, needsDevice, sideOfMemory, TRANSPORTS } from "../primitives/registry.ts";
 import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
-import {
-  address,
-  type FlagSpec,
-  integer,
-  number,
-  oneOf,
-  outputFiles,
-  size,
-  UsageError,
-} from "./_flags.ts";
-import { MAX_PROCS } from "./_task.ts";
+import { type FlagSpec, integer, number, oneOf, outputFiles, size, UsageError } from "./_flags.ts";
+import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 
 const DEFAULT_MAX = 268_435_456;
 
 /** Flags of the primitive tasks (docs/cli.md). */
 export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
-  procs: { help: "number of ranks (sendrecv: 2)", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
+  ...LAUNCH_FLAGS,
+  procs: { ...LAUNCH_FLAGS.procs, help: "number of ranks (sendrecv: 2)" },
   memory: {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
   },
@@ -57,15 +41,6 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
       "2 s past it after another finished is stuck",
     default: "30",
   },
-  launcher: {
-    help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
-      "started by torchrun/mpirun/srun; over ws unless --transport tcp)",
-    default: "local",
-  },
-  bind: {
-    help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
-    default: "127.0.0.1",
-  },
   csv: { help: "write the rows to this CSV file", path: true },
   json: {
     help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
@@ -74,9 +49,6 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   },
 };
 
-/** Launchers: start ranks here, or join a group an external launcher started. */
-export const LAUNCHERS = ["local", "env"] as const;
-
 /** A validated benchmark run. */
 export interface RunPlan {
   sweep: SweepOptions;
@@ -84,7 +56,7 @@ export interface RunPlan {
   device: boolean;
   procs: number;
   timeoutMs: number;
-  launcher: typeof LAUNCHERS[number];
+  launcher: Launch["launcher"];
   bind: string;
   csv?: string;
   json?: string;
@@ -92,26 +64,23 @@ export interface RunPlan {
   notes: string[];
 }
 
+/** What {@linkcode planRun} knows besides the flag values. */
+export interface PlanOptions {
+  /** The flags the command line named (not defaults). @default {none} */
+  given?: ReadonlySet<string>;
+  /** Memory the plan may use, bytes. @default {the machine's available memory} */
+  availableBytes?: number;
+}
+
 /** Turns flag values into a plan; throws UsageError for anything not accepted. */
 export function planRun(
   primitive: PrimitiveName,
   v: Record<string, string | undefined>,
-  availableBytes = Deno.systemMemoryInfo().available,
+  options: PlanOptions = {},
 ): RunPlan {
+  const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
   const spec = PRIMITIVES[primitive];
-  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
-  // An external launcher starts processes: the first processes transport unless told.
-  const given = launcher === "env" && v.transport === BENCHMARK_FLAGS.transport.default
-    ? PROCESS_TRANSPORTS[0]
-    : v.transport!;
-  const transport = oneOf("transport", given, TRANSPORT_NAMES);
-  if (launcher === "env" && TRANSPORTS[transport].launch !== "processes") {
-    throw new UsageError(
-      `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
-        `is not accepted`,
-    );
-  }
-  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  const { launcher, transport, procs, bind } = planLaunch(v, options.given ?? new Set());
   if (primitive === "sendrecv" && procs !== 2) {
     throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
   }
@@ -144,15 +113,6 @@ export function planRun(
   const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
   const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
-  const bind = address("bind", v.bind!);
-  const processes = TRANSPORTS[transport].launch === "processes";
-  if (bind !== BENCHMARK_FLAGS.bind.default && !processes) {
-    throw new UsageError(
-      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp); ${transport} ranks ` +
-        `are workers of this process`,
-    );
-  }
-  if (processes) canListen(bind);
   const { csv, json } = outputFiles(v);
 
   const notes: string[] = [];
@@ -218,18 +178,6 @@ export function planRun(
     json,
     notes,
   };
-}
-
-/** Refuses an address this machine cannot listen on (not one of its own, say). */
-function canListen(bind: string): void {
-  try {
-    Deno.listen({ hostname: bind, port: 0 }).close();
-  } catch (e) {
-    throw new UsageError(
-      `--bind ${bind} is not accepted: cannot listen there (${(e as Error).name}); use an ` +
-        `address of this machine`,
-    );
-  }
 }
 
 function gb(bytes: number): string {

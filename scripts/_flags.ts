@@ -73,6 +73,11 @@ export function parseFlags(
   return values;
 }
 
+/** The names of the flags `argv` gives (`--name` or `--name=value`). */
+export function givenFlags(argv: readonly string[]): Set<string> {
+  return new Set(argv.filter((a) => a.startsWith("--")).map((a) => a.slice(2).split("=")[0]));
+}
+
 /** The help text of a task. */
 export function usage(command: string, summary: string, flags: Record<string, FlagSpec>): string {
   const lines = Object.entries(flags).map(([name, f]) => {

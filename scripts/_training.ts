@@ -5,9 +5,10 @@
  * @module
  */
 
+import { joinFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
-import { needsDevice, TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import { needsDevice, TRANSPORTS } from "../primitives/registry.ts";
 import type { RunMetadata } from "../bench/report.ts";
 import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
 import {
@@ -20,22 +21,15 @@ import {
 import { ACTIVATIONS } from "../trainer/model.ts";
 import type { TrainRankArgs, TrainRankResult } from "../trainer/rank.ts";
 import type { TrainSummary } from "../trainer/report.ts";
-import { STRATEGIES } from "../trainer/rank.ts";
-import {
-  address,
-  type FlagSpec,
-  integer,
-  number,
-  oneOf,
-  outputFiles,
-  UsageError,
-} from "./_flags.ts";
-import { MAX_PROCS, requireDevice } from "./_task.ts";
+import { run as runTrainingRank, STRATEGIES } from "../trainer/rank.ts";
+import { type FlagSpec, integer, number, oneOf, outputFiles, UsageError } from "./_flags.ts";
+import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
+import { requireDevice } from "./_task.ts";
 
 /** Flags of `deno task train`. */
 export const TRAIN_FLAGS: Record<string, FlagSpec> = {
-  procs: { help: "number of ranks", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
+  procs: LAUNCH_FLAGS.procs,
+  transport: LAUNCH_FLAGS.transport,
   memory: {
     help: "memory kind of the parameter and gradient slabs collectives use: host, shared, " +
       "gpu, managed (default: shared on the cpu, gpu on the gpu)",
@@ -73,7 +67,8 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     help: "seconds an operation may wait without progress (0.1 to 86400)",
     default: "30",
   },
-  bind: { help: "address ws and tcp ranks listen on", default: "127.0.0.1" },
+  launcher: LAUNCH_FLAGS.launcher,
+  bind: LAUNCH_FLAGS.bind,
   csv: { help: "write one row per epoch to this CSV file", path: true },
   json: {
     help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +
@@ -86,6 +81,8 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
 export interface TrainPlan {
   config: TrainConfig;
   mnist: Mnist;
+  /** `env`: this process is one rank of an external launcher's group. */
+  launcher: Launch["launcher"];
   bind: string;
   csv?: string;
   json?: string;
@@ -130,9 +127,9 @@ export async function readData(dir: string | undefined): Promise<Mnist> {
 export async function planTraining(
   v: Record<string, string | undefined>,
   data?: Mnist,
+  given: ReadonlySet<string> = new Set(),
 ): Promise<TrainPlan> {
-  const procs = integer("procs", v.procs!, 1, MAX_PROCS);
-  const transport = oneOf("transport", v.transport!, TRANSPORT_NAMES);
+  const { launcher, transport, procs, bind } = planLaunch(v, given);
   const device = oneOf("device", v.device!, DEVICES);
   const info = TRANSPORTS[transport];
   const memory = oneOf(
@@ -168,12 +165,6 @@ export async function planTraining(
   const bucketMb = positive("bucket-mb", v["bucket-mb"]!, 1024);
   const seed = integer("seed", v.seed!, 0, 2 ** 32 - 1);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
-  const bind = address("bind", v.bind!);
-  if (bind !== TRAIN_FLAGS.bind.default && TRANSPORTS[transport].launch !== "processes") {
-    throw new UsageError(
-      `--bind ${bind} is not accepted: it applies to ranks that are processes (ws, tcp)`,
-    );
-  }
   const { csv, json } = outputFiles(v);
   await requireDevice(
     trainingNeedsDevice({ device, transport, memory }),
@@ -231,6 +222,7 @@ export async function planTraining(
       timeoutMs,
     },
     mnist,
+    launcher,
     bind,
     csv,
     json,
@@ -270,19 +262,44 @@ export interface TrainOutput {
   returnParams?: boolean;
 }
 
-/** Runs a plan; resolves with every rank's result (rank 0's holds the summary). */
-export function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
-  return startTraining(plan, out).results;
+/**
+ * Runs a plan; resolves with every rank's result (rank 0's holds the summary), or, under an
+ * external launcher, with this process's alone.
+ */
+export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
+  if (plan.launcher === "local") return await startTraining(plan, out).results;
+  const { config } = plan;
+  await using comm = await joinFromEnv({
+    transport: config.transport,
+    bind: plan.bind,
+    timeoutMs: config.timeoutMs,
+    gpu: trainingNeedsDevice(config),
+  });
+  return [await runTrainingRank(comm, rankArgs(plan, out, plan.mnist))];
 }
 
 /** Starts a plan's ranks (tests kill them); `results` as in {@linkcode runTraining}. */
 export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<TrainRankResult> {
   const { config } = plan;
+  // Worker ranks share the bytes read here; process ranks read the folder themselves.
   const processes = TRANSPORTS[config.transport].launch === "processes";
-  const args: TrainRankArgs = {
-    config,
-    // Worker ranks share the bytes read here; process ranks read the folder themselves.
-    mnist: processes ? undefined : plan.mnist,
+  const args = rankArgs(plan, out, processes ? undefined : plan.mnist);
+  return launchGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
+    size: config.procs,
+    transport: config.transport,
+    timeoutMs: config.timeoutMs,
+    args,
+    signal: out.signal,
+    bind: plan.bind,
+    gpu: trainingNeedsDevice(config),
+  });
+}
+
+/** What every rank of `plan` is handed (`mnist`: the data, where ranks share this process's). */
+function rankArgs(plan: TrainPlan, out: TrainOutput, mnist?: Mnist): TrainRankArgs {
+  return {
+    config: plan.config,
+    mnist,
     dataDir: plan.mnist.dir,
     report: {
       header: describeTraining(plan),
@@ -293,15 +310,6 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     },
     returnParams: out.returnParams,
   };
-  return launchGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
-    size: config.procs,
-    transport: config.transport,
-    timeoutMs: config.timeoutMs,
-    args,
-    signal: out.signal,
-    bind: plan.bind,
-    gpu: trainingNeedsDevice(config),
-  });
 }
 
 /** Whether a run's ranks need a WebGPU device: the model computes there, or collectives do. */

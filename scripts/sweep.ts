@@ -69,7 +69,7 @@ async function combination(
       memory,
       csv: `${sweep.out}/${name}.csv`,
       json: `${sweep.out}/${name}.json`,
-    });
+    }, { given: new Set(["transport", "procs"]) });
     await checkDevice(plan);
     return plan;
   } catch (e) {

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { givenFlags } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 import { removeIfPresent, type Task, taskMain } from "./_task.ts";
 import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./_training.ts";
@@ -12,7 +13,7 @@ const TRAIN: Task<TrainPlan> = {
   name: "train",
   summary: "Trains an MNIST MLP data-parallel over dccl's primitives.",
   flags: TRAIN_FLAGS,
-  plan: (values) => planTraining(values),
+  plan: (values, _, argv) => planTraining(values, undefined, givenFlags(argv)),
   async run(plan, signal, argv) {
     const { mnist: _, ...options } = plan;
     const metadata = await collectMetadata(argv, { ...options.config, csv: plan.csv });

@@ -2,11 +2,14 @@
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import { parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
+import { givenFlags, parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 
 const plan = (argv: string[], available = 64e9) =>
-  planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), available);
+  planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), {
+    given: givenFlags(argv),
+    availableBytes: available,
+  });
 
 Deno.test("cli: defaults follow docs/design.md", () => {
   const p = plan([]);
@@ -69,7 +72,7 @@ Deno.test("cli: sizes", () => {
   const ag = planRun(
     "allgather",
     parseFlags(BENCHMARK_FLAGS, ["--procs", "3", "--max", "16"]),
-    1e10,
+    { availableBytes: 1e10 },
   );
   assertEquals(ag.sweep.counts, [3, 6, 15]);
 });
@@ -123,7 +126,8 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     }
   }
   assertThrows(
-    () => planRun("sendrecv", parseFlags(BENCHMARK_FLAGS, ["--procs", "4"]), 1e10),
+    () =>
+      planRun("sendrecv", parseFlags(BENCHMARK_FLAGS, ["--procs", "4"]), { availableBytes: 1e10 }),
     UsageError as ErrorConstructor,
     /sendrecv runs on 2 ranks/,
   );

@@ -38,7 +38,7 @@ for (const transport of ["shm", "worker"] as const) {
             : []),
           ...["--csv", `${dir}/${primitive}.csv`, "--json", `${dir}/${primitive}.json`],
         ]);
-        const plan = planRun(primitive, flags, 1e10);
+        const plan = planRun(primitive, flags, { availableBytes: 1e10 });
         const summary = await runPlan(plan, { table: false, metadata });
         assertEquals(liveWorkers(), 0);
         assertEquals(summary, { wrong: 0, rows: plan.sweep.counts.length });
