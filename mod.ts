@@ -80,5 +80,5 @@ export type { LaunchOptions } from "./primitives/launch/group.ts";
 export type { GroupOptions, RankGroup } from "./primitives/launch/supervisor.ts";
 export { joinAsRank0 } from "./primitives/launch/processes.ts";
 export type { ProcessesOptions, ProcessRanksOptions } from "./primitives/launch/processes.ts";
-export { joinFromEnv, rankFromEnv } from "./primitives/launch/env_rank.ts";
-export type { EnvRank, JoinOptions } from "./primitives/launch/env_rank.ts";
+export { joinFromEnv, launchFromEnv, rankFromEnv } from "./primitives/launch/env_rank.ts";
+export type { EnvGroupOptions, EnvRank, JoinOptions } from "./primitives/launch/env_rank.ts";

@@ -332,6 +332,7 @@ function summarize(
     migrations: sum(2),
     migrated_bytes: sum(3),
     touch_us: sum(4) / comm.size,
+    threads: comm.threads,
   };
   return { row, samplesUs };
 }

@@ -41,6 +41,8 @@ export interface ResultRow {
   migrated_bytes: number;
   /** `--touch`: µs per operation spent touching the buffers, measured apart and subtracted. */
   touch_us: number;
+  /** Ranks per process of a hierarchical group (`--threads`; `procs` counts every rank). */
+  threads: number;
 }
 
 /** CSV columns fixed by docs/design.md; never renamed or reordered. */
@@ -71,6 +73,7 @@ export const EXTRA_COLUMNS = [
   "migrations",
   "migrated_bytes",
   "touch_us",
+  "threads",
 ] as const;
 
 /** What one size's measurement produced across ranks. */

@@ -39,6 +39,7 @@ import { reduceScatterGpuRing } from "./collectives/reduce_scatter_gpu_ring.ts";
 import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
 import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
+import { type FlatAlgorithms, hierarchicalAlgorithms } from "./collectives/hierarchical.ts";
 import { type HostAlgorithms, stagingAlgorithms } from "./collectives/staging.ts";
 import { GPU } from "./transports/gpu.ts";
 import { SHM } from "./transports/shm.ts";
@@ -86,7 +87,10 @@ function algorithms<F>(
   );
 }
 
-/** What staging runs on the host: the algorithm `auto` picks there (looked up when it runs). */
+/**
+ * What staging and the hierarchical algorithms' channels run: the algorithm `auto` picks on a
+ * one-level group (looked up when it runs).
+ */
 const hostAlgorithm =
   <C extends CollectiveName>(collective: C) => (ctx: CollectiveContext, bytes: number) => {
     const transport = ctx.transport.name as TransportName;
@@ -101,6 +105,15 @@ const STAGING = stagingAlgorithms({
   reduceScatter: hostAlgorithm("reduceScatter"),
 } as HostAlgorithms);
 
+/** Hierarchical algorithms, running over each channel what `auto` picks for it. */
+const HIERARCHICAL = hierarchicalAlgorithms({
+  allreduce: hostAlgorithm("allreduce"),
+  bcast: hostAlgorithm("bcast"),
+  reduce: hostAlgorithm("reduce"),
+  allgather: hostAlgorithm("allgather"),
+  reduceScatter: hostAlgorithm("reduceScatter"),
+} as FlatAlgorithms);
+
 /** Algorithms of every collective, by name. */
 export const ALGORITHMS = {
   allreduce: algorithms<AllreduceAlgorithm<Operand>>({
@@ -112,6 +125,7 @@ export const ALGORITHMS = {
     gpu_ring: [allreduceGpuRing, "device"],
     staged: [STAGING.allreduce.staged, "staging"],
     pipelined: [STAGING.allreduce.pipelined, "staging"],
+    hierarchical: [HIERARCHICAL.allreduce, "hierarchy"],
   }),
   bcast: algorithms<BcastAlgorithm<Operand>>({
     binomial: [bcastBinomial, "messages"],
@@ -121,6 +135,7 @@ export const ALGORITHMS = {
     gpu_ring: [bcastGpuRing, "device"],
     staged: [STAGING.bcast.staged, "staging"],
     pipelined: [STAGING.bcast.pipelined, "staging"],
+    hierarchical: [HIERARCHICAL.bcast, "hierarchy"],
   }),
   reduce: algorithms<ReduceAlgorithm<Operand>>({
     binomial: [viaOutput(reduceBinomial), "messages"],
@@ -130,6 +145,7 @@ export const ALGORITHMS = {
     gpu_ring: [reduceGpuRing, "device"],
     staged: [STAGING.reduce.staged, "staging"],
     pipelined: [STAGING.reduce.pipelined, "staging"],
+    hierarchical: [HIERARCHICAL.reduce, "hierarchy"],
   }),
   allgather: algorithms<AllgatherAlgorithm<Operand>>({
     ring: [allgatherRing, "messages"],
@@ -138,6 +154,7 @@ export const ALGORITHMS = {
     gpu_ring: [allgatherGpuRing, "device"],
     staged: [STAGING.allgather.staged, "staging"],
     pipelined: [STAGING.allgather.pipelined, "staging"],
+    hierarchical: [HIERARCHICAL.allgather, "hierarchy"],
   }),
   reduceScatter: algorithms<ReduceScatterAlgorithm<Operand>>({
     ring: [reduceScatterRing, "messages"],
@@ -146,6 +163,7 @@ export const ALGORITHMS = {
     gpu_ring: [reduceScatterGpuRing, "device"],
     staged: [STAGING.reduceScatter.staged, "staging"],
     pipelined: [STAGING.reduceScatter.pipelined, "staging"],
+    hierarchical: [HIERARCHICAL.reduceScatter, "hierarchy"],
   }),
 } as const;
 
@@ -241,8 +259,9 @@ export function algorithmsFor(
   collective: CollectiveName,
   transport: TransportName,
   side: Side = "host",
+  threads = 1,
 ): string[] {
-  const offers = TRANSPORTS[transport].offers;
+  const offers = offersOf(transport, threads);
   return Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
     .filter((a) => offers.includes(a.needs) && sideOfNeed(a.needs) === side).map((a) => a.name);
 }
@@ -261,10 +280,12 @@ export function autoAlgorithm(
   bytes: number,
   size: number,
   side: Side = "host",
+  threads = 1,
 ): string {
   const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);
   if (preferred) return preferred;
   if (side === "device") return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
+  if (threads > 1 && size > threads) return "hierarchical";
   switch (collective) {
     case "allreduce":
       if (bytes < 512 * 1024) return "recursive_doubling";
@@ -292,20 +313,31 @@ export function pickAlgorithm<C extends CollectiveName>(
   bytes: number,
   size: number,
   side: Side,
+  threads = 1,
 ): typeof ALGORITHMS[C][string] {
   const name = algorithm === undefined || algorithm === "auto"
-    ? autoAlgorithm(collective, transport, bytes, size, side)
+    ? autoAlgorithm(collective, transport, bytes, size, side, threads)
     : algorithm;
   const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
   const picked = Object.hasOwn(table, name) ? table[name] : undefined;
   if (
-    !picked || !TRANSPORTS[transport].offers.includes(picked.needs) ||
+    !picked || !offersOf(transport, threads).includes(picked.needs) ||
     sideOfNeed(picked.needs) !== side
   ) {
+    const group = threads > 1 ? ` × ${threads} threads` : "";
     throw new RangeError(
-      `Unknown ${collective} algorithm ${name} for transport ${transport} with ${side} ` +
-        `buffers: expected auto, ${algorithmsFor(collective, transport, side).join(", ")}`,
+      `Unknown ${collective} algorithm ${name} for transport ${transport}${group} with ${side} ` +
+        `buffers: expected auto, ${algorithmsFor(collective, transport, side, threads).join(", ")}`,
     );
   }
   return picked;
+}
+
+/**
+ * What a group of `transport` offers algorithms: its descriptor's offers, and the hierarchy when
+ * its processes run `threads` ranks each (hierarchy.ts).
+ */
+export function offersOf(transport: TransportName, threads = 1): readonly AlgorithmNeed[] {
+  const offers = TRANSPORTS[transport].offers;
+  return threads > 1 ? [...offers, "hierarchy"] : offers;
 }

@@ -36,7 +36,7 @@ export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "r
  * `shared` access to every peer's heap (host buffers), ranks that share one `device` (device
  * buffers), or `staging` device buffers through the host.
  */
-export type AlgorithmNeed = "messages" | "shared" | "device" | "staging";
+export type AlgorithmNeed = "messages" | "shared" | "device" | "staging" | "hierarchy";
 
 /** Largest buffer a collective accepts: 2^28 floats (1 GiB). */
 export const MAX_BYTES = 2 ** 30;

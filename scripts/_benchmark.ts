@@ -8,7 +8,7 @@
 import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { joinFromEnv } from "../primitives/launch/env_rank.ts";
+import { joinFromEnv, launchFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import { TRANSPORTS } from "../primitives/registry.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
@@ -22,6 +22,8 @@ export function describe(plan: RunPlan): string[] {
   const factor = PRIMITIVES[s.primitive].busFormula;
   const ranks = TRANSPORTS[s.transport].launch === "thread"
     ? `${plan.procs} logical ranks on 1 device`
+    : plan.threads > 1
+    ? `${plan.procs} ranks (${plan.processes} processes × ${plan.threads} threads)`
     : `${plan.procs} ranks`;
   const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
   return [
@@ -62,17 +64,21 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       metadata: out.metadata,
     },
   };
+  const module = new URL("../bench/harness_rank.ts", import.meta.url);
   if (plan.launcher === "env") {
-    await using comm = await joinFromEnv({
-      transport: plan.sweep.transport,
-      bind: plan.bind,
-      timeoutMs: plan.timeoutMs,
-      gpu: plan.device,
-    });
+    // This process is one of a group an external launcher started: its rank, or its threads.
+    const options = { timeoutMs: plan.timeoutMs, gpu: plan.device, bind: plan.bind };
+    if (plan.threads > 1) {
+      const transport = plan.sweep.transport, threads = plan.threads;
+      const group = launchFromEnv<HarnessSummary>(module, { ...options, transport, threads, args });
+      return (await group.results)[0];
+    }
+    await using comm = await joinFromEnv({ ...options, transport: plan.sweep.transport });
     return await runHarness(comm, args);
   }
-  const group = launchGroup<HarnessSummary>(new URL("../bench/harness_rank.ts", import.meta.url), {
-    size: plan.procs,
+  const group = launchGroup<HarnessSummary>(module, {
+    size: plan.processes,
+    threads: plan.threads,
     transport: plan.sweep.transport,
     timeoutMs: plan.timeoutMs,
     args,

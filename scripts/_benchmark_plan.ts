@@ -54,7 +54,11 @@ export interface RunPlan {
   sweep: SweepOptions;
   /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
   device: boolean;
+  /** Ranks in the group: processes × threads. */
   procs: number;
+  /** Processes (or workers) the launcher starts, and ranks per process (`--threads`). */
+  processes: number;
+  threads: number;
   timeoutMs: number;
   launcher: Launch["launcher"];
   bind: string;
@@ -80,14 +84,21 @@ export function planRun(
 ): RunPlan {
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
   const spec = PRIMITIVES[primitive];
-  const { launcher, transport, procs, bind } = planLaunch(v, options.given ?? new Set());
+  const launch = planLaunch(v, options.given ?? new Set());
+  const { launcher, transport, threads, bind } = launch;
+  const procs = launch.procs * threads;
   if (primitive === "sendrecv" && procs !== 2) {
-    throw new UsageError(`--procs ${procs} is not accepted: sendrecv runs on 2 ranks`);
+    throw new UsageError(
+      `--procs ${launch.procs}${threads > 1 ? ` × --threads ${threads}` : ""} is not accepted: ` +
+        `sendrecv runs on 2 ranks`,
+    );
   }
   const info = TRANSPORTS[transport];
   const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
   const side = sideOfMemory(transport, memory);
-  const algorithms = spec.collective ? algorithmsFor(spec.collective, transport, side) : [];
+  const algorithms = spec.collective
+    ? algorithmsFor(spec.collective, transport, side, threads)
+    : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);
   const device = needsDevice(transport, memory);
@@ -171,6 +182,8 @@ export function planRun(
     },
     device,
     procs,
+    processes: launch.procs,
+    threads,
     timeoutMs,
     launcher,
     bind,

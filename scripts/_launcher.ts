@@ -32,14 +32,21 @@ export const LAUNCH_FLAGS: Record<string, FlagSpec> = {
     help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
     default: "127.0.0.1",
   },
+  threads: {
+    help: "ranks per process of ws or tcp, sharing memory over shm (nccl-tests' -t): procs × " +
+      "threads ranks, with hierarchical algorithms",
+    default: "1",
+  },
 };
 
 /** Where a task's ranks run. */
 export interface Launch {
   launcher: typeof LAUNCHERS[number];
   transport: TransportName;
-  /** Ranks in the group (under `env`, the external launcher's). */
+  /** Processes of the group (under `env`, the external launcher's). */
   procs: number;
+  /** Ranks per process (a hierarchical group when above 1): `procs × threads` ranks in all. */
+  threads: number;
   bind: string;
 }
 
@@ -71,6 +78,18 @@ export function planLaunch(
     }
     procs = size;
   }
+  const threads = integer("threads", v.threads ?? "1", 1, 64);
+  if (threads > 1 && !processes) {
+    throw new UsageError(
+      `--threads ${threads} is not accepted with --transport ${transport}: a process's ranks ` +
+        `share memory and processes link over ${PROCESS_TRANSPORTS.join(" or ")}`,
+    );
+  }
+  if (procs * threads > MAX_PROCS) {
+    throw new UsageError(
+      `--procs ${procs} × --threads ${threads} is not accepted: at most ${MAX_PROCS} ranks`,
+    );
+  }
   const bind = address("bind", v.bind!);
   if (bind !== LAUNCH_FLAGS.bind.default && !processes) {
     throw new UsageError(
@@ -79,7 +98,7 @@ export function planLaunch(
     );
   }
   if (processes) canListen(bind);
-  return { launcher, transport, procs, bind };
+  return { launcher, transport, procs, threads, bind };
 }
 
 function envSize(): number {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { joinFromEnv } from "../primitives/launch/env_rank.ts";
+import { joinFromEnv, launchFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { needsDevice, TRANSPORTS } from "../primitives/registry.ts";
@@ -25,6 +25,9 @@ import { run as runTrainingRank, STRATEGIES } from "../trainer/rank.ts";
 import { type FlagSpec, integer, number, oneOf, outputFiles, UsageError } from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 import { requireDevice } from "./_task.ts";
+
+/** The rank program of training. */
+const TRAIN_RANK = new URL("../trainer/rank.ts", import.meta.url);
 
 /** Flags of `deno task train`. */
 export const TRAIN_FLAGS: Record<string, FlagSpec> = {
@@ -68,6 +71,7 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     default: "30",
   },
   launcher: LAUNCH_FLAGS.launcher,
+  threads: LAUNCH_FLAGS.threads,
   bind: LAUNCH_FLAGS.bind,
   csv: { help: "write one row per epoch to this CSV file", path: true },
   json: {
@@ -83,6 +87,8 @@ export interface TrainPlan {
   mnist: Mnist;
   /** `env`: this process is one rank of an external launcher's group. */
   launcher: Launch["launcher"];
+  /** Ranks per process (`config.procs` counts them all). */
+  threads: number;
   bind: string;
   csv?: string;
   json?: string;
@@ -129,7 +135,10 @@ export async function planTraining(
   data?: Mnist,
   given: ReadonlySet<string> = new Set(),
 ): Promise<TrainPlan> {
-  const { launcher, transport, procs, bind } = planLaunch(v, given);
+  const launch = planLaunch(v, given);
+  const { launcher, transport, threads, bind } = launch;
+  // The trainer's ranks: processes × threads.
+  const procs = launch.procs * threads;
   const device = oneOf("device", v.device!, DEVICES);
   const info = TRANSPORTS[transport];
   const memory = oneOf(
@@ -223,6 +232,7 @@ export async function planTraining(
     },
     mnist,
     launcher,
+    threads,
     bind,
     csv,
     json,
@@ -232,6 +242,9 @@ export async function planTraining(
 /** What the header says about a run. */
 export function describeTraining(plan: TrainPlan): string[] {
   const c = plan.config;
+  const threads = plan.threads > 1
+    ? ` (${c.procs / plan.threads} processes × ${plan.threads} threads)`
+    : "";
   const computing = STRATEGIES[c.sync].computing(c.procs).length;
   const every = c.syncEvery === "epoch"
     ? "once per epoch"
@@ -243,7 +256,7 @@ export function describeTraining(plan: TrainPlan): string[] {
     test = c.testSamples ?? plan.mnist.test.count;
   return [
     `dccl train: MNIST ${c.layers.join("-")} (${c.activation}) on ${c.device}, ${how}, ` +
-    `${c.procs} ${c.procs === 1 ? "rank" : "ranks"} on ${c.transport}, ${c.memory} slabs`,
+    `${c.procs} ${c.procs === 1 ? "rank" : "ranks"}${threads} on ${c.transport}, ${c.memory} slabs`,
     `batch ${c.batch} per computing rank (${c.batch * computing} global), lr ${c.lr}, momentum ` +
     `${c.momentum}, ${c.epochs} epochs, seed ${c.seed}; data ${plan.mnist.dir} (${train} train, ` +
     `${test} test)`,
@@ -269,12 +282,23 @@ export interface TrainOutput {
 export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
   if (plan.launcher === "local") return await startTraining(plan, out).results;
   const { config } = plan;
-  await using comm = await joinFromEnv({
+  const options = {
     transport: config.transport,
     bind: plan.bind,
     timeoutMs: config.timeoutMs,
     gpu: trainingNeedsDevice(config),
-  });
+  };
+  if (plan.threads > 1) {
+    // This process's ranks read the data themselves, as process ranks do.
+    const args = rankArgs(plan, out);
+    return await launchFromEnv<TrainRankResult>(TRAIN_RANK, {
+      ...options,
+      threads: plan.threads,
+      args,
+    })
+      .results;
+  }
+  await using comm = await joinFromEnv(options);
   return [await runTrainingRank(comm, rankArgs(plan, out, plan.mnist))];
 }
 
@@ -284,8 +308,9 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
   // Worker ranks share the bytes read here; process ranks read the folder themselves.
   const processes = TRANSPORTS[config.transport].launch === "processes";
   const args = rankArgs(plan, out, processes ? undefined : plan.mnist);
-  return launchGroup<TrainRankResult>(new URL("../trainer/rank.ts", import.meta.url), {
-    size: config.procs,
+  return launchGroup<TrainRankResult>(TRAIN_RANK, {
+    size: config.procs / plan.threads,
+    threads: plan.threads,
     transport: config.transport,
     timeoutMs: config.timeoutMs,
     args,

@@ -11,8 +11,9 @@ const OPS: ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
 
 /**
  * Every case of `transport` at `size` ranks on `memory` (default: `shared` where the transport
- * carries it, else its best kind): every algorithm for that memory's side, counts, ops and dtypes
- * (device memory holds no f64), plus `host` memory where the side is the host.
+ * carries it, else its best kind): every algorithm for that memory's side (the hierarchical ones
+ * too for processes of `threads` ranks), counts, ops and dtypes (device memory holds no f64),
+ * plus `host` memory where the side is the host.
  */
 export function matrix(
   transport: TransportName,
@@ -20,6 +21,7 @@ export function matrix(
   memory: MemoryKind = TRANSPORTS[transport].memory.includes("shared")
     ? "shared"
     : TRANSPORTS[transport].bestMemory,
+  threads = 1,
 ): CheckCase[] {
   const side = sideOfMemory(transport, memory);
   const device = side === "device" || memory === "managed";
@@ -29,7 +31,7 @@ export function matrix(
   for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
-      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport, side)]
+      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport, side, threads)]
       : ["auto"];
     const reduces = collective === "allreduce" || collective === "reduce" ||
       collective === "reduceScatter";

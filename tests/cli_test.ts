@@ -214,7 +214,7 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(
     csv[0],
     "primitive,transport,memory,algorithm,procs,floats,bytes,iters,time_us,min_us,max_us,gbps," +
-      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us",
+      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us,threads",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
@@ -280,7 +280,7 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   assert_(text.endsWith("\n"));
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
-  for (const l of lines) assertEquals(l.split(",").length, 22, l);
+  for (const l of lines) assertEquals(l.split(",").length, 23, l);
 });
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {

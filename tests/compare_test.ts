@@ -68,6 +68,7 @@ function twoCurves(a: number[], b: number[]) {
     transport,
     memory: "host",
     algorithm: "auto",
+    threads: 1,
     floats: 2 ** i,
     time_us: us,
     gbps: 1,

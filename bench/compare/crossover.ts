@@ -41,7 +41,7 @@ export interface CrossoverOptions {
   tolerance?: number;
 }
 
-const LABEL_FIELDS = ["transport", "memory", "algorithm", "source"] as const;
+const LABEL_FIELDS = ["transport", "threads", "memory", "algorithm", "source"] as const;
 
 /**
  * Points gathered into curves as they are read, so that only one point per curve and size is
@@ -73,8 +73,10 @@ export class CurveSet {
         : new Set(firsts.map((p) => p[f])).size > 1
     );
     const fields = varying.length > 0 ? varying : ["transport" as const];
+    const text = (p: Point, f: typeof fields[number]) =>
+      f === "threads" ? `×${p.threads} threads` : String(p[f]);
     return groups.map((points, i) => ({
-      label: fields.map((f) => firsts[i][f]).filter((v) => v !== "").join(" "),
+      label: fields.map((f) => text(firsts[i], f)).filter((v) => v !== "").join(" "),
       primitive: firsts[i].primitive,
       procs: firsts[i].procs,
       points,

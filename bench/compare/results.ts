@@ -19,6 +19,8 @@ export interface Point {
   transport: string;
   memory: string;
   algorithm: string;
+  /** Ranks per process of a hierarchical group (1 for a one-level group and other tools). */
+  threads: number;
   floats: number;
   time_us: number;
   gbps: number;
@@ -132,6 +134,7 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
     transport: String(r.transport),
     memory: String(r.memory),
     algorithm: String(r.algorithm),
+    threads: Number(r.threads ?? 1),
     floats: Number(r.count ?? r.floats),
     time_us: Number(r.time_us),
     gbps: Number(r.gbps),
@@ -208,6 +211,7 @@ async function* readOsu(
       procs,
       transport: "mpi",
       memory: "host",
+      threads: 1,
       algorithm: "",
       floats: bytes / 4,
       time_us,
@@ -259,6 +263,7 @@ async function* readNcclTests(source: string, text: AsyncIterable<string>): Asyn
       procs: Math.max(1, procs),
       transport: "nccl",
       memory: "gpu",
+      threads: 1,
       algorithm: "",
       floats: c[2] === "float" ? count : bytes / 4,
       time_us,

@@ -33,6 +33,8 @@ export class CollectiveContext {
   #scratch: (Uint8Array | undefined)[] = [];
   /** The last view of each scratch slot, handed out again while a call repeats. */
   #views: (TypedArray | undefined)[] = [];
+  /** Contexts over parts of the group (see {@linkcode CollectiveContext.over}). */
+  #parts = new Map<Transport, CollectiveContext>();
 
   /** Binds a transport and the rank's heap. */
   constructor(
@@ -65,6 +67,18 @@ export class CollectiveContext {
     const sent = this.send(to, view);
     const received = this.recv(from, into);
     return sent === DONE ? received : Promise.all([sent, received]);
+  }
+
+  /**
+   * A context over `transport`, a part of the group (a hierarchical group's host or channel:
+   * `HierarchyAccess`), carrying this call's tag and stamp, with scratch of its own.
+   */
+  over(transport: Transport): CollectiveContext {
+    let part = this.#parts.get(transport);
+    if (!part) this.#parts.set(transport, part = new CollectiveContext(transport, this.heap));
+    part.tag = this.tag;
+    part.stamp = this.stamp;
+    return part;
   }
 
   /** `dst = dst op src`. */

@@ -95,6 +95,8 @@ export class Communicator implements AsyncDisposable {
   readonly #args: CallArguments;
   readonly #runner: CollectiveRunner;
   readonly #p2p: PointToPoint;
+  /** Ranks per process of a hierarchical group (1: one level). */
+  readonly #threads: number;
   #closed = false;
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
@@ -109,10 +111,16 @@ export class Communicator implements AsyncDisposable {
     const calls = new CallBook(transport.rank);
     const hooks: RunnerHooks = { checkOpen: () => this.#checkOpen(), broke: (e) => this.#broke(e) };
     this.#args = new CallArguments(this.rank, this.size, memory, this.transport);
-    const { blocking } = TRANSPORTS[this.transport];
+    const blocking = transport.blocking ?? TRANSPORTS[this.transport].blocking;
+    this.#threads = transport.hierarchy?.threads ?? 1;
     this.#runner = new CollectiveRunner(transport, memory.heap, calls, blocking, hooks);
     this.#p2p = new PointToPoint(transport, memory, calls, hooks);
     transport.calls = calls;
+  }
+
+  /** Ranks per process of a hierarchical group (`--threads`); 1 for a one-level group. */
+  get threads(): number {
+    return this.#threads;
   }
 
   /** Name of the transport underneath. */
@@ -363,7 +371,7 @@ export class Communicator implements AsyncDisposable {
    */
   autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
     const side = sideOfMemory(this.transport, memory);
-    return autoAlgorithm(collective, this.transport, bytes, this.size, side);
+    return autoAlgorithm(collective, this.transport, bytes, this.size, side, this.#threads);
   }
 
   /**
@@ -417,7 +425,15 @@ export class Communicator implements AsyncDisposable {
     bytes: number,
     side: Side,
   ) {
-    return pickAlgorithm(collective, algorithm, this.transport, bytes, this.size, side);
+    return pickAlgorithm(
+      collective,
+      algorithm,
+      this.transport,
+      bytes,
+      this.size,
+      side,
+      this.#threads,
+    );
   }
 
   #stamp(kind: CallKind, buf: CommBuffer, op: ReduceOp, root: number, a: Algorithm<unknown>) {

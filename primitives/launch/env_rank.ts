@@ -14,6 +14,8 @@ import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs, PROCESS_TRANSPORTS, type TransportName, transportNamed } from "../registry.ts";
 import { bindRankThread, cpuForSlot } from "./cpu_binding.ts";
 import { PORT_MARK } from "./report.ts";
+import type { RankGroup } from "./supervisor.ts";
+import { launchWorkers } from "./workers.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -162,8 +164,55 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
   return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu));
 }
 
+/** Options of {@linkcode launchFromEnv}. */
+export interface EnvGroupOptions extends Omit<JoinOptions, "env"> {
+  /** Ranks this process runs (a hierarchical group: hierarchy.ts). */
+  threads: number;
+  /** Passed to every rank's function. */
+  args?: unknown;
+  /** Name of the exported function each rank runs. @default {"run"} */
+  entry?: string;
+  /** Aborting stops this process's ranks. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs `module`'s `run(comm, args)` on this process's `threads` ranks of the group the
+ * environment describes — process `RANK` of `WORLD_SIZE` runs ranks `RANK × threads + t` — as
+ * workers sharing memory, linked to the other processes' ranks over the transport; resolves with
+ * what each of them returns.
+ *
+ * @example
+ * ```ts ignore
+ * // under: mpirun -np 4 -x DCCL_TOKEN deno run -A main.ts  (16 ranks)
+ * const sums = await launchFromEnv(new URL("./rank_main.ts", import.meta.url), { threads: 4 }).results;
+ * ```
+ */
+export function launchFromEnv<T = unknown>(
+  module: URL | string,
+  options: EnvGroupOptions,
+): RankGroup<T> {
+  const me = rankFromEnv();
+  return launchWorkers<T>(module, { ...options, size: options.threads }, {
+    hosts: me.size,
+    threads: options.threads,
+    host: me.rank,
+    transport: options.transport ?? me.transport,
+    mesh: {
+      masterAddr: me.masterAddr,
+      masterPort: me.masterPort,
+      token: me.token,
+      bind: options.bind,
+    },
+    cpus: me.local && {
+      first: me.local.rank * options.threads,
+      of: me.local.size * options.threads,
+    },
+  });
+}
+
 /** Exits when the launching process goes away (its end of our stdin closes): no orphans. */
-function watchParent(): void {
+export function watchParent(): void {
   (async () => {
     const buf = new Uint8Array(64);
     while ((await Deno.stdin.read(buf)) !== null) { /* the launcher never writes */ }

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { TRANSPORT_NAMES, TRANSPORTS } from "../registry.ts";
+import { TRANSPORT_NAMES, TRANSPORTS, transportsLaunching } from "../registry.ts";
 import { launchProcesses } from "./processes.ts";
 import type { GroupOptions, RankGroup } from "./supervisor.ts";
 import { launchThread } from "./thread.ts";
@@ -15,6 +15,11 @@ import { launchWorkers } from "./workers.ts";
 export interface LaunchOptions extends GroupOptions {
   /** Address process ranks listen on. @default {"127.0.0.1"} */
   bind?: string;
+  /**
+   * Ranks per process of a processes transport, as workers sharing memory (nccl-tests' `-t`): a
+   * hierarchical group of `size × threads` ranks. @default {1}
+   */
+  threads?: number;
 }
 
 /**
@@ -35,8 +40,17 @@ export function launchGroup<T = unknown>(
   options: LaunchOptions,
 ): RankGroup<T> {
   const transport = options.transport ?? TRANSPORT_NAMES[0];
-  const { bind, ...common } = { ...options, transport };
-  switch (TRANSPORTS[transport].launch) {
+  const { bind, threads, ...common } = { ...options, transport };
+  const launch = TRANSPORTS[transport].launch;
+  if ((threads ?? 1) > 1 && launch !== "processes") {
+    throw new RangeError(
+      `threads ${threads} is not accepted with transport ${transport}: a process's ranks share ` +
+        `memory over shm and the processes link over ${
+          transportsLaunching("processes").join(" or ")
+        }`,
+    );
+  }
+  switch (launch) {
     case "workers":
       return launchWorkers<T>(module, common);
     case "thread":
@@ -45,6 +59,7 @@ export function launchGroup<T = unknown>(
       return launchProcesses<T>(module, {
         ...common,
         bind,
+        threads,
         // Ranks listening on every interface are reached on this machine through loopback.
         masterAddr: bind === undefined || bind === "0.0.0.0" || bind === "::" ? "127.0.0.1" : bind,
       });

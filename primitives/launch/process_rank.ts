@@ -1,41 +1,46 @@
 /**
- * Entry point of a process rank started by the process launcher (processes.ts): joins the group
- * from the environment over its transport, runs the module's `run(comm, args)`, and reports on
- * marked stdout lines (report.ts): exit 0 with its result, or, on any error, exit 1 after telling
- * its peers (so they fail fast, naming this rank).
+ * Entry point of a process started by the process launcher (processes.ts): joins the group from
+ * the environment over its transport, runs the module's `run(comm, args)`, and reports on marked
+ * stdout lines (report.ts): exit 0 with its result, or, on any error, exit 1 after telling its
+ * peers (so they fail fast, naming this rank). With `DCCL_THREADS` > 1 the process runs that many
+ * ranks of a hierarchical group as workers (hierarchy.ts) and relays each one's reports.
  * @module
  */
 
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { joinFromEnv } from "./env_rank.ts";
-import {
-  ERROR_MARK,
-  rankFunction,
-  type RankReport,
-  RESULT_MARK,
-  RETURNED_MARK,
-  runRank,
-} from "./report.ts";
+import { joinFromEnv, rankFromEnv, watchParent } from "./env_rank.ts";
+import { PORT_MARK, printReport, rankFunction, runRank } from "./report.ts";
+import { launchWorkers } from "./workers.ts";
 
 const env = Deno.env.toObject();
-
-/** Prints a report for the launcher: a marked line (and an error on stderr too). */
-function report(r: RankReport): void {
-  if (r.type === "returned") console.log(RETURNED_MARK);
-  else if (r.type === "done") console.log(RESULT_MARK + JSON.stringify(r.result ?? null));
-  else {
-    console.error(`${r.name}: ${r.message}`);
-    const { type: _, stack: __, ...failure } = r;
-    console.log(ERROR_MARK + JSON.stringify(failure));
-  }
-}
-
-const connect = () =>
-  joinFromEnv({
-    timeoutMs: Number(env.DCCL_TIMEOUT_MS ?? DEFAULT_TIMEOUT_MS),
-    bind: env.DCCL_BIND,
-    gpu: env.DCCL_GPU === "1",
-  });
+const threads = Number(env.DCCL_THREADS ?? "1");
+const timeoutMs = Number(env.DCCL_TIMEOUT_MS ?? DEFAULT_TIMEOUT_MS);
+const gpu = env.DCCL_GPU === "1";
 const args = env.DCCL_ARGS_FILE ? JSON.parse(Deno.readTextFileSync(env.DCCL_ARGS_FILE)) : null;
-const ok = await runRank(connect, () => rankFunction(env.DCCL_MODULE!, "run"), args, report);
+
+let ok: boolean;
+if (threads > 1) {
+  const me = rankFromEnv(env);
+  if (env.DCCL_WATCH_PARENT === "1") watchParent();
+  const group = launchWorkers(env.DCCL_MODULE!, { size: threads, timeoutMs, gpu, args }, {
+    hosts: me.size,
+    threads,
+    host: me.rank,
+    transport: me.transport,
+    mesh: {
+      masterAddr: me.masterAddr,
+      masterPort: me.masterPort,
+      token: me.token,
+      bind: env.DCCL_BIND,
+    },
+    cpus: me.local && { first: me.local.rank * threads, of: me.local.size * threads },
+    onReport: (rank, report) => printReport(report, rank),
+    // The launcher starts the other processes once rank 0 says where it listens.
+    onPort: (port) => console.log(PORT_MARK + port),
+  });
+  ok = await group.results.then(() => true, () => false);
+} else {
+  const connect = () => joinFromEnv({ timeoutMs, bind: env.DCCL_BIND, gpu });
+  ok = await runRank(connect, () => rankFunction(env.DCCL_MODULE!, "run"), args, printReport);
+}
 Deno.exit(ok ? 0 : 1);

@@ -12,7 +12,7 @@ import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs, PROCESS_TRANSPORTS, type TransportName } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { ERROR_MARK, failedEnd, PORT_MARK, RESULT_MARK, RETURNED_MARK } from "./report.ts";
+import { failedEnd, parseMarked } from "./report.ts";
 import {
   checkSize,
   deadlines,
@@ -48,6 +48,11 @@ export interface ProcessRanksOptions {
   bind?: string;
   /** The transport linking the ranks (`DCCL_TRANSPORT`). @default {the registry's first} */
   transport?: TransportName;
+  /**
+   * Ranks each process runs as workers sharing memory (`DCCL_THREADS`, a hierarchical group:
+   * hierarchy.ts): `size × threads` ranks, rank `process × threads + t`. @default {1}
+   */
+  threads?: number;
 }
 
 let live = 0;
@@ -73,12 +78,18 @@ export function runProcessRanks(
   options: ProcessRanksOptions,
 ): RankGroup<unknown> {
   const size = checkSize(options.size);
+  const threads = checkSize(options.threads ?? 1);
+  if (threads > 1 && options.joinRank0) {
+    throw new RangeError("this process cannot be rank 0 of a group of processes × threads");
+  }
+  /** The ranks process `p` runs. */
+  const ranksOf = (p: number) => Array.from({ length: threads }, (_, t) => p * threads + t);
   const masterAddr = options.masterAddr ?? "127.0.0.1";
   const token = options.joinRank0?.token ?? randomToken();
   const onLine = options.onLine ?? printLine;
   const children: (Deno.ChildProcess | undefined)[] = [];
-  const results: unknown[] = new Array(size).fill(undefined);
-  /** The first `error:` line each rank printed on stderr (an uncaught error), for its blame. */
+  const results: unknown[] = new Array(size * threads).fill(undefined);
+  /** The first `error:` line each process printed on stderr (an uncaught error), for its blame. */
   const firstError: (string | undefined)[] = new Array(size).fill(undefined);
   const signalAll = (signal: Deno.Signal) => {
     for (const c of children) {
@@ -90,7 +101,7 @@ export function runProcessRanks(
   // Every child must be gone before the group settles: no orphans.
   let allExited!: () => void;
   const exited = new Promise<void>((resolve) => allExited = resolve);
-  const supervisor = new Supervisor<unknown>(size, {
+  const supervisor = new Supervisor<unknown>(size * threads, {
     graceMs: FAILURE_GRACE_MS,
     stragglerMs: options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS,
   }, {
@@ -131,6 +142,7 @@ export function runProcessRanks(
         DCCL_WATCH_PARENT: "1",
         DCCL_TRANSPORT: options.transport ?? PROCESS_TRANSPORTS[0],
         ...(options.bind ? { DCCL_BIND: options.bind } : {}),
+        ...(threads > 1 ? { DCCL_THREADS: String(threads) } : {}),
       },
       stdin: "piped",
       stdout: "piped",
@@ -140,14 +152,14 @@ export function runProcessRanks(
     children[rank] = child;
     const pumps = [
       pump(child.stdout, (line) => {
-        if (line.startsWith(RESULT_MARK)) {
-          results[rank] = JSON.parse(line.slice(RESULT_MARK.length));
-        } else if (line.startsWith(RETURNED_MARK)) supervisor.returned(rank);
-        else if (line.startsWith(ERROR_MARK)) {
-          supervisor.ended(rank, failedEnd(JSON.parse(line.slice(ERROR_MARK.length))));
-        } else if (rank === 0 && line.startsWith(PORT_MARK)) {
-          onPort(Number(line.slice(PORT_MARK.length)));
-        } else onLine(rank, "stdout", line);
+        const marked = parseMarked(line);
+        if (!marked) return onLine(rank, "stdout", line);
+        if (marked.kind === "port") return rank === 0 && onPort(marked.port);
+        // A process of several ranks names the rank; one of one rank is that rank.
+        const of = marked.rank ?? rank * threads;
+        if (marked.kind === "result") results[of] = marked.result;
+        else if (marked.kind === "returned") supervisor.returned(of);
+        else supervisor.ended(of, failedEnd(marked.failure));
       }),
       pump(child.stderr, (line) => {
         const plain = stripAnsi(line);
@@ -159,18 +171,24 @@ export function runProcessRanks(
     live--;
     children[rank] = undefined;
     await Promise.all(pumps);
-    if (status.success) supervisor.ended(rank, { status: "ok", result: results[rank] });
-    else if (status.signal) {
-      supervisor.ended(rank, {
-        status: "killed",
-        reason: `rank ${rank} was killed by ${status.signal}`,
-      });
-    } else {
-      const why = firstError[rank] ? `: ${firstError[rank]}` : "";
-      supervisor.ended(rank, {
-        status: "failed",
-        reason: `rank ${rank} exited with code ${status.code}${why}`,
-      });
+    // Each rank of the process ends as the process did, unless it reported otherwise.
+    const which = threads > 1
+      ? `process ${rank} (ranks ${ranksOf(rank).join(", ")})`
+      : `rank ${rank}`;
+    for (const r of ranksOf(rank)) {
+      if (status.success) supervisor.ended(r, { status: "ok", result: results[r] });
+      else if (status.signal) {
+        supervisor.ended(r, {
+          status: "killed",
+          reason: `${which} was killed by ${status.signal}`,
+        });
+      } else {
+        const why = firstError[rank] ? `: ${firstError[rank]}` : "";
+        supervisor.ended(r, {
+          status: "failed",
+          reason: `${which} exited with code ${status.code}${why}`,
+        });
+      }
     }
   };
   if (options.joinRank0) onPort(options.joinRank0.port);
@@ -188,7 +206,7 @@ export function runProcessRanks(
   return {
     results: supervisor.results,
     kill(rank: number) {
-      children[rank]?.kill("SIGKILL");
+      children[Math.floor(rank / threads)]?.kill("SIGKILL");
     },
   };
 }

@@ -47,6 +47,52 @@ export type RankReport =
   | { type: "done"; result: unknown }
   | ({ type: "error" } & FailureReport);
 
+/**
+ * A process rank's report as stdout lines for its launcher: marked lines (see the marks above),
+ * `@rank` after the mark when the process runs several ranks (`--threads`), and an error's text
+ * on stderr for people.
+ */
+export function printReport(report: RankReport, rank?: number): void {
+  const at = (mark: string) => rank === undefined ? mark : `${mark.trimEnd()}@${rank} `;
+  if (report.type === "returned") console.log(at(RETURNED_MARK).trimEnd());
+  else if (report.type === "done") {
+    console.log(at(RESULT_MARK) + JSON.stringify(report.result ?? null));
+  } else {
+    console.error(`${rank === undefined ? "" : `rank ${rank}: `}${report.name}: ${report.message}`);
+    const { type: _, stack: __, ...failure } = report;
+    console.log(at(ERROR_MARK) + JSON.stringify(failure));
+  }
+}
+
+/** A marked stdout line of a process rank: what it says, for which rank (if it names one). */
+export type MarkedLine =
+  | { kind: "result"; rank?: number; result: unknown }
+  | { kind: "returned"; rank?: number }
+  | { kind: "error"; rank?: number; failure: FailureReport }
+  | { kind: "port"; port: number };
+
+/** The marks share a prefix (a control character people never type, then `dccl-`). */
+const MARK_PREFIX = RETURNED_MARK.slice(0, -"returned".length);
+const MARKED = new RegExp(`^${MARK_PREFIX}(result|returned|error|port)(?:@(\\d+))?(?: (.*))?$`);
+
+/** The marked line `line` is, or undefined for any other line. */
+export function parseMarked(line: string): MarkedLine | undefined {
+  const m = MARKED.exec(line);
+  if (!m) return undefined;
+  const rank = m[2] === undefined ? undefined : Number(m[2]);
+  const payload = m[3] ?? "";
+  switch (m[1]) {
+    case "result":
+      return { kind: "result", rank, result: JSON.parse(payload) };
+    case "returned":
+      return { kind: "returned", rank };
+    case "error":
+      return { kind: "error", rank, failure: JSON.parse(payload) };
+    default:
+      return { kind: "port", port: Number(payload) };
+  }
+}
+
 /** The report of an error that ended a rank. */
 export function failureReport(err: unknown): FailureReport {
   const e = err instanceof Error ? err : new Error(String(err));

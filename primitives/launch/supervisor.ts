@@ -80,7 +80,6 @@ export class Supervisor<T> {
   /** Every rank's result, by rank, or the verdict's `RankFailedError`. */
   readonly results: Promise<T[]>;
   readonly #ends: GroupEnds;
-  readonly #size: number;
   readonly #hooks: SupervisorHooks;
   readonly #graceMs: number;
   readonly #stragglerMs: number;
@@ -91,16 +90,15 @@ export class Supervisor<T> {
   #settle!: { resolve: (v: T[]) => void; reject: (e: unknown) => void };
 
   /**
-   * `graceMs`: how long to wait for reports after the first failure; `stragglerMs`: how long the
-   * others have once one rank has finished.
+   * Watches ranks 0 … `ranks`−1, or the ranks listed. `graceMs`: how long to wait for reports
+   * after the first failure; `stragglerMs`: how long the others have once one rank has finished.
    */
   constructor(
-    size: number,
+    ranks: number | readonly number[],
     options: { graceMs: number; stragglerMs: number },
     hooks: SupervisorHooks,
   ) {
-    this.#ends = new GroupEnds(size);
-    this.#size = size;
+    this.#ends = new GroupEnds(ranks);
     this.#hooks = hooks;
     this.#graceMs = options.graceMs;
     this.#stragglerMs = options.stragglerMs;
@@ -167,7 +165,7 @@ export class Supervisor<T> {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       if (finished !== undefined) {
-        for (let r = 0; r < this.#size; r++) {
+        for (const r of this.#ends.members) {
           this.#ends.record(
             r,
             this.#returned.has(r)

@@ -29,17 +29,33 @@ const CONSEQUENCES = new Set(["PeerFailedError", "CommTimeoutError", "MismatchEr
 
 /** Records rank ends (the first per rank counts) and decides whom to blame. */
 export class GroupEnds {
+  /** How each member ended, in the order of `#members`. */
   readonly #ends: (RankEnd | undefined)[];
+  /** The ranks recorded here: 0 … size−1, or the given ranks (one host's of a larger group). */
+  readonly #members: readonly number[];
 
-  constructor(size: number) {
-    this.#ends = new Array(size).fill(undefined);
+  /** Ends of ranks 0 … `ranks`−1, or of the ranks listed. */
+  constructor(ranks: number | readonly number[]) {
+    this.#members = typeof ranks === "number" ? Array.from({ length: ranks }, (_, r) => r) : ranks;
+    this.#ends = new Array(this.#members.length).fill(undefined);
+  }
+
+  /** The ranks recorded here. */
+  get members(): readonly number[] {
+    return this.#members;
   }
 
   /** Records how `rank` ended unless it already has; returns whether this was its end. */
   record(rank: number, end: Omit<RankEnd, "at">): boolean {
-    if (this.#ends[rank]) return false;
-    this.#ends[rank] = { ...end, at: performance.now() };
+    const i = this.#members.indexOf(rank);
+    if (i < 0 || this.#ends[i]) return false;
+    this.#ends[i] = { ...end, at: performance.now() };
     return true;
+  }
+
+  /** How `rank` ended, if it is recorded here and has. */
+  #endOf(rank: number): RankEnd | undefined {
+    return this.#ends[this.#members.indexOf(rank)];
   }
 
   /** What each rank returned, by rank (undefined where it did not end `ok`). */
@@ -49,7 +65,7 @@ export class GroupEnds {
 
   /** Whether `rank` has ended. */
   ended(rank: number): boolean {
-    return this.#ends[rank] !== undefined;
+    return this.#endOf(rank) !== undefined;
   }
 
   /** Whether every rank has ended. */
@@ -67,7 +83,7 @@ export class GroupEnds {
    * names, or itself.
    */
   suspect(rank: number): number {
-    const end = this.#ends[rank];
+    const end = this.#endOf(rank);
     return end && isConsequence(rank, end) ? end.blames! : rank;
   }
 
@@ -76,7 +92,8 @@ export class GroupEnds {
    * rank only names another, the rank at the end of that chain (often one that stalled).
    */
   verdict(): RankFailedError | undefined {
-    const failures = this.#ends.flatMap((e, rank) => (e && isFailure(e) ? [{ rank, e }] : []))
+    const failures = this.#ends
+      .flatMap((e, i) => (e && isFailure(e) ? [{ rank: this.#members[i], e }] : []))
       .sort((a, b) => a.e.at - b.e.at);
     if (failures.length === 0) return undefined;
     const outcomes = this.#ends.map((e): RankOutcome => {
@@ -104,12 +121,13 @@ export class GroupEnds {
     let blamed = start.e.blames!;
     for (const seen = new Set([witness]);;) {
       // A mismatch check names the rank whose calls differ: that is the verdict.
-      if (this.#ends[witness]!.name === "MismatchError") break;
-      const e = this.#ends[blamed];
+      if (this.#endOf(witness)!.name === "MismatchError") break;
+      const e = this.#endOf(blamed);
       if (!e || !isFailure(e) || !isConsequence(blamed, e) || this.#convicted(e)) break;
       if (seen.has(e.blames!)) {
-        const silent = this.#ends.findIndex((e) => !e || e.status === "stopped");
-        if (silent < 0) break;
+        const at = this.#ends.findIndex((e) => !e || e.status === "stopped");
+        if (at < 0) break;
+        const silent = this.#members[at];
         const first = failures[0];
         return new RankFailedError(
           silent,
@@ -121,7 +139,7 @@ export class GroupEnds {
       seen.add(blamed);
       [witness, blamed] = [blamed, e.blames!];
     }
-    const why = this.#ends[witness]!;
+    const why = this.#endOf(witness)!;
     const how = why.name === "MismatchError" ? "found a mismatch with it" : "gave up on it";
     return new RankFailedError(blamed, `rank ${witness} ${how}: ${why.reason}`, why, outcomes);
   }
@@ -132,7 +150,7 @@ export class GroupEnds {
    * been waiting for another, so its own name is no verdict.
    */
   #convicted(e: RankEnd): boolean {
-    return e.accused === true && this.#ends[e.blames!]?.name === "MismatchError";
+    return e.accused === true && this.#endOf(e.blames!)?.name === "MismatchError";
   }
 }
 

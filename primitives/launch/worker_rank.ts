@@ -11,8 +11,24 @@ import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { launchedAs } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
+import { joinHierarchy, type PeekingTransport } from "../transports/hierarchy.ts";
+import type { ShmSetup } from "../transports/shm_layout.ts";
+import { ShmTransport } from "../transports/shm.ts";
 import { bindRankThread } from "./cpu_binding.ts";
 import { rankFunction, type RankProgram, type RankReport, runRank } from "./report.ts";
+
+/**
+ * A process's part of a hierarchical group: ranks `host × threads + t` of `hosts × threads`,
+ * meeting the other processes' ranks at `mesh`.
+ */
+export interface HierarchyPlan {
+  hosts: number;
+  threads: number;
+  host: number;
+  mesh: { masterAddr: string; masterPort: number; token: string; bind?: string };
+  /** Ranks this machine runs in all, when the launcher says (every process's threads). */
+  machineRanks?: number;
+}
 
 /** Launcher → rank: everything a rank needs to join. */
 export interface RankInit extends RankProgram {
@@ -21,10 +37,14 @@ export interface RankInit extends RankProgram {
   gpu: boolean;
   /** Every rank's heap memory. */
   heaps: WebAssembly.Memory[];
-  /** What the transport's descriptor prepared for this rank. */
+  /** This worker among its process's workers (its heap in `heaps`). */
+  slot: number;
+  /** What the transport's descriptor prepared for this rank (a hierarchy: the shm setup). */
   handed: unknown;
   /** The CPU this rank runs on (cpu_binding.ts), if it is bound. */
   cpu?: number;
+  /** This rank is one of its process's ranks of a hierarchical group (hierarchy.ts). */
+  hierarchy?: HierarchyPlan;
 }
 
 /** Launcher → rank: another rank failed. */
@@ -34,9 +54,15 @@ interface AbortMessage {
   reason: string;
 }
 
+/** Rank → launcher: the port rank 0 of a hierarchical group picked (its host's ranks need it). */
+export interface PortMessage {
+  type: "port";
+  port: number;
+}
+
 const scope = self as unknown as {
   onmessage: (e: MessageEvent<RankInit | AbortMessage>) => void;
-  postMessage(msg: RankReport): void;
+  postMessage(msg: RankReport | PortMessage): void;
 };
 
 let transport: Transport | undefined;
@@ -46,12 +72,41 @@ scope.onmessage = ({ data }) => {
   else {
     const connect = async () => {
       bindRankThread(data.cpu);
-      const heap = new RankHeap(data.heaps[data.rank]);
+      const heap = new RankHeap(data.heaps[data.slot]);
       const gpu = data.gpu ? await GpuDevice.open() : undefined;
       const { rank, handed, heaps, timeoutMs } = data;
-      transport = launchedAs(data.transport, "workers").join(rank, handed, heaps, heap, timeoutMs);
+      transport = data.hierarchy
+        ? await joinHostRank(data, data.hierarchy, heap)
+        : launchedAs(data.transport, "workers").join(rank, handed, heaps, heap, timeoutMs);
       return new Communicator(transport, new RankMemory(heap, gpu));
     };
     runRank(connect, () => rankFunction(data.module, data.entry), data.args, scope.postMessage);
   }
 };
+
+/** Joins rank `init.rank` of a hierarchical group: its host's shm group, then the stream mesh. */
+function joinHostRank(
+  init: RankInit,
+  h: NonNullable<RankInit["hierarchy"]>,
+  heap: RankHeap,
+): Promise<Transport> {
+  const eager = heap.alloc("f64", ShmTransport.EAGER_AREA_BYTES / 8);
+  const processes = launchedAs(init.transport, "processes");
+  return joinHierarchy({
+    hosts: h.hosts,
+    threads: h.threads,
+    host: h.host,
+    local: init.slot,
+    shm: init.handed as ShmSetup,
+    heaps: init.heaps,
+    eagerOffset: eager.byteOffset,
+    machineRanks: h.machineRanks,
+    mesh: {
+      ...h.mesh,
+      timeoutMs: init.timeoutMs,
+      // Rank 0 picked the port: its launcher starts the others with it.
+      onListening: (port) => h.mesh.masterPort === 0 && scope.postMessage({ type: "port", port }),
+    },
+    connect: (o) => processes.connect(o) as Promise<PeekingTransport>,
+  });
+}

@@ -9,9 +9,10 @@
 
 import { createHeapMemory } from "../memory/heap.ts";
 import { cpuForSlot } from "./cpu_binding.ts";
-import { launchedAs, transportsLaunching } from "../registry.ts";
+import { launchedAs, type TransportName, transportsLaunching } from "../registry.ts";
+import { SHM } from "../transports/shm.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { type RankReport, reportEnd } from "./report.ts";
+import { failureReport, type RankReport, reportEnd } from "./report.ts";
 import {
   checkSize,
   deadlines,
@@ -19,7 +20,7 @@ import {
   type RankGroup,
   Supervisor,
 } from "./supervisor.ts";
-import type { RankInit } from "./worker_rank.ts";
+import type { HierarchyPlan, PortMessage, RankInit } from "./worker_rank.ts";
 
 /**
  * Milliseconds to keep the process alive after terminating workers that hold WebGPU devices: on
@@ -45,8 +46,22 @@ export function countWorker(delta: number): void {
 }
 
 /**
+ * This process's part of a hierarchical group (hierarchy.ts): it runs its ranks as workers
+ * sharing memory, linked to the other processes' ranks over `transport` (a processes transport).
+ */
+export interface HostPart extends HierarchyPlan {
+  transport: TransportName;
+  /** Where these ranks sit among the ranks this machine runs, when the launcher says it. */
+  cpus?: { first: number; of: number };
+  /** Hears every report of every rank (a process rank relays them to its launcher). */
+  onReport?: (rank: number, report: RankReport) => void;
+  /** Hears the port rank 0 picked, when `mesh.masterPort` is 0 (its launcher waits for it). */
+  onPort?: (port: number) => void;
+}
+
+/**
  * Runs `module`'s `run(comm, args)` on `size` ranks of a workers transport (the registry's first
- * unless told).
+ * unless told), or, with `host`, on this process's `host.threads` ranks of a hierarchical group.
  *
  * @example
  * ```ts ignore
@@ -57,24 +72,28 @@ export function countWorker(delta: number): void {
 export function launchWorkers<T = unknown>(
   module: URL | string,
   options: GroupOptions,
+  host?: HostPart,
 ): RankGroup<T> {
-  const size = checkSize(options.size);
-  const transport = options.transport ?? transportsLaunching("workers")[0];
-  const prepared = launchedAs(transport, "workers").prepare(size);
+  const size = checkSize(host?.threads ?? options.size);
+  // Rank of worker w: w, or its rank in the hierarchical group.
+  const rankOf = (w: number) => host ? host.host * host.threads + w : w;
+  const ranks = Array.from({ length: size }, (_, w) => rankOf(w));
+  const transport = host?.transport ?? options.transport ?? transportsLaunching("workers")[0];
+  const prepared = (host ? SHM : launchedAs(transport, "workers")).prepare(size);
   const heaps = Array.from({ length: size }, () => createHeapMemory());
   const workers: (Worker | undefined)[] = [];
-  const terminate = (rank: number) => {
-    workers[rank]?.terminate();
-    if (workers[rank]) live--;
-    workers[rank] = undefined;
+  const terminate = (w: number) => {
+    workers[w]?.terminate();
+    if (workers[w]) live--;
+    workers[w] = undefined;
   };
-  const supervisor = new Supervisor<T>(size, deadlines(options), {
+  const supervisor = new Supervisor<T>(ranks, deadlines(options), {
     relay(failedRank, reason) {
       prepared.abort?.(failedRank, reason);
       workers.forEach((w) => w?.postMessage({ type: "abort", failedRank, reason }));
     },
     async stop() {
-      workers.forEach((_, r) => terminate(r));
+      workers.forEach((_, w) => terminate(w));
       options.signal?.removeEventListener("abort", onSignal);
       if (options.gpu) await gpuTeardown();
     },
@@ -83,23 +102,35 @@ export function launchWorkers<T = unknown>(
   const onSignal = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onSignal, { once: true });
 
-  for (let rank = 0; rank < size; rank++) {
+  // Rank 0 of a hierarchical group may pick its port: the host's other ranks start once it has.
+  const picksPort = host !== undefined && host.host === 0 && host.mesh.masterPort === 0;
+  const start = (w: number, masterPort?: number) => {
+    const rank = rankOf(w);
     const worker = new Worker(new URL("./worker_rank.ts", import.meta.url), { type: "module" });
     live++;
-    workers.push(worker);
-    worker.onmessage = (e: MessageEvent<RankReport>) => {
+    workers[w] = worker;
+    worker.onmessage = (e: MessageEvent<RankReport | PortMessage>) => {
+      if (e.data.type === "port") {
+        host!.onPort?.(e.data.port);
+        for (let other = 1; other < size; other++) start(other, e.data.port);
+        return;
+      }
+      host?.onReport?.(rank, e.data);
       if (e.data.type === "returned") supervisor.returned(rank);
       else supervisor.ended(rank, reportEnd(e.data));
     };
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
+      const report = { type: "error", ...failureReport(new Error(`worker crashed: ${e.message}`)) };
+      host?.onReport?.(rank, report as RankReport);
       supervisor.ended(rank, { status: "failed", reason: `worker crashed: ${e.message}` });
     };
-    const { handed, transfer } = prepared.forRank(rank);
+    const { handed, transfer } = prepared.forRank(w);
     const init: RankInit = {
       type: "init",
       rank,
-      size,
+      slot: w,
+      size: host ? host.hosts * host.threads : size,
       transport,
       module: module.toString(),
       entry: options.entry ?? "run",
@@ -108,16 +139,25 @@ export function launchWorkers<T = unknown>(
       gpu: options.gpu ?? false,
       heaps,
       handed,
-      cpu: cpuForSlot(rank, size),
+      cpu: host ? host.cpus && cpuForSlot(host.cpus.first + w, host.cpus.of) : cpuForSlot(w, size),
+      hierarchy: host && {
+        hosts: host.hosts,
+        threads: host.threads,
+        host: host.host,
+        mesh: { ...host.mesh, masterPort: masterPort ?? host.mesh.masterPort },
+        machineRanks: host.cpus?.of,
+      },
     };
     worker.postMessage(init, transfer);
-  }
+  };
+  for (let w = 0; w < (picksPort ? 1 : size); w++) start(w);
 
   return {
     results: supervisor.results,
     kill(rank: number) {
-      if (!workers[rank]) return;
-      terminate(rank);
+      const w = ranks.indexOf(rank);
+      if (!workers[w]) return;
+      terminate(w);
       supervisor.ended(rank, { status: "killed", reason: "worker was terminated" });
     },
   };

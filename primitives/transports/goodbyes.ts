@@ -31,6 +31,8 @@ export class Goodbyes {
   readonly #rank: number;
   /** Peers heard from (a goodbye, or an end without one); this rank counts as heard. */
   readonly #heard: boolean[];
+  /** Peers that say goodbye to this rank. */
+  readonly #expected: boolean[];
   #left: number;
   /** Goodbyes that came before the calls could judge them, with what this rank had sent. */
   #unjudged: { peer: number; bye: Goodbye; sent: number }[] = [];
@@ -39,11 +41,29 @@ export class Goodbyes {
   #calls?: CallCheck;
   #wake?: () => void;
 
-  /** Goodbyes of every rank of `size` but `rank`. */
-  constructor(rank: number, size: number) {
+  /** The group-wide rank of each rank here, for messages (see `ShmControl.ids`). */
+  readonly #ids?: readonly number[];
+
+  /**
+   * Goodbyes of every rank of `size` but `rank` that `expected` says will say one (the ranks a
+   * transport links this rank to); `ids` name the ranks in messages.
+   */
+  constructor(
+    rank: number,
+    size: number,
+    expected: (peer: number) => boolean = () => true,
+    ids?: readonly number[],
+  ) {
     this.#rank = rank;
-    this.#heard = Array.from({ length: size }, (_, r) => r === rank);
-    this.#left = size - 1;
+    this.#expected = Array.from({ length: size }, (_, r) => expected(r));
+    this.#heard = this.#expected.map((e, r) => r === rank || !e);
+    this.#left = this.#heard.filter((h) => !h).length;
+    this.#ids = ids;
+  }
+
+  /** Whether `peer` says goodbye to this rank (it is one the transport links). */
+  expects(peer: number): boolean {
+    return peer !== this.#rank && this.#expected[peer];
   }
 
   /**
@@ -142,10 +162,16 @@ export class Goodbyes {
 
   #untaken(peer: number, taken: number, sent: number): MismatchError {
     return new MismatchError(
-      `Rank ${peer} closed its communicator having received ${taken} of the ${sent} ` +
-        `messages rank ${this.#rank} sent it: every message must be received, and every rank ` +
+      `Rank ${this.#id(peer)} closed its communicator having received ${taken} of the ${sent} ` +
+        `messages rank ${
+          this.#id(this.#rank)
+        } sent it: every message must be received, and every rank ` +
         `must make the same calls`,
-      { failedRank: peer },
+      { failedRank: this.#id(peer) },
     );
+  }
+
+  #id(rank: number): number {
+    return this.#ids?.[rank] ?? rank;
   }
 }

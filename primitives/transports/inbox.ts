@@ -193,6 +193,15 @@ export class Inbox {
    * Resolves with the first of `peers` with an unclaimed message of `tag` (see
    * `Transport.probe`); `onSettled` as for {@linkcode post}.
    */
+  /**
+   * The first of `peers` with a message of `tag` waiting that no receive has claimed, now; throws
+   * the failure that ended the inbox.
+   */
+  peek(peers: readonly number[], tag: number): number | undefined {
+    if (this.#failed) throw this.#failed;
+    return peers.find((p) => this.#arrivals[p].some((a) => a.tag === tag && !a.waiter));
+  }
+
   probe(peers: readonly number[], tag: number, onSettled?: () => void): Promise<number> {
     return new Promise((resolve, reject) => {
       const settle = settling(resolve, reject, onSettled);

@@ -26,18 +26,21 @@ export abstract class InboxTransport implements Transport {
 
   /**
    * Rank `rank` of `size`; `hooks` say how a stalled receive probes its peer and, for transports
-   * that read payloads in place, how an arriving message moves into a receive's buffer.
+   * that read payloads in place, how an arriving message moves into a receive's buffer. `linked`
+   * says which peers it carries messages to and from (all, unless it is the remote part of a
+   * hierarchical group: hierarchy.ts).
    */
   constructor(
     rank: number,
     size: number,
     timeoutMs: number,
     hooks: Pick<InboxHooks, "stalled" | "retarget">,
+    linked: (peer: number) => boolean = () => true,
   ) {
     this.rank = rank;
     this.size = size;
     this.timeoutMs = timeoutMs;
-    this.goodbyes = new Goodbyes(rank, size);
+    this.goodbyes = new Goodbyes(rank, size, linked);
     this.sent = new Array(size).fill(0);
     this.inbox = new Inbox(rank, size, timeoutMs, {
       check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),
@@ -66,6 +69,11 @@ export abstract class InboxTransport implements Transport {
     return this.inbox.probe(peers, tag);
   }
 
+  /** The first of `peers` with an unclaimed message of `tag` here now (see `Inbox.peek`). */
+  peek(peers: readonly number[], tag: number): number | undefined {
+    return this.inbox.peek(peers, tag);
+  }
+
   abstract abort(error: CommError): void;
 
   abstract close(): Promise<void>;
@@ -79,7 +87,7 @@ export abstract class InboxTransport implements Transport {
     failed: () => boolean,
   ): Promise<CommError | undefined> {
     for (let peer = 0; peer < this.size; peer++) {
-      if (peer !== this.rank) say(peer, this.goodbyes.to(this.inbox.taken(peer)));
+      if (this.goodbyes.expects(peer)) say(peer, this.goodbyes.to(this.inbox.taken(peer)));
     }
     await this.goodbyes.wait(this.timeoutMs, failed);
     return failed() ? undefined : this.goodbyes.closing(this.inbox.unclaimed(), this.sent);

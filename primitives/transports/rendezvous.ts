@@ -40,6 +40,11 @@ export interface MeshOptions {
   timeoutMs?: number;
   /** Called with the port this rank listens on, once it listens (for `masterPort` 0). */
   onListening?: (port: number) => void;
+  /**
+   * The peers this rank keeps connections with (all unless told: a hierarchical group links only
+   * ranks on other hosts). Every rank still meets rank 0 at rendezvous.
+   */
+  linked?: (peer: number) => boolean;
 }
 
 /** The SHA-256 digest tokens are compared by. */

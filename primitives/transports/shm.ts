@@ -33,6 +33,17 @@ const JOIN_STAMP = 0;
 export interface ShmTransportOptions {
   /** Milliseconds a wait may go without progress before it rejects. @default {30000} */
   timeoutMs?: number;
+  /**
+   * The group-wide rank of each rank of this shm group, when it is one host's part of a larger
+   * group (hierarchy.ts): messages and errors name those. @default {the ranks themselves}
+   */
+  ids?: readonly number[];
+  /**
+   * Ranks this machine runs in all, when more than this group's (the other processes of a
+   * hierarchical group on this host): waits stop spinning once they outnumber the cores.
+   * @default {the group's size}
+   */
+  machineRanks?: number;
 }
 
 /** Shared-memory transport between workers of one process. */
@@ -63,13 +74,15 @@ export class ShmTransport implements Transport, SharedAccess {
       setup.control,
       setup.heaps,
       options.timeoutMs,
+      options.ids,
+      options.machineRanks,
     );
     this.rank = rank;
     this.size = control.size;
     this.#rings = new ShmRings(control, setup.rings, (error) => this.abort(error));
     this.#arrivals = new ShmArrivals(control);
     this.#pipeline = new ShmPipeline(control);
-    this.#goodbyes = new Goodbyes(rank, this.size);
+    this.#goodbyes = new Goodbyes(rank, this.size, undefined, options.ids);
     control.progress = this.#rings.progress;
     control.judgeGoodbye = (peer) =>
       this.#goodbyes.heard(peer, this.#goodbyeOf(peer), this.#rings.sent[peer]);
@@ -103,6 +116,11 @@ export class ShmTransport implements Transport, SharedAccess {
     return this.#rings.probe(peers, tag);
   }
 
+  /** The first of `peers` with an unclaimed message of `tag`, now (see `ShmRings.peek`). */
+  peek(peers: readonly number[], tag: number): number | undefined {
+    return this.#rings.peek(peers, tag);
+  }
+
   barrier(stamp: number): void {
     this.#arrivals.barrier(stamp);
   }
@@ -134,8 +152,9 @@ export class ShmTransport implements Transport, SharedAccess {
   abort(error: CommError): void {
     if (this.#control.aborted) return;
     this.#control.aborted = error;
-    const { failedRank, reason } = failureNotice(error, this.rank);
-    raiseAbort(this.#control.buffer, this.size, failedRank, reason, this.rank);
+    const me = this.#control.ids[this.rank];
+    const { failedRank, reason } = failureNotice(error, me);
+    raiseAbort(this.#control.buffer, this.size, failedRank, reason, me);
   }
 
   /**

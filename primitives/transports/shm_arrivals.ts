@@ -58,9 +58,10 @@ export class ShmArrivals {
       const stampOfR = loadStamp(ctrl, mine + (r - this.#rank) * CTRL.RANK_WORDS);
       if (stampOfR !== stamp) {
         throw control.calls?.mismatch(r, stamp, stampOfR) ??
-          new MismatchError(`Rank ${this.#rank} and rank ${r} are in different calls`, {
-            failedRank: r,
-          });
+          new MismatchError(
+            `Rank ${control.ids[this.#rank]} and rank ${control.ids[r]} are in different calls`,
+            { failedRank: control.ids[r] },
+          );
       }
       if (ctrl[digest + (r - this.#rank) * CTRL.RANK_WORDS] !== control.pipeDigest) {
         throw control.pipelineMismatch(r);
@@ -134,10 +135,12 @@ export class ShmArrivals {
     return this.#control.heaps.map((heap, r) => {
       const d = read(r);
       if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
+        const ids = this.#control.ids;
         throw new MismatchError(
-          `Rank ${this.#rank} exchanged ${mine.length} × ${dtype} but rank ${r} exchanged ` +
-            `${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and dtype`,
-          { failedRank: r },
+          `Rank ${ids[this.#rank]} exchanged ${mine.length} × ${dtype} but rank ${ids[r]} ` +
+            `exchanged ${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and ` +
+            `dtype`,
+          { failedRank: ids[r] },
         );
       }
       // Offset 0 never names a heap buffer: that rank published a view outside its heap.

@@ -43,6 +43,11 @@ export class ShmControl {
   readonly buffer: SharedArrayBuffer;
   /** Every rank's heap memory. */
   readonly heaps: WebAssembly.Memory[];
+  /**
+   * The group-wide rank of each rank here (messages, errors and call checks name those): the
+   * same numbers unless these ranks are one host's part of a larger group (hierarchy.ts).
+   */
+  readonly ids: readonly number[];
   /** The communicator's calls, for the checks of every part. */
   calls?: CallCheck;
   /** Arrivals this rank has made (published as ARRIVE_SEQ). */
@@ -72,15 +77,18 @@ export class ShmControl {
     control: SharedArrayBuffer,
     heaps: WebAssembly.Memory[],
     timeoutMs = DEFAULT_TIMEOUT_MS,
+    ids: readonly number[] = heaps.map((_, r) => r),
+    machineRanks = heaps.length,
   ) {
     this.rank = rank;
     this.size = heaps.length;
+    this.ids = ids;
     this.buffer = control;
     this.words = new Int32Array(control);
     this.heaps = heaps;
     this.#timeoutMs = timeoutMs;
     this.#sched = schedulerCalls();
-    this.#spinMs = spinMs(this.size);
+    this.#spinMs = spinMs(machineRanks);
     this.#yieldAtOnce = this.#spinMs === 0 && this.#sched !== undefined;
   }
 
@@ -132,7 +140,7 @@ export class ShmControl {
     if (this.aborted) throw this.aborted;
     if (Atomics.load(this.words, CTRL.ABORT) !== 0) {
       const { failedRank, reason, by } = readAbort(this.buffer)!;
-      this.aborted = noticeError(this.rank, by, failedRank, reason);
+      this.aborted = noticeError(this.ids[this.rank], by, failedRank, reason);
       throw this.aborted;
     }
   }
@@ -141,8 +149,9 @@ export class ShmControl {
   peerGone(peer: number, what: string): CommError {
     return this.judgeGoodbye(peer) ??
       new MismatchError(
-        `Rank ${this.rank} waited for ${what} but rank ${peer} had closed its communicator`,
-        { failedRank: peer },
+        `Rank ${this.ids[this.rank]} waited for ${what} but rank ${this.ids[peer]} had closed ` +
+          `its communicator`,
+        { failedRank: this.ids[peer] },
       );
   }
 
@@ -150,18 +159,20 @@ export class ShmControl {
   otherCall(r: number, stamp: number, theirs?: number): MismatchError {
     if (theirs !== undefined && this.calls) return this.calls.mismatch(r, stamp, theirs);
     return new MismatchError(
-      `Rank ${this.rank} called ${this.calls?.describe(stamp) ?? "a collective"} but rank ${r} ` +
-        `is in another call: every rank must make the same calls in the same order`,
-      { failedRank: r },
+      `Rank ${this.ids[this.rank]} called ${this.calls?.describe(stamp) ?? "a collective"} but ` +
+        `rank ${this.ids[r]} is in another call: every rank must make the same calls in the same ` +
+        `order`,
+      { failedRank: this.ids[r] },
     );
   }
 
   /** Rank `r` made other small pipelined calls than this rank since their last arrival. */
   pipelineMismatch(r: number): MismatchError {
     return new MismatchError(
-      `Rank ${this.rank} and rank ${r} made different small bcast/reduce calls since their last ` +
-        `synchronizing call (their number, roots, ops, counts or dtypes differ)`,
-      { failedRank: r },
+      `Rank ${this.ids[this.rank]} and rank ${this.ids[r]} made different small bcast/reduce ` +
+        `calls since their last synchronizing call (their number, roots, ops, counts or dtypes ` +
+        `differ)`,
+      { failedRank: this.ids[r] },
     );
   }
 
@@ -234,10 +245,10 @@ export class ShmControl {
         stalled = undefined;
       } else if (now - idleSince > this.#timeoutMs) {
         throw new CommTimeoutError(
-          `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for ` +
-            `${who === undefined ? "all ranks" : `rank ${who}`}: ` +
+          `Rank ${this.ids[this.rank]} timed out after ${this.#timeoutMs} ms waiting for ` +
+            `${who === undefined ? "all ranks" : `rank ${this.ids[who]}`}: ` +
             (typeof describe === "string" ? describe : describe()),
-          { failedRank: who },
+          { failedRank: who === undefined ? undefined : this.ids[who] },
         );
       }
     }

@@ -127,7 +127,8 @@ export class ShmRings {
     this.sent[peer]++;
     this.#sends[peer].push(request);
     await null; // let sibling calls post before this one blocks
-    await this.#complete(request, peer, () => `send of ${data.byteLength} bytes to rank ${peer}`);
+    const to = this.#control.ids[peer];
+    await this.#complete(request, peer, () => `send of ${data.byteLength} bytes to rank ${to}`);
   }
 
   async recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
@@ -143,7 +144,7 @@ export class ShmRings {
     await this.#complete(
       request,
       peer,
-      () => `receive of ${into.byteLength} bytes from rank ${peer} (tag ${tag})`,
+      () => `receive of ${into.byteLength} bytes from rank ${this.#control.ids[peer]} (tag ${tag})`,
       () => this.#probe(peer, tag),
     );
     if (request.error) throw request.error;
@@ -167,6 +168,13 @@ export class ShmRings {
       peers.length === 1 ? peers[0] : undefined,
     );
     return found;
+  }
+
+  /** The first of `peers` with a message of `tag` that no receive claimed, after one pass. */
+  peek(peers: readonly number[], tag: number): number | undefined {
+    this.progress();
+    this.#control.checkAbort();
+    return peers.find((p) => this.#unexpected[p].some((u) => u.tag === tag && !u.waiter));
   }
 
   /** How many of this rank's messages `peer`'s receives took. */
@@ -357,10 +365,11 @@ export class ShmRings {
   }
 
   #wrongLength(peer: number, tag: number, expected: number, sent: number): MismatchError {
+    const { ids, rank } = this.#control;
     return new MismatchError(
-      `Rank ${this.#control.rank} expected ${expected} bytes from rank ${peer} (tag ${tag}) ` +
-        `but rank ${peer} sent ${sent}: counts or dtypes differ between ranks`,
-      { failedRank: peer },
+      `Rank ${ids[rank]} expected ${expected} bytes from rank ${ids[peer]} (tag ${tag}) ` +
+        `but rank ${ids[peer]} sent ${sent}: counts or dtypes differ between ranks`,
+      { failedRank: ids[peer] },
     );
   }
 }

@@ -78,11 +78,12 @@ export abstract class StreamTransport extends InboxTransport {
     mesh: readonly MeshConnection[],
     options: StreamTransportOptions = {},
   ) {
+    const linked = new Set(mesh.map((c) => c.peer));
     super(rank, size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
       stalled: (peer, tag) => this.#probe(peer, tag),
       // Socket calls read synchronously; Deno's reads keep one in flight into the old buffer.
       retarget: (peer, into) => this.#pump !== undefined && (this.#from[peer]!.into = into, true),
-    });
+    }, (peer) => linked.has(peer));
     const connections: Connection[] = mesh.map((c) => ({ ...c, ...this.route(c) }));
     for (const c of connections) c.conn.setNoDelay(true);
     // Socket calls drive every link or none.
@@ -145,6 +146,11 @@ export abstract class StreamTransport extends InboxTransport {
   override recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     const small = into.byteLength <= COALESCE_BYTES;
     return this.#inboxWait((settled) => this.inbox.post(peer, into, tag, settled), small);
+  }
+
+  override peek(peers: readonly number[], tag: number): number | undefined {
+    this.#pump?.pump();
+    return super.peek(peers, tag);
   }
 
   /** Bytes of messages that arrived before their receive was posted (see `Inbox`). */

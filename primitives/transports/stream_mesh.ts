@@ -152,8 +152,9 @@ export async function connectStreamMesh(
   const dialed: (Reader | undefined)[] = new Array(o.size).fill(undefined);
   if (o.size === 1) return [];
   const others = ranks(o.size).filter((r) => r !== o.rank);
-  /** Ranks that dial this one: all others, or the higher ranks. */
-  const dialers = handshake.dialsAll ? others : others.filter((r) => r > o.rank);
+  const linked = others.filter(o.linked ?? (() => true));
+  /** Ranks that dial this one to stay: all linked ones, or the higher ranks of them. */
+  const dialers = handshake.dialsAll ? linked : linked.filter((r) => r > o.rank);
 
   /** Rank 0: each rank's address, once it sent one. */
   const arrived = new Map<number, Address>();
@@ -217,9 +218,9 @@ export async function connectStreamMesh(
       table = await readTable(master, handshake, o.size);
       await handshake.write(master.conn, ACK, true);
     }
-    // Then every rank dials the ranks it reaches (all others, or the lower ones).
+    // Then every rank dials the linked ranks it reaches (all of them, or the lower ones).
     await Promise.all(
-      others.filter((p) => !dialed[p] && (handshake.dialsAll || p < o.rank)).map(async (p) => {
+      linked.filter((p) => !dialed[p] && (handshake.dialsAll || p < o.rank)).map(async (p) => {
         dialed[p] = await dial(o, handshake, p, table[p].host, table[p].port, deadline);
       }),
     );
@@ -241,7 +242,9 @@ export async function connectStreamMesh(
   const connections: MeshConnection[] = [];
   for (const [readers, isDialed] of [[accepted, false], [dialed, true]] as const) {
     readers.forEach((r, peer) => {
-      if (r) connections.push({ peer, conn: r.conn, dialed: isDialed, head: r.rest() });
+      // A rendezvous-only connection (rank 0 and a rank it does not link) ends here.
+      if (r && !linked.includes(peer)) closeQuietly(r.conn);
+      else if (r) connections.push({ peer, conn: r.conn, dialed: isDialed, head: r.rest() });
     });
   }
   return connections;
@@ -280,9 +283,10 @@ function listen(
   }
   const taken = new Set<number>();
   let closed = false;
+  const unlinked = (peer: number) => o.rank !== 0 && o.linked !== undefined && !o.linked(peer);
   const judge = (tokenMatches: boolean, peer: number | undefined): Answer =>
     !tokenMatches ? "wrongToken" : peer === undefined || peer >= o.size || peer === o.rank ||
-        (!handshake.dialsAll && peer < o.rank)
+        (!handshake.dialsAll && peer < o.rank) || unlinked(peer)
       ? "badRank"
       : taken.has(peer) || closed
       ? "rankTaken"

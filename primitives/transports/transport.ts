@@ -98,6 +98,10 @@ export interface Transport {
   readonly shared?: SharedAccess;
   /** Collective access to every rank's device buffers, when ranks share a device (`gpu`). */
   readonly device?: DeviceAccess;
+  /** The two levels of a hierarchical group (ranks of a host sharing memory; hosts linked). */
+  readonly hierarchy?: HierarchyAccess;
+  /** Whether its waits block the thread, where it differs from its descriptor's fact. */
+  readonly blocking?: boolean;
   /** Checks arrivals against this rank's calls; set by the communicator. */
   calls?: CallCheck;
   /**
@@ -178,6 +182,24 @@ export interface DeviceOps {
   copy(src: DeviceView, dst: DeviceView): void;
   /** Device scratch of rank `rank`: `count` × `dtype`, reused (different slots never overlap). */
   scratch(rank: number, dtype: Dtype, count: number, slot?: number): DeviceView;
+}
+
+/**
+ * A hierarchical group: `hosts` processes (or hosts) of `threads` ranks each, rank
+ * `host × threads + local`. Hierarchical algorithms work in two levels: among the ranks of this
+ * host, which share memory, and over this rank's channel, the ranks with its local index on every
+ * host (NCCL's channels: every local rank drives its own share of the links between hosts).
+ */
+export interface HierarchyAccess {
+  readonly hosts: number;
+  readonly threads: number;
+  /** This rank's host and its index among its host's ranks. */
+  readonly host: number;
+  readonly local: number;
+  /** The ranks of this host, numbered 0 … threads−1 (with `shared` access). */
+  readonly group: Transport;
+  /** This rank's channel: the ranks with its local index, numbered by host. */
+  readonly channel: Transport;
 }
 
 /** The bytes of a typed array, without copying. */

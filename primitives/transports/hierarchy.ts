@@ -1,0 +1,244 @@
+/**
+ * A hierarchical group (`--threads T`, nccl-tests' `-t`): each process (or host) runs `threads`
+ * ranks as workers that share memory over `shm`, and the processes link over a stream transport
+ * (`tcp`, `ws`). Rank `host × threads + local` sends to a rank of its own host through the shm
+ * rings and to any other over the stream mesh, which links only ranks on different hosts; so
+ * every flat algorithm runs on the group as it is. Hierarchical algorithms use the two levels
+ * directly ({@linkcode HierarchyAccess}).
+ * @module
+ */
+
+import { type CommError, CommTimeoutError } from "../errors.ts";
+import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import type { MeshOptions } from "./rendezvous.ts";
+import type { ShmSetup } from "./shm_layout.ts";
+import { ShmTransport } from "./shm.ts";
+import type { CallCheck, HierarchyAccess, Transport } from "./transport.ts";
+
+/** A transport that can say, without waiting, which peer has a message of a tag waiting. */
+export type PeekingTransport = Transport & {
+  peek(peers: readonly number[], tag: number): number | undefined;
+};
+
+/** Where one rank of a hierarchical group stands, and how its levels connect. */
+export interface HierarchyJoin {
+  hosts: number;
+  threads: number;
+  host: number;
+  local: number;
+  /** What the host's shm group shares (its launcher made it), and every local rank's heap. */
+  shm: ShmSetup;
+  heaps: WebAssembly.Memory[];
+  /** Byte offset of this rank's eager area in its heap (`ShmTransport.EAGER_AREA_BYTES`). */
+  eagerOffset: number;
+  /** Ranks this machine runs in all, when the launcher knows (see `ShmTransportOptions`). */
+  machineRanks?: number;
+  /** The group's rendezvous (rank and size are the group's, filled in here). */
+  mesh: Omit<MeshOptions, "rank" | "size" | "linked">;
+  /** Connects the stream mesh (the processes transport's `connect`). */
+  connect(options: MeshOptions): Promise<PeekingTransport>;
+}
+
+/** Joins rank `host × threads + local` of a hierarchical group. */
+export async function joinHierarchy(j: HierarchyJoin): Promise<HierarchyTransport> {
+  const { hosts, threads, host, local } = j;
+  const timeoutMs = j.mesh.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const ids = Array.from({ length: threads }, (_, t) => host * threads + t);
+  // The mesh first: rank 0 may still be telling its host's other ranks where it listens, and
+  // joining the shm group blocks until all of them have.
+  const remote = await j.connect({
+    ...j.mesh,
+    rank: host * threads + local,
+    size: hosts * threads,
+    linked: (peer) => Math.floor(peer / threads) !== host,
+  });
+  const group = new ShmTransport(local, { ...j.shm, heaps: j.heaps, eagerOffset: j.eagerOffset }, {
+    timeoutMs,
+    ids,
+    machineRanks: j.machineRanks,
+  });
+  return new HierarchyTransport(group, remote, hosts, threads, host, local, timeoutMs);
+}
+
+/** One rank of a hierarchical group (see the module docs). */
+export class HierarchyTransport implements Transport {
+  readonly name: string;
+  readonly rank: number;
+  readonly size: number;
+  readonly blocking = true; // the shm level's waits block the thread
+  readonly hierarchy: HierarchyAccess;
+  readonly #group: ShmTransport;
+  readonly #remote: PeekingTransport;
+  readonly #threads: number;
+  readonly #base: number;
+  readonly #timeoutMs: number;
+  #calls?: CallCheck;
+
+  /** Rank `local` of host `host`: its host's shm `group` and the stream mesh to other hosts. */
+  constructor(
+    group: ShmTransport,
+    remote: PeekingTransport,
+    hosts: number,
+    threads: number,
+    host: number,
+    local: number,
+    timeoutMs = DEFAULT_TIMEOUT_MS,
+  ) {
+    this.name = remote.name;
+    this.rank = remote.rank;
+    this.size = remote.size;
+    this.#group = group;
+    this.#remote = remote;
+    this.#threads = threads;
+    this.#base = host * threads;
+    this.#timeoutMs = timeoutMs;
+    this.hierarchy = {
+      hosts,
+      threads,
+      host,
+      local,
+      group,
+      channel: new ChannelTransport(remote, hosts, threads, host, local),
+    };
+  }
+
+  get calls(): CallCheck | undefined {
+    return this.#calls;
+  }
+
+  set calls(calls: CallCheck | undefined) {
+    this.#calls = calls;
+    this.#remote.calls = calls;
+    this.#group.calls = calls && hostCalls(calls, this.#base);
+  }
+
+  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
+    const local = this.#localOf(peer);
+    return local === undefined
+      ? this.#remote.send(peer, data, tag, stamp)
+      : this.#group.send(local, data, tag, stamp);
+  }
+
+  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
+    const local = this.#localOf(peer);
+    return local === undefined
+      ? this.#remote.recv(peer, into, tag)
+      : this.#group.recv(local, into, tag);
+  }
+
+  /**
+   * The first of `peers` with a message of `tag` waiting. Peers of one level wait in that level's
+   * probe; peers of both are polled in turn (a receive from any rank is rare on a hierarchical
+   * group, and the shm level's waits would block the stream level's reads).
+   */
+  async probe(peers: readonly number[], tag: number): Promise<number> {
+    const locals = peers.filter((p) => this.#localOf(p) !== undefined);
+    const remotes = peers.filter((p) => this.#localOf(p) === undefined);
+    if (remotes.length === 0) {
+      return this.#base + await this.#group.probe(locals.map((p) => p - this.#base), tag);
+    }
+    if (locals.length === 0) return this.#remote.probe(remotes, tag);
+    const deadline = performance.now() + this.#timeoutMs;
+    for (;;) {
+      const local = this.#group.peek(locals.map((p) => p - this.#base), tag);
+      if (local !== undefined) return this.#base + local;
+      const remote = this.#remote.peek(remotes, tag);
+      if (remote !== undefined) return remote;
+      if (performance.now() > deadline) {
+        throw new CommTimeoutError(
+          `Rank ${this.rank} timed out after ${this.#timeoutMs} ms waiting for a message ` +
+            `(tag ${tag}) from any of ranks ${peers.join(", ")}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  }
+
+  abort(error: CommError): void {
+    this.#group.abort(error);
+    this.#remote.abort(error);
+  }
+
+  /** Says goodbye on both levels (each judges its own peers); rejects with the first problem. */
+  async close(): Promise<void> {
+    let problem: unknown;
+    try {
+      await this.#remote.close();
+    } catch (e) {
+      problem = e;
+      this.#group.abort(e as CommError);
+    }
+    try {
+      this.#group.close();
+    } catch (e) {
+      problem ??= e;
+    }
+    if (problem !== undefined) throw problem;
+  }
+
+  /** `peer`'s index on this host, or undefined when it is on another. */
+  #localOf(peer: number): number | undefined {
+    const local = peer - this.#base;
+    return local >= 0 && local < this.#threads ? local : undefined;
+  }
+}
+
+/**
+ * The calls of a group-wide rank as its host's shm group sees them: the shm group numbers its
+ * ranks 0 … threads−1, the checks name them by their group-wide rank.
+ */
+function hostCalls(calls: CallCheck, base: number): CallCheck {
+  return {
+    arrived: (peer, tag, stamp) => calls.arrived(base + peer, tag, stamp),
+    stampOf: (tag) => calls.stampOf(tag),
+    mismatch: (peer, mine, theirs) => calls.mismatch(base + peer, mine, theirs),
+    describe: (stamp) => calls.describe(stamp),
+    summary: () => calls.summary(),
+    peerClosed: (peer, summary) => calls.peerClosed(base + peer, summary),
+    closing: () => calls.closing(),
+    unclaimed: (peer, tag, stamp) => calls.unclaimed(base + peer, tag, stamp),
+  };
+}
+
+/**
+ * One rank's channel: the ranks with its local index on every host, numbered by host, over the
+ * stream mesh. Messages carry the call's tag and stamp as any other; the group's calls judge them.
+ */
+class ChannelTransport implements Transport {
+  readonly name: string;
+  readonly rank: number;
+  readonly size: number;
+  readonly #remote: Transport;
+  readonly #threads: number;
+  readonly #local: number;
+
+  constructor(remote: Transport, hosts: number, threads: number, host: number, local: number) {
+    this.name = remote.name;
+    this.rank = host;
+    this.size = hosts;
+    this.#remote = remote;
+    this.#threads = threads;
+    this.#local = local;
+  }
+
+  send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
+    return this.#remote.send(peer * this.#threads + this.#local, data, tag, stamp);
+  }
+
+  recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
+    return this.#remote.recv(peer * this.#threads + this.#local, into, tag);
+  }
+
+  async probe(peers: readonly number[], tag: number): Promise<number> {
+    const rank = await this.#remote.probe(peers.map((p) => p * this.#threads + this.#local), tag);
+    return Math.floor(rank / this.#threads);
+  }
+
+  abort(error: CommError): void {
+    this.#remote.abort(error);
+  }
+
+  close(): void {
+    // The group's transport closes the mesh.
+  }
+}
