@@ -60,6 +60,8 @@ export {
   TRANSPORT_NAMES,
   TRANSPORTS,
 } from "./primitives/registry.ts";
+export { cheapestAlgorithm, estimateUs } from "./primitives/cost_model.ts";
+export type { LinkCosts } from "./primitives/cost_model.ts";
 export type {
   Algorithm,
   AlgorithmNeed,

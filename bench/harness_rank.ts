@@ -5,6 +5,7 @@
  */
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
+import type { LinkCosts } from "../primitives/cost_model.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import { Reporter, type ReportOptions } from "./report.ts";
 
@@ -22,23 +23,32 @@ export interface HarnessSummary {
   rows: number;
 }
 
+/** The header line of measured link costs. */
+function describeLinks(links: LinkCosts): string {
+  const gbps = (8e-3 / links.usPerByte).toFixed(2),
+    reduce = (1e-3 / links.reduceUsPerByte).toFixed(1);
+  return `links between hosts (measured as the group formed; auto prices algorithms by them): ` +
+    `latency ${links.latencyUs.toFixed(1)} us, ${gbps} Gb/s, reduction ${reduce} GB/s`;
+}
+
 /** Runs the sweep on this rank. */
 export async function run(comm: Communicator, args: HarnessArgs): Promise<HarnessSummary> {
   if (comm.rank !== 0) {
     await measureSweep(comm, args.sweep, () => {});
     return { wrong: 0, rows: 0 };
   }
-  // The device's facts (adapter, backend, limits) and Deno's completion floor go in the sidecar.
-  const gpu = comm.gpu;
-  const report = gpu
-    ? {
-      ...args.report,
-      metadata: {
-        ...args.report.metadata,
-        gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() },
-      },
-    }
-    : args.report;
+  // The device's facts (adapter, backend, limits) and Deno's completion floor go in the sidecar,
+  // and so do the link costs `auto` picked by, with a line above the table.
+  const gpu = comm.gpu, links = comm.links;
+  const report = {
+    ...args.report,
+    header: links ? [...args.report.header, describeLinks(links)] : args.report.header,
+    metadata: {
+      ...args.report.metadata,
+      ...(gpu && { gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() } }),
+      ...(links && { links }),
+    },
+  };
   const reporter = new Reporter(report);
   reporter.start();
   let rows = 0;

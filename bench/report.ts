@@ -9,6 +9,7 @@ import { stringify } from "csv-stringify/sync";
 import type { SizeResult } from "./harness.ts";
 import { CSV_COLUMNS, EXTRA_COLUMNS, type ResultRow } from "./metrics.ts";
 import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
+import type { LinkCosts } from "../primitives/cost_model.ts";
 
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
@@ -25,6 +26,8 @@ export interface RunMetadata {
    * (ms to await an idle queue), measured at the start of the run.
    */
   gpu?: GpuInfo & { completionFloorMs: number };
+  /** The links between hosts, as the group measured them (`Communicator.links`). */
+  links?: LinkCosts;
   date: string;
   command: string[];
   options: Record<string, unknown>;

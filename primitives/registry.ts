@@ -16,6 +16,7 @@ import { allreduceRecursiveDoubling } from "./collectives/allreduce_recursive_do
 import { allreduceRing } from "./collectives/allreduce_ring.ts";
 import { allreduceShmDirect } from "./collectives/allreduce_shm_direct.ts";
 import { bcastBinomial } from "./collectives/bcast_binomial.ts";
+import { bcastChain } from "./collectives/bcast_chain.ts";
 import { bcastGpuDirect } from "./collectives/bcast_gpu_direct.ts";
 import { bcastGpuRing } from "./collectives/bcast_gpu_ring.ts";
 import { bcastScatterAllgather } from "./collectives/bcast_scatter_allgather.ts";
@@ -31,6 +32,7 @@ import {
   viaOutput,
 } from "./collectives/context.ts";
 import { reduceBinomial } from "./collectives/reduce_binomial.ts";
+import { reduceChain } from "./collectives/reduce_chain.ts";
 import { reduceGpuDirect } from "./collectives/reduce_gpu_direct.ts";
 import { reduceGpuRing } from "./collectives/reduce_gpu_ring.ts";
 import { reduceScatterGather } from "./collectives/reduce_scatter_gather.ts";
@@ -41,6 +43,7 @@ import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
 import { type FlatAlgorithms, hierarchicalAlgorithms } from "./collectives/hierarchical.ts";
 import { type HostAlgorithms, stagingAlgorithms } from "./collectives/staging.ts";
+import { cheapestAlgorithm, type LinkCosts } from "./cost_model.ts";
 import { GPU } from "./transports/gpu.ts";
 import { SHM } from "./transports/shm.ts";
 import { TCP } from "./transports/tcp.ts";
@@ -94,7 +97,15 @@ function algorithms<F>(
 const hostAlgorithm =
   <C extends CollectiveName>(collective: C) => (ctx: CollectiveContext, bytes: number) => {
     const transport = ctx.transport.name as TransportName;
-    const name = autoAlgorithm(collective, transport, bytes, ctx.size, "host");
+    const name = autoAlgorithm(
+      collective,
+      transport,
+      bytes,
+      ctx.size,
+      "host",
+      1,
+      ctx.transport.links,
+    );
     return ALGORITHMS[collective][name].run;
   };
 const STAGING = stagingAlgorithms({
@@ -130,6 +141,7 @@ export const ALGORITHMS = {
   bcast: algorithms<BcastAlgorithm<Operand>>({
     binomial: [bcastBinomial, "messages"],
     scatter_allgather: [bcastScatterAllgather, "messages"],
+    chain: [bcastChain, "messages"],
     shm_direct: [bcastShmDirect, "shared"],
     gpu_direct: [bcastGpuDirect, "device"],
     gpu_ring: [bcastGpuRing, "device"],
@@ -140,6 +152,7 @@ export const ALGORITHMS = {
   reduce: algorithms<ReduceAlgorithm<Operand>>({
     binomial: [viaOutput(reduceBinomial), "messages"],
     scatter_gather: [viaOutput(reduceScatterGather), "messages"],
+    chain: [viaOutput(reduceChain), "messages"],
     shm_direct: [reduceShmDirect, "shared"],
     gpu_direct: [reduceGpuDirect, "device"],
     gpu_ring: [reduceGpuRing, "device"],
@@ -267,9 +280,10 @@ export function algorithmsFor(
 }
 
 /**
- * What `auto` picks: a transport's own preference where it has one (its descriptor's `prefers`),
- * else the rule for every transport, from crossovers measured with the harness and `deno task
- * compare` (docs/auto.md). Device buffers over host transports stage (pipelined from 16 MiB, four
+ * What `auto` picks. Between hosts whose link costs were measured (`links`), the message
+ * algorithm the cost model prices cheapest (cost_model.ts). Otherwise a transport's own preference
+ * where it has one (its descriptor's `prefers`), else the rule for every transport, from crossovers
+ * measured with the harness and `deno task compare` (docs/auto.md). Device buffers over host transports stage (pipelined from 16 MiB, four
  * segments or more); on message transports recursive doubling wins below 512 KiB, Rabenseifner up
  * to 4 MiB on power-of-two groups, the ring above; binomial trees beat the scatter forms of bcast
  * and reduce at every size measured.
@@ -281,11 +295,25 @@ export function autoAlgorithm(
   size: number,
   side: Side = "host",
   threads = 1,
+  links?: LinkCosts,
 ): string {
+  const hierarchical = threads > 1 && size > threads;
+  // Ranks are numbered host by host, so a binomial tree crosses each host's link once per call,
+  // as the hierarchical bcast and reduce do, without their shared-memory phases: on a 2 × 2
+  // cluster it led them at small sizes and matched or beat them at large (docs/hierarchy.md).
+  if (hierarchical && side === "host" && (collective === "bcast" || collective === "reduce")) {
+    return "binomial";
+  }
+  if (links && side === "host" && !hierarchical) {
+    const messages = Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
+      .filter((a) => a.needs === "messages").map((a) => a.name);
+    const modeled = cheapestAlgorithm(collective, messages, bytes, size, links);
+    if (modeled) return modeled;
+  }
   const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);
   if (preferred) return preferred;
   if (side === "device") return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
-  if (threads > 1 && size > threads) return "hierarchical";
+  if (hierarchical) return "hierarchical";
   switch (collective) {
     case "allreduce":
       if (bytes < 512 * 1024) return "recursive_doubling";
@@ -314,9 +342,10 @@ export function pickAlgorithm<C extends CollectiveName>(
   size: number,
   side: Side,
   threads = 1,
+  links?: LinkCosts,
 ): typeof ALGORITHMS[C][string] {
   const name = algorithm === undefined || algorithm === "auto"
-    ? autoAlgorithm(collective, transport, bytes, size, side, threads)
+    ? autoAlgorithm(collective, transport, bytes, size, side, threads, links)
     : algorithm;
   const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
   const picked = Object.hasOwn(table, name) ? table[name] : undefined;

@@ -49,3 +49,13 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  * small call then allocates none) and recognised by callers, which can skip waiting on it.
  */
 export const DONE: Promise<void> = Promise.resolve();
+
+/** What moving and reducing bytes costs on the links between a group's hosts (cost_model.ts). */
+export interface LinkCosts {
+  /** α: µs from a send to its arrival for a message of a few bytes. */
+  latencyUs: number;
+  /** β: µs per byte on a link (its inverse bandwidth). */
+  usPerByte: number;
+  /** γ: µs per byte a rank takes to reduce one buffer into another. */
+  reduceUsPerByte: number;
+}

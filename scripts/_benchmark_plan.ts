@@ -22,11 +22,31 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
   },
   algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
-  min: { help: "smallest buffer in floats (2^20, 1M, 4K or an integer)", default: "1" },
-  max: { help: "largest buffer in floats, doubling from --min", default: String(DEFAULT_MAX) },
-  iters: { help: "timed iterations per size (default: adaptive, ~200 ms per size)" },
+  min: {
+    help: "smallest buffer in elements (2^20, 1M, 4K, an integer), or bytes with a B suffix " +
+      "(-b: bytes, as nccl-tests)",
+    default: "1",
+    aliases: ["-b"],
+    bytes: true,
+  },
+  max: {
+    help: "largest buffer, written as --min (-e: bytes)",
+    default: String(DEFAULT_MAX),
+    aliases: ["-e"],
+    bytes: true,
+  },
+  "step-factor": {
+    help: "each size is the previous one times this (nccl-tests -f)",
+    default: "2",
+    aliases: ["-f"],
+  },
+  iters: {
+    help: "timed iterations per size (default: adaptive, ~200 ms per size)",
+    aliases: ["-n", "-i"],
+  },
   warmup: {
     help: "untimed iterations per size (default: adaptive, ~50 ms; 1 s at the first size)",
+    aliases: ["-w"],
   },
   op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
@@ -121,6 +141,7 @@ export function planRun(
   const min = size("min", v.min!, dtype);
   let max = size("max", v.max!, dtype);
   if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
+  const factor = integer("step-factor", v["step-factor"]!, 2, 1024);
   const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
   const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
@@ -156,7 +177,7 @@ export function planRun(
   }
 
   const counts: number[] = [];
-  for (let c = min; c <= max; c *= 2) {
+  for (let c = min; c <= max; c *= factor) {
     const fitted = spec.fit(c, procs);
     if (fitted > 0 && fitted !== counts.at(-1)) counts.push(fitted);
   }

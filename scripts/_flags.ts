@@ -22,6 +22,39 @@ export interface FlagSpec {
   boolean?: boolean;
   /** A file or folder path: tasks take it from the folder they were started in ({@linkcode userPath}). */
   path?: boolean;
+  /**
+   * Short names (`-n`) as nccl-tests and OSU spell the flag; `bytes` aliases take sizes in bytes
+   * (nccl-tests' `-b 8 -e 128M`), passed on with a `B` suffix ({@linkcode size}).
+   */
+  aliases?: readonly string[];
+  bytes?: boolean;
+}
+
+/**
+ * `argv` with every alias of `flags` written as its flag (`-n 5` and `-n5` as `--iters 5`), so
+ * the rest of a task reads one spelling.
+ */
+export function expandAliases(flags: Record<string, FlagSpec>, argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const found = Object.entries(flags).find(([, f]) =>
+      f.aliases?.some((a) => arg === a || (arg.startsWith(a) && !arg.startsWith("--")))
+    );
+    if (!found || arg === "--") {
+      out.push(arg);
+      if (arg === "--") out.push(...argv.slice(i + 1));
+      if (arg === "--") break;
+      continue;
+    }
+    const [name, f] = found;
+    const alias = f.aliases!.find((a) => arg.startsWith(a))!;
+    let value = arg.length > alias.length ? arg.slice(alias.length).replace(/^=/, "") : argv[++i];
+    if (value === undefined) throw new UsageError(`${alias} (--${name}) needs a value`);
+    if (f.bytes && !/B$/i.test(value)) value += "B";
+    out.push(`--${name}`, value);
+  }
+  return out;
 }
 
 /**
@@ -81,7 +114,8 @@ export function givenFlags(argv: readonly string[]): Set<string> {
 /** The help text of a task. */
 export function usage(command: string, summary: string, flags: Record<string, FlagSpec>): string {
   const lines = Object.entries(flags).map(([name, f]) => {
-    const left = `  --${name}${f.boolean ? "" : " X"}`.padEnd(20);
+    const short = f.aliases ? `${f.aliases.join(", ")}, ` : "";
+    const left = `  ${short}--${name}${f.boolean ? "" : " X"}`.padEnd(24);
     return `${left}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`;
   });
   return `usage: deno task ${command} [flags]\n${summary}\n\n${lines.join("\n")}`;
@@ -219,20 +253,24 @@ const SUFFIX: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };
  * largest buffer of `dtype` (1 GiB).
  */
 export function size(flag: string, value: string, dtype: Dtype): number {
-  const limit = MAX_BYTES / DTYPE_INFO[dtype].bytes;
-  const power = value.match(/^(\d+)\^(\d+)$/);
-  const suffixed = value.match(/^(\d+)([KMG])$/i);
-  const n = power
+  const width = DTYPE_INFO[dtype].bytes, limit = MAX_BYTES / width;
+  const inBytes = value.match(/^(.*?)B$/i);
+  const written = inBytes ? inBytes[1] : value;
+  const power = written.match(/^(\d+)\^(\d+)$/);
+  const suffixed = written.match(/^(\d+)([KMG])$/i);
+  const given = power
     ? Number(power[1]) ** Number(power[2])
     : suffixed
     ? Number(suffixed[1]) * SUFFIX[suffixed[2].toUpperCase()]
-    : /^\d+$/.test(value)
-    ? Number(value)
+    : /^\d+$/.test(written)
+    ? Number(written)
     : NaN;
+  const n = inBytes ? given / width : given;
   if (!Number.isSafeInteger(n) || n < 1 || n > limit) {
     throw new UsageError(
       `--${flag} ${value} is not accepted: expected a size from 1 to ${limit} ${dtype} elements ` +
-        `(1 GiB), written like 2^20, 1M, 4K or 1048576`,
+        `(1 GiB), written like 2^20, 1M, 4K or 1048576, or in bytes with a B suffix (${width}B, ` +
+        `4KB, 128MB: whole ${dtype} elements)`,
     );
   }
   return n;

@@ -6,7 +6,7 @@
  */
 
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
-import { type FlagSpec, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
+import { expandAliases, type FlagSpec, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
 
 /** Most ranks one machine runs. */
 export const MAX_PROCS = 256;
@@ -51,6 +51,7 @@ export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number
   let plan: P;
   try {
     const positionals: string[] = [];
+    argv = expandAliases(task.flags, argv);
     const values = parseFlags(task.flags, argv, task.positionals ? positionals : undefined);
     if (values.help) {
       console.log(usage(task.synopsis ?? task.name, task.summary, task.flags));

@@ -2,7 +2,14 @@
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import { givenFlags, parseFlags, size, UsageError, userPath } from "../scripts/_flags.ts";
+import {
+  expandAliases,
+  givenFlags,
+  parseFlags,
+  size,
+  UsageError,
+  userPath,
+} from "../scripts/_flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 
 const plan = (argv: string[], available = 64e9) =>
@@ -75,6 +82,36 @@ Deno.test("cli: sizes", () => {
     { availableBytes: 1e10 },
   );
   assertEquals(ag.sweep.counts, [3, 6, 15]);
+});
+
+Deno.test("cli: sizes in bytes, a step factor, and nccl-tests' and OSU's short flags", () => {
+  assertEquals(size("min", "8B", "f32"), 2);
+  assertEquals(size("min", "4KB", "f64"), 512);
+  assertEquals(size("max", "128MB", "f32"), 2 ** 25);
+  for (const bad of ["6B", "2B", "0B", "B"]) {
+    assertThrows(() => size("min", bad, "f32"), UsageError as ErrorConstructor, /whole f32/);
+  }
+  const short = (argv: string[]) => plan(expandAliases(BENCHMARK_FLAGS, argv));
+  // nccl-tests: -b 8 -e 128M -f 2 -n 20 -w 5 (sizes in bytes).
+  const p = short(["-b", "8", "-e", "128M", "-f", "4", "-n", "20", "-w5"]);
+  assertEquals([p.sweep.counts[0], p.sweep.counts.at(-1), p.sweep.counts[1]], [2, 2 ** 25, 8]);
+  assertEquals([p.sweep.iters, p.sweep.warmup], [20, 5]);
+  // OSU: -i iterations; long flags keep elements.
+  assertEquals(short(["-i", "7", "--min", "8", "--max", "8"]).sweep, {
+    ...short(["--iters", "7", "--min", "8", "--max", "8"]).sweep,
+  });
+  assertEquals(short(["--min", "8", "--max", "8"]).sweep.counts, [8]);
+  assertEquals(plan(["--min", "1", "--max", "1000", "--step-factor", "10"]).sweep.counts, [
+    1,
+    10,
+    100,
+    1000,
+  ]);
+  assertThrows(() => plan(["--step-factor", "1"]), UsageError as ErrorConstructor, /step-factor/);
+  const needs = /-n \(--iters\) needs/;
+  assertThrows(() => expandAliases(BENCHMARK_FLAGS, ["-n"]), UsageError as ErrorConstructor, needs);
+  // After `--` nothing is rewritten (cluster run hands those to the task it starts).
+  assertEquals(expandAliases(BENCHMARK_FLAGS, ["--", "-n", "5"]), ["--", "-n", "5"]);
 });
 
 Deno.test("cli: bad input is a one-line UsageError naming the flag and what it accepts", () => {

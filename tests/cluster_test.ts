@@ -54,6 +54,25 @@ test("cluster: an allreduce across 2 hosts is exact, and a run's own cluster is 
   assertEquals(await clusterLeftovers(NAME), []);
 });
 
+test("cluster: a hierarchical group across 2 hosts measures its links and its collectives are exact", async () => {
+  await clusterUp({ name: NAME, hosts: 2, rate: "1gbit" });
+  for (const primitive of ["allreduce", "bcast", "reduce"]) {
+    const run = await cluster(
+      ...["run", "--name", NAME, "--"],
+      ...[primitive, "--transport", "tcp", "--threads", "2", "--max", "64K", "--iters", "10"],
+    );
+    assertEquals(run.code, 0, run.stderr);
+    assert_(/4 ranks \(2 processes × 2 threads\)/.test(run.stdout), run.stdout);
+    assert_(
+      /# links between hosts .* latency [\d.]+ us, [\d.]+ Gb\/s/.test(run.stdout),
+      run.stdout,
+    );
+    const table = rows(run.stdout);
+    assertEquals(table.length, 17);
+    assertEquals(table.filter(([, wrong]) => wrong !== 0), []);
+  }
+});
+
 test("cluster: training runs across 2 hosts under the env launcher", async () => {
   await clusterUp({ name: NAME, hosts: 2 });
   const run = await cluster(

@@ -93,6 +93,21 @@ Deno.test("compare: differences within the tolerance are not crossovers", () => 
   assert_(formatCrossovers(level).includes("A is fastest at every size (level with B)."));
 });
 
+Deno.test("compare: a margin within the tolerance always comes with a curve level with the fastest", () => {
+  const cases: [number[], number[]][] = [
+    [[10, 10.5, 10], [10.4, 10, 10.8]],
+    [[10, 10, 20, 10, 10], [15, 15, 12, 15, 15]],
+    [[10, 12, 12], [10.2, 10, 10]],
+    [[10, 10.5, 10, 10, 20, 20], [12, 10, 12, 12, 10, 10]],
+    [[10, 9.5, 10, 8, 10], [9.6, 10, 9.3, 10, 9.7]],
+  ];
+  for (const [a, b] of cases) {
+    for (const r of crossovers(twoCurves(a, b))) {
+      assertEquals(r.margin <= 1.1, r.level.length > 0, `${a} / ${b}: ${JSON.stringify(r)}`);
+    }
+  }
+});
+
 Deno.test("compare: one size led by another curve between two ranges of one curve is noise", () => {
   const curves = twoCurves([10, 10, 20, 10, 10], [15, 15, 12, 15, 15]);
   assertEquals(ranges(curves), ["A:1-16"]);

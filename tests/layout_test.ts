@@ -13,7 +13,7 @@ const LAYERS: [string, RegExp][] = [
   ["memory", /^primitives\/memory\//],
   ["transports", /^primitives\/transports\//],
   ["collectives", /^primitives\/collectives\//],
-  ["registry", /^primitives\/registry\.ts$/],
+  ["registry", /^primitives\/(registry|cost_model)\.ts$/],
   ["communicator", /^primitives\/communicator\//],
   ["launch", /^primitives\/launch\//],
   ["mod.ts", /^mod\.ts$/],

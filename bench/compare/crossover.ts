@@ -25,9 +25,15 @@ export interface Crossover {
   fromFloats: number;
   toFloats: number;
   fastest: string;
-  /** Other curves that were within the tolerance of the fastest at every size of the range. */
+  /**
+   * Other curves level with it: their median over the range of (their time / its time) is within
+   * the tolerance.
+   */
   level: string[];
-  /** Median over the range of (runner-up time / this curve's time); NaN when nothing else ran. */
+  /**
+   * The smallest of the other curves' median ratios (the runner-up's); NaN when nothing else ran.
+   * A margin within the tolerance always has its curve among `level`.
+   */
   margin: number;
 }
 
@@ -145,18 +151,20 @@ export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Cro
     let ranges = leadRanges(rows, tolerance);
     if (tolerance > 0) ranges = joinBlips(ranges);
     for (const r of ranges) {
+      const ratios = panel.map((_, i) =>
+        i === r.lead ? NaN : median(r.rows.map((row) => row.us[i] / row.us[r.lead]))
+      );
       out.push({
         primitive: panel[0].primitive,
         procs: panel[0].procs,
         fromFloats: r.rows[0].floats,
         toFloats: r.rows.at(-1)!.floats,
         fastest: panel[r.lead].label,
-        level: panel.flatMap((c, i) =>
-          i !== r.lead && r.rows.every((row) => row.us[i] <= fastest(row.us) * (1 + tolerance))
-            ? [c.label]
-            : []
+        level: panel.flatMap((c, i) => ratios[i] <= 1 + tolerance ? [c.label] : []),
+        margin: ratios.reduce(
+          (m, x) => Number.isNaN(x) ? m : Number.isNaN(m) ? x : Math.min(m, x),
+          NaN,
         ),
-        margin: median(r.rows.map((row) => runnerUp(row.us, r.lead) / row.us[r.lead])),
       });
     }
   }
@@ -224,11 +232,6 @@ function fastest(us: number[]): number {
 }
 
 /** The fastest time among the curves other than `lead`; NaN when none ran. */
-function runnerUp(us: number[], lead: number): number {
-  const others = us.filter((t, c) => c !== lead && !Number.isNaN(t));
-  return others.length > 0 ? Math.min(...others) : NaN;
-}
-
 function median(values: number[]): number {
   const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
   return v.length === 0 ? NaN : v[Math.floor((v.length - 1) / 2)];

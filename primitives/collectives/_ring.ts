@@ -7,21 +7,19 @@
 
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import { type CollectiveContext, mod } from "./context.ts";
+import { type CollectiveContext, mod, segmentsOf } from "./context.ts";
 
 /**
  * Bytes per pipelined segment: an eighth of the chunk, from 512 KiB to 1 MiB. Small segments
  * interleave the two directions with the reduction; past 1 MiB they gain nothing and a frame of
  * the stream transports would cut them (docs/results/2026-11-transports.md, "Algorithms").
  */
-const SEGMENT_BYTES = { min: 1 << 19, max: 1 << 20 };
+export function ringSegmentBytes(chunkBytes: number): number {
+  return Math.min(1 << 20, Math.max(1 << 19, chunkBytes / 8));
+}
 
 function segments(view: TypedArray): TypedArray[] {
-  const bytes = Math.min(SEGMENT_BYTES.max, Math.max(SEGMENT_BYTES.min, view.byteLength / 8));
-  const per = Math.max(1, Math.floor(bytes / view.BYTES_PER_ELEMENT));
-  const out: TypedArray[] = [];
-  for (let s = 0; s < view.length || s === 0; s += per) out.push(view.subarray(s, s + per));
-  return out;
+  return segmentsOf(view, ringSegmentBytes(view.byteLength));
 }
 
 /**

@@ -133,6 +133,17 @@ export function part(view: TypedArray, parts: number, i: number): TypedArray {
   return view.subarray(s, e);
 }
 
+/**
+ * `view` cut into consecutive segments of `bytes` (whole elements, the last one short), at least
+ * one even when `view` is empty: the pieces a pipelined algorithm posts one after another.
+ */
+export function segmentsOf(view: TypedArray, bytes: number): TypedArray[] {
+  const per = Math.max(1, Math.floor(bytes / view.BYTES_PER_ELEMENT));
+  const out: TypedArray[] = [];
+  for (let s = 0; s < view.length || s === 0; s += per) out.push(view.subarray(s, s + per));
+  return out;
+}
+
 /** `(a mod n)` in `[0, n)`. */
 export function mod(a: number, n: number): number {
   return ((a % n) + n) % n;

@@ -73,13 +73,14 @@ function heapView(ctx: CollectiveContext, buf: TypedArray, slot: number): TypedA
 function hierarchicalAllreduce(flat: FlatAlgorithms): AllreduceAlgorithm {
   return async (ctx, input, output, op) => {
     const { h, host, channel, shared } = levels(ctx);
-    const [s, e] = chunk(input.length, h.threads, h.local);
+    const parts = split(input, h.threads);
+    const [s, e] = parts(h.local);
     const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
     const work = heapView(host, output, 3);
     const mine = work.subarray(s, e);
     reduceParts(op, mine, inputs, h.local, s, e);
-    await flat.allreduce(channel, mine.byteLength)(channel, mine, mine, op);
-    gatherParts(shared, host, work, h.threads, h.local);
+    if (e > s) await flat.allreduce(channel, mine.byteLength)(channel, mine, mine, op);
+    gatherParts(shared, host, work, parts, h.threads, h.local);
     if (work !== output) copy(output, work);
   };
 }
@@ -92,18 +93,19 @@ function hierarchicalReduce(flat: FlatAlgorithms): ReduceAlgorithm {
   return async (ctx, input, output, op, root) => {
     const { h, host, channel, shared } = levels(ctx);
     const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
-    const [s, e] = chunk(input.length, h.threads, h.local);
+    const parts = split(input, h.threads);
+    const [s, e] = parts(h.local);
     const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
     const work = host.scratch(dtypeOf(input), input.length, 3);
     const mine = work.subarray(s, e);
     reduceParts(op, mine, inputs, h.local, s, e);
-    await flat.reduce(channel, mine.byteLength)(channel, mine, mine, op, rootHost);
+    if (e > s) await flat.reduce(channel, mine.byteLength)(channel, mine, mine, op, rootHost);
     if (h.host !== rootHost) return void shared.barrier(host.stamp);
-    const parts = requireViews(shared.exchangeViews(work, host.stamp));
+    const reduced = requireViews(shared.exchangeViews(work, host.stamp));
     if (h.local === rootLocal) {
       for (let t = 0; t < h.threads; t++) {
-        const [ps, pe] = chunk(input.length, h.threads, t);
-        output.set(parts[t].subarray(ps, pe), ps);
+        const [ps, pe] = parts(t);
+        output.set(reduced[t].subarray(ps, pe), ps);
       }
     }
     shared.barrier(host.stamp);
@@ -118,19 +120,22 @@ function hierarchicalBcast(flat: FlatAlgorithms): BcastAlgorithm {
   return async (ctx, buf, root) => {
     const { h, host, channel, shared } = levels(ctx);
     const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
-    const [s, e] = chunk(buf.length, h.threads, h.local);
+    const parts = split(buf, h.threads);
+    const [s, e] = parts(h.local);
     const work = heapView(host, buf, 3);
     if (h.host === rootHost) {
       if (h.local === rootLocal && work !== buf) copy(work, buf);
       const views = shared.exchangeViews(work, host.stamp);
       if (h.local !== rootLocal) work.set(views[rootLocal]!.subarray(s, e), s);
     }
-    await flat.bcast(channel, (e - s) * buf.BYTES_PER_ELEMENT)(
-      channel,
-      work.subarray(s, e),
-      rootHost,
-    );
-    gatherParts(shared, host, work, h.threads, h.local);
+    if (e > s) {
+      await flat.bcast(channel, (e - s) * buf.BYTES_PER_ELEMENT)(
+        channel,
+        work.subarray(s, e),
+        rootHost,
+      );
+    }
+    gatherParts(shared, host, work, parts, h.threads, h.local);
     if (work !== buf) copy(buf, work);
   };
 }
@@ -194,18 +199,36 @@ function reduceParts(
   }
 }
 
+/**
+ * Below this many bytes one rank of each host (local rank 0) carries the whole buffer between
+ * hosts: splitting a small buffer T ways only makes T ranks wait on the network instead of one.
+ */
+const SPLIT_FROM_BYTES = 32 << 10;
+
+/** `[start, end)` of the part local rank t carries between hosts. */
+type Parts = (t: number) => [number, number];
+
+/** How `buf` is split among a host's `threads` ranks for the inter-host phase. */
+function split(buf: TypedArray, threads: number): Parts {
+  const n = buf.length;
+  return buf.byteLength < SPLIT_FROM_BYTES
+    ? (t) => t === 0 ? [0, n] : [n, n]
+    : (t) => chunk(n, threads, t);
+}
+
 /** Copies every other rank's part of `work` from its `work` (then waits until all have). */
 function gatherParts(
   shared: SharedAccess,
   host: CollectiveContext,
   work: TypedArray,
+  parts: Parts,
   threads: number,
   local: number,
 ): void {
   const views = requireViews(shared.exchangeViews(work, host.stamp));
   for (let t = 0; t < threads; t++) {
     if (t === local) continue;
-    const [s, e] = chunk(work.length, threads, t);
+    const [s, e] = parts(t);
     work.set(views[t].subarray(s, e), s);
   }
   shared.barrier(host.stamp);

@@ -29,6 +29,7 @@ import {
   TRANSPORTS,
 } from "../registry.ts";
 import { type CallKind, callStamp } from "./stamp.ts";
+import type { LinkCosts } from "../cost_model.ts";
 import type { Transport } from "../transports/transport.ts";
 import type { Dtype, MemoryKind, ReduceOp, Side } from "../types.ts";
 
@@ -121,6 +122,14 @@ export class Communicator implements AsyncDisposable {
   /** Ranks per process of a hierarchical group (`--threads`); 1 for a one-level group. */
   get threads(): number {
     return this.#threads;
+  }
+
+  /**
+   * What the links between the group's hosts cost, measured as the group formed (`auto` picks
+   * between hosts by them); `undefined` when every rank runs on one machine.
+   */
+  get links(): LinkCosts | undefined {
+    return this.#transport.links;
   }
 
   /** Name of the transport underneath. */
@@ -371,7 +380,15 @@ export class Communicator implements AsyncDisposable {
    */
   autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
     const side = sideOfMemory(this.transport, memory);
-    return autoAlgorithm(collective, this.transport, bytes, this.size, side, this.#threads);
+    return autoAlgorithm(
+      collective,
+      this.transport,
+      bytes,
+      this.size,
+      side,
+      this.#threads,
+      this.#transport.links,
+    );
   }
 
   /**
@@ -433,6 +450,7 @@ export class Communicator implements AsyncDisposable {
       this.size,
       side,
       this.#threads,
+      this.#transport.links,
     );
   }
 

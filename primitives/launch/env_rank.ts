@@ -7,6 +7,7 @@
  * @module
  */
 
+import { calibrated } from "./calibration.ts";
 import { Communicator } from "../communicator/communicator.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
@@ -161,7 +162,8 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
     onListening: (port) => me.masterPort === 0 && console.log(PORT_MARK + port),
   });
   const gpu = options.gpu ? await GpuDevice.open() : undefined;
-  return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu));
+  const memory = new RankMemory(new RankHeap(createHeapMemory()), gpu);
+  return calibrated(new Communicator(transport, memory), transport);
 }
 
 /** Options of {@linkcode launchFromEnv}. */

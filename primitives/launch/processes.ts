@@ -7,6 +7,7 @@
  * @module
  */
 
+import { calibrated } from "./calibration.ts";
 import { Communicator } from "../communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
@@ -301,8 +302,6 @@ export async function joinAsRank0(
       others.results.catch(() => {});
     },
   });
-  return {
-    comm: new Communicator(connected, new RankMemory(new RankHeap(createHeapMemory()))),
-    others: others!,
-  };
+  const comm = new Communicator(connected, new RankMemory(new RankHeap(createHeapMemory())));
+  return { comm: await calibrated(comm, connected), others: others! };
 }

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { calibrated } from "./calibration.ts";
 import { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
@@ -78,7 +79,8 @@ scope.onmessage = ({ data }) => {
       transport = data.hierarchy
         ? await joinHostRank(data, data.hierarchy, heap)
         : launchedAs(data.transport, "workers").join(rank, handed, heaps, heap, timeoutMs);
-      return new Communicator(transport, new RankMemory(heap, gpu));
+      const comm = new Communicator(transport, new RankMemory(heap, gpu));
+      return data.hierarchy ? calibrated(comm, transport) : comm;
     };
     runRank(connect, () => rankFunction(data.module, data.entry), data.args, scope.postMessage);
   }

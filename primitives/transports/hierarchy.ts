@@ -9,7 +9,7 @@
  */
 
 import { type CommError, CommTimeoutError } from "../errors.ts";
-import { DEFAULT_TIMEOUT_MS } from "../types.ts";
+import { DEFAULT_TIMEOUT_MS, type LinkCosts } from "../types.ts";
 import type { MeshOptions } from "./rendezvous.ts";
 import type { ShmSetup } from "./shm_layout.ts";
 import { ShmTransport } from "./shm.ts";
@@ -100,6 +100,19 @@ export class HierarchyTransport implements Transport {
       group,
       channel: new ChannelTransport(remote, hosts, threads, host, local),
     };
+  }
+
+  get hosts(): readonly number[] | undefined {
+    return this.#remote.hosts;
+  }
+
+  /** The links between hosts are the stream mesh's. */
+  get links(): LinkCosts | undefined {
+    return this.#remote.links;
+  }
+
+  set links(links: LinkCosts | undefined) {
+    this.#remote.links = links;
   }
 
   get calls(): CallCheck | undefined {
@@ -219,6 +232,11 @@ class ChannelTransport implements Transport {
     this.#remote = remote;
     this.#threads = threads;
     this.#local = local;
+  }
+
+  /** What `auto` prices the channel's algorithms by: the links between hosts. */
+  get links(): LinkCosts | undefined {
+    return this.#remote.links;
   }
 
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {

@@ -12,7 +12,7 @@ import { heavyFence } from "./heavy_fence.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { CTRL, RANK_WORD, readAbort } from "./shm_layout.ts";
 import type { CallCheck } from "./transport.ts";
-import { type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
+import { crowded, type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
 
 /**
  * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
@@ -209,6 +209,8 @@ export class ShmControl {
     // polls holds the awaited rank's core for ~10 µs) and for YIELD_MS, paying no wake-up, before
     // they sleep.
     let yielding = this.#yieldAtOnce;
+    /** Whether more threads than cores are runnable (asked once per wait, as it starts spinning). */
+    let busy = false;
     while (!done()) {
       if (this.progress()) {
         polls = 0;
@@ -223,10 +225,13 @@ export class ShmControl {
       if (spinSince < 0) {
         spinSince = spun;
         this.#publishCpu();
+        // Threads the launcher did not count (other processes' ranks, other programs) may crowd
+        // the cores all the same: then this wait yields and sleeps as oversubscribed ranks do.
+        busy = this.#spinMs > 0 && this.#sched !== undefined && crowded();
       }
       const spunMs = spun - spinSince;
-      if (spunMs < this.#spinMs && !this.#onThisCpu(peer)) continue;
-      yielding = this.#yieldAtOnce && spunMs < YIELD_MS;
+      if (!busy && spunMs < this.#spinMs && !this.#onThisCpu(peer)) continue;
+      yielding = (this.#yieldAtOnce || busy) && spunMs < YIELD_MS;
       if (yielding) continue;
       const sleeping = this.word(this.rank, RANK_WORD.SLEEPING);
       const bell = this.word(this.rank, RANK_WORD.DOORBELL);

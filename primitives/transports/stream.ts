@@ -15,7 +15,7 @@
  */
 
 import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
-import { DEFAULT_TIMEOUT_MS, DONE } from "../types.ts";
+import { DEFAULT_TIMEOUT_MS, DONE, type LinkCosts } from "../types.ts";
 import { InboxTransport } from "./inbox_transport.ts";
 import { socketCalls, socketFd } from "./socket_calls.ts";
 import { COALESCE_BYTES, GONE, Link, type LinkEvents, writeAll } from "./stream_link.ts";
@@ -29,6 +29,8 @@ export interface StreamTransportOptions {
   timeoutMs?: number;
   /** Socket calls on or off whatever the group's size (as `DCCL_TCP_FFI` says otherwise). */
   socketCalls?: boolean;
+  /** Each rank's host as an index (`Transport.hosts`). */
+  hosts?: readonly number[];
 }
 
 /**
@@ -55,6 +57,8 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | void> {
 export abstract class StreamTransport extends InboxTransport {
   /** How this transport uses `c` (called from the constructor: it may read no instance state). */
   protected abstract route(c: MeshConnection): Route;
+  readonly hosts?: readonly number[];
+  links?: LinkCosts;
   /** Every connection; `#to[p]` carries messages to p and `#from[p]` brings p's. */
   #links: Link[];
   #to: (Link | undefined)[];
@@ -84,6 +88,7 @@ export abstract class StreamTransport extends InboxTransport {
       // Socket calls read synchronously; Deno's reads keep one in flight into the old buffer.
       retarget: (peer, into) => this.#pump !== undefined && (this.#from[peer]!.into = into, true),
     }, (peer) => linked.has(peer));
+    this.hosts = options.hosts;
     const connections: Connection[] = mesh.map((c) => ({ ...c, ...this.route(c) }));
     for (const c of connections) c.conn.setNoDelay(true);
     // Socket calls drive every link or none.

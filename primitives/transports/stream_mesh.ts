@@ -141,16 +141,26 @@ export class Reader {
   }
 }
 
-/** Connects this rank to all others; the connections, for the transport to take over. */
+/** A connected mesh: the connections, for the transport to take over, and where each rank runs. */
+export interface StreamMesh {
+  connections: MeshConnection[];
+  /**
+   * Each rank's host as an index (ranks that gave rank 0 the same address share one), in order
+   * of first appearance.
+   */
+  hosts: number[];
+}
+
+/** Connects this rank to all others. */
 export async function connectStreamMesh(
   o: MeshOptions,
   handshake: Handshake,
-): Promise<MeshConnection[]> {
+): Promise<StreamMesh> {
   const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const deadline = Date.now() + timeoutMs;
   const accepted: (Reader | undefined)[] = new Array(o.size).fill(undefined);
   const dialed: (Reader | undefined)[] = new Array(o.size).fill(undefined);
-  if (o.size === 1) return [];
+  if (o.size === 1) return { connections: [], hosts: [0] };
   const others = ranks(o.size).filter((r) => r !== o.rank);
   const linked = others.filter(o.linked ?? (() => true));
   /** Ranks that dial this one to stay: all linked ones, or the higher ranks of them. */
@@ -195,8 +205,8 @@ export async function connectStreamMesh(
   });
   o.onListening?.(server.port);
 
+  let table: Address[] = [];
   try {
-    let table: Address[];
     if (o.rank === 0) {
       await awaitArrivals(o, server.port, deadline, arrived, problems, (f) => notify = f);
       tableSent = true;
@@ -247,7 +257,16 @@ export async function connectStreamMesh(
       else if (r) connections.push({ peer, conn: r.conn, dialed: isDialed, head: r.rest() });
     });
   }
-  return connections;
+  return { connections, hosts: hostIndices(table) };
+}
+
+/** Each address's host as an index, numbered in order of first appearance. */
+function hostIndices(table: readonly Address[]): number[] {
+  const seen = new Map<string, number>();
+  return table.map((a) => {
+    if (!seen.has(a.host)) seen.set(a.host, seen.size);
+    return seen.get(a.host)!;
+  });
 }
 
 /** A listening rank: accepts authenticated peers, one connection per rank, until closed. */

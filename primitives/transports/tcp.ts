@@ -136,7 +136,10 @@ export const TCP: ProcessesTransport & { name: "tcp" } = {
       ? "recursive_doubling"
       : undefined,
   async connect(o) {
-    const connections = await connectStreamMesh(o, TCP_HANDSHAKE);
-    return new TcpTransport(o.rank, o.size, connections, { timeoutMs: o.timeoutMs });
+    const mesh = await connectStreamMesh(o, TCP_HANDSHAKE);
+    return new TcpTransport(o.rank, o.size, mesh.connections, {
+      timeoutMs: o.timeoutMs,
+      hosts: mesh.hosts,
+    });
   },
 };

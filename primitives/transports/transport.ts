@@ -13,6 +13,7 @@ import type {
   CollectiveName,
   Dtype,
   KernelOp,
+  LinkCosts,
   MemoryKind,
   Side,
   TypedArray,
@@ -100,6 +101,13 @@ export interface Transport {
   readonly device?: DeviceAccess;
   /** The two levels of a hierarchical group (ranks of a host sharing memory; hosts linked). */
   readonly hierarchy?: HierarchyAccess;
+  /**
+   * Each rank's host as an index, where the transport knows where its ranks run (the stream
+   * transports, from the rendezvous); ranks with equal indices share a machine.
+   */
+  readonly hosts?: readonly number[];
+  /** What the links between hosts cost, once measured (`calibrateLinks`); `auto` picks by it. */
+  links?: LinkCosts;
   /** Whether its waits block the thread, where it differs from its descriptor's fact. */
   readonly blocking?: boolean;
   /** Checks arrivals against this rank's calls; set by the communicator. */

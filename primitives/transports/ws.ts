@@ -175,7 +175,10 @@ export const WS: ProcessesTransport & { name: "ws" } = {
   name: "ws",
   summary: "processes (or hosts) over WebSockets (RFC 6455), one connection per direction",
   async connect(o) {
-    const connections = await connectStreamMesh(o, WS_HANDSHAKE);
-    return new WsTransport(o.rank, o.size, connections, { timeoutMs: o.timeoutMs });
+    const mesh = await connectStreamMesh(o, WS_HANDSHAKE);
+    return new WsTransport(o.rank, o.size, mesh.connections, {
+      timeoutMs: o.timeoutMs,
+      hosts: mesh.hosts,
+    });
   },
 };
