@@ -31,7 +31,10 @@ export type PrimitiveName =
   | "reduce"
   | "allreduce"
   | "allgather"
-  | "reduce_scatter";
+  | "reduce_scatter"
+  | "alltoall"
+  | "gather"
+  | "scatter";
 
 /** Options one run of a primitive takes. */
 export interface CaseOptions {
@@ -288,6 +291,104 @@ const reduceScatter: PrimitiveSpec = {
   },
 };
 
+/** Elements of `recv`'s blocks that differ from their sender's inputs (block r: `from(r)`). */
+async function wrongBlocks(
+  recv: CommBuffer,
+  n: number,
+  size: number,
+  o: CaseOptions,
+  from: (r: number) => [rank: number, offset: number],
+): Promise<number> {
+  let wrong = 0;
+  for (let r = 0; r < size; r++) {
+    const [rank, offset] = from(r);
+    wrong += await wrongInputs(recv.subarray(r * n, (r + 1) * n), o.op, rank, size, offset);
+  }
+  return wrong;
+}
+
+const alltoall: PrimitiveSpec = {
+  name: "alltoall",
+  collective: "alltoall",
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count) => 2 * count,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
+    const { rank, size } = comm;
+    const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+      const n = Math.floor(count / size);
+      const send = head(sendBuf, n * size), recv = head(recvBuf, n * size);
+      const options = { algorithm: o.algorithm };
+      return {
+        buffers: [send, recv],
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        run: () => comm.alltoall(send, recv, options),
+        // Block q came from rank q: its send's block for this rank.
+        wrong: () => wrongBlocks(recv, n, size, o, (q) => [q, rank * n]),
+      };
+    });
+  },
+};
+
+const gather: PrimitiveSpec = {
+  name: "gather",
+  collective: "gather",
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
+    const { rank, size } = comm;
+    const sendBuf = alloc(comm, Math.floor(maxCount / size), o);
+    const recvBuf = alloc(comm, maxCount, o);
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+      const n = Math.floor(count / size);
+      const send = head(sendBuf, n), recv = head(recvBuf, n * size);
+      const options = { root: o.root, algorithm: o.algorithm };
+      const isRoot = rank === o.root;
+      return {
+        buffers: isRoot ? [send, recv] : [send],
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        run: () => comm.gather(send, isRoot ? recv : undefined, options),
+        wrong: async () =>
+          await wrongInputs(send, o.op, rank, size) +
+          (isRoot ? await wrongBlocks(recv, n, size, o, (q) => [q, 0]) : 0),
+      };
+    });
+  },
+};
+
+const scatter: PrimitiveSpec = {
+  name: "scatter",
+  collective: "scatter",
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
+    const { rank, size } = comm;
+    const sendBuf = alloc(comm, maxCount, o);
+    const recvBuf = alloc(comm, Math.floor(maxCount / size), o);
+    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+      const n = Math.floor(count / size);
+      const send = head(sendBuf, n * size), recv = head(recvBuf, n);
+      const options = { root: o.root, algorithm: o.algorithm };
+      const isRoot = rank === o.root;
+      return {
+        buffers: isRoot ? [send, recv] : [recv],
+        // The root's send holds its inputs, elements 0 … size × n − 1; rank r gets block r.
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        run: () => comm.scatter(isRoot ? send : undefined, recv, options),
+        wrong: async () =>
+          await wrongInputs(recv, o.op, o.root, size, rank * n) +
+          (isRoot ? await wrongInputs(send, o.op, rank, size) : 0),
+      };
+    });
+  },
+};
+
 /** All primitives, by CLI name. */
 export const PRIMITIVES: Readonly<Record<PrimitiveName, PrimitiveSpec>> = {
   sendrecv,
@@ -296,4 +397,7 @@ export const PRIMITIVES: Readonly<Record<PrimitiveName, PrimitiveSpec>> = {
   allreduce,
   allgather,
   reduce_scatter: reduceScatter,
+  alltoall,
+  gather,
+  scatter,
 };

@@ -169,14 +169,15 @@ export async function fillSendClearRecv(
   await clear(recv);
 }
 
-/** Elements of `buf` that differ from rank `rank`'s inputs. */
+/** Elements of `buf` that differ from rank `rank`'s inputs from element `offset` on. */
 export function wrongInputs(
   buf: CommBuffer,
   op: ReduceOp,
   rank: number,
   size: number,
+  offset = 0,
 ): Promise<number> {
-  const value = (i: number) => inputValue(op, rank, size, i);
+  const value = (i: number) => inputValue(op, rank, size, offset + i);
   return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
 }
 

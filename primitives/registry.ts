@@ -15,20 +15,34 @@ import { allreduceRabenseifner } from "./collectives/allreduce_rabenseifner.ts";
 import { allreduceRecursiveDoubling } from "./collectives/allreduce_recursive_doubling.ts";
 import { allreduceRing } from "./collectives/allreduce_ring.ts";
 import { allreduceShmDirect } from "./collectives/allreduce_shm_direct.ts";
+import { alltoallGpuDirect } from "./collectives/alltoall_gpu_direct.ts";
+import { alltoallPairwise } from "./collectives/alltoall_pairwise.ts";
+import { alltoallShmDirect } from "./collectives/alltoall_shm_direct.ts";
 import { bcastBinomial } from "./collectives/bcast_binomial.ts";
 import { bcastChain } from "./collectives/bcast_chain.ts";
 import { bcastGpuDirect } from "./collectives/bcast_gpu_direct.ts";
 import { bcastGpuRing } from "./collectives/bcast_gpu_ring.ts";
 import { bcastScatterAllgather } from "./collectives/bcast_scatter_allgather.ts";
 import { bcastShmDirect } from "./collectives/bcast_shm_direct.ts";
+import { gatherBinomial } from "./collectives/gather_binomial.ts";
+import { gatherGpuDirect } from "./collectives/gather_gpu_direct.ts";
+import { gatherLinear } from "./collectives/gather_linear.ts";
+import { gatherShmDirect } from "./collectives/gather_shm_direct.ts";
+import { scatterBinomial } from "./collectives/scatter_binomial.ts";
+import { scatterGpuDirect } from "./collectives/scatter_gpu_direct.ts";
+import { scatterLinear } from "./collectives/scatter_linear.ts";
+import { scatterShmDirect } from "./collectives/scatter_shm_direct.ts";
 import {
   type AllgatherAlgorithm,
   type AllreduceAlgorithm,
+  type AlltoallAlgorithm,
   type BcastAlgorithm,
   type CollectiveContext,
+  type GatherAlgorithm,
   type Operand,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
+  type ScatterAlgorithm,
   viaOutput,
 } from "./collectives/context.ts";
 import { reduceBinomial } from "./collectives/reduce_binomial.ts";
@@ -114,6 +128,9 @@ const STAGING = stagingAlgorithms({
   reduce: hostAlgorithm("reduce"),
   allgather: hostAlgorithm("allgather"),
   reduceScatter: hostAlgorithm("reduceScatter"),
+  alltoall: hostAlgorithm("alltoall"),
+  gather: hostAlgorithm("gather"),
+  scatter: hostAlgorithm("scatter"),
 } as HostAlgorithms);
 
 /** Hierarchical algorithms, running over each channel what `auto` picks for it. */
@@ -177,6 +194,26 @@ export const ALGORITHMS = {
     staged: [STAGING.reduceScatter.staged, "staging"],
     pipelined: [STAGING.reduceScatter.pipelined, "staging"],
     hierarchical: [HIERARCHICAL.reduceScatter, "hierarchy"],
+  }),
+  alltoall: algorithms<AlltoallAlgorithm<Operand>>({
+    pairwise: [alltoallPairwise, "messages"],
+    shm_direct: [alltoallShmDirect, "shared"],
+    gpu_direct: [alltoallGpuDirect, "device"],
+    staged: [STAGING.alltoall.staged, "staging"],
+  }),
+  gather: algorithms<GatherAlgorithm<Operand>>({
+    binomial: [gatherBinomial, "messages"],
+    linear: [gatherLinear, "messages"],
+    shm_direct: [gatherShmDirect, "shared"],
+    gpu_direct: [gatherGpuDirect, "device"],
+    staged: [STAGING.gather.staged, "staging"],
+  }),
+  scatter: algorithms<ScatterAlgorithm<Operand>>({
+    binomial: [scatterBinomial, "messages"],
+    linear: [scatterLinear, "messages"],
+    shm_direct: [scatterShmDirect, "shared"],
+    gpu_direct: [scatterGpuDirect, "device"],
+    staged: [STAGING.scatter.staged, "staging"],
   }),
 } as const;
 
@@ -312,8 +349,12 @@ export function autoAlgorithm(
   }
   const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);
   if (preferred) return preferred;
-  if (side === "device") return bytes >= 16 * 1024 * 1024 ? "pipelined" : "staged";
-  if (hierarchical) return "hierarchical";
+  if (side === "device") {
+    return bytes >= 16 * 1024 * 1024 && "pipelined" in ALGORITHMS[collective]
+      ? "pipelined"
+      : "staged";
+  }
+  if (hierarchical && "hierarchical" in ALGORITHMS[collective]) return "hierarchical";
   switch (collective) {
     case "allreduce":
       if (bytes < 512 * 1024) return "recursive_doubling";
@@ -326,6 +367,12 @@ export function autoAlgorithm(
     case "allgather":
     case "reduceScatter":
       return "ring";
+    case "alltoall":
+      return "pairwise";
+    case "gather":
+    case "scatter":
+      // The root's ⌈log2 n⌉ messages beat its n − 1 until the forwarded blocks cost more.
+      return bytes < 512 * 1024 ? "binomial" : "linear";
   }
 }
 

@@ -29,7 +29,15 @@ export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "ma
 export type Side = "host" | "device";
 
 /** Collectives that have selectable algorithms. */
-export type CollectiveName = "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter";
+export type CollectiveName =
+  | "allreduce"
+  | "bcast"
+  | "reduce"
+  | "allgather"
+  | "reduceScatter"
+  | "alltoall"
+  | "gather"
+  | "scatter";
 
 /**
  * What an algorithm needs from a transport (and a transport offers): point-to-point `messages` or

@@ -8,9 +8,17 @@
 import { joinFromEnv, launchFromEnv } from "../primitives/launch/env_rank.ts";
 import { launchGroup } from "../primitives/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
+import { CommError } from "../primitives/errors.ts";
 import { needsDevice, TRANSPORTS } from "../primitives/registry.ts";
 import type { RunMetadata } from "../bench/report.ts";
-import { DEVICES, PS_MODES, SYNC_STRATEGIES, type TrainConfig } from "../trainer/config.ts";
+import {
+  type CheckpointOptions,
+  DEVICES,
+  PS_MODES,
+  SYNC_STRATEGIES,
+  type TrainConfig,
+} from "../trainer/config.ts";
+import { readCheckpoint } from "../trainer/checkpoint.ts";
 import {
   DataError,
   loadMnist,
@@ -22,7 +30,15 @@ import { ACTIVATIONS } from "../trainer/model.ts";
 import type { TrainRankArgs, TrainRankResult } from "../trainer/rank.ts";
 import type { TrainSummary } from "../trainer/report.ts";
 import { run as runTrainingRank, STRATEGIES } from "../trainer/rank.ts";
-import { type FlagSpec, integer, number, oneOf, outputFiles, UsageError } from "./_flags.ts";
+import {
+  type FlagSpec,
+  integer,
+  number,
+  oneOf,
+  outputFiles,
+  UsageError,
+  writableFolder,
+} from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 import { requireDevice } from "./_task.ts";
 
@@ -70,6 +86,24 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     help: "seconds an operation may wait without progress (0.1 to 86400)",
     default: "30",
   },
+  checkpoint: {
+    help: "folder to keep the latest checkpoint in (parameters, optimizer state, data position), " +
+      "each written whole or not at all",
+    path: true,
+  },
+  "checkpoint-every": {
+    help: "batches between checkpoints (allreduce, local-sgd on the cpu), or epoch",
+    default: "epoch",
+  },
+  resume: {
+    help: "go on from --checkpoint's checkpoint, with the same settings, as if never stopped",
+    boolean: true,
+  },
+  "max-restarts": {
+    help: "local launcher: when a rank fails, start the group again from the last checkpoint, " +
+      "up to N times (torchrun's --max-restarts)",
+    default: "0",
+  },
   launcher: LAUNCH_FLAGS.launcher,
   threads: LAUNCH_FLAGS.threads,
   bind: LAUNCH_FLAGS.bind,
@@ -90,6 +124,8 @@ export interface TrainPlan {
   /** Ranks per process (`config.procs` counts them all). */
   threads: number;
   bind: string;
+  /** Times the local launcher starts a failed group again (from its checkpoint, if any). */
+  maxRestarts: number;
   csv?: string;
   json?: string;
 }
@@ -135,6 +171,14 @@ export async function planTraining(
   data?: Mnist,
   given: ReadonlySet<string> = new Set(),
 ): Promise<TrainPlan> {
+  // Before the launch plan, which under --launcher env reads the environment.
+  const maxRestarts = integer("max-restarts", v["max-restarts"]!, 0, 1000);
+  if (maxRestarts > 0 && v.launcher === "env") {
+    throw new UsageError(
+      `--max-restarts ${maxRestarts} is not accepted with --launcher env: the external launcher ` +
+        "restarts its ranks (torchrun --max-restarts); give them --checkpoint and --resume",
+    );
+  }
   const launch = planLaunch(v, given);
   const { launcher, transport, threads, bind } = launch;
   // The trainer's ranks: processes × threads.
@@ -175,6 +219,7 @@ export async function planTraining(
   const seed = integer("seed", v.seed!, 0, 2 ** 32 - 1);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const { csv, json } = outputFiles(v);
+  const checkpoint = checkpointOptions(v, sync, device);
   await requireDevice(
     trainingNeedsDevice({ device, transport, memory }),
     device === "gpu"
@@ -209,34 +254,78 @@ export async function planTraining(
         `of ${computing} computing ranks) needs at least ${batch * computing} training images`,
     );
   }
+  const config: TrainConfig = {
+    procs,
+    transport,
+    memory,
+    sync,
+    syncEvery,
+    psMode,
+    batch,
+    epochs,
+    lr,
+    momentum,
+    layers,
+    activation,
+    bucketBytes: Math.round(bucketMb * 2 ** 20),
+    device,
+    seed,
+    trainSamples,
+    testSamples,
+    timeoutMs,
+    checkpoint,
+    resume: v.resume === "true",
+  };
+  // A worker torchrun started again (its own --max-restarts) goes on from the checkpoint.
+  const relaunched = launcher === "env" &&
+    Number(Deno.env.get("TORCHELASTIC_RESTART_COUNT") ?? "0") > 0;
+  if (relaunched && checkpoint && typeof readCheckpoint(checkpoint.dir, config) === "object") {
+    config.resume = true;
+  }
+  if (config.resume) {
+    const found = readCheckpoint(checkpoint!.dir, config);
+    if (typeof found === "string") throw new UsageError(`--resume: ${found}`);
+    if (!found) throw new UsageError(`--resume: ${checkpoint!.dir} holds no checkpoint`);
+  }
   return {
-    config: {
-      procs,
-      transport,
-      memory,
-      sync,
-      syncEvery,
-      psMode,
-      batch,
-      epochs,
-      lr,
-      momentum,
-      layers,
-      activation,
-      bucketBytes: Math.round(bucketMb * 2 ** 20),
-      device,
-      seed,
-      trainSamples,
-      testSamples,
-      timeoutMs,
-    },
+    config,
     mnist,
     launcher,
     threads,
     bind,
+    maxRestarts,
     csv,
     json,
   };
+}
+
+/** `--checkpoint`, `--checkpoint-every` and `--resume`, checked against each other. */
+function checkpointOptions(
+  v: Record<string, string | undefined>,
+  sync: TrainConfig["sync"],
+  device: TrainConfig["device"],
+): CheckpointOptions | undefined {
+  const dir = v.checkpoint;
+  if (dir === undefined) {
+    for (const flag of ["resume", "checkpoint-every"] as const) {
+      if (v[flag] !== TRAIN_FLAGS[flag].default) {
+        throw new UsageError(`--${flag} is not accepted without --checkpoint DIR`);
+      }
+    }
+    return undefined;
+  }
+  const every = v["checkpoint-every"] === "epoch"
+    ? "epoch"
+    : integer("checkpoint-every", v["checkpoint-every"]!, 1, 1e9);
+  if (every !== "epoch" && (sync === "ps" || device === "gpu")) {
+    throw new UsageError(
+      `--checkpoint-every ${every} is not accepted with ${
+        sync === "ps" ? "--sync ps" : "--device gpu"
+      }: its checkpoints are taken between epochs (--checkpoint-every epoch)`,
+    );
+  }
+  writableFolder("checkpoint", dir);
+  return { dir, every };
 }
 
 /** What the header says about a run. */
@@ -280,7 +369,9 @@ export interface TrainOutput {
  * external launcher, with this process's alone.
  */
 export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
-  if (plan.launcher === "local") return await startTraining(plan, out).results;
+  const checkpoint = plan.config.checkpoint;
+  if (checkpoint) Deno.mkdirSync(checkpoint.dir, { recursive: true });
+  if (plan.launcher === "local") return await withRestarts(plan, out);
   const { config } = plan;
   const options = {
     transport: config.transport,
@@ -300,6 +391,37 @@ export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<Tr
   }
   await using comm = await joinFromEnv(options);
   return [await runTrainingRank(comm, rankArgs(plan, out, plan.mnist))];
+}
+
+/**
+ * Runs the local group; when a rank fails, starts the group again, up to `plan.maxRestarts`
+ * times, from the last checkpoint (or the start, before the first), saying so on stderr, as
+ * torchrun's elastic agent does. The last failure names the rank and how many restarts it took.
+ */
+async function withRestarts(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
+  let attempt = plan;
+  for (let restarts = 0;; restarts++) {
+    try {
+      return await startTraining(attempt, out).results;
+    } catch (e) {
+      if (!(e instanceof CommError) || out.signal?.aborted || restarts >= plan.maxRestarts) {
+        if (restarts > 0 && e instanceof Error) {
+          e.message += ` (after ${restarts} ${restarts === 1 ? "restart" : "restarts"})`;
+        }
+        throw e;
+      }
+      const dir = plan.config.checkpoint?.dir;
+      const found = dir === undefined ? undefined : readCheckpoint(dir, plan.config);
+      const resume = typeof found === "object";
+      console.error(
+        `dccl train: ${e.message.split("\n")[0]}; restart ${restarts + 1} of ${plan.maxRestarts} ` +
+          (resume
+            ? `from the checkpoint at epoch ${found.epoch + 1}, step ${found.step}`
+            : "from the start (no checkpoint yet)"),
+      );
+      attempt = { ...plan, config: { ...plan.config, resume } };
+    }
+  }
 }
 
 /** Starts a plan's ranks (tests kill them); `results` as in {@linkcode runTraining}. */

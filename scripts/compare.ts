@@ -23,7 +23,10 @@ const FLAGS: Record<string, FlagSpec> = {
     default: "out/compare.html",
     path: true,
   },
-  procs: { help: "ranks of OSU inputs (their output does not say)", default: "2" },
+  procs: {
+    help: "ranks of OSU collective inputs (their output does not say; point-to-point ones are 2)",
+    default: "2",
+  },
   tolerance: {
     help: "percent a curve may trail the fastest at a size and still count as fastest there",
     default: "10",

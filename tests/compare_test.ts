@@ -141,6 +141,66 @@ Deno.test("compare: reads OSU and nccl-tests output next to dccl", async () => {
   assertEquals(rows.map((r) => [r.fromFloats, r.toFloats, r.fastest]), [[1, 1024, "mpi host"]]);
 });
 
+Deno.test("compare: reads OSU point-to-point output (byte sizes, 2 ranks, labelled for what it times)", async () => {
+  // Real osu_latency and osu_bw output (tests/fixtures/README.md): 1-byte rows, a validation column.
+  const latency = await fixture("osu_latency.txt"), bw = await fixture("osu_bw.txt");
+  assertEquals(latency.length, 23);
+  assertEquals([latency[0].primitive, latency[0].procs, latency[0].floats], ["sendrecv", 2, 0.25]);
+  assertEquals([latency[0].time_us, latency[0].algorithm], [
+    38.25,
+    "osu_latency (one-way latency)",
+  ]);
+  assertEquals(bw.at(-1)!.time_us, 4194304 / 3764.11);
+  assertEquals(bw.at(-1)!.algorithm, "osu_bw (one way)");
+  // osu_bibw's MB/s count both directions: per direction it is half.
+  const bibw = await fixture("osu_bibw.txt");
+  assertEquals(bibw.at(-1)!.time_us, (2 * 1048576) / 7000);
+  assertEquals(bibw.at(-1)!.gbps, 1048576 * 8 / bibw.at(-1)!.time_us / 1e3);
+  // Next to a dccl sendrecv curve each keeps its label.
+  const dccl = await fixture("allreduce_shm.csv");
+  const sendrecv = dccl.map((p) => ({ ...p, primitive: "sendrecv", procs: 2 }));
+  const labels = toCurves([...sendrecv, ...latency, ...bw]).map((c) => c.label);
+  assertEquals(labels.length, 3);
+  assert_(labels.some((l) => l.endsWith("osu_latency (one-way latency)")), labels.join(" | "));
+  assert_(labels.some((l) => l.endsWith("osu_bw (one way)")), labels.join(" | "));
+  assert_(crossovers(toCurves([...sendrecv, ...latency, ...bw])).length > 0);
+});
+
+Deno.test("compare: OSU and nccl-tests alltoall, gather and scatter output is read as those primitives", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const osu = async (title: string) => {
+      const path = `${dir}/osu.txt`;
+      await Deno.writeTextFile(
+        path,
+        `# OSU MPI ${title} Latency Test v7.5\n# Size Avg Latency(us)\n4 2.5\n`,
+      );
+      return (await Array.fromAsync(readResults(path, 4)))[0];
+    };
+    assertEquals((await osu("All-to-All Personalized Exchange")).primitive, "alltoall");
+    assertEquals((await osu("Gather")).primitive, "gather");
+    assertEquals((await osu("Scatter")).primitive, "scatter");
+    assertEquals((await osu("Allgather")).primitive, "allgather");
+    assertEquals((await osu("Reduce_scatter")).procs, 4);
+    const nccl = async (name: string) => {
+      const path = `${dir}/${name}.txt`;
+      await Deno.writeTextFile(
+        path,
+        "#  Rank  0 Group  0 Pid 1 on host device  0 [0x01] H100\n" +
+          "#       size         count      type   redop    root     time   algbw   busbw #wrong\n" +
+          "        4096          1024     float    none      -1    10.00    0.41    0.31      0\n",
+      );
+      return (await Array.fromAsync(readResults(path)))[0].primitive;
+    };
+    assertEquals(
+      [await nccl("alltoall_perf"), await nccl("gather_perf"), await nccl("scatter_perf")],
+      ["alltoall", "gather", "scatter"],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("compare: unreadable input is a one-line error", async () => {
   const notes = await Deno.makeTempFile({ suffix: "notes.txt" });
   await Deno.writeTextFile(notes, "hello\n");

@@ -27,6 +27,17 @@ for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice
     assert_(r.op.startsWith("TypeError: Unknown reduce op xor"), r.op);
     assert_(r.memory.startsWith("TypeError: Cannot allocate gpu memory"), r.memory);
     assert_(r.allgather.startsWith("RangeError: Cannot allgather 16 into 17"), r.allgather);
+    assert_(r.alltoall.startsWith("RangeError: Cannot alltoall 16 into 15"), r.alltoall);
+    assertEquals(r.gatherRecv, "TypeError: Cannot gather to root 0 without recv");
+    assert_(
+      r.gatherLength.startsWith(
+        "RangeError: Cannot gather 16 into 16 elements on 4 ranks: " +
+          "need recv = size × send",
+      ),
+      r.gatherLength,
+    );
+    assertEquals(r.scatterSend, "TypeError: Cannot scatter from root 0 without send");
+    assertEquals(r.scatterRoot, "RangeError: Cannot scatter from root -1: communicator size is 4");
     assertEquals(
       r.nothing,
       "TypeError: Cannot allreduce null: expected a CommBuffer (comm.alloc) or a Float32Array, " +

@@ -11,6 +11,7 @@ import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { CpuModel } from "../trainer/cpu_model.ts";
 import { type Activation, initParams, MlpLayout } from "../trainer/model.ts";
 import { Random } from "../trainer/random.ts";
+import { progressLine } from "../trainer/report.ts";
 
 /** A small model with a random batch, on `kernels` (arrays in `heap` when given). */
 function smallModel(kernels: MlpKernels, activation: Activation, heap?: RankHeap) {
@@ -140,4 +141,18 @@ Deno.test("one epoch on 20000 MNIST images reaches 90% test accuracy", async () 
   assert_(epoch.test_acc >= 0.9, `test accuracy ${epoch.test_acc}`);
   assert_(epoch.train_acc > 0.5 && epoch.loss > 0 && epoch.time_s > 0);
   assert_(epoch.compute_s > 0 && epoch.comm_s > 0 && epoch.wait_s >= 0);
+});
+
+Deno.test("the progress bar shows the running loss and the time left at the pace so far", () => {
+  // A quarter of the run (epoch 1 of 2, half its steps) took 10 s: 30 s are left.
+  assertEquals(
+    progressLine(0, 50, 100, 2, 0.31234, 10_000),
+    "[###############...............] epoch 1/2, step 50/100, loss 0.3123, ETA 30s",
+  );
+  assertEquals(progressLine(1, 10, 100, 2, undefined, 55_000).endsWith("ETA 45s"), true);
+  assertEquals(progressLine(0, 1, 1000, 10, 2.3, 1_000).endsWith("loss 2.3000, ETA 166m39s"), true);
+  assertEquals(
+    progressLine(0, 0, 100, 1, undefined, 0),
+    `[${".".repeat(30)}] epoch 1/1, step 0/100`,
+  );
 });

@@ -16,6 +16,16 @@ export const PS_MODES = ["sync", "async"] as const;
 /** Where the model computes. */
 export const DEVICES = ["cpu", "gpu"] as const;
 
+/**
+ * Where a run keeps its checkpoint and how often it writes one: every `every` batches (at the
+ * first step after them where the strategy's state is whole) and after every epoch, or after
+ * every epoch only.
+ */
+export interface CheckpointOptions {
+  dir: string;
+  every: number | "epoch";
+}
+
 /** Everything a rank needs to know about the run. */
 export interface TrainConfig {
   procs: number;
@@ -42,4 +52,8 @@ export interface TrainConfig {
   testSamples?: number;
   /** Milliseconds an operation may wait without progress. */
   timeoutMs: number;
+  /** Where to keep checkpoints, and how often to write them. */
+  checkpoint?: CheckpointOptions;
+  /** Go on from the checkpoint in `checkpoint.dir` instead of starting afresh. */
+  resume?: boolean;
 }

@@ -8,7 +8,13 @@
 import { WasmMlpKernels } from "./kernels/mlp.ts";
 import type { MlpKernels } from "./kernels/mlp_kernels.ts";
 import { MLP_REFERENCE } from "./kernels/mlp_reference.ts";
-import { type Communicator, HostBuffer, type MemoryKind, type RankHeap } from "../mod.ts";
+import {
+  type CommBuffer,
+  type Communicator,
+  HostBuffer,
+  type MemoryKind,
+  type RankHeap,
+} from "../mod.ts";
 import { CpuModel } from "./cpu_model.ts";
 import type { Engine, Score } from "./engine.ts";
 import { SyncedSlab } from "./engine.ts";
@@ -39,6 +45,7 @@ export class CpuEngine implements Engine {
   readonly params: SyncedSlab;
   readonly grads: SyncedSlab;
   readonly model: CpuModel;
+  readonly optimizerState: CommBuffer;
   readonly #layout: MlpLayout;
   readonly #options: CpuEngineOptions;
   readonly #heap: RankHeap;
@@ -62,6 +69,7 @@ export class CpuEngine implements Engine {
       this.#owned.push(a);
       return a;
     }, { activation: options.activation, rows: options.rows, momentum: options.momentum !== 0 });
+    this.optimizerState = new HostBuffer(this.model.velocity);
     const slab = (local: Float32Array) => {
       const here = new HostBuffer(local, "shared");
       return new SyncedSlab(
@@ -106,6 +114,16 @@ export class CpuEngine implements Engine {
 
   update(scale: number): void {
     this.model.update(this.#options.lr, this.#options.momentum, scale);
+  }
+
+  runningScore(): Score {
+    return { ...this.#train };
+  }
+
+  addTrainScore(score: Score): void {
+    this.#train.loss += score.loss;
+    this.#train.correct += score.correct;
+    this.#train.rows += score.rows;
   }
 
   evaluate(): void {

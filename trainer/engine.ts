@@ -85,6 +85,15 @@ export interface Engine {
   update(scale: number): void;
   /** Adds the loaded batch's loss and accuracy to the evaluation score. */
   evaluate(): void;
+  /** The optimizer's state beside the parameters: the momentum buffer (empty without momentum). */
+  readonly optimizerState: CommBuffer;
+  /**
+   * The training score since the last `takeScores`, where reading it costs nothing (the CPU
+   * engine; the GPU engine adds its scores up on the device and reads them once per epoch).
+   */
+  runningScore?(): Score;
+  /** Adds `score` to the training score (a resumed epoch's score before the checkpoint). */
+  addTrainScore?(score: Score): void;
   /** The training and evaluation scores since the last call, then resets them. */
   takeScores(): Promise<{ train: Score; eval: Score }>;
   /** Waits for the work recorded so far (a no-op on the CPU). */

@@ -13,7 +13,14 @@
 
 import { type GpuCall, GpuMlpKernels, type Tensor } from "./kernels/mlp_gpu.ts";
 import { MLP_REFERENCE } from "./kernels/mlp_reference.ts";
-import { type Communicator, GpuBuffer, type GpuDevice, type MemoryKind } from "../mod.ts";
+import {
+  type CommBuffer,
+  type Communicator,
+  GpuBuffer,
+  type GpuDevice,
+  HostBuffer,
+  type MemoryKind,
+} from "../mod.ts";
 import { type Engine, type Score, SyncedSlab } from "./engine.ts";
 import type { ImageSet } from "./mnist.ts";
 import { type Activation, initParams, type MlpLayout } from "./model.ts";
@@ -54,6 +61,8 @@ export class GpuEngine implements Engine {
   readonly #weights: GpuBuffer;
   readonly #gradients: GpuBuffer;
   readonly #velocity: GpuBuffer;
+  /** The momentum buffer, or none without momentum (the device buffer then holds one float). */
+  readonly optimizerState: CommBuffer;
   readonly #input: GpuBuffer;
   /** Per batch row: its label, then its loss, then its hit (softmax_xent's layout). */
   readonly #batch: GpuBuffer;
@@ -87,6 +96,9 @@ export class GpuEngine implements Engine {
     this.#weights = alloc(layout.size);
     this.#gradients = alloc(layout.size);
     this.#velocity = alloc(options.momentum !== 0 ? layout.size : 1);
+    this.optimizerState = options.momentum !== 0
+      ? this.#velocity
+      : new HostBuffer(new Float32Array(0));
     this.#input = alloc(rows * layout.inputs);
     this.#batch = alloc(3 * rows);
     this.#scores = alloc(4);

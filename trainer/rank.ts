@@ -1,11 +1,13 @@
 /**
  * The rank program of `deno task train`: loads (or is handed) the data, builds the engine, runs
  * the strategy epoch by epoch, evaluates on the test set (sharded over ranks), and aggregates
- * every epoch's scores and time split over ranks; rank 0 reports.
+ * every epoch's scores and time split over ranks; rank 0 reports. With `checkpoint` it writes
+ * checkpoints as it goes and, with `resume`, first goes back to the last one (checkpoint.ts).
  * @module
  */
 
 import { type Communicator, type HostBuffer } from "../mod.ts";
+import { Checkpointer } from "./checkpoint.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";
 import type { Engine } from "./engine.ts";
@@ -100,6 +102,9 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
   const reporter = comm.rank === 0
     ? new TrainReporter({ ...args.report, epochs: config.epochs })
     : undefined;
+  const checkpointer = config.checkpoint &&
+    new Checkpointer(comm, engine, config.checkpoint, config);
+  const rows: EpochRow[] = [];
   let epoch = 0;
   const ctx: StrategyContext = {
     comm,
@@ -107,22 +112,41 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     train,
     options: config,
     watch: new Stopwatch(),
-    progress: (step, steps) => reporter?.progress(epoch, step, steps),
+    firstStep: 0,
+    stepDone: (step, steps, clean) =>
+      checkpointer?.afterStep({ epoch, step }, steps, clean, rows) ?? Promise.resolve(),
+    progress: (step, steps) => {
+      const score = engine.runningScore?.();
+      reporter?.progress(epoch, step, steps, score?.rows ? score.loss / score.rows : undefined);
+    },
     staleness: { pushes: 0, total: 0, max: 0 },
   };
   try {
     reporter?.start();
     if (comm.rank === 0) await engine.initParams(config.seed);
     await strategy.start(ctx);
+    let first = { epoch: 0, step: 0 };
+    const resumed = config.resume ? await checkpointer?.load(config) : undefined;
+    if (resumed) {
+      first = resumed.meta;
+      engine.addTrainScore?.(resumed.score);
+      for (const row of resumed.meta.rows) {
+        rows.push(row);
+        reporter?.add(row);
+      }
+      reporter?.note(
+        `resumed from ${config.checkpoint!.dir} at epoch ${first.epoch + 1}, step ${first.step}`,
+      );
+    }
     const computing = strategy.computing(comm.size).length;
-    const rows: EpochRow[] = [];
     const totals = comm.alloc(8, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
     const mine = comm.alloc(4, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
     const all = comm.alloc(4 * comm.size, { dtype: "f64", memory: "host" }) as HostBuffer<
       Float64Array
     >;
     let perStep = { compute: 0, comm: 0, wait: 0 }, steps = 0, macs = 0;
-    for (epoch = 0; epoch < config.epochs; epoch++) {
+    for (epoch = first.epoch; epoch < config.epochs; epoch++) {
+      ctx.firstStep = epoch === first.epoch ? first.step : 0;
       ctx.staleness = { pushes: 0, total: 0, max: 0 };
       await comm.barrier();
       ctx.watch.reset();
@@ -166,6 +190,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
       };
       rows.push(row);
       reporter?.add(row);
+      await checkpointer?.afterEpoch(epoch, rows);
       const epochSteps = seen / (computing * config.batch);
       steps += epochSteps;
       perStep = {

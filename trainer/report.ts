@@ -86,6 +86,32 @@ const TABLE: [keyof EpochRow, string, number, (v: number) => string][] = [
   ["wait_s", "wait_s", 8, (v) => v.toFixed(3)],
 ];
 
+/**
+ * The progress bar's text: `[###....] epoch 2/10, step 40/120, loss 0.3127, ETA 1m05s` (`elapsedMs`
+ * since the first step; no ETA before there is a pace to go by).
+ */
+export function progressLine(
+  epoch: number,
+  step: number,
+  steps: number,
+  epochs: number,
+  loss: number | undefined,
+  elapsedMs: number,
+): string {
+  const width = 30, filled = Math.round((step / steps) * width);
+  const done = (epoch + step / steps) / epochs;
+  const left = done > 0 && elapsedMs > 0
+    ? Math.round((elapsedMs * (1 - done)) / done / 1000)
+    : undefined;
+  const eta = left === undefined
+    ? ""
+    : `, ETA ${
+      left >= 60 ? `${Math.floor(left / 60)}m${String(left % 60).padStart(2, "0")}s` : `${left}s`
+    }`;
+  return `[${"#".repeat(filled)}${".".repeat(width - filled)}] epoch ${epoch + 1}/${epochs}, ` +
+    `step ${step}/${steps}${loss === undefined ? "" : `, loss ${loss.toFixed(4)}`}${eta}`;
+}
+
 /** Writes a run's epochs as they end. */
 export class TrainReporter {
   readonly #o: TrainReportOptions;
@@ -93,6 +119,8 @@ export class TrainReporter {
   readonly #bar: boolean;
   readonly #print: boolean;
   #barDrawn = 0;
+  /** When the first epoch began, for the progress bar's ETA. */
+  #startedAt = 0;
 
   constructor(options: TrainReportOptions) {
     this.#o = options;
@@ -110,16 +138,25 @@ export class TrainReporter {
     this.#writeJson();
   }
 
-  /** Shows progress through an epoch (at most ten times a second). */
-  progress(epoch: number, step: number, steps: number): void {
+  /**
+   * Shows progress through an epoch (at most ten times a second) with the epoch's running loss
+   * where the engine has it, and the time left at the pace so far.
+   */
+  progress(epoch: number, step: number, steps: number, loss?: number): void {
     if (!this.#bar) return;
     const now = performance.now();
+    if (epoch === 0 && step <= 1) this.#startedAt = now;
     if (now - this.#barDrawn < 100 && step < steps) return;
     this.#barDrawn = now;
-    const width = 30, filled = Math.round((step / steps) * width);
-    const line = `\r\x1b[2K[${"#".repeat(filled)}${".".repeat(width - filled)}] epoch ` +
-      `${epoch + 1}/${this.#o.epochs}, step ${step}/${steps}`;
+    const line = `\r\x1b[2K${
+      progressLine(epoch, step, steps, this.#o.epochs, loss, now - this.#startedAt)
+    }`;
     Deno.stderr.writeSync(new TextEncoder().encode(line));
+  }
+
+  /** Prints `text` as a comment line above the next epoch's. */
+  note(text: string): void {
+    if (this.#print) console.log(`# ${text}`);
   }
 
   /** Adds one epoch everywhere. */

@@ -146,15 +146,24 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
       `${source}: a row has non-numeric procs, count, time_us, gbps or wrong`,
     );
   }
+  if (!Number.isInteger(point.floats)) {
+    throw new ResultFormatError(
+      `${source}: the ${point.primitive} row at ${point.floats} has count ${point.floats} ` +
+        `(expected an integer ≥ 0)`,
+    );
+  }
   return checked(point);
 }
 
-/** `p` if its numbers can be a measurement: at least one rank, sizes ≥ 0, times and rates > 0. */
+/**
+ * `p` if its numbers can be a measurement: at least one rank, a size ≥ 0 (a fraction of a float
+ * where another tool measured bytes), times and rates > 0.
+ */
 function checked(p: Point): Point {
   const problem = !Number.isInteger(p.procs) || p.procs < 1
     ? `procs ${p.procs} (expected an integer ≥ 1)`
-    : !Number.isInteger(p.floats) || p.floats < 0
-    ? `floats ${p.floats} (expected an integer ≥ 0)`
+    : !(p.floats >= 0)
+    ? `floats ${p.floats} (expected ≥ 0)`
     : !(p.time_us > 0)
     ? `time_us ${p.time_us} (expected > 0)`
     : !(p.gbps >= 0)
@@ -170,49 +179,63 @@ function checked(p: Point): Point {
   return p;
 }
 
-/** OSU test titles → dccl primitive names. */
-const OSU_TESTS: [RegExp, string][] = [
+/**
+ * OSU test titles → dccl primitive names, and for the point-to-point tests (always 2 ranks) what
+ * their figure is, as the curve's label says: dccl's sendrecv is an exchange, both ranks sending
+ * and receiving at once, where osu_latency times half a ping-pong and osu_bw / osu_bibw stream a
+ * window of messages one way or both.
+ */
+const OSU_TESTS: [RegExp, string, string?][] = [
+  [/all-?to-?all/i, "alltoall"],
   [/allreduce/i, "allreduce"],
   [/reduce[_ -]?scatter/i, "reduce_scatter"],
   [/allgather/i, "allgather"],
   [/broadcast|bcast/i, "bcast"],
   [/reduce/i, "reduce"],
-  [/latency|bandwidth|bw/i, "sendrecv"],
+  [/gather/i, "gather"],
+  [/scatter/i, "scatter"],
+  [/bi-?directional bandwidth|bibw/i, "sendrecv", "osu_bibw (both ways, per direction)"],
+  [/bandwidth|\bbw\b/i, "sendrecv", "osu_bw (one way)"],
+  [/latency/i, "sendrecv", "osu_latency (one-way latency)"],
 ];
 
 /**
  * OSU output: `# OSU MPI Allreduce Latency Test v7.x`, then `size  avg-latency(us) [min max
- * iterations]` rows (sizes in bytes), or `size  MB/s` rows for the bandwidth tests.
+ * iterations] [Validation]` rows (sizes in bytes), or `size  MB/s` rows for the bandwidth tests.
+ * Point-to-point files are 2 ranks; collective ones do not say, and are taken as `procs`.
  */
 async function* readOsu(
   source: string,
   text: AsyncIterable<string>,
   procs: number,
 ): AsyncGenerator<Point> {
-  let primitive: string | undefined, bandwidth = false, points = 0;
+  let test: (typeof OSU_TESTS)[number] | undefined, bandwidth = false, points = 0;
   for await (const line of text) {
     const trimmed = line.trim();
     const title = trimmed.match(/^#\s*(OSU.*)$/i)?.[1];
-    if (title && !primitive) {
-      primitive = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")))?.[1];
-      if (!primitive) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
+    if (title && !test) {
+      test = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")));
+      if (!test) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
     }
     if (/^#\s*Size/i.test(trimmed)) bandwidth = /MB\/s/i.test(trimmed);
     const cells = trimmed.split(/\s+/);
     if (trimmed.startsWith("#") || cells.length < 2 || !/^\d+$/.test(cells[0])) continue;
     const bytes = Number(cells[0]), value = Number(cells[1]);
-    if (!primitive || !Number.isFinite(value) || bytes === 0) continue;
-    // Bandwidth tests report MB/s (1e6 bytes); latency tests report µs per operation.
-    const time_us = bandwidth ? bytes / value : value;
+    if (!test || !Number.isFinite(value) || bytes === 0) continue;
+    const [, primitive, pointToPoint] = test;
+    const bothWays = pointToPoint?.startsWith("osu_bibw") ?? false;
+    // Bandwidth tests report MB/s (1e6 bytes), osu_bibw both directions together; latency tests
+    // report µs per operation.
+    const time_us = bandwidth ? (bothWays ? 2 : 1) * bytes / value : value;
     points++;
     yield checked({
       source,
       primitive,
-      procs,
+      procs: pointToPoint ? 2 : procs,
       transport: "mpi",
       memory: "host",
       threads: 1,
-      algorithm: "",
+      algorithm: pointToPoint ?? "",
       floats: bytes / 4,
       time_us,
       gbps: (bytes * 8) / time_us / 1e3,
@@ -224,12 +247,15 @@ async function* readOsu(
 
 /** nccl-tests binaries → dccl primitive names (the output itself does not say which ran). */
 const NCCL_TESTS: [RegExp, string][] = [
+  [/all_?to_?all/i, "alltoall"],
   [/all_?reduce/i, "allreduce"],
   [/reduce_?scatter/i, "reduce_scatter"],
   [/all_?gather/i, "allgather"],
   [/broadcast|bcast/i, "bcast"],
   [/sendrecv/i, "sendrecv"],
   [/reduce/i, "reduce"],
+  [/gather/i, "gather"],
+  [/scatter/i, "scatter"],
 ];
 
 /**

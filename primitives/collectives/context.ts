@@ -216,3 +216,32 @@ export type ReduceScatterAlgorithm<B = TypedArray> = (
   recv: B,
   op: KernelOp,
 ) => Completion;
+/**
+ * All-to-all: block j of every rank's `send` (size × n) goes to rank j, where it lands as block
+ * i (the sender's rank) of `recv` (size × n).
+ */
+export type AlltoallAlgorithm<B = TypedArray> = (
+  ctx: CollectiveContext,
+  send: B,
+  recv: B,
+) => Completion;
+/**
+ * Gather to `root`: every rank's `send` (n) lands as its block of the root's `recv` (size × n).
+ * On other ranks `recv` is `send` and is not written.
+ */
+export type GatherAlgorithm<B = TypedArray> = (
+  ctx: CollectiveContext,
+  send: B,
+  recv: B,
+  root: number,
+) => Completion;
+/**
+ * Scatter from `root`: block r of the root's `send` (size × n) lands in rank r's `recv` (n). On
+ * other ranks `send` is `recv` and is not read.
+ */
+export type ScatterAlgorithm<B = TypedArray> = (
+  ctx: CollectiveContext,
+  send: B,
+  recv: B,
+  root: number,
+) => Completion;

@@ -18,11 +18,14 @@ import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types
 import type {
   AllgatherAlgorithm,
   AllreduceAlgorithm,
+  AlltoallAlgorithm,
   BcastAlgorithm,
   CollectiveContext,
   Completion,
+  GatherAlgorithm,
   ReduceAlgorithm,
   ReduceScatterAlgorithm,
+  ScatterAlgorithm,
 } from "./context.ts";
 
 /**
@@ -35,6 +38,9 @@ export interface HostAlgorithms {
   reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
   allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
   reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
+  alltoall(ctx: CollectiveContext, bytes: number): AlltoallAlgorithm;
+  gather(ctx: CollectiveContext, bytes: number): GatherAlgorithm;
+  scatter(ctx: CollectiveContext, bytes: number): ScatterAlgorithm;
 }
 
 /** A pipelined buffer is cut into this many segments, each within the bounds below. */
@@ -214,9 +220,40 @@ function reduceScatter(host: HostAlgorithms, pipelined: boolean) {
   };
 }
 
+/**
+ * `staged` alltoall, gather and scatter: the buffers the rank reads come down whole, the host
+ * collective runs, and the buffer it writes goes up (on a gather's other ranks and a scatter's,
+ * the placeholder buffer is neither read nor written).
+ */
+function blocks(
+  collective: "alltoall" | "gather" | "scatter",
+  host: HostAlgorithms,
+) {
+  return (ctx: CollectiveContext, send: CommBuffer, recv: CommBuffer, root = 0) => {
+    const isRoot = ctx.rank === root;
+    const reads = collective !== "scatter" || isRoot;
+    const writes = collective !== "gather" || isRoot;
+    return stage(ctx, send.dtype, {
+      segments: 1,
+      segment(_, hostView) {
+        const hs = hostView(0, send.length), hr = hostView(1, recv.length);
+        const run = host[collective](ctx, (collective === "scatter" ? hr : hs).byteLength);
+        return {
+          reads: reads ? [[send, hs]] : [],
+          run: () => (run as GatherAlgorithm)(ctx, hs, hr, root),
+          writes: writes ? [[recv, hr]] : [],
+        };
+      },
+    }, 1);
+  };
+}
+
 /** `staged` and `pipelined` of every collective around the host algorithms `host` picks. */
 export function stagingAlgorithms(host: HostAlgorithms) {
   return {
+    alltoall: { staged: blocks("alltoall", host) },
+    gather: { staged: blocks("gather", host) },
+    scatter: { staged: blocks("scatter", host) },
     allreduce: { staged: allreduce(host, false), pipelined: allreduce(host, true) },
     bcast: { staged: bcast(host, false), pipelined: bcast(host, true) },
     reduce: { staged: reduce(host, false), pipelined: reduce(host, true) },

@@ -309,6 +309,94 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
+  /**
+   * Sends block j of `send` (size × n elements) to rank j, and receives rank i's block for this
+   * rank into block i of `recv` (size × n): MPI_Alltoall, torch.distributed's `all_to_all_single`.
+   */
+  alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
+    try {
+      const s = this.#check(send, "alltoall"), r = this.#check(recv, "alltoall into");
+      const ok = s.length === r.length && s.length % this.size === 0;
+      this.#args.pair(s, r, ok, "alltoall", "send = recv = size × n");
+      return this.#rooted("alltoall", s, r, 0, s, options.algorithm, [[s, false], [r, true]]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Gathers every rank's `send` (n elements) into `recv` (size × n) on `root`, in rank order;
+   * other ranks pass no `recv` (it is ignored if they do).
+   */
+  gather(
+    send: BufferLike,
+    recv: BufferLike | undefined,
+    options: RootOptions & AlgorithmOptions = {},
+  ): Promise<void> {
+    try {
+      const s = this.#check(send, "gather");
+      const root = this.#args.root(options.root ?? 0, "gather to");
+      if (this.rank !== root) {
+        return this.#rooted("gather", s, s, root, s, options.algorithm, [[s, false]]);
+      }
+      if (recv === undefined) throw new TypeError(`Cannot gather to root ${root} without recv`);
+      const r = this.#check(recv, "gather into");
+      this.#args.pair(s, r, r.length === s.length * this.size, "gather", "recv = size × send");
+      return this.#rooted("gather", s, r, root, s, options.algorithm, [[s, false], [r, true]]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Scatters block r of `send` (size × n elements) on `root` into `recv` (n) on rank r; other
+   * ranks pass no `send` (it is ignored if they do).
+   */
+  scatter(
+    send: BufferLike | undefined,
+    recv: BufferLike,
+    options: RootOptions & AlgorithmOptions = {},
+  ): Promise<void> {
+    try {
+      const r = this.#check(recv, "scatter into");
+      const root = this.#args.root(options.root ?? 0, "scatter from");
+      if (this.rank !== root) {
+        return this.#rooted("scatter", r, r, root, r, options.algorithm, [[r, true]]);
+      }
+      if (send === undefined) throw new TypeError(`Cannot scatter from root ${root} without send`);
+      const s = this.#check(send, "scatter");
+      this.#args.pair(s, r, s.length === r.length * this.size, "scatter", "send = size × recv");
+      return this.#rooted("scatter", s, r, root, r, options.algorithm, [[s, false], [r, true]]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * alltoall, gather and scatter on operands `send` and `recv` (a gather's other ranks pass
+   * `send` twice, a scatter's `recv`), stamped with `block`'s length (equal on every rank).
+   */
+  #rooted(
+    collective: "alltoall" | "gather" | "scatter",
+    send: CommBuffer,
+    recv: CommBuffer,
+    root: number,
+    block: CommBuffer,
+    algorithm: string | undefined,
+    buffers: [CommBuffer, boolean][],
+  ): Promise<void> {
+    const side = this.#args.side(send, recv);
+    const bytes = bytesIn(block) * (collective === "alltoall" ? 1 : this.size);
+    const a = this.#pick(collective, algorithm, bytes, side);
+    const call: Call = {
+      stamp: this.#stamp(collective, block, "sum", root, a),
+      run: (ctx, so, ro) => a.run(ctx, so, ro, root),
+      alone: copyOperand,
+    };
+    const operands = buffers.length === 1 ? [buffers[0], buffers[0]] : buffers;
+    return this.#runner.run(call, operands as [CommBuffer, boolean][], side);
+  }
+
   /** Resolves once every rank has called `barrier`. */
   barrier(): Promise<void> {
     try {

@@ -16,6 +16,9 @@ export type CallKind =
   | "reduce"
   | "allgather"
   | "reduceScatter"
+  | "alltoall"
+  | "gather"
+  | "scatter"
   | "barrier";
 const KINDS: readonly CallKind[] = [
   "p2p",
@@ -25,6 +28,9 @@ const KINDS: readonly CallKind[] = [
   "allgather",
   "reduceScatter",
   "barrier",
+  "alltoall",
+  "gather",
+  "scatter",
 ];
 
 /** The fields of a stamp. */
@@ -41,8 +47,8 @@ export interface CallShape {
   algorithm: number;
 }
 
-// Low 22 bits: kind (3), op (3), dtype (2), root (10), algorithm (4); above them the count.
-const LOW = 2 ** 22;
+// Low 23 bits: kind (4), op (3), dtype (2), root (10), algorithm (4); above them the count.
+const LOW = 2 ** 23;
 const codes = <T extends string>(list: readonly T[]) =>
   Object.fromEntries(list.map((v, i) => [v, i])) as Record<T, number>;
 const KIND_CODE = codes(KINDS), OP_CODE = codes(REDUCE_OPS), DTYPE_CODE = codes(DTYPES);
@@ -60,7 +66,7 @@ export function callStamp(
   algorithm: number,
 ): number {
   return count * LOW +
-    (KIND_CODE[kind] | OP_CODE[op] << 3 | DTYPE_CODE[dtype] << 6 | root << 8 | algorithm << 18);
+    (KIND_CODE[kind] | OP_CODE[op] << 4 | DTYPE_CODE[dtype] << 7 | root << 9 | algorithm << 19);
 }
 
 /** {@linkcode callStamp} of a shape. */
@@ -72,11 +78,11 @@ export function stampOf(s: CallShape): number {
 export function shapeOf(stamp: number): CallShape {
   const low = stamp % LOW;
   return {
-    kind: KINDS[low & 7] ?? "p2p",
-    op: REDUCE_OPS[(low >> 3) & 7] ?? "sum",
-    dtype: DTYPES[(low >> 6) & 3] ?? "f32",
-    root: (low >> 8) & 1023,
-    algorithm: (low >> 18) & 15,
+    kind: KINDS[low & 15] ?? "p2p",
+    op: REDUCE_OPS[(low >> 4) & 7] ?? "sum",
+    dtype: DTYPES[(low >> 7) & 3] ?? "f32",
+    root: (low >> 9) & 1023,
+    algorithm: (low >> 19) & 15,
     count: Math.floor(stamp / LOW),
   };
 }
@@ -95,7 +101,7 @@ export function describeStamp(
   const parts = [
     ...(s.kind === "allreduce" || s.kind === "reduce" || s.kind === "reduceScatter" ? [s.op] : []),
     `${s.count} × ${s.dtype}`,
-    ...(s.kind === "bcast" || s.kind === "reduce" ? [`root ${s.root}`] : []),
+    ...(["bcast", "reduce", "gather", "scatter"].includes(s.kind) ? [`root ${s.root}`] : []),
     algorithmName(s.kind, s.algorithm) ?? `algorithm ${s.algorithm}`,
   ];
   return `${s.kind}(${parts.join(", ")})`;

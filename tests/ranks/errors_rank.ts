@@ -41,6 +41,11 @@ export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
         op: await caught(() => comm.allreduce(buf, { op: "xor" as "sum" })),
         memory: await caught(() => comm.alloc(4, { memory: "gpu" })),
         allgather: await caught(() => comm.allgather(buf, comm.alloc(17))),
+        alltoall: await caught(() => comm.alltoall(buf, comm.alloc(15))),
+        gatherRecv: await caught(() => comm.gather(buf, undefined, { root: comm.rank })),
+        gatherLength: await caught(() => comm.gather(buf, comm.alloc(16), { root: comm.rank })),
+        scatterSend: await caught(() => comm.scatter(undefined, buf, { root: comm.rank })),
+        scatterRoot: await caught(() => comm.scatter(buf, buf, { root: -1 })),
         nothing: await caught(() => comm.allreduce(null as unknown as Float32Array)),
         detached: await caught(() => comm.allreduce(detached())),
         foreign: await caught(async () => {

@@ -68,7 +68,7 @@ export const allreduceStrategy: Strategy = {
     const every = syncInterval(options.syncEvery, shard.steps);
     const buckets = gradientBuckets(engine, options.bucketBytes);
     let accumulated = 0;
-    for (let step = 0; step < shard.steps; step++) {
+    for (let step = ctx.firstStep; step < shard.steps; step++) {
       loadBatch(ctx, shard, step);
       accumulated++;
       const sync = accumulated === every || step === shard.steps - 1;
@@ -91,6 +91,7 @@ export const allreduceStrategy: Strategy = {
         watch.lap("compute");
       }
       ctx.progress(step + 1, shard.steps);
+      await ctx.stepDone(step + 1, shard.steps, accumulated === 0);
     }
   },
 };

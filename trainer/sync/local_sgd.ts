@@ -23,7 +23,7 @@ export const localSgdStrategy: Strategy = {
     const { comm, engine, options, watch } = ctx;
     const shard = shardOf(ctx, epoch);
     const every = syncInterval(options.syncEvery, shard.steps);
-    for (let step = 0; step < shard.steps; step++) {
+    for (let step = ctx.firstStep; step < shard.steps; step++) {
       loadBatch(ctx, shard, step);
       engine.trainStep(false);
       engine.update(1);
@@ -33,6 +33,8 @@ export const localSgdStrategy: Strategy = {
         watch.lap("comm");
       }
       ctx.progress(step + 1, shard.steps);
+      // Each rank's own parameters and momentum are checkpointed: any step will do.
+      await ctx.stepDone(step + 1, shard.steps, true);
     }
   },
 };

@@ -64,6 +64,13 @@ export interface StrategyContext {
   watch: Stopwatch;
   /** Rank 0 shows `step` of `steps`; others ignore it. */
   progress(step: number, steps: number): void;
+  /** The epoch's first step: a resumed run's position in it, else 0. */
+  firstStep: number;
+  /**
+   * After `step` of `steps` steps: `clean` when no gradients are half accumulated, so a
+   * checkpoint may be written there (collective: every rank calls it after every step).
+   */
+  stepDone(step: number, steps: number, clean: boolean): Promise<void>;
   /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
   staleness: Staleness;
 }

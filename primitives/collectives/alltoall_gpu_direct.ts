@@ -1,0 +1,19 @@
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import type { CollectiveContext } from "./context.ts";
+import { deviceAccess, sub } from "./_device.ts";
+
+/** Direct device all-to-all (`gpu` only): block j of rank i's send copied to block i of rank j's recv. */
+export function alltoallGpuDirect(
+  ctx: CollectiveContext,
+  send: DeviceView,
+  recv: DeviceView,
+): Promise<void> {
+  return deviceAccess(ctx, "gpu_direct").join(ctx.stamp, { send, recv }, (all, device) => {
+    const n = send.length / all.length;
+    all.forEach((from, i) =>
+      all.forEach((to, j) =>
+        device.copy(sub(from.send, j * n, (j + 1) * n), sub(to.recv, i * n, (i + 1) * n))
+      )
+    );
+  });
+}

@@ -1,0 +1,16 @@
+import type { TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./_shm_direct.ts";
+
+/** Direct shared-memory all-to-all (`shm` only): every rank copies its block from every peer's heap. */
+export function alltoallShmDirect(
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+): void {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const n = send.length / ctx.size;
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
+  views.forEach((v, q) => recv.set(v.subarray(ctx.rank * n, (ctx.rank + 1) * n), q * n));
+  shared.barrier(ctx.stamp); // every peer has read this rank's send buffer
+}

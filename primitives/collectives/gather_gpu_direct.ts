@@ -1,0 +1,16 @@
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import type { CollectiveContext } from "./context.ts";
+import { deviceAccess, sub } from "./_device.ts";
+
+/** Direct device gather (`gpu` only): every rank's send copied into its block of the root's recv. */
+export function gatherGpuDirect(
+  ctx: CollectiveContext,
+  send: DeviceView,
+  recv: DeviceView,
+  root: number,
+): Promise<void> {
+  return deviceAccess(ctx, "gpu_direct").join(ctx.stamp, { send, recv }, (all, device) => {
+    const n = send.length;
+    all.forEach((a, r) => device.copy(a.send, sub(all[root].recv, r * n, (r + 1) * n)));
+  });
+}

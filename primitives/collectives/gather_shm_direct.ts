@@ -1,0 +1,16 @@
+import type { TypedArray } from "../types.ts";
+import type { CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./_shm_direct.ts";
+
+/** Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. */
+export function gatherShmDirect(
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+  root: number,
+): void {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
+  if (ctx.rank === root) views.forEach((v, r) => recv.set(v, r * send.length));
+  shared.barrier(ctx.stamp); // the root has read every send buffer
+}

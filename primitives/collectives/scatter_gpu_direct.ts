@@ -1,0 +1,16 @@
+import type { DeviceView } from "../../kernels/gpu_kernels.ts";
+import type { CollectiveContext } from "./context.ts";
+import { deviceAccess, sub } from "./_device.ts";
+
+/** Direct device scatter (`gpu` only): block r of the root's send copied into rank r's recv. */
+export function scatterGpuDirect(
+  ctx: CollectiveContext,
+  send: DeviceView,
+  recv: DeviceView,
+  root: number,
+): Promise<void> {
+  return deviceAccess(ctx, "gpu_direct").join(ctx.stamp, { send, recv }, (all, device) => {
+    const n = recv.length;
+    all.forEach((a, r) => device.copy(sub(all[root].send, r * n, (r + 1) * n), a.recv));
+  });
+}
