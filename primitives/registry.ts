@@ -142,8 +142,22 @@ const HIERARCHICAL = hierarchicalAlgorithms({
   reduceScatter: hostAlgorithm("reduceScatter"),
 } as FlatAlgorithms);
 
+/** Each collective's algorithm signature, over every operand kind its algorithms take. */
+export interface CollectiveAlgorithms {
+  allreduce: AllreduceAlgorithm<Operand>;
+  bcast: BcastAlgorithm<Operand>;
+  reduce: ReduceAlgorithm<Operand>;
+  allgather: AllgatherAlgorithm<Operand>;
+  reduceScatter: ReduceScatterAlgorithm<Operand>;
+  alltoall: AlltoallAlgorithm<Operand>;
+  gather: GatherAlgorithm<Operand>;
+  scatter: ScatterAlgorithm<Operand>;
+}
+
 /** Algorithms of every collective, by name. */
-export const ALGORITHMS = {
+export const ALGORITHMS: {
+  readonly [C in CollectiveName]: Readonly<Record<string, Algorithm<CollectiveAlgorithms[C]>>>;
+} = {
   allreduce: algorithms<AllreduceAlgorithm<Operand>>({
     recursive_doubling: [viaOutput(allreduceRecursiveDoubling), "messages"],
     ring: [allreduceRing, "messages"],
@@ -370,9 +384,12 @@ export function autoAlgorithm(
     case "alltoall":
       return "pairwise";
     case "gather":
+      // The tree's copies (its subtree blocks, then the root's reordering) cost more than the
+      // root's n − 1 receives at every size measured.
+      return "linear";
     case "scatter":
-      // The root's ⌈log2 n⌉ messages beat its n − 1 until the forwarded blocks cost more.
-      return bytes < 512 * 1024 ? "binomial" : "linear";
+      // The root's ⌈log2 n⌉ sends beat its n − 1 until the forwarded blocks cost more.
+      return bytes < 8 * 1024 ? "binomial" : "linear";
   }
 }
 

@@ -140,6 +140,9 @@ export class Communicator implements AsyncDisposable {
   /**
    * Allocates a zero-filled buffer of `count` elements of the memory kind asked for, which the
    * transport must carry; host kinds come back as a `HostBuffer` with a `view`.
+   * @throws {RangeError} a count beyond the heap or 2^28 elements
+   * @throws {TypeError} a memory kind the transport does not carry
+   * @throws {CommError} a closed communicator
    */
   alloc(count: number, options?: AllocOptions & { memory?: "host" | "shared" }): HostBuffer;
   /** Allocates a buffer of any memory kind the transport carries. */
@@ -157,7 +160,12 @@ export class Communicator implements AsyncDisposable {
     this.#memory.free(buf);
   }
 
-  /** Sends `buf` to `peer`; resolves when `buf` may be reused. */
+  /**
+   * Sends `buf` to `peer`; resolves when `buf` may be reused.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
     try {
       const cb = this.#check(buf, "send");
@@ -172,6 +180,9 @@ export class Communicator implements AsyncDisposable {
    * Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must
    * match); `"any"` takes the first message of the tag from any other rank (MPI_ANY_SOURCE,
    * torch.distributed's `src=None`). Resolves with the sender's rank.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   recv(buf: BufferLike, peer: number | "any", options: TagOptions = {}): Promise<number> {
     try {
@@ -186,7 +197,12 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  /** Copies `buf` on `root` into `buf` on every rank. */
+  /**
+   * Copies `buf` on `root` into `buf` on every rank.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
     return this.#runner.repeat("bcast", buf, options) ?? this.#bcast(buf, options);
   }
@@ -208,7 +224,12 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  /** Reduces every rank's `buf` into `buf` (or `out`) on every rank. */
+  /**
+   * Reduces every rank's `buf` into `buf` (or `out`) on every rank.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
     return this.#runner.repeat("allreduce", buf, options) ?? this.#allreduce(buf, options);
   }
@@ -234,7 +255,12 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  /** Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged. */
+  /**
+   * Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
     return this.#runner.repeat("reduce", buf, options) ?? this.#reduce(buf, options);
   }
@@ -262,12 +288,22 @@ export class Communicator implements AsyncDisposable {
     }
   }
 
-  /** Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order. */
+  /**
+   * Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   allgather(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
     return this.#blocks("allgather", send, recv, "sum", options.algorithm);
   }
 
-  /** Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n). */
+  /**
+   * Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n).
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   reduceScatter(
     send: BufferLike,
     recv: BufferLike,
@@ -312,6 +348,9 @@ export class Communicator implements AsyncDisposable {
   /**
    * Sends block j of `send` (size × n elements) to rank j, and receives rank i's block for this
    * rank into block i of `recv` (size × n): MPI_Alltoall, torch.distributed's `all_to_all_single`.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
     try {
@@ -327,6 +366,9 @@ export class Communicator implements AsyncDisposable {
   /**
    * Gathers every rank's `send` (n elements) into `recv` (size × n) on `root`, in rank order;
    * other ranks pass no `recv` (it is ignored if they do).
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   gather(
     send: BufferLike,
@@ -351,6 +393,9 @@ export class Communicator implements AsyncDisposable {
   /**
    * Scatters block r of `send` (size × n elements) on `root` into `recv` (n) on rank r; other
    * ranks pass no `send` (it is ignored if they do).
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   scatter(
     send: BufferLike | undefined,
@@ -397,7 +442,12 @@ export class Communicator implements AsyncDisposable {
     return this.#runner.run(call, operands as [CommBuffer, boolean][], side);
   }
 
-  /** Resolves once every rank has called `barrier`. */
+  /**
+   * Resolves once every rank has called `barrier`.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
+   */
   barrier(): Promise<void> {
     try {
       this.#checkOpen();
