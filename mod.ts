@@ -52,7 +52,7 @@ export {
 } from "./primitives/errors.ts";
 export type { RankOutcome } from "./primitives/errors.ts";
 export {
-  ALGORITHMS,
+  ALGORITHM_NAMES,
   algorithmsFor,
   autoAlgorithm,
   DEVICE_MEMORY,

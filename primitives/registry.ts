@@ -231,6 +231,12 @@ export const ALGORITHMS: {
   }),
 } as const;
 
+/** Every collective's algorithm names, in table order (which a transport runs: `algorithmsFor`). */
+export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = Object
+  .fromEntries(
+    Object.entries(ALGORITHMS).map(([c, table]) => [c, Object.keys(table)]),
+  ) as Record<CollectiveName, string[]>;
+
 /** The algorithm at `index` of a collective's table (for messages about call stamps). */
 export function algorithmName(kind: string, index: number): string | undefined {
   const table = ALGORITHMS[kind as CollectiveName] as Record<string, { index: number }> | undefined;

@@ -6,7 +6,6 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { decode, envRank, envRank0, rankModule } from "./_process_ranks.ts";
 import { type LinksReport, PICK_BYTES } from "./ranks/links_rank.ts";
 import {
-  ALGORITHMS,
   cheapestAlgorithm,
   type CollectiveName,
   estimateUs,
@@ -14,6 +13,7 @@ import {
   PROCESS_TRANSPORTS,
 } from "../mod.ts";
 import { launchProcesses } from "../primitives/launch/processes.ts";
+import { ALGORITHMS } from "../primitives/registry.ts";
 
 /** A 1 Gb/s link with 50 µs of latency, reducing at 4 GB/s. */
 const GIGABIT: LinkCosts = { latencyUs: 50, usPerByte: 8e-3, reduceUsPerByte: 2.5e-4 };
