@@ -178,11 +178,10 @@ export class Checkpointer {
         rows,
       };
       await writeAtomically(`${dir}/${META}`, new TextEncoder().encode(JSON.stringify(meta)));
-      for (let r = 0; r < this.#comm.size; r++) {
-        await Deno.remove(`${dir}/${rankFile(this.#generation, r)}`).catch(() => {});
-      }
     }
     await this.#comm.barrier();
+    // The new set is committed: this rank's file of the previous one goes.
+    await Deno.remove(`${dir}/${rankFile(this.#generation, this.#comm.rank)}`).catch(() => {});
     this.#generation = generation;
   }
 

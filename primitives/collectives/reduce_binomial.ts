@@ -3,8 +3,8 @@ import { type CollectiveContext, mod } from "./context.ts";
 
 /**
  * Binomial-tree reduce: the mirror of the binomial broadcast. ⌈log2 n⌉ rounds; a rank receives
- * from its children, reduces, and sends once to its parent. Non-roots accumulate in scratch so
- * their buffers stay unchanged.
+ * from its children, reduces, and sends once to its parent. A non-root with children accumulates
+ * in scratch so its buffer stays unchanged; a leaf sends its buffer as it is.
  */
 export async function reduceBinomial(
   ctx: CollectiveContext,
@@ -15,17 +15,17 @@ export async function reduceBinomial(
   const { rank, size } = ctx;
   const vr = mod(rank - root, size);
   let acc = buf;
-  if (rank !== root) {
-    acc = ctx.scratch(dtypeOf(buf), buf.length, 2);
-    acc.set(buf);
-  }
-  const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);
   for (let mask = 1; mask < size; mask <<= 1) {
     if (vr & mask) {
       await ctx.send(mod(rank - mask, size), acc);
       return;
     }
     if (vr + mask < size) {
+      if (acc === buf && rank !== root) {
+        acc = ctx.scratch(dtypeOf(buf), buf.length, 2);
+        acc.set(buf);
+      }
+      const tmp = ctx.scratch(dtypeOf(buf), buf.length, 0);
       await ctx.recv(mod(rank + mask, size), tmp);
       ctx.reduceInto(op, acc, tmp);
     }

@@ -10,8 +10,12 @@ import { reduce } from "../../kernels/reduce.ts";
 import type { Communicator } from "../communicator/communicator.ts";
 import type { Transport } from "../transports/transport.ts";
 
-/** Round trips of a one-element message, and of a large message answered by a small one. */
-const SMALL_TRIPS = 20, LARGE_TRIPS = 4;
+/**
+ * Round trips of a one-element message (the first `WARM_TRIPS` untimed: the group has just
+ * formed, and cold code or a sleeping peer would make the link look slower than it is), and of
+ * a large message answered by a small one.
+ */
+const WARM_TRIPS = 20, SMALL_TRIPS = 40, LARGE_TRIPS = 4;
 /** Bytes of the large message: enough to run a link at its rate. */
 const LARGE_BYTES = 1 << 20;
 /** Tag of the calibration's messages (it runs before the group is handed to the caller). */
@@ -61,6 +65,7 @@ async function measure(comm: Communicator, peer: number): Promise<number[]> {
   };
   const small: number[] = [];
   for (let i = 0; i < SMALL_TRIPS; i++) small.push(await trip(one));
+  small.splice(0, WARM_TRIPS);
   const big: number[] = [];
   for (let i = 0; i < LARGE_TRIPS; i++) big.push(await trip(large));
   const latencyUs = median(small) / 2;

@@ -16,7 +16,7 @@ import { launchedAs, PROCESS_TRANSPORTS, type TransportName, transportNamed } fr
 import { bindRankThread, cpuForSlot } from "./cpu_binding.ts";
 import { PORT_MARK } from "./report.ts";
 import type { RankGroup } from "./supervisor.ts";
-import { launchWorkers } from "./workers.ts";
+import { type HostPart, launchWorkers } from "./workers.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -195,22 +195,29 @@ export function launchFromEnv<T = unknown>(
   options: EnvGroupOptions,
 ): RankGroup<T> {
   const me = rankFromEnv();
-  return launchWorkers<T>(module, { ...options, size: options.threads }, {
+  const part = hostPartOf(me, options.threads, options.transport ?? me.transport, options.bind);
+  return launchWorkers<T>(module, { ...options, size: options.threads }, part);
+}
+
+/**
+ * Process `me.rank`'s part of the hierarchical group the environment describes: `threads` ranks
+ * linked over `transport`, listening on `bind`, placed on this machine's CPUs when the launcher
+ * says where.
+ */
+export function hostPartOf(
+  me: EnvRank,
+  threads: number,
+  transport: TransportName,
+  bind?: string,
+): HostPart {
+  return {
     hosts: me.size,
-    threads: options.threads,
+    threads,
     host: me.rank,
-    transport: options.transport ?? me.transport,
-    mesh: {
-      masterAddr: me.masterAddr,
-      masterPort: me.masterPort,
-      token: me.token,
-      bind: options.bind,
-    },
-    cpus: me.local && {
-      first: me.local.rank * options.threads,
-      of: me.local.size * options.threads,
-    },
-  });
+    transport,
+    mesh: { masterAddr: me.masterAddr, masterPort: me.masterPort, token: me.token, bind },
+    cpus: me.local && { first: me.local.rank * threads, of: me.local.size * threads },
+  };
 }
 
 /** Exits when the launching process goes away (its end of our stdin closes): no orphans. */

@@ -8,7 +8,7 @@
  */
 
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { joinFromEnv, rankFromEnv, watchParent } from "./env_rank.ts";
+import { hostPartOf, joinFromEnv, rankFromEnv, watchParent } from "./env_rank.ts";
 import { PORT_MARK, printReport, rankFunction, runRank } from "./report.ts";
 import { launchWorkers } from "./workers.ts";
 
@@ -23,17 +23,7 @@ if (threads > 1) {
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
   const group = launchWorkers(env.DCCL_MODULE!, { size: threads, timeoutMs, gpu, args }, {
-    hosts: me.size,
-    threads,
-    host: me.rank,
-    transport: me.transport,
-    mesh: {
-      masterAddr: me.masterAddr,
-      masterPort: me.masterPort,
-      token: me.token,
-      bind: env.DCCL_BIND,
-    },
-    cpus: me.local && { first: me.local.rank * threads, of: me.local.size * threads },
+    ...hostPartOf(me, threads, me.transport, env.DCCL_BIND),
     onReport: (rank, report) => printReport(report, rank),
     // The launcher starts the other processes once rank 0 says where it listens.
     onPort: (port) => console.log(PORT_MARK + port),

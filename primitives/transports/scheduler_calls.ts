@@ -80,8 +80,15 @@ export function bindToCpu(cpu: number): boolean {
   const calls = affinityCalls();
   const mask = new Uint8Array(MASK_BYTES);
   mask[cpu >> 3] |= 1 << (cpu & 7);
-  return calls?.sched_setaffinity(0, BigInt(MASK_BYTES), mask) === 0;
+  bound = calls?.sched_setaffinity(0, BigInt(MASK_BYTES), mask) === 0;
+  return bound;
 }
+
+/** Whether this thread (a rank's: each worker has its own copy of this module) is bound to a CPU. */
+export function boundToCpu(): boolean {
+  return bound;
+}
+let bound = false;
 
 /**
  * Whether this machine has more runnable threads than cores right now (Linux: `procs_running` in

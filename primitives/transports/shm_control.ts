@@ -12,7 +12,7 @@ import { heavyFence } from "./heavy_fence.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { CTRL, RANK_WORD, readAbort } from "./shm_layout.ts";
 import type { CallCheck } from "./transport.ts";
-import { crowded, type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
+import { boundToCpu, crowded, type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
 
 /**
  * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
@@ -225,9 +225,10 @@ export class ShmControl {
       if (spinSince < 0) {
         spinSince = spun;
         this.#publishCpu();
-        // Threads the launcher did not count (other processes' ranks, other programs) may crowd
-        // the cores all the same: then this wait yields and sleeps as oversubscribed ranks do.
-        busy = this.#spinMs > 0 && this.#sched !== undefined && crowded();
+        // A rank its launcher could not place on a CPU of its own (another process's ranks on the
+        // same cores, unseen) may be crowded all the same: then it yields and sleeps as
+        // oversubscribed ranks do. A bound rank spins: its peer runs on another CPU.
+        busy = this.#spinMs > 0 && this.#sched !== undefined && !boundToCpu() && crowded();
       }
       const spunMs = spun - spinSince;
       if (!busy && spunMs < this.#spinMs && !this.#onThisCpu(peer)) continue;
