@@ -375,19 +375,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike | undefined,
     options: RootOptions & AlgorithmOptions = {},
   ): Promise<void> {
-    try {
-      const s = this.#check(send, "gather");
-      const root = this.#args.root(options.root ?? 0, "gather to");
-      if (this.rank !== root) {
-        return this.#rooted("gather", s, s, root, s, options.algorithm, [[s, false]]);
-      }
-      if (recv === undefined) throw new TypeError(`Cannot gather to root ${root} without recv`);
-      const r = this.#check(recv, "gather into");
-      this.#args.pair(s, r, r.length === s.length * this.size, "gather", "recv = size × send");
-      return this.#rooted("gather", s, r, root, s, options.algorithm, [[s, false], [r, true]]);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#rootBlocks("gather", send, recv, options);
   }
 
   /**
@@ -402,16 +390,34 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: RootOptions & AlgorithmOptions = {},
   ): Promise<void> {
+    return this.#rootBlocks("scatter", recv, send, options);
+  }
+
+  /** gather and scatter: `block` (n elements) on every rank, `whole` (size × n) on the root only. */
+  #rootBlocks(
+    collective: "gather" | "scatter",
+    block: BufferLike,
+    whole: BufferLike | undefined,
+    options: RootOptions & AlgorithmOptions,
+  ): Promise<void> {
     try {
-      const r = this.#check(recv, "scatter into");
-      const root = this.#args.root(options.root ?? 0, "scatter from");
+      const gathers = collective === "gather";
+      const b = this.#check(block, gathers ? "gather" : "scatter into");
+      const root = this.#args.root(options.root ?? 0, gathers ? "gather to" : "scatter from");
       if (this.rank !== root) {
-        return this.#rooted("scatter", r, r, root, r, options.algorithm, [[r, true]]);
+        return this.#rooted(collective, b, b, root, b, options.algorithm, [[b, !gathers]]);
       }
-      if (send === undefined) throw new TypeError(`Cannot scatter from root ${root} without send`);
-      const s = this.#check(send, "scatter");
-      this.#args.pair(s, r, s.length === r.length * this.size, "scatter", "send = size × recv");
-      return this.#rooted("scatter", s, r, root, r, options.algorithm, [[s, false], [r, true]]);
+      if (whole === undefined) {
+        throw new TypeError(
+          `Cannot ${gathers ? "gather to" : "scatter from"} root ${root} without ` +
+            (gathers ? "recv" : "send"),
+        );
+      }
+      const w = this.#check(whole, gathers ? "gather into" : "scatter");
+      const [s, r] = gathers ? [b, w] : [w, b];
+      const rule = gathers ? "recv = size × send" : "send = size × recv";
+      this.#args.pair(s, r, w.length === b.length * this.size, collective, rule);
+      return this.#rooted(collective, s, r, root, b, options.algorithm, [[s, false], [r, true]]);
     } catch (e) {
       return Promise.reject(e);
     }
