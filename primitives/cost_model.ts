@@ -2,7 +2,7 @@
  * What `auto` picks between hosts: each message algorithm's time from the measured costs of the
  * links (Hockney's α–β model with a reduction term γ), the cheapest one winning. The costs come
  * from `calibrateLinks` when a group spans hosts; on one machine `auto` keeps the crossovers
- * measured on loopback (docs/auto.md, "Cost model").
+ * measured on loopback (docs/auto.md, "Between hosts").
  * @module
  */
 
@@ -21,7 +21,7 @@ export type { LinkCosts };
  * segment while the next arrives and so shows only one segment's reduction per step. A bcast or
  * reduce returns on the root (or the leaves) before its data has crossed the group, so calls in
  * a row overlap and the busiest rank's sends set the pace: a tree's root sends the buffer once
- * per round, a chain's ranks each send it once (docs/auto.md, "Cost model").
+ * per round, a chain's ranks each send it once (docs/auto.md, "Between hosts").
  */
 export function estimateUs(
   collective: CollectiveName,

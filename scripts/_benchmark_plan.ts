@@ -45,7 +45,7 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
     aliases: ["-n", "-i"],
   },
   warmup: {
-    help: "untimed iterations per size (default: adaptive, ~50 ms; 1 s at the first size)",
+    help: "untimed iterations per size (default: adaptive, ~50 ms; 3 s at the first size)",
     aliases: ["-w"],
   },
   op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },

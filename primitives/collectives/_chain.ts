@@ -9,7 +9,7 @@ import { segmentsOf } from "./context.ts";
 /**
  * Bytes per segment: a 32nd of the buffer, from 64 KiB to 1 MiB. With n ranks a chain costs
  * n − 2 segment times beyond the buffer's own, so segments are small next to the buffer; below
- * 64 KiB each would cost more in latency than it saves (docs/auto.md, "Cost model").
+ * 64 KiB each would cost more in latency than it saves (docs/auto.md, "Between hosts").
  */
 export function chainSegmentBytes(bytes: number): number {
   return Math.min(1 << 20, Math.max(1 << 16, bytes / 32));
