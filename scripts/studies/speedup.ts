@@ -4,8 +4,9 @@
  * @module
  */
 
+import type { TopLevelSpec } from "vega-lite";
 import { PROCESS_TRANSPORTS, transportsLaunching } from "../../primitives/registry.ts";
-import { lineChart, pct, round, type StudyContext, type StudyResult } from "./study.ts";
+import { pct, round, type Row, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 /** Ranks as threads (the first workers transport) and as processes (the first processes one). */
 const TRANSPORTS = [transportsLaunching("workers")[0], PROCESS_TRANSPORTS[0]];
@@ -32,18 +33,71 @@ export async function speedup(ctx: StudyContext): Promise<StudyResult> {
         test_acc_pct: pct(s.final_test_acc),
       });
     }
-    // Amdahl: T(p)/T1 = f + (1 − f)/p, least squares in f over p > 1.
-    const t1 = times[0][1];
-    const fit = times.slice(1).map(([p, t]) => [1 - 1 / p, t / t1 - 1 / p]);
-    const f = fit.reduce((s, [x, y]) => s + x * y, 0) / fit.reduce((s, [x]) => s + x * x, 0);
+    const cores = navigator.hardwareConcurrency;
+    const f = amdahlFit(times, cores);
     notes.push(
-      `${transport}: Amdahl fit serial fraction ${round(f, 3)} (max speedup ${
-        f > 0 ? round(1 / f, 1) : "∞"
-      }×)`,
+      f === undefined
+        ? `${transport}: no Amdahl fit (it needs a run on 2 to ${cores} ranks, one per core)`
+        : `${transport}: Amdahl fit over 2–${cores} ranks (one per core): serial fraction ` +
+          `${round(f, 3)}, max speedup ${f > 0 ? `${round(1 / f, 1)}×` : "unbounded"}`,
     );
   }
-  return {
-    notes,
-    chart: (rows) => lineChart(rows, "procs", "speedup", "transport", "ranks", "speedup T1/Tp"),
+  return { notes, chart: speedupChart };
+}
+
+/**
+ * Amdahl's serial fraction f from `[ranks, time]` pairs (ranks 1 first): T(p)/T1 = f + (1 − f)/p,
+ * least squares in f over the runs on 2 to `cores` ranks — beyond one rank per core, time slicing
+ * slows runs down and the model no longer applies — held to [0, 1]. `undefined` without such runs.
+ */
+export function amdahlFit(times: [number, number][], cores: number): number | undefined {
+  const t1 = times.find(([p]) => p === 1)?.[1];
+  if (t1 === undefined) return undefined;
+  const fit = times.filter(([p]) => p > 1 && p <= cores).map((
+    [p, t],
+  ) => [1 - 1 / p, t / t1 - 1 / p]);
+  if (fit.length === 0) return undefined;
+  const f = fit.reduce((s, [x, y]) => s + x * y, 0) / fit.reduce((s, [x]) => s + x * x, 0);
+  return Math.min(1, Math.max(0, f));
+}
+
+/** Speedup and efficiency against ranks, a line per transport beside the ideal, integer rank ticks. */
+export function speedupChart(rows: Row[]): TopLevelSpec {
+  const ranks = [...new Set(rows.map((r) => Number(r.procs)))].sort((a, b) => a - b);
+  const x = {
+    field: "procs",
+    type: "quantitative" as const,
+    title: "ranks",
+    scale: { type: "log" as const, base: 2 },
+    axis: { values: ranks, format: "d" },
   };
+  const panel = (y: string, title: string, ideal: (p: number) => number) => ({
+    width: 300,
+    height: 240,
+    layer: [
+      {
+        data: { values: ranks.map((p) => ({ procs: p, ideal: ideal(p) })) },
+        mark: { type: "line" as const, strokeDash: [4, 4], color: "gray" },
+        encoding: { x, y: { field: "ideal", type: "quantitative" as const } },
+      },
+      {
+        mark: { type: "line" as const, point: true },
+        encoding: {
+          x,
+          y: { field: y, type: "quantitative" as const, title },
+          color: { field: "transport", type: "nominal" as const, title: null },
+          shape: { field: "transport", type: "nominal" as const, title: null },
+        },
+      },
+    ],
+  });
+  return {
+    $schema: SCHEMA,
+    title: "Training speedup and efficiency against ranks (dashed: ideal)",
+    data: { values: rows },
+    hconcat: [
+      panel("speedup", "speedup T1/Tp", (p) => p),
+      panel("efficiency", "efficiency (speedup / ranks)", () => 1),
+    ],
+  } as TopLevelSpec;
 }

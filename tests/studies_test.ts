@@ -1,0 +1,38 @@
+// The speedup study's arithmetic and chart: Amdahl's serial fraction fitted only over runs with a
+// core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer rank ticks.
+import { assert_, assertEquals } from "./_assert.ts";
+import { amdahlFit, speedupChart } from "../scripts/studies/speedup.ts";
+import { specToSvg } from "../bench/compare/chart.ts";
+
+/** Times of a program whose serial fraction is `f`, at 1, 2, 4 and 8 ranks. */
+const amdahl = (f: number, t1 = 10): [number, number][] =>
+  [1, 2, 4, 8].map((p) => [p, t1 * (f + (1 - f) / p)]);
+
+Deno.test("speedup: Amdahl's fit recovers the serial fraction, over ranks with a core each", () => {
+  assertEquals(Number(amdahlFit(amdahl(0.2), 8)!.toFixed(6)), 0.2);
+  // 8 ranks on 2 cores ran 4x slower than Amdahl: ignored when the machine has 2 cores.
+  const crowded = amdahl(0.2).map(([p, t]) => [p, p > 2 ? t * 4 : t] as [number, number]);
+  assertEquals(Number(amdahlFit(crowded, 2)!.toFixed(6)), 0.2);
+  assert_(amdahlFit(crowded, 8)! > 0.5, "fitted over the crowded runs too, it would be far off");
+  // Superlinear runs would give a negative fraction, slow ones more than 1: held to [0, 1].
+  assertEquals(amdahlFit([[1, 10], [2, 4]], 2), 0);
+  assertEquals(amdahlFit([[1, 10], [2, 30]], 2), 1);
+  assertEquals(amdahlFit([[1, 10], [4, 3]], 2), undefined);
+});
+
+Deno.test("speedup: the chart has a title, ideal lines and integer rank ticks", async () => {
+  const rows = amdahl(0.2).flatMap(([p, t]) =>
+    ["shm", "ws"].map((transport) => ({
+      transport,
+      procs: p,
+      speedup: 10 / t,
+      efficiency: 10 / t / p,
+    }))
+  );
+  const spec = speedupChart(rows) as unknown as { title: string; hconcat: unknown[] };
+  assert_(spec.title.includes("speedup"), spec.title);
+  assertEquals(spec.hconcat.length, 2);
+  const svg = await specToSvg(speedupChart(rows));
+  assert_(svg.includes("Training speedup"), "the title is drawn");
+  assert_(!/>\s*1\.5\s*</.test(svg), "no fractional rank ticks");
+});
