@@ -34,6 +34,8 @@ const FLAGS: Record<string, FlagSpec> = {
   data: TRAIN_FLAGS.data,
   "train-samples": TRAIN_FLAGS["train-samples"],
   "test-samples": TRAIN_FLAGS["test-samples"],
+  lr: TRAIN_FLAGS.lr,
+  batch: { help: "rows per batch on each computing rank of every run (default: each study's)" },
   gpu: {
     help: "include GPU runs: auto (on a hardware adapter; a software one takes minutes per " +
       "epoch), yes or no",
@@ -89,8 +91,12 @@ const TRAIN_STUDY: Task<StudyPlan> = {
   },
   async run(plan, signal, argv) {
     const { study, values, mnist } = plan;
-    const common: Record<string, string> = { epochs: values.epochs!, timeout: values.timeout! };
-    for (const flag of ["train-samples", "test-samples"]) {
+    const common: Record<string, string> = {
+      epochs: values.epochs!,
+      timeout: values.timeout!,
+      lr: values.lr!,
+    };
+    for (const flag of ["train-samples", "test-samples", "batch"]) {
       if (values[flag] !== undefined) common[flag] = values[flag]!;
     }
     const metadata = await collectMetadata(argv, { study, ...common });

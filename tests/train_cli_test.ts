@@ -237,6 +237,38 @@ Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints it
   }
 });
 
+Deno.test("train-study sync-every: allreduce calls fall with K, a 1-rank baseline, and the runs take --lr and --batch", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        ...["run", "-A", "scripts/train_study.ts", "sync-every", "--epochs", "1"],
+        ...["--train-samples", "1024", "--test-samples", "200", "--batch", "16", "--lr", "0.5"],
+        ...["--data", MNIST_DIR, "--out", dir, "--gpu", "no"],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(out.code, 0, decode(out.stderr));
+    assert_(/# 1 rank \(no averaging\): test accuracy \d+\.\d+%/.test(decode(out.stdout)));
+    const rows: Record<string, string>[] = parse(
+      await Deno.readTextFile(`${dir}/sync-every.csv`),
+      { columns: true },
+    );
+    for (const procs of ["2", "4", "8"]) {
+      const calls = rows.filter((r) => r.procs === procs).map((r) => Number(r.allreduce_calls));
+      // K = 1 averages after every one of the epoch's 1024 / (16 × procs) steps; then fewer.
+      assertEquals(calls[0], 1024 / (16 * Number(procs)));
+      assert_(calls.every((c, i) => i === 0 || c <= calls[i - 1]), `${procs} ranks: ${calls}`);
+      assertEquals(calls.at(-1), 1);
+    }
+    const doc = JSON.parse(await Deno.readTextFile(`${dir}/sync-every.json`));
+    assertEquals([doc.metadata.options.lr, doc.metadata.options.batch], ["0.5", "16"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 /**
  * Runs `deno run -A <args>` as the leader of a process group of its own, as a terminal runs a
  * command, and sends the whole group SIGINT (Ctrl-C) once its output (`on`) matches `when`.

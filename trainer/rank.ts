@@ -120,6 +120,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
       reporter?.progress(epoch, step, steps, score?.rows ? score.loss / score.rows : undefined);
     },
     staleness: { pushes: 0, total: 0, max: 0 },
+    allreduceCalls: 0,
   };
   try {
     reporter?.start();
@@ -212,6 +213,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
       },
       gflops_per_rank: computeS > 0 ? (2 * macs) / computeS / 1e9 : 0,
       kernels: engine.kernels,
+      allreduce_calls: ctx.allreduceCalls,
     };
     reporter?.finish(summary);
     const params = args.returnParams ? await readParams(engine) : undefined;

@@ -73,6 +73,8 @@ export interface TrainSummary {
   /** Floating-point operations (2 per multiply-add) per second of computation, per computing rank. */
   gflops_per_rank: number;
   kernels: string;
+  /** Allreduce calls rank 0 made to synchronise (a resumed run counts its own part). */
+  allreduce_calls: number;
 }
 
 const TABLE: [keyof EpochRow, string, number, (v: number) => string][] = [

@@ -54,6 +54,7 @@ export function gradientBuckets(engine: Engine, bytes: number): Bucket[] {
 async function reduceBucket(ctx: StrategyContext, b: Bucket): Promise<void> {
   const { grads } = ctx.engine;
   await grads.toComm(b.start, b.end);
+  ctx.allreduceCalls++;
   await ctx.comm.allreduce(grads.comm.subarray(b.start, b.end), { op: "sum" });
   await grads.fromComm(b.start, b.end);
 }

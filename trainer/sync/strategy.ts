@@ -73,6 +73,8 @@ export interface StrategyContext {
   stepDone(step: number, steps: number, clean: boolean): Promise<void>;
   /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
   staleness: Staleness;
+  /** Allreduce calls the strategy made to synchronise, since training began (the study's Table 5.1). */
+  allreduceCalls: number;
 }
 
 /** A synchronisation strategy. */
@@ -122,6 +124,7 @@ export async function broadcastParams(ctx: StrategyContext): Promise<void> {
 export async function averageParams(ctx: StrategyContext): Promise<void> {
   const { params } = ctx.engine;
   await params.toComm();
+  ctx.allreduceCalls++;
   await ctx.comm.allreduce(params.comm, { op: "avg" });
   await params.fromComm();
 }
