@@ -20,6 +20,18 @@ import { strategies } from "./studies/strategies.ts";
 import { formatTable, type Study, type StudyContext, StudyFiles } from "./studies/study.ts";
 import { syncEvery } from "./studies/sync_every.ts";
 
+/** Spread of a point's times, (max − min) / median, above which its row is flagged noisy. */
+const NOISY_SPREAD_PCT = 10;
+
+/** The 1, 5 and 15 minute load averages (Linux), or null where they cannot be read. */
+function loadAverage(): number[] | null {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).map(Number);
+  } catch {
+    return null;
+  }
+}
+
 const STUDIES: Record<string, Study> = {
   "speedup": speedup,
   "sync-every": syncEvery,
@@ -42,6 +54,11 @@ const FLAGS: Record<string, FlagSpec> = {
     default: "auto",
   },
   timeout: TRAIN_FLAGS.timeout,
+  repeat: {
+    help: "runs of every point: the row holds the median run, with the runs' spread (a spread " +
+      `over ${NOISY_SPREAD_PCT}% is flagged noisy)`,
+    default: "1",
+  },
 };
 
 /** Why GPU runs are left out under `--gpu`, or undefined when they run. */
@@ -84,6 +101,7 @@ const TRAIN_STUDY: Task<StudyPlan> = {
     if (positionals.length !== 1) throw new UsageError(`name one study: ${NAMES.join(", ")}`);
     const study = oneOf("study", positionals[0], NAMES);
     integer("epochs", values.epochs!, 1, 100_000);
+    integer("repeat", values.repeat!, 1, 1000);
     const out = writableFolder("out", values.out!);
     const noGpu = await gpuVerdict(oneOf("gpu", values.gpu!, ["auto", "yes", "no"]));
     const noAdapter = await gpuUnavailable();
@@ -99,9 +117,17 @@ const TRAIN_STUDY: Task<StudyPlan> = {
     for (const flag of ["train-samples", "test-samples", "batch"]) {
       if (values[flag] !== undefined) common[flag] = values[flag]!;
     }
-    const metadata = await collectMetadata(argv, { study, ...common });
+    const repeat = Number(values.repeat);
+    const metadata = await collectMetadata(argv, {
+      study,
+      ...common,
+      repeat,
+      load_before: loadAverage(),
+    });
     const files = plan.files = new StudyFiles(plan.out, study, metadata);
     let runs = 0;
+    /** The spread of the last point's runs (percent of their median time). */
+    let spread = 0;
     const planned = (flags: Record<string, string>) => {
       const argv = Object.entries({ ...common, ...flags }).map(([k, v]) => `--${k}=${v}`);
       return planTraining(parseFlags(TRAIN_FLAGS, argv), mnist);
@@ -111,15 +137,30 @@ const TRAIN_STUDY: Task<StudyPlan> = {
       epochs: values.epochs!,
       noGpu: plan.noGpu,
       noAdapter: plan.noAdapter,
-      record: (row) => files.record(row),
+      record: (row) =>
+        files.record(
+          repeat === 1 ? row : {
+            ...row,
+            runs: repeat,
+            time_spread_pct: Number(spread.toFixed(1)),
+            noisy: spread > NOISY_SPREAD_PCT ? "yes" : "",
+          },
+        ),
       async train(flags, label) {
         const plan = await planned(flags);
-        const s = summaryOf(await runTraining(plan, { metadata, print: false, signal }));
-        console.error(
-          `[${++runs}] ${study}: ${label}: ${s.train_s.toFixed(2)} s, test accuracy ` +
-            `${(100 * s.final_test_acc).toFixed(2)}%`,
-        );
-        return s;
+        const all = [];
+        for (let k = 0; k < repeat; k++) {
+          const s = summaryOf(await runTraining(plan, { metadata, print: false, signal }));
+          console.error(
+            `[${++runs}] ${study}: ${label}: ${s.train_s.toFixed(2)} s, test accuracy ` +
+              `${(100 * s.final_test_acc).toFixed(2)}%`,
+          );
+          all.push(s);
+        }
+        all.sort((a, b) => a.train_s - b.train_s);
+        const median = all[Math.floor((all.length - 1) / 2)];
+        spread = (100 * (all.at(-1)!.train_s - all[0].train_s)) / median.train_s;
+        return median;
       },
       async breakdown(flags, label) {
         const plan = await planned(flags);
@@ -146,6 +187,7 @@ const TRAIN_STUDY: Task<StudyPlan> = {
       },
     };
     const result = await STUDIES[study](ctx);
+    metadata.options.load_after = loadAverage();
     await files.finish(result);
     console.log(`# dccl train-study ${study}: ${values.epochs} epochs per run`);
     console.log(formatTable(files.rows));

@@ -237,19 +237,21 @@ Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints it
   }
 });
 
-Deno.test("train-study sync-every: allreduce calls fall with K, a 1-rank baseline, and the runs take --lr and --batch", async () => {
+Deno.test("train-study sync-every: allreduce calls fall with K, a 1-rank baseline, repeats, and the runs take --lr and --batch", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const out = await new Deno.Command(Deno.execPath(), {
       args: [
         ...["run", "-A", "scripts/train_study.ts", "sync-every", "--epochs", "1"],
         ...["--train-samples", "1024", "--test-samples", "200", "--batch", "16", "--lr", "0.5"],
-        ...["--data", MNIST_DIR, "--out", dir, "--gpu", "no"],
+        ...["--data", MNIST_DIR, "--out", dir, "--gpu", "no", "--repeat", "2"],
       ],
       stdout: "piped",
       stderr: "piped",
     }).output();
     assertEquals(out.code, 0, decode(out.stderr));
+    // Every point ran twice: 16 points, 32 runs.
+    assertEquals(decode(out.stderr).match(/^\[\d+\] sync-every/gm)?.length, 32);
     assert_(/# 1 rank \(no averaging\): test accuracy \d+\.\d+%/.test(decode(out.stdout)));
     const rows: Record<string, string>[] = parse(
       await Deno.readTextFile(`${dir}/sync-every.csv`),
@@ -264,6 +266,11 @@ Deno.test("train-study sync-every: allreduce calls fall with K, a 1-rank baselin
     }
     const doc = JSON.parse(await Deno.readTextFile(`${dir}/sync-every.json`));
     assertEquals([doc.metadata.options.lr, doc.metadata.options.batch], ["0.5", "16"]);
+    assert_(rows.every((r) => r.runs === "2" && Number(r.time_spread_pct) >= 0));
+    assert_(rows.every((r) => r.noisy === (Number(r.time_spread_pct) > 10 ? "yes" : "")));
+    for (const load of [doc.metadata.options.load_before, doc.metadata.options.load_after]) {
+      assertEquals(load.length, 3);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
