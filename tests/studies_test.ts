@@ -2,6 +2,7 @@
 // core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer rank ticks.
 import { assert_, assertEquals } from "./_assert.ts";
 import { amdahlFit, speedupChart } from "../scripts/studies/speedup.ts";
+import { accuracyScale } from "../scripts/studies/study.ts";
 import { specToSvg } from "../bench/compare/chart.ts";
 
 /** Times of a program whose serial fraction is `f`, at 1, 2, 4 and 8 ranks. */
@@ -35,4 +36,12 @@ Deno.test("speedup: the chart has a title, ideal lines and integer rank ticks", 
   const svg = await specToSvg(speedupChart(rows));
   assert_(svg.includes("Training speedup"), "the title is drawn");
   assert_(!/>\s*1\.5\s*</.test(svg), "no fractional rank ticks");
+});
+
+Deno.test("study charts: an accuracy axis spans at least 10 points, within 0–100", () => {
+  const rows = (values: number[]) => values.map((test_acc_pct) => ({ test_acc_pct }));
+  // Runs 0.4 points apart: not a cliff.
+  assertEquals(accuracyScale(rows([97.6, 98.0]), "test_acc_pct").domain, [90, 100]);
+  assertEquals(accuracyScale(rows([40.8, 68.0, 89.8]), "test_acc_pct").domain, [40, 90]);
+  assertEquals(accuracyScale(rows([2, 3]), "test_acc_pct").domain, [0, 10]);
 });

@@ -38,11 +38,14 @@ export async function batch(ctx: StudyContext): Promise<StudyResult> {
     notes,
     chart: (rows) => ({
       $schema: SCHEMA,
+      title: "Time per sample of a batch: upload, kernels and the scores' download",
       data: {
         values: rows.flatMap((r) =>
-          (["upload_ms", "kernels_ms"] as const).map((phase) => ({
+          (["upload_ms", "kernels_ms", "download_ms"] as const).map((phase) => ({
             run: `${r.device}, batch ${r.batch}`,
-            phase: phase.replace("_ms", ""),
+            phase: phase === "download_ms"
+              ? "download (once per epoch in training)"
+              : phase.replace("_ms", ""),
             ms_per_sample: Number(r[phase]) / Number(r.batch),
           }))
         ),

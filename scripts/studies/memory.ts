@@ -29,6 +29,15 @@ export async function memory(ctx: StudyContext): Promise<StudyResult> {
   notes.push("2 ranks on shm; the model computes in the heap, copies to and from other kinds");
   return {
     notes,
-    chart: (rows) => barChart(rows, "memory", "time_s", "memory", undefined, "time (s)"),
+    chart: (rows) =>
+      barChart(
+        rows,
+        "memory",
+        "time_s",
+        "memory",
+        undefined,
+        "time (s)",
+        "Training time by the memory kind of the collectives' slabs (2 ranks, shm)",
+      ),
   };
 }

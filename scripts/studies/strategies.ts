@@ -45,6 +45,15 @@ export async function strategies(ctx: StudyContext): Promise<StudyResult> {
   notes.push("ps: rank 0 serves, the other ranks compute (so 2 ranks train on one worker)");
   return {
     notes,
-    chart: (rows) => barChart(rows, "strategy", "time_s", "procs", "device", "time (s)"),
+    chart: (rows) =>
+      barChart(
+        rows,
+        "strategy",
+        "time_s",
+        "procs",
+        "device",
+        "time (s)",
+        "Training time by synchronisation strategy and rank count",
+      ),
   };
 }

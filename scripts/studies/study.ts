@@ -108,30 +108,21 @@ export const round = (x: number, digits = 3): number => Number(x.toFixed(digits)
 export const pct = (x: number): number => round(100 * x, 2);
 export const SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json";
 
-/** A line chart of `y` against `x`, a line per `color`. */
-export function lineChart(
-  rows: Row[],
-  x: string,
-  y: string,
-  color: string,
-  xTitle: string,
-  yTitle: string,
-): TopLevelSpec {
-  return {
-    $schema: SCHEMA,
-    data: { values: rows },
-    width: 420,
-    height: 280,
-    mark: { type: "line", point: true },
-    encoding: {
-      x: { field: x, type: "quantitative", title: xTitle },
-      y: { field: y, type: "quantitative", title: yTitle },
-      color: { field: color, type: "nominal", title: null },
-    },
-  };
+/**
+ * An accuracy axis (percent) over at least `span` points around the values of `field`, so that
+ * runs a few tenths apart do not read as a cliff.
+ */
+export function accuracyScale(rows: Row[], field: string, span = 10): { domain: number[] } {
+  const values = rows.map((r) => Number(r[field])).filter(Number.isFinite);
+  const lo = Math.min(...values), hi = Math.max(...values);
+  const pad = Math.max(0, span - (hi - lo)) / 2;
+  let bottom = Math.max(0, Math.floor(lo - pad)), top = Math.min(100, Math.ceil(hi + pad));
+  if (top - bottom < span) bottom = Math.max(0, top - span);
+  if (top - bottom < span) top = Math.min(100, bottom + span);
+  return { domain: [bottom, top] };
 }
 
-/** Bars of `y` per `x`, side by side per `color`, in a panel per `facet`. */
+/** Bars of `y` per `x`, side by side per `color`, in a panel per `facet`, under `title`. */
 export function barChart(
   rows: Row[],
   x: string,
@@ -139,6 +130,7 @@ export function barChart(
   color: string,
   facet: string | undefined,
   yTitle: string,
+  title: string,
 ): TopLevelSpec {
   const spec = {
     width: 300,
@@ -152,8 +144,14 @@ export function barChart(
     },
   };
   return facet
-    ? { $schema: SCHEMA, data: { values: rows }, facet: { field: facet, type: "nominal" }, spec }
-    : { $schema: SCHEMA, data: { values: rows }, ...spec };
+    ? {
+      $schema: SCHEMA,
+      title,
+      data: { values: rows },
+      facet: { field: facet, type: "nominal" },
+      spec,
+    }
+    : { $schema: SCHEMA, title, data: { values: rows }, ...spec };
 }
 
 /** The table as aligned text. */

@@ -6,7 +6,7 @@
  */
 
 import type { TopLevelSpec } from "vega-lite";
-import { pct, round, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
+import { accuracyScale, pct, round, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 export async function syncEvery(ctx: StudyContext): Promise<StudyResult> {
   const alone = await ctx.train({ procs: "1" }, "1 rank (the baseline)");
@@ -55,7 +55,11 @@ export async function syncEvery(ctx: StudyContext): Promise<StudyResult> {
                 y: {
                   field: y,
                   type: "quantitative",
-                  scale: y === "allreduce_calls" ? { type: "log" } : { zero: false },
+                  scale: y === "allreduce_calls"
+                    ? { type: "log" }
+                    : y === "test_acc_pct"
+                    ? accuracyScale([...rows, { test_acc_pct: baseline }], "test_acc_pct")
+                    : { zero: false },
                   title: y === "time_s"
                     ? "time (s)"
                     : y === "allreduce_calls"
