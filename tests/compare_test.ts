@@ -9,7 +9,7 @@ import {
   wrongResults,
 } from "../bench/compare/crossover.ts";
 import { type Point, readResults } from "../bench/compare/results.ts";
-import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import { chartSpec, renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import { CSV_COLUMNS } from "../bench/metrics.ts";
 
 const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
@@ -199,6 +199,28 @@ Deno.test("compare: OSU and nccl-tests alltoall, gather and scatter output is re
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("compare: the chart draws Gb/s and µs per op side by side, each curve with its own colour, dash and marker", async () => {
+  const curves = toCurves([
+    ...await fixture("allreduce_shm.csv"),
+    ...await fixture("allreduce_worker.csv"),
+  ]);
+  const spec = chartSpec(curves) as unknown as {
+    title: string;
+    facet: { column: { sort: string[] } };
+    spec: { layer: { encoding: Record<string, { field: string }> }[] };
+    data: { values: { metric: string }[] };
+  };
+  assert_(spec.title.length > 0);
+  assertEquals(spec.facet.column.sort, ["Gb/s (payload bits / time)", "time per op (µs)"]);
+  const line = spec.spec.layer[0].encoding;
+  assertEquals([line.color.field, line.strokeDash.field, line.shape.field], [
+    "curve",
+    "curve",
+    "curve",
+  ]);
+  assertEquals(new Set(spec.data.values.map((v) => v.metric)).size, 2);
 });
 
 Deno.test("compare: unreadable input is a one-line error", async () => {

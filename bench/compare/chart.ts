@@ -8,30 +8,44 @@ import * as vega from "vega";
 import * as vegaLite from "vega-lite";
 import type { Crossover, Curve, WrongResults } from "./crossover.ts";
 
+/** The two figures drawn for every point: bandwidth, and time per operation (small sizes). */
+const METRICS = [
+  ["gbps", "Gb/s (payload bits / time)"],
+  ["time_us", "time per op (µs)"],
+] as const;
+
 /**
- * The Vega-Lite spec: Gb/s against floats on log2 axes, a panel per primitive × ranks; sizes whose
- * results had wrong elements are red crosses off the lines.
+ * The Vega-Lite spec: a row per primitive × ranks, Gb/s and µs per op against floats on log axes
+ * side by side, each curve with its own colour, dash and marker; sizes whose results had wrong
+ * elements are red crosses off the lines.
  */
 export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   const values = curves.flatMap((c) =>
     [...c.points.values()]
       .filter((p) => p.gbps > 0 && p.floats > 0)
-      .map((p) => ({
-        panel: `${c.primitive}, ${c.procs} ranks`,
-        curve: c.label,
-        floats: p.floats,
-        gbps: p.gbps,
-        time_us: p.time_us,
-        wrong: p.wrong,
-      }))
+      .flatMap((p) =>
+        METRICS.map(([field, metric]) => ({
+          panel: `${c.primitive}, ${c.procs} ranks`,
+          metric,
+          value: p[field],
+          curve: c.label,
+          floats: p.floats,
+          gbps: p.gbps,
+          time_us: p.time_us,
+          wrong: p.wrong,
+        }))
+      )
   );
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: "Bandwidth and time per operation against buffer size",
     data: { values },
-    facet: { field: "panel", type: "nominal", title: null },
-    columns: 2,
+    facet: {
+      row: { field: "panel", type: "nominal", title: null },
+      column: { field: "metric", type: "nominal", title: null, sort: METRICS.map(([, m]) => m) },
+    },
     spec: {
-      width: 420,
+      width: 340,
       height: 260,
       encoding: {
         x: {
@@ -44,12 +58,7 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
             labelExpr: BINARY_SIZE,
           },
         },
-        y: {
-          field: "gbps",
-          type: "quantitative",
-          scale: { type: "log" },
-          axis: { title: "Gb/s (payload bits / time)" },
-        },
+        y: { field: "value", type: "quantitative", scale: { type: "log" }, axis: { title: null } },
         tooltip: [
           { field: "curve" },
           { field: "floats" },
@@ -62,7 +71,11 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
         {
           transform: [{ filter: "datum.wrong == 0" }],
           mark: { type: "line", point: true },
-          encoding: { color: { field: "curve", type: "nominal", title: null } },
+          encoding: {
+            color: { field: "curve", type: "nominal", title: null },
+            strokeDash: { field: "curve", type: "nominal", title: null },
+            shape: { field: "curve", type: "nominal", title: null },
+          },
         },
         {
           transform: [{ filter: "datum.wrong > 0" }],
