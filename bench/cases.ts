@@ -78,6 +78,9 @@ export interface PrimitiveSpec {
   name: PrimitiveName;
   /** Registry name for algorithm choice; undefined for point-to-point. */
   collective?: CollectiveName;
+  /** Whether it takes a reduce op (`--op`) and a root (`--root`). */
+  reduces: boolean;
+  rooted: boolean;
   /** nccl-tests' busbw = algbw × factor. */
   busFactor(ranks: number): number;
   /** The same factor as text for table headers, in terms of n ranks. */
@@ -140,6 +143,8 @@ const multipleOfRanks = (count: number, ranks: number) => count - (count % ranks
 
 const sendrecv: PrimitiveSpec = {
   name: "sendrecv",
+  reduces: false,
+  rooted: false,
   busFactor: () => 1,
   busFormula: "1",
   footprint: (count) => 2 * count,
@@ -165,6 +170,8 @@ const sendrecv: PrimitiveSpec = {
 
 const bcast: PrimitiveSpec = {
   name: "bcast",
+  reduces: false,
+  rooted: true,
   collective: "bcast",
   busFactor: () => 1,
   busFormula: "1",
@@ -189,6 +196,8 @@ const bcast: PrimitiveSpec = {
 
 const reduce: PrimitiveSpec = {
   name: "reduce",
+  reduces: true,
+  rooted: true,
   collective: "reduce",
   busFactor: () => 1,
   busFormula: "1",
@@ -214,6 +223,8 @@ const reduce: PrimitiveSpec = {
 
 const allreduce: PrimitiveSpec = {
   name: "allreduce",
+  reduces: true,
+  rooted: false,
   collective: "allreduce",
   busFactor: (n) => (2 * (n - 1)) / n,
   busFormula: "2(n-1)/n",
@@ -237,6 +248,8 @@ const allreduce: PrimitiveSpec = {
 
 const allgather: PrimitiveSpec = {
   name: "allgather",
+  reduces: false,
+  rooted: false,
   collective: "allgather",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",
@@ -268,6 +281,8 @@ const allgather: PrimitiveSpec = {
 
 const reduceScatter: PrimitiveSpec = {
   name: "reduce_scatter",
+  reduces: true,
+  rooted: false,
   collective: "reduceScatter",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",
@@ -309,6 +324,8 @@ async function wrongBlocks(
 
 const alltoall: PrimitiveSpec = {
   name: "alltoall",
+  reduces: false,
+  rooted: false,
   collective: "alltoall",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",
@@ -334,6 +351,8 @@ const alltoall: PrimitiveSpec = {
 
 const gather: PrimitiveSpec = {
   name: "gather",
+  reduces: false,
+  rooted: true,
   collective: "gather",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",
@@ -362,6 +381,8 @@ const gather: PrimitiveSpec = {
 
 const scatter: PrimitiveSpec = {
   name: "scatter",
+  reduces: false,
+  rooted: true,
   collective: "scatter",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",

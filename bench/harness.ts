@@ -320,6 +320,9 @@ function summarize(
     floats: count,
     bytes,
     iters,
+    dtype: o.dtype,
+    op: spec.reduces ? o.op : "none",
+    root: spec.rooted ? o.root : -1,
     ...metrics({
       rankTotalsUs: perRank.map((r) => r[0]),
       iters,

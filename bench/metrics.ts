@@ -43,16 +43,23 @@ export interface ResultRow {
   touch_us: number;
   /** Ranks per process of a hierarchical group (`--threads`; `procs` counts every rank). */
   threads: number;
+  /** The element type (`--dtype`), the reduce op (`--op`; `none` where the primitive has none) and the root. */
+  dtype: string;
+  op: string;
+  root: number;
 }
 
-/** CSV columns fixed by docs/design.md; never renamed or reordered. */
+/**
+ * CSV columns fixed by docs/design.md; never reordered. The sixth, elements per buffer, is
+ * `count` (as nccl-tests calls it; older files call it `floats`, and every reader takes either).
+ */
 export const CSV_COLUMNS = [
   "primitive",
   "transport",
   "memory",
   "algorithm",
   "procs",
-  "floats",
+  "count",
   "bytes",
   "iters",
   "time_us",
@@ -74,7 +81,17 @@ export const EXTRA_COLUMNS = [
   "migrated_bytes",
   "touch_us",
   "threads",
+  "type",
+  "redop",
+  "root",
 ] as const;
+
+/** The row field behind each CSV column whose name differs from it (nccl-tests' names). */
+export const FIELD_OF_COLUMN: Readonly<Record<string, keyof ResultRow>> = {
+  count: "floats",
+  type: "dtype",
+  redop: "op",
+};
 
 /** What one size's measurement produced across ranks. */
 export interface Measured {

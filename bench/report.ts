@@ -7,7 +7,7 @@
 
 import { stringify } from "csv-stringify/sync";
 import type { SizeResult } from "./harness.ts";
-import { CSV_COLUMNS, EXTRA_COLUMNS, type ResultRow } from "./metrics.ts";
+import { CSV_COLUMNS, EXTRA_COLUMNS, FIELD_OF_COLUMN, type ResultRow } from "./metrics.ts";
 import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
 import type { LinkCosts } from "../primitives/cost_model.ts";
 
@@ -75,7 +75,7 @@ const COLUMNS: Column[] = [
 /** The row as CSV values: docs/design.md's columns, then the extras. */
 export function csvValues(row: ResultRow): (string | number)[] {
   return [...CSV_COLUMNS, ...EXTRA_COLUMNS].map((c) => {
-    const v = row[c];
+    const v = row[FIELD_OF_COLUMN[c] ?? (c as keyof ResultRow)];
     return typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v;
   });
 }

@@ -33,8 +33,7 @@ export function matrix(
     const algorithms = collective
       ? ["auto", ...algorithmsFor(collective as CollectiveName, transport, side, threads)]
       : ["auto"];
-    const reduces = collective === "allreduce" || collective === "reduce" ||
-      collective === "reduceScatter";
+    const reduces = PRIMITIVES[primitive].reduces;
     for (const algorithm of algorithms) {
       for (const count of COUNTS) {
         // Every op on small counts; the large odd count with sum keeps the suite quick.

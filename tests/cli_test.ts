@@ -250,8 +250,9 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   const csv = Deno.readTextFileSync(`${dir}/a.csv`).trim().split("\n");
   assertEquals(
     csv[0],
-    "primitive,transport,memory,algorithm,procs,floats,bytes,iters,time_us,min_us,max_us,gbps," +
-      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us,threads",
+    "primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,gbps," +
+      "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us," +
+      "threads,type,redop,root",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
@@ -270,6 +271,7 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
       String(row.floats * 4),
       "5",
     ]);
+    assertEquals(cells.slice(-3), ["f32", "sum", "-1"]); // nccl-tests' type, redop and root
     assertEquals(row.wrong, 0);
     assertEquals(row.samples_us.length, 5); // back-to-back batches of one op each at 5 iters
     assert_(row.min_us <= row.time_us && row.time_us <= row.max_us);
@@ -317,7 +319,7 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   assert_(text.endsWith("\n"));
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
-  for (const l of lines) assertEquals(l.split(",").length, 23, l);
+  for (const l of lines) assertEquals(l.split(",").length, 26, l);
 });
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {

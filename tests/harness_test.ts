@@ -46,7 +46,7 @@ for (const transport of ["shm", "worker"] as const) {
           string,
           string
         >[];
-        assertEquals(rows.map((r) => Number(r.floats)), plan.sweep.counts);
+        assertEquals(rows.map((r) => Number(r.count)), plan.sweep.counts);
         for (const r of rows) {
           assertEquals([r.primitive, r.transport, r.procs, r.wrong, r.timing], [
             primitive,

@@ -100,7 +100,7 @@ async function* readDcclCsv(
       if (first) {
         // Older CSVs call the element count `floats`, newer ones `count`.
         const missing = CSV_COLUMNS.filter((c) =>
-          !(c in row) && !(c === "floats" && "count" in row)
+          !(c in row) && !(c === "count" && "floats" in row)
         );
         if (missing.length > 0) {
           throw new ResultFormatError(`${source}: CSV lacks columns ${missing.join(", ")}`);
