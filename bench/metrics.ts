@@ -43,9 +43,11 @@ export interface ResultRow {
   touch_us: number;
   /** Ranks per process of a hierarchical group (`--threads`; `procs` counts every rank). */
   threads: number;
-  /** The element type (`--dtype`), the reduce op (`--op`; `none` where the primitive has none) and the root. */
+  /** The element type (`--dtype`). */
   dtype: string;
+  /** The reduce op (`--op`); `none` where the primitive has none. */
   op: string;
+  /** The root rank (`--root`); −1 where the primitive has none. */
   root: number;
 }
 

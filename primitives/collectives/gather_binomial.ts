@@ -4,8 +4,9 @@ import { type CollectiveContext, mod } from "./context.ts";
 /**
  * Binomial-tree gather: ⌈log2 n⌉ rounds; a rank collects its subtree's blocks (in order of
  * distance from the root) and sends them to its parent in one message, so the root takes
- * ⌈log2 n⌉ messages instead of n − 1 — the small-message choice. The root then puts the blocks in
- * rank order.
+ * ⌈log2 n⌉ messages instead of n − 1 (MPICH's small-message choice; where a copy costs about
+ * what a message does, as between ranks of one machine, the linear gather wins: docs/auto.md).
+ * The root then puts the blocks in rank order.
  */
 export async function gatherBinomial(
   ctx: CollectiveContext,
