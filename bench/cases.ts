@@ -246,65 +246,26 @@ const allreduce: PrimitiveSpec = {
   },
 };
 
-const allgather: PrimitiveSpec = {
-  name: "allgather",
-  reduces: false,
-  rooted: false,
-  collective: "allgather",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
-  prepare(comm, maxCount, o) {
-    const { rank, size } = comm;
-    const sendBuf = alloc(comm, Math.floor(maxCount / size), o);
-    const recvBuf = alloc(comm, maxCount, o);
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
-      const n = Math.floor(count / size);
-      const send = head(sendBuf, n), recv = head(recvBuf, n * size);
-      const options = { algorithm: o.algorithm };
-      return {
-        buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.allgather(send, recv, options),
-        wrong: async () => {
-          let wrong = 0;
-          for (let r = 0; r < size; r++) {
-            wrong += await wrongInputs(recv.subarray(r * n, (r + 1) * n), o.op, r, size);
-          }
-          return wrong;
-        },
-      };
-    });
-  },
-};
-
-const reduceScatter: PrimitiveSpec = {
-  name: "reduce_scatter",
-  reduces: true,
-  rooted: false,
-  collective: "reduceScatter",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
-  prepare(comm, maxCount, o) {
-    const { rank, size } = comm;
-    const sendBuf = alloc(comm, maxCount, o);
-    const recvBuf = alloc(comm, Math.floor(maxCount / size), o);
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
-      const n = Math.floor(count / size);
-      const send = head(sendBuf, n * size), recv = head(recvBuf, n);
-      const options = { op: o.op, algorithm: o.algorithm };
-      return {
-        buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
-        run: () => comm.reduceScatter(send, recv, options),
-        wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
-      };
-    });
-  },
-};
+/**
+ * The buffers of a collective between a block per rank and `size` blocks: `send` is the block and
+ * `recv` the whole (allgather, gather), or the other way round (reduce-scatter, scatter).
+ */
+function blockCase(
+  comm: Communicator,
+  maxCount: number,
+  o: CaseOptions,
+  blockSends: boolean,
+  sized: (n: number, send: CommBuffer, recv: CommBuffer) => SizedCase & { buffers: CommBuffer[] },
+): PreparedCase {
+  const size = comm.size, blockMax = Math.floor(maxCount / size);
+  const sendBuf = alloc(comm, blockSends ? blockMax : maxCount, o);
+  const recvBuf = alloc(comm, blockSends ? maxCount : blockMax, o);
+  return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+    const n = Math.floor(count / size);
+    const [sendCount, recvCount] = blockSends ? [n, n * size] : [n * size, n];
+    return sized(n, head(sendBuf, sendCount), head(recvBuf, recvCount));
+  });
+}
 
 /** Elements of `recv`'s blocks that differ from their sender's inputs (block r: `from(r)`). */
 async function wrongBlocks(
@@ -321,6 +282,52 @@ async function wrongBlocks(
   }
   return wrong;
 }
+
+const allgather: PrimitiveSpec = {
+  name: "allgather",
+  reduces: false,
+  rooted: false,
+  collective: "allgather",
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
+    const { rank, size } = comm;
+    return blockCase(comm, maxCount, o, true, (n, send, recv) => {
+      const options = { algorithm: o.algorithm };
+      return {
+        buffers: [send, recv],
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        run: () => comm.allgather(send, recv, options),
+        wrong: () => wrongBlocks(recv, n, size, o, (r) => [r, 0]),
+      };
+    });
+  },
+};
+
+const reduceScatter: PrimitiveSpec = {
+  name: "reduce_scatter",
+  reduces: true,
+  rooted: false,
+  collective: "reduceScatter",
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+  prepare(comm, maxCount, o) {
+    const { rank, size } = comm;
+    return blockCase(comm, maxCount, o, false, (n, send, recv) => {
+      const options = { op: o.op, algorithm: o.algorithm };
+      return {
+        buffers: [send, recv],
+        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        run: () => comm.reduceScatter(send, recv, options),
+        wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
+      };
+    });
+  },
+};
 
 const alltoall: PrimitiveSpec = {
   name: "alltoall",
@@ -360,11 +367,7 @@ const gather: PrimitiveSpec = {
   fit: multipleOfRanks,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    const sendBuf = alloc(comm, Math.floor(maxCount / size), o);
-    const recvBuf = alloc(comm, maxCount, o);
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
-      const n = Math.floor(count / size);
-      const send = head(sendBuf, n), recv = head(recvBuf, n * size);
+    return blockCase(comm, maxCount, o, true, (n, send, recv) => {
       const options = { root: o.root, algorithm: o.algorithm };
       const isRoot = rank === o.root;
       return {
@@ -390,11 +393,7 @@ const scatter: PrimitiveSpec = {
   fit: multipleOfRanks,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    const sendBuf = alloc(comm, maxCount, o);
-    const recvBuf = alloc(comm, Math.floor(maxCount / size), o);
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
-      const n = Math.floor(count / size);
-      const send = head(sendBuf, n * size), recv = head(recvBuf, n);
+    return blockCase(comm, maxCount, o, false, (n, send, recv) => {
       const options = { root: o.root, algorithm: o.algorithm };
       const isRoot = rank === o.root;
       return {

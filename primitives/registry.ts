@@ -231,6 +231,14 @@ export const ALGORITHMS: {
   }),
 } as const;
 
+/** Each collective's algorithms over messages: what the cost model chooses among between hosts. */
+const MESSAGE_ALGORITHMS = Object.fromEntries(
+  Object.entries(ALGORITHMS).map(([c, table]) => [
+    c,
+    Object.values(table).filter((a) => a.needs === "messages").map((a) => a.name),
+  ]),
+) as Record<CollectiveName, string[]>;
+
 /** Every collective's algorithm names, in table order (which a transport runs: `algorithmsFor`). */
 export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = Object
   .fromEntries(
@@ -362,9 +370,13 @@ export function autoAlgorithm(
     return "binomial";
   }
   if (links && side === "host" && !hierarchical) {
-    const messages = Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
-      .filter((a) => a.needs === "messages").map((a) => a.name);
-    const modeled = cheapestAlgorithm(collective, messages, bytes, size, links);
+    const modeled = cheapestAlgorithm(
+      collective,
+      MESSAGE_ALGORITHMS[collective],
+      bytes,
+      size,
+      links,
+    );
     if (modeled) return modeled;
   }
   const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);

@@ -134,20 +134,20 @@ export class Checkpointer {
   /**
    * After a step of an epoch of `steps`: counts it and, when `every` batches have passed and the
    * strategy's state is whole (`clean`: no half-accumulated gradients), writes a checkpoint at
-   * `position`.
+   * `position` (the promise of it; `undefined` when it writes none).
    * Collective: every rank calls it at every step with the same arguments.
    */
-  async afterStep(
+  afterStep(
     position: RunPosition,
     steps: number,
     clean: boolean,
     rows: EpochRow[],
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     this.#steps++;
     // The epoch's last step is followed by its checkpoint (afterEpoch).
-    if (this.#o.every === "epoch" || this.#steps < this.#o.every || !clean) return;
-    if (position.step >= steps) return;
-    await this.save(position, rows, this.#engine.runningScore?.());
+    if (this.#o.every === "epoch" || this.#steps < this.#o.every || !clean) return undefined;
+    if (position.step >= steps) return undefined;
+    return this.save(position, rows, this.#engine.runningScore?.());
   }
 
   /** After an epoch: writes a checkpoint at the start of the next one. */

@@ -102,6 +102,10 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
   const reporter = comm.rank === 0
     ? new TrainReporter({ ...args.report, epochs: config.epochs })
     : undefined;
+  const runningLoss = () => {
+    const score = engine.runningScore?.();
+    return score?.rows ? score.loss / score.rows : undefined;
+  };
   const checkpointer = config.checkpoint &&
     new Checkpointer(comm, engine, config.checkpoint, config);
   const rows: EpochRow[] = [];
@@ -113,12 +117,8 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     options: config,
     watch: new Stopwatch(),
     firstStep: 0,
-    stepDone: (step, steps, clean) =>
-      checkpointer?.afterStep({ epoch, step }, steps, clean, rows) ?? Promise.resolve(),
-    progress: (step, steps) => {
-      const score = engine.runningScore?.();
-      reporter?.progress(epoch, step, steps, score?.rows ? score.loss / score.rows : undefined);
-    },
+    stepDone: (step, steps, clean) => checkpointer?.afterStep({ epoch, step }, steps, clean, rows),
+    progress: (step, steps) => reporter?.progress(epoch, step, steps, runningLoss),
     staleness: { pushes: 0, total: 0, max: 0 },
     allreduceCalls: 0,
   };

@@ -142,16 +142,16 @@ export class TrainReporter {
 
   /**
    * Shows progress through an epoch (at most ten times a second) with the epoch's running loss
-   * where the engine has it, and the time left at the pace so far.
+   * where `loss` gives it (asked only when the bar is drawn), and the time left at the pace so far.
    */
-  progress(epoch: number, step: number, steps: number, loss?: number): void {
+  progress(epoch: number, step: number, steps: number, loss?: () => number | undefined): void {
     if (!this.#bar) return;
     const now = performance.now();
     if (epoch === 0 && step <= 1) this.#startedAt = now;
     if (now - this.#barDrawn < 100 && step < steps) return;
     this.#barDrawn = now;
     const line = `\r\x1b[2K${
-      progressLine(epoch, step, steps, this.#o.epochs, loss, now - this.#startedAt)
+      progressLine(epoch, step, steps, this.#o.epochs, loss?.(), now - this.#startedAt)
     }`;
     Deno.stderr.writeSync(new TextEncoder().encode(line));
   }

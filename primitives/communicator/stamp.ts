@@ -6,20 +6,11 @@
  * @module
  */
 
-import { type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "../types.ts";
+import { type CollectiveName, type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "../types.ts";
 
 /** What a rank is doing: a point-to-point message or one of the collectives. */
-export type CallKind =
-  | "p2p"
-  | "allreduce"
-  | "bcast"
-  | "reduce"
-  | "allgather"
-  | "reduceScatter"
-  | "alltoall"
-  | "gather"
-  | "scatter"
-  | "barrier";
+export type CallKind = "p2p" | CollectiveName | "barrier";
+/** Kinds by code: new ones go at the end, so the codes of the others never change. */
 const KINDS: readonly CallKind[] = [
   "p2p",
   "allreduce",

@@ -92,7 +92,8 @@ export const allreduceStrategy: Strategy = {
         watch.lap("compute");
       }
       ctx.progress(step + 1, shard.steps);
-      await ctx.stepDone(step + 1, shard.steps, accumulated === 0);
+      const saving = ctx.stepDone(step + 1, shard.steps, accumulated === 0);
+      if (saving) await saving;
     }
   },
 };

@@ -34,7 +34,8 @@ export const localSgdStrategy: Strategy = {
       }
       ctx.progress(step + 1, shard.steps);
       // Each rank's own parameters and momentum are checkpointed: any step will do.
-      await ctx.stepDone(step + 1, shard.steps, true);
+      const saving = ctx.stepDone(step + 1, shard.steps, true);
+      if (saving) await saving;
     }
   },
 };

@@ -68,9 +68,10 @@ export interface StrategyContext {
   firstStep: number;
   /**
    * After `step` of `steps` steps: `clean` when no gradients are half accumulated, so a
-   * checkpoint may be written there (collective: every rank calls it after every step).
+   * checkpoint may be written there (collective: every rank calls it after every step). A promise
+   * only when it writes one, so the steps between checkpoints wait for nothing.
    */
-  stepDone(step: number, steps: number, clean: boolean): Promise<void>;
+  stepDone(step: number, steps: number, clean: boolean): Promise<void> | undefined;
   /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
   staleness: Staleness;
   /** Allreduce calls the strategy made to synchronise, since training began (the study's Table 5.1). */
