@@ -246,6 +246,14 @@ const allreduce: PrimitiveSpec = {
   },
 };
 
+/** What the collectives between a block per rank and `size` blocks share (nccl-tests' factor). */
+const BETWEEN_BLOCKS: Pick<PrimitiveSpec, "busFactor" | "busFormula" | "footprint" | "fit"> = {
+  busFactor: (n) => (n - 1) / n,
+  busFormula: "(n-1)/n",
+  footprint: (count, ranks) => count + count / ranks,
+  fit: multipleOfRanks,
+};
+
 /**
  * The buffers of a collective between a block per rank and `size` blocks: `send` is the block and
  * `recv` the whole (allgather, gather), or the other way round (reduce-scatter, scatter).
@@ -288,10 +296,7 @@ const allgather: PrimitiveSpec = {
   reduces: false,
   rooted: false,
   collective: "allgather",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
+  ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, true, (n, send, recv) => {
@@ -311,10 +316,7 @@ const reduceScatter: PrimitiveSpec = {
   reduces: true,
   rooted: false,
   collective: "reduceScatter",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
+  ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, false, (n, send, recv) => {
@@ -361,10 +363,7 @@ const gather: PrimitiveSpec = {
   reduces: false,
   rooted: true,
   collective: "gather",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
+  ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, true, (n, send, recv) => {
@@ -387,10 +386,7 @@ const scatter: PrimitiveSpec = {
   reduces: false,
   rooted: true,
   collective: "scatter",
-  busFactor: (n) => (n - 1) / n,
-  busFormula: "(n-1)/n",
-  footprint: (count, ranks) => count + count / ranks,
-  fit: multipleOfRanks,
+  ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, false, (n, send, recv) => {
