@@ -77,6 +77,7 @@ export type {
   Side,
   TypedArray,
 } from "./primitives/types.ts";
+export { fromBf16, toBf16 } from "./kernels/elements.ts";
 export { launchGroup, spawnRanks } from "./primitives/launch/group.ts";
 export type { LaunchOptions } from "./primitives/launch/group.ts";
 export type { GroupOptions, RankGroup } from "./primitives/launch/supervisor.ts";

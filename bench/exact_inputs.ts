@@ -1,22 +1,33 @@
 /**
  * The exact inputs every primitive is checked with (nccl-tests style): integer-valued, unique per
- * rank and index, small enough that any sum over the group is exact in f32 whatever order an
- * algorithm adds in; how buffers of any memory kind are filled with them, and how their results
+ * rank and index, small enough that any sum over the group is exact in its dtype whatever order
+ * an algorithm adds in; how buffers of any memory kind are filled with them, and how their results
  * are counted wrong against the exact values.
  * @module
  */
 
 import { type CommBuffer, HostBuffer } from "../primitives/memory/comm_buffer.ts";
-import { type Dtype, DTYPE_INFO, type ReduceOp, type TypedArray } from "../primitives/types.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  dtypeOf,
+  type ReduceOp,
+  type TypedArray,
+} from "../primitives/types.ts";
+import { fromBf16, toStored } from "../kernels/elements.ts";
+
+/** Integers up to 2^bits are exact in each dtype (f64 and i32 are held to f32's). */
+const EXACT_BITS: Record<Dtype, number> = { f32: 24, f64: 24, i32: 24, f16: 11, bf16: 8 };
 
 /**
- * Inputs of a `size`-rank group cycle through this many integers, centred on 0: 2^20 up to 32
- * ranks, fewer above, so that every partial sum over the group stays within 2^24 and is exact
- * in f32 (size × modulus / 2 ≤ 2^24), whatever order an algorithm adds in.
+ * Inputs of a `size`-rank group cycle through this many integers, centred on 0: 2^20 for f32 up
+ * to 32 ranks, fewer above and for half precision (f16: 512 at 8 ranks, bf16: 64), so that every
+ * partial sum over the group is an integer the dtype holds exactly (size × modulus / 2 ≤
+ * 2^bits), whatever order an algorithm adds in. Never below 2 (inputs 0 and −1).
  */
-export function inputModulus(size: number): number {
+export function inputModulus(size: number, dtype: Dtype = "f32"): number {
   let m = 2 ** 20;
-  while (size * m > 2 ** 25) m /= 2;
+  while (m > 2 && size * m > 2 ** (EXACT_BITS[dtype] + 1)) m /= 2;
   return m;
 }
 
@@ -24,15 +35,21 @@ export function inputModulus(size: number): number {
  * Input element i of rank r: integer-valued, unique per (rank, index) for i·size + r below
  * {@linkcode inputModulus}, and small enough that any sum over the group is exact in f32.
  * `prod` inputs are ±1 and 2 so products stay exact too (i32 products wrap, exactly, as the
- * kernels' do).
+ * kernels' do; f16 products past 65504 are infinite whatever the order).
  */
-export function inputValue(op: ReduceOp, rank: number, size: number, i: number): number {
+export function inputValue(
+  op: ReduceOp,
+  rank: number,
+  size: number,
+  i: number,
+  dtype: Dtype = "f32",
+): number {
   if (op === "prod") return [1, -1, 2][(i + 2 * rank) % 3];
-  const m = inputModulus(size);
+  const m = inputModulus(size, dtype);
   return ((i * size + rank) % m) - m / 2;
 }
 
-/** The exact reduction over all ranks of element i, rounded as the dtype stores it. */
+/** The exact reduction over all ranks of element i, rounded as the dtype stores it (a number). */
 export function expectedReduction(
   op: ReduceOp,
   dtype: Dtype,
@@ -54,11 +71,12 @@ export function expectedReduction(
 }
 
 function average(sum: number, size: number, dtype: Dtype): number {
-  return dtype === "i32"
-    ? Math.trunc(sum / size)
-    : dtype === "f32"
-    ? Math.fround(sum / size)
-    : sum / size;
+  return dtype === "i32" ? Math.trunc(sum / size) : valueOf(dtype, toStored(dtype, sum / size));
+}
+
+/** The number a stored element stands for (a bf16 word decoded). */
+function valueOf(dtype: Dtype, stored: number): number {
+  return dtype === "bf16" ? fromBf16(stored) : stored;
 }
 
 /**
@@ -66,9 +84,9 @@ function average(sum: number, size: number, dtype: Dtype): number {
  * m / gcd(size, m) (m the power of two {@linkcode inputModulus}), `prod` inputs every 3. Filling
  * and checking work on one period.
  */
-function period(op: ReduceOp, size: number): number {
+function period(op: ReduceOp, size: number, dtype: Dtype): number {
   if (op === "prod") return 3;
-  let p = inputModulus(size);
+  let p = inputModulus(size, dtype);
   while (size % 2 === 0 && p > 1) {
     size /= 2;
     p /= 2;
@@ -76,7 +94,7 @@ function period(op: ReduceOp, size: number): number {
   return p;
 }
 
-/** The first `min(length, period)` values of `value(i)`, as `dtype`. */
+/** The first `min(length, period)` values of `value(i)`, as `dtype` stores them. */
 function onePeriod(
   dtype: Dtype,
   length: number,
@@ -84,17 +102,18 @@ function onePeriod(
   value: (i: number) => number,
 ): TypedArray {
   const out = new DTYPE_INFO[dtype].array(Math.min(length, period));
-  for (let i = 0; i < out.length; i++) out[i] = value(i);
+  for (let i = 0; i < out.length; i++) out[i] = toStored(dtype, value(i));
   return out;
 }
 
 /** Writes rank `rank`'s inputs into `view`. */
 export function fillInput(view: TypedArray, op: ReduceOp, rank: number, size: number): void {
+  const dtype = dtypeOf(view);
   const one = onePeriod(
-    dtypeOfView(view),
+    dtype,
     view.length,
-    period(op, size),
-    (i) => inputValue(op, rank, size, i),
+    period(op, size, dtype),
+    (i) => inputValue(op, rank, size, i, dtype),
   );
   writePeriodicView(view, one);
 }
@@ -153,8 +172,8 @@ export function writeInput(
   rank: number,
   size: number,
 ): Promise<void> {
-  const value = (i: number) => inputValue(op, rank, size, i);
-  return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
+  const value = (i: number) => inputValue(op, rank, size, i, buf.dtype);
+  return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size, buf.dtype), value));
 }
 
 /** The usual set-up: this rank's inputs in `send`, zeros in `recv` (so stale results show). */
@@ -177,8 +196,8 @@ export function wrongInputs(
   size: number,
   offset = 0,
 ): Promise<number> {
-  const value = (i: number) => inputValue(op, rank, size, offset + i);
-  return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size), value));
+  const value = (i: number) => inputValue(op, rank, size, offset + i, buf.dtype);
+  return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size, buf.dtype), value));
 }
 
 /** The exact reduction of elements `offset…` (one period of them), as `dtype`. */
@@ -190,8 +209,8 @@ function reducedPeriod(
   offset: number,
 ): TypedArray {
   const exact = (k: number) =>
-    expectedReduction(op, dtype, size, (r) => inputValue(op, r, size, offset + k));
-  return onePeriod(dtype, length, period(op, size), exact);
+    expectedReduction(op, dtype, size, (r) => inputValue(op, r, size, offset + k, dtype));
+  return onePeriod(dtype, length, period(op, size, dtype), exact);
 }
 
 /** Elements of `view` (elements `offset…` of the result) that differ from the exact reduction. */
@@ -213,8 +232,4 @@ export function wrongReducedIn(
   offset = 0,
 ): Promise<number> {
   return countWrongIn(buf, reducedPeriod(op, buf.dtype, size, buf.length, offset));
-}
-
-function dtypeOfView(view: TypedArray): Dtype {
-  return view instanceof Float64Array ? "f64" : view instanceof Int32Array ? "i32" : "f32";
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type Dtype, type KernelOp } from "./elements.ts";
+import { type Dtype, DTYPE_INFO, type KernelOp } from "./elements.ts";
 
 /** A window of a device buffer: what kernels read and write. */
 export interface DeviceView {
@@ -19,7 +19,7 @@ export interface DeviceView {
   readonly byteOffset: number;
   /** Elements in the view. */
   readonly length: number;
-  /** Element type (`f32` or `i32`: WGSL has no f64). */
+  /** Element type (`f32` or `i32`: see {@linkcode wgslType}). */
   readonly dtype: Dtype;
 }
 
@@ -343,20 +343,29 @@ export class GpuKernels {
   }
 }
 
-/** The WGSL type of a dtype; WGSL has no f64, so `f64` is refused. */
+/**
+ * The WGSL type of a dtype. Refused: `f64` (WGSL has no 64-bit floats) and the half-precision
+ * dtypes (device buffers address 4-byte words; docs/dtypes.md).
+ */
 export function wgslType(dtype: Dtype): string {
   const type = WGSL_TYPE[dtype];
-  if (!type) {
-    throw new TypeError(
-      `Device kernels work on f32 and i32, not ${dtype}: WGSL has no 64-bit floats (WebGPU offers ` +
-        `no shader-f64)`,
-    );
-  }
+  if (!type) throw new TypeError(deviceRefusal(dtype));
   return type;
 }
 
+/** Why device kernels refuse `dtype` (one line), or undefined when they take it. */
+export function deviceRefusal(dtype: Dtype): string | undefined {
+  return WHY[dtype] && `device kernels work on f32 and i32, not ${dtype}: ${WHY[dtype]}`;
+}
+
+const WHY: Partial<Record<Dtype, string>> = {
+  f64: "WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
+  f16: "device buffers copy and bind in 4-byte words, so 2-byte elements are not carried yet",
+  bf16: "device buffers copy and bind in 4-byte words, so 2-byte elements are not carried yet",
+};
+
 function elementBytes(dtype: Dtype): number {
-  return dtype === "f64" ? 8 : 4;
+  return DTYPE_INFO[dtype].bytes;
 }
 
 /** `template` with every `{{NAME}}` replaced. */

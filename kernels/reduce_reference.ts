@@ -4,11 +4,25 @@
  * @module
  */
 
-import type { KernelOp, TypedArray } from "./elements.ts";
+import { fromBf16, type KernelOp, toBf16, type TypedArray } from "./elements.ts";
+
+const apply: Record<KernelOp, (x: number, y: number) => number> = {
+  sum: (x, y) => x + y,
+  prod: (x, y) => x * y,
+  max: Math.max,
+  min: Math.min,
+};
 
 /** `dst[i] = a[i] op b[i]` for every element of `dst` (all three the same dtype and length). */
 export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
+  if (dst instanceof Uint16Array) {
+    // bf16 words: decode, compute, round back (x + y of two bf16 values rounds as f32 then bf16
+    // would, since f32 has more than twice bf16's precision).
+    const f = apply[op];
+    for (let i = 0; i < n; i++) dst[i] = toBf16(f(fromBf16(a[i]), fromBf16(b[i])));
+    return;
+  }
   const int = dst instanceof Int32Array;
   switch (op) {
     case "sum":
@@ -32,5 +46,7 @@ export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b:
 export function divideReference(dst: TypedArray, k: number): void {
   if (dst instanceof Int32Array) {
     for (let i = 0; i < dst.length; i++) dst[i] = Math.trunc(dst[i] / k);
+  } else if (dst instanceof Uint16Array) {
+    for (let i = 0; i < dst.length; i++) dst[i] = toBf16(fromBf16(dst[i]) / k);
   } else for (let i = 0; i < dst.length; i++) dst[i] = dst[i] / k;
 }

@@ -6,13 +6,18 @@
  * shared or private (see {@linkcode reduceWat}). Every `<op>_<dtype>(dst, a, b, n)` computes
  * `dst[dst + i] = a[a + i] op b[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
  * single-vector loop, then a scalar tail, so any length and any alignment work.
- * `div_<dtype>(dst, n, k)` divides in place in `dst` (the second half of `avg`).
+ * `div_<dtype>(dst, n, k)` divides in place in `dst` (the second half of `avg`). Half-precision
+ * dtypes compute in f32 (half_wat.ts).
  *
  * `deno task build:wasm` compiles this text with wabt into `reduce_wasm_bytes.generated.ts`.
  * @module
  */
 
-import { type Dtype, KERNEL_OPS, type KernelOp } from "./elements.ts";
+import { KERNEL_OPS, type KernelOp } from "./elements.ts";
+import { halfDivFunc, type HalfDtype, halfReduceFunc } from "./half_wat.ts";
+
+/** The dtypes whose kernels compute in their own lanes. */
+type WideDtype = "f32" | "f64" | "i32";
 
 interface DtypeCode {
   bytes: number;
@@ -23,7 +28,7 @@ interface DtypeCode {
   scalar_op: Record<KernelOp, string>;
 }
 
-const CODE: Record<Dtype, DtypeCode> = {
+const CODE: Record<WideDtype, DtypeCode> = {
   f32: {
     bytes: 4,
     scalar: "f32",
@@ -60,7 +65,7 @@ function step(ptrs: string[], by: number): string {
   );
 }
 
-function reduceFunc(op: KernelOp, dtype: Dtype): string {
+function reduceFunc(op: KernelOp, dtype: WideDtype): string {
   const c = CODE[dtype];
   const vec = (off: number) =>
     `(v128.store $dst_mem offset=${off} (local.get $d) (${c.vec[op]} ` +
@@ -99,7 +104,7 @@ function reduceFunc(op: KernelOp, dtype: Dtype): string {
       (br $loop0))))`;
 }
 
-function divFunc(dtype: Dtype): string {
+function divFunc(dtype: WideDtype): string {
   const c = CODE[dtype];
   if (dtype === "i32") {
     // No SIMD integer division: a scalar loop, truncating toward zero like C and NCCL.
@@ -143,10 +148,11 @@ export function reduceBuildName(build: readonly Sharing[]): string {
 
 /** The kernel module for `dst`, `a` and `b` memories of the given sharing, as text. */
 export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
-  const dtypes: Dtype[] = ["f32", "f64", "i32"];
-  const funcs = dtypes.flatMap((
-    dt,
-  ) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]);
+  const wide: WideDtype[] = ["f32", "f64", "i32"], half: HalfDtype[] = ["f16", "bf16"];
+  const funcs = [
+    ...wide.flatMap((dt) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]),
+    ...half.flatMap((dt) => [...KERNEL_OPS.map((op) => halfReduceFunc(op, dt)), halfDivFunc(dt)]),
+  ];
   // An imported memory's type names its sharing, so each combination is a module of its own.
   const memory = (name: string, sharing: Sharing) => {
     const shared = sharing === "shared" ? " shared" : "";

@@ -7,6 +7,7 @@
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
+import { deviceRefusal } from "../kernels/gpu_kernels.ts";
 import { algorithmsFor, needsDevice, sideOfMemory, TRANSPORTS } from "../primitives/registry.ts";
 import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import { type FlagSpec, integer, number, oneOf, outputFiles, size, UsageError } from "./_flags.ts";
@@ -122,11 +123,12 @@ export function planRun(
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);
   const device = needsDevice(transport, memory);
-  if (device && dtype === "f64") {
+  const refusal = device ? deviceRefusal(dtype) : undefined;
+  if (refusal) {
     throw new UsageError(
-      `--dtype f64 is not accepted with ${
+      `--dtype ${dtype} is not accepted with ${
         info.needsDevice ? `transport ${transport}` : `${memory} memory`
-      }: device kernels work on f32 and i32 (WGSL has no 64-bit floats)`,
+      }: ${refusal}`,
     );
   }
   const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);

@@ -41,7 +41,7 @@ export function matrix(
           add({ primitive, algorithm, count, op, dtype: "f32", memory, repeat: device ? 1 : 2 });
         }
       }
-      for (const dtype of (device ? ["i32"] : ["f64", "i32"]) as Dtype[]) {
+      for (const dtype of (device ? ["i32"] : ["f64", "i32", "f16", "bf16"]) as Dtype[]) {
         for (const op of reduces ? OPS : ["sum" as const]) {
           add({ primitive, algorithm, count: 1001, op, dtype, memory });
         }

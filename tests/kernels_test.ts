@@ -8,7 +8,15 @@ import { compileReduceWasm, REDUCE_BUILDS } from "../kernels/build_wasm.ts";
 import { toBase64Lines } from "../kernels/wasm_build.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
-import { DTYPE_INFO, DTYPES, KERNEL_OPS, makeView } from "../primitives/types.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  DTYPES,
+  KERNEL_OPS,
+  makeView,
+  type TypedArray,
+} from "../primitives/types.ts";
+import { fromBf16, setValues, toBf16, valuesOf } from "../kernels/elements.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 
 /** A 4-MiB buffer to make views in: a shared heap's, or a private memory's. */
@@ -18,10 +26,18 @@ function bufferOf(sharing: Sharing): ArrayBufferLike {
     : privateView("f64", 1 << 19)!.buffer;
 }
 
-function values(i: number, salt: number, int: boolean): number {
+/** Values past every type's edges: infinities, NaN, the f16 and bf16 limits, subnormals. */
+const SPECIAL = [Infinity, -Infinity, NaN, 65504, -65520, 6e-5, 1e-7, -3e-8, 3.4e38, 1e-40];
+
+function values(i: number, salt: number, dtype: Dtype): number {
   const v = ((i * 7919 + salt * 104729) % 2001) - 1000;
-  return int ? v * 1_000_003 : v / 8 + (i % 3 === 0 ? -0 : 0.25);
+  if (dtype === "i32") return v * 1_000_003;
+  if ((i + salt) % 7 === 3) return SPECIAL[(i * 3 + salt) % SPECIAL.length];
+  return v / 8 + (i % 3 === 0 ? -0 : 0.25);
 }
+
+/** Values to compare: raw words would differ in NaN payloads, which no dtype promises. */
+const read = (view: TypedArray) => valuesOf(view);
 
 Deno.test("wasm kernels equal the JS reference for every op, dtype, length, alignment and heaps", () => {
   for (const build of REDUCE_BUILDS) {
@@ -36,45 +52,45 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length, alig
               makeView(dtype, buffer, 4096 + k * 16384 + misalign, n);
             const a = at(0, inA), b = at(1, inB), dst = at(2, inDst);
             const ref = new DTYPE_INFO[dtype].array(n);
-            for (let i = 0; i < n; i++) {
-              a[i] = values(i, 1, dtype === "i32");
-              b[i] = values(i, 2, dtype === "i32");
-            }
+            setValues(a, Array.from({ length: n }, (_, i) => values(i, 1, dtype)));
+            setValues(b, Array.from({ length: n }, (_, i) => values(i, 2, dtype)));
             assert_(
               reduceWasm(op, dst, a, b),
               "the kernel runs on buffers in WebAssembly memories",
             );
             reduceReference(op, ref, a, b);
             assertEquals(
-              Array.from(dst),
-              Array.from(ref),
+              read(dst),
+              read(ref),
               `${name} ${op} ${dtype} n=${n} +${misalign}`,
             );
             // In place, and nothing written past the end.
             const guard = makeView(dtype, inDst, 4096 + 2 * 16384 + misalign + n * width, 1);
-            guard[0] = 12345;
+            guard[0] = 100; // exact in every dtype
             assert_(reduceWasm(op, dst, dst, b));
             reduceReference(op, ref, ref, b);
             assertEquals(
-              Array.from(dst),
-              Array.from(ref),
+              read(dst),
+              read(ref),
               `${name} ${op} ${dtype} n=${n} in place`,
             );
-            assertEquals(guard[0], 12345, `${name} ${op} ${dtype} n=${n} wrote past the end`);
+            assertEquals(guard[0], 100, `${name} ${op} ${dtype} n=${n} wrote past the end`);
             // The operands the other way round.
             assert_(reduceWasm(op, dst, b, a), "the kernel runs with the operands swapped");
             reduceReference(op, ref, b, a);
-            assertEquals(Array.from(dst), Array.from(ref), `${name} ${op} ${dtype} n=${n} swapped`);
+            assertEquals(read(dst), read(ref), `${name} ${op} ${dtype} n=${n} swapped`);
           }
         }
       }
       for (const n of [1, 7, 33]) {
         const dst = makeView(dtype, inDst, 4096 + width, n); // not 16-byte aligned
         const ref = new DTYPE_INFO[dtype].array(n);
-        for (let i = 0; i < n; i++) dst[i] = ref[i] = values(i, 3, dtype === "i32");
+        const v = Array.from({ length: n }, (_, i) => values(i, 3, dtype));
+        setValues(dst, v);
+        setValues(ref, v);
         divide(dst, 3);
         divideReference(ref, 3);
-        assertEquals(Array.from(dst), Array.from(ref), `div ${dtype} n=${n}`);
+        assertEquals(read(dst), read(ref), `div ${dtype} n=${n}`);
       }
     }
   }
@@ -99,4 +115,14 @@ Deno.test("the committed kernel binaries match kernels/reduce_wat.ts (run deno t
       key,
     );
   }
+});
+
+Deno.test("bf16 words round to nearest even, overflow to infinity and keep NaN", () => {
+  assertEquals(toBf16(1), 0x3f80);
+  assertEquals(toBf16(1 + 2 ** -8), 0x3f80, "a tie goes to the even word below");
+  assertEquals(toBf16(1 + 3 * 2 ** -8), 0x3f82, "a tie goes to the even word above");
+  assertEquals(toBf16(-2.5), 0xc020);
+  assertEquals(toBf16(3.4e38), 0x7f80, "past the largest bf16 is infinity");
+  assert_(Number.isNaN(fromBf16(toBf16(NaN))));
+  assertEquals(fromBf16(0x3f82), 1 + 2 ** -6);
 });

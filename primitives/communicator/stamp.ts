@@ -38,14 +38,16 @@ export interface CallShape {
   algorithm: number;
 }
 
-// Low 23 bits: kind (4), op (3), dtype (2), root (10), algorithm (4); above them the count.
+// Low 23 bits: kind (4), op and dtype together (5: op × 5 + dtype, 25 of 32 codes), root (10),
+// algorithm (4); above them the count, so that 2^29 half-precision elements stay below 2^53.
 const LOW = 2 ** 23;
 const codes = <T extends string>(list: readonly T[]) =>
   Object.fromEntries(list.map((v, i) => [v, i])) as Record<T, number>;
 const KIND_CODE = codes(KINDS), OP_CODE = codes(REDUCE_OPS), DTYPE_CODE = codes(DTYPES);
+const D = DTYPES.length;
 
 /**
- * Packs a call into a stamp (a safe integer: counts stay below 2^31). Positional and
+ * Packs a call into a stamp (a safe integer: counts stay at or below 2^29). Positional and
  * allocation-free: every call of every rank computes one.
  */
 export function callStamp(
@@ -57,7 +59,7 @@ export function callStamp(
   algorithm: number,
 ): number {
   return count * LOW +
-    (KIND_CODE[kind] | OP_CODE[op] << 4 | DTYPE_CODE[dtype] << 7 | root << 9 | algorithm << 19);
+    (KIND_CODE[kind] | (OP_CODE[op] * D + DTYPE_CODE[dtype]) << 4 | root << 9 | algorithm << 19);
 }
 
 /** {@linkcode callStamp} of a shape. */
@@ -70,8 +72,8 @@ export function shapeOf(stamp: number): CallShape {
   const low = stamp % LOW;
   return {
     kind: KINDS[low & 15] ?? "p2p",
-    op: REDUCE_OPS[(low >> 4) & 7] ?? "sum",
-    dtype: DTYPES[(low >> 7) & 3] ?? "f32",
+    op: REDUCE_OPS[Math.floor(((low >> 4) & 31) / D)] ?? "sum",
+    dtype: DTYPES[((low >> 4) & 31) % D] ?? "f32",
     root: (low >> 9) & 1023,
     algorithm: (low >> 19) & 15,
     count: Math.floor(stamp / LOW),

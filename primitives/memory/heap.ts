@@ -7,7 +7,7 @@
  */
 
 import { memoryOf, registerMemoryBuffer } from "../../kernels/memories.ts";
-import { type Dtype, makeView, type TypedArray } from "../types.ts";
+import { type Dtype, DTYPE_INFO, makeView, type TypedArray } from "../types.ts";
 
 export { memoryOf };
 
@@ -45,14 +45,14 @@ export class RankHeap {
 
   /** Allocates `count` elements of `dtype`, zero-filled. Throws `RangeError` when the heap is full. */
   alloc(dtype: Dtype, count: number): TypedArray {
-    const bytes = Math.max(ALIGN, Math.ceil((count * viewBytes(dtype)) / ALIGN) * ALIGN);
+    const bytes = Math.max(ALIGN, Math.ceil((count * DTYPE_INFO[dtype].bytes) / ALIGN) * ALIGN);
     const offset = this.#take(bytes);
     this.#used.set(offset, bytes);
     const view = makeView(dtype, heapBuffer(this.memory), offset, count);
     // Only reused bytes need zeroing: touching fresh pages would fault them all in up front
     // (seconds for a 1 GiB buffer), long before the buffer is used.
     if (offset < this.#highWater) {
-      view.fill(0, 0, Math.ceil((this.#highWater - offset) / viewBytes(dtype)));
+      view.fill(0, 0, Math.ceil((this.#highWater - offset) / DTYPE_INFO[dtype].bytes));
     }
     this.#highWater = Math.max(this.#highWater, offset + bytes);
     return view;
@@ -112,10 +112,6 @@ export class RankHeap {
   }
 }
 
-function viewBytes(dtype: Dtype): number {
-  return dtype === "f64" ? 8 : 4;
-}
-
 /**
  * The current SharedArrayBuffer of a heap memory. A grown memory hands out a new, longer buffer
  * object over the same bytes; fetching through here remembers every one of them so that
@@ -135,7 +131,7 @@ export function heapBuffer(memory: WebAssembly.Memory): SharedArrayBuffer {
  * that large can be made.
  */
 export function privateView(dtype: Dtype, count: number): TypedArray | undefined {
-  const pages = Math.max(1, Math.ceil((count * viewBytes(dtype)) / PAGE));
+  const pages = Math.max(1, Math.ceil((count * DTYPE_INFO[dtype].bytes) / PAGE));
   if (pages > MAX_PAGES) return undefined;
   let memory: WebAssembly.Memory;
   try {

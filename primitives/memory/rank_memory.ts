@@ -82,7 +82,7 @@ export class RankMemory implements BufferOwner {
           `{ gpu: true })`,
       );
     }
-    wgslType(dtype); // refuses f64, which WGSL lacks
+    wgslType(dtype); // refuses the dtypes device kernels do not take
     return this.gpu;
   }
 }

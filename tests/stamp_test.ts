@@ -1,0 +1,23 @@
+// Call stamps carry every field of every call exactly, up to the largest count and root.
+import { callStamp, shapeOf } from "../primitives/communicator/stamp.ts";
+import { DTYPES, REDUCE_OPS } from "../primitives/types.ts";
+import { assert_, assertEquals } from "./_assert.ts";
+
+Deno.test("a stamp unpacks to the call it packed, for every dtype and op at the largest count", () => {
+  for (const dtype of DTYPES) {
+    for (const op of REDUCE_OPS) {
+      for (const count of [0, 1, 1001, 2 ** 29]) {
+        const stamp = callStamp("scatter", dtype, count, op, 1023, 15);
+        assert_(Number.isSafeInteger(stamp), `${dtype} ${op} ${count}: ${stamp} is not safe`);
+        assertEquals(shapeOf(stamp), {
+          kind: "scatter",
+          dtype,
+          op,
+          count,
+          root: 1023,
+          algorithm: 15,
+        });
+      }
+    }
+  }
+});
