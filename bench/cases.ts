@@ -11,7 +11,7 @@ import { ManagedBuffer } from "../primitives/memory/managed.ts";
 import type { CollectiveName } from "../primitives/registry.ts";
 import {
   clear,
-  fillSendClearRecv,
+  clearRecvFillSend,
   writeInput,
   wrongInputs,
   wrongReducedIn,
@@ -67,8 +67,11 @@ export interface SizedCase {
  * neither reallocates nor page-faults fresh memory between sizes.
  */
 export interface PreparedCase {
-  /** The case on the first `count` elements (at most the prepared count). */
-  sized(count: number): SizedCase;
+  /**
+   * The case on the first `count` elements (at most the prepared count); `inPlace`: its in-place
+   * form, as nccl-tests times it (only for primitives that have one).
+   */
+  sized(count: number, inPlace?: boolean): SizedCase;
   /** Releases the buffers. */
   free(): void;
 }
@@ -81,6 +84,13 @@ export interface PrimitiveSpec {
   /** Whether it takes a reduce op (`--op`) and a root (`--root`). */
   reduces: boolean;
   rooted: boolean;
+  /**
+   * Whether it has an in-place form beside the out-of-place one (nccl-tests' second set of
+   * columns): the output is the input (allreduce, reduce), or this rank's block of the other
+   * buffer (allgather, reduce-scatter, and gather and scatter on the root). bcast's one form is
+   * in place already; sendrecv and alltoall have none.
+   */
+  inPlace: boolean;
   /** nccl-tests' busbw = algbw × factor. */
   busFactor(ranks: number): number;
   /** The same factor as text for table headers, in terms of n ranks. */
@@ -120,11 +130,11 @@ function prepared(
   comm: Communicator,
   o: CaseOptions,
   bufs: CommBuffer[],
-  sized: (count: number) => SizedCase & { buffers: CommBuffer[] },
+  sized: (count: number, inPlace: boolean) => SizedCase & { buffers: CommBuffer[] },
 ): PreparedCase {
   return {
-    sized(count) {
-      const { buffers, ...c } = sized(count);
+    sized(count, inPlace = false) {
+      const { buffers, ...c } = sized(count, inPlace);
       const side = o.touch;
       const managed = buffers.filter((b): b is ManagedBuffer => b instanceof ManagedBuffer);
       if (side && managed.length > 0) {
@@ -145,6 +155,7 @@ const sendrecv: PrimitiveSpec = {
   name: "sendrecv",
   reduces: false,
   rooted: false,
+  inPlace: false,
   busFactor: () => 1,
   busFormula: "1",
   footprint: (count) => 2 * count,
@@ -157,7 +168,7 @@ const sendrecv: PrimitiveSpec = {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: async () => {
           if (size === 1) return copy(send, recv);
           await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
@@ -172,6 +183,7 @@ const bcast: PrimitiveSpec = {
   name: "bcast",
   reduces: false,
   rooted: true,
+  inPlace: false,
   collective: "bcast",
   busFactor: () => 1,
   busFormula: "1",
@@ -198,6 +210,7 @@ const reduce: PrimitiveSpec = {
   name: "reduce",
   reduces: true,
   rooted: true,
+  inPlace: true,
   collective: "reduce",
   busFactor: () => 1,
   busFormula: "1",
@@ -206,12 +219,24 @@ const reduce: PrimitiveSpec = {
   prepare(comm, maxCount, o) {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count, inPlace) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
+      if (inPlace) {
+        const options = { root: o.root, op: o.op, algorithm: o.algorithm };
+        return {
+          buffers: [recv],
+          fill: () => writeInput(recv, o.op, rank, size),
+          run: () => comm.reduce(recv, options),
+          wrong: () =>
+            rank === o.root
+              ? wrongReducedIn(recv, o.op, size)
+              : wrongInputs(recv, o.op, rank, size),
+        };
+      }
       const options = { root: o.root, op: o.op, out: recv, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.reduce(send, options),
         wrong: async () =>
           await wrongInputs(send, o.op, rank, size) +
@@ -225,6 +250,7 @@ const allreduce: PrimitiveSpec = {
   name: "allreduce",
   reduces: true,
   rooted: false,
+  inPlace: true,
   collective: "allreduce",
   busFactor: (n) => (2 * (n - 1)) / n,
   busFormula: "2(n-1)/n",
@@ -233,12 +259,21 @@ const allreduce: PrimitiveSpec = {
   prepare(comm, maxCount, o) {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);
     const { rank, size } = comm;
-    return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+    return prepared(comm, o, [sendBuf, recvBuf], (count, inPlace) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
+      if (inPlace) {
+        const options = { op: o.op, algorithm: o.algorithm };
+        return {
+          buffers: [recv],
+          fill: () => writeInput(recv, o.op, rank, size),
+          run: () => comm.allreduce(recv, options),
+          wrong: () => wrongReducedIn(recv, o.op, size),
+        };
+      }
       const options = { op: o.op, out: recv, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.allreduce(send, options),
         wrong: () => wrongReducedIn(recv, o.op, size),
       };
@@ -256,22 +291,28 @@ const BETWEEN_BLOCKS: Pick<PrimitiveSpec, "busFactor" | "busFormula" | "footprin
 
 /**
  * The buffers of a collective between a block per rank and `size` blocks: `send` is the block and
- * `recv` the whole (allgather, gather), or the other way round (reduce-scatter, scatter).
+ * `recv` the whole (allgather, gather), or the other way round (reduce-scatter, scatter). In
+ * place, the block is block `inPlaceBlock` of the whole (this rank's, or the root's on the root;
+ * undefined: this rank keeps a block of its own).
  */
 function blockCase(
   comm: Communicator,
   maxCount: number,
   o: CaseOptions,
   blockSends: boolean,
+  inPlaceBlock: number | undefined,
   sized: (n: number, send: CommBuffer, recv: CommBuffer) => SizedCase & { buffers: CommBuffer[] },
 ): PreparedCase {
   const size = comm.size, blockMax = Math.floor(maxCount / size);
   const sendBuf = alloc(comm, blockSends ? blockMax : maxCount, o);
   const recvBuf = alloc(comm, blockSends ? maxCount : blockMax, o);
-  return prepared(comm, o, [sendBuf, recvBuf], (count) => {
+  return prepared(comm, o, [sendBuf, recvBuf], (count, inPlace) => {
     const n = Math.floor(count / size);
-    const [sendCount, recvCount] = blockSends ? [n, n * size] : [n * size, n];
-    return sized(n, head(sendBuf, sendCount), head(recvBuf, recvCount));
+    const whole = head(blockSends ? recvBuf : sendBuf, n * size);
+    const block = inPlace && inPlaceBlock !== undefined
+      ? whole.subarray(inPlaceBlock * n, (inPlaceBlock + 1) * n)
+      : head(blockSends ? sendBuf : recvBuf, n);
+    return blockSends ? sized(n, block, whole) : sized(n, whole, block);
   });
 }
 
@@ -295,15 +336,16 @@ const allgather: PrimitiveSpec = {
   name: "allgather",
   reduces: false,
   rooted: false,
+  inPlace: true,
   collective: "allgather",
   ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    return blockCase(comm, maxCount, o, true, (n, send, recv) => {
+    return blockCase(comm, maxCount, o, true, rank, (n, send, recv) => {
       const options = { algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.allgather(send, recv, options),
         wrong: () => wrongBlocks(recv, n, size, o, (r) => [r, 0]),
       };
@@ -315,15 +357,16 @@ const reduceScatter: PrimitiveSpec = {
   name: "reduce_scatter",
   reduces: true,
   rooted: false,
+  inPlace: true,
   collective: "reduceScatter",
   ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    return blockCase(comm, maxCount, o, false, (n, send, recv) => {
+    return blockCase(comm, maxCount, o, false, rank, (n, send, recv) => {
       const options = { op: o.op, algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.reduceScatter(send, recv, options),
         wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
       };
@@ -335,6 +378,7 @@ const alltoall: PrimitiveSpec = {
   name: "alltoall",
   reduces: false,
   rooted: false,
+  inPlace: false,
   collective: "alltoall",
   busFactor: (n) => (n - 1) / n,
   busFormula: "(n-1)/n",
@@ -349,7 +393,7 @@ const alltoall: PrimitiveSpec = {
       const options = { algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.alltoall(send, recv, options),
         // Block q came from rank q: its send's block for this rank.
         wrong: () => wrongBlocks(recv, n, size, o, (q) => [q, rank * n]),
@@ -362,16 +406,17 @@ const gather: PrimitiveSpec = {
   name: "gather",
   reduces: false,
   rooted: true,
+  inPlace: true,
   collective: "gather",
   ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    return blockCase(comm, maxCount, o, true, (n, send, recv) => {
+    const isRoot = rank === o.root;
+    return blockCase(comm, maxCount, o, true, isRoot ? rank : undefined, (n, send, recv) => {
       const options = { root: o.root, algorithm: o.algorithm };
-      const isRoot = rank === o.root;
       return {
         buffers: isRoot ? [send, recv] : [send],
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.gather(send, isRoot ? recv : undefined, options),
         wrong: async () =>
           await wrongInputs(send, o.op, rank, size) +
@@ -385,17 +430,18 @@ const scatter: PrimitiveSpec = {
   name: "scatter",
   reduces: false,
   rooted: true,
+  inPlace: true,
   collective: "scatter",
   ...BETWEEN_BLOCKS,
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
-    return blockCase(comm, maxCount, o, false, (n, send, recv) => {
+    const isRoot = rank === o.root;
+    return blockCase(comm, maxCount, o, false, isRoot ? rank : undefined, (n, send, recv) => {
       const options = { root: o.root, algorithm: o.algorithm };
-      const isRoot = rank === o.root;
       return {
         buffers: isRoot ? [send, recv] : [recv],
         // The root's send holds its inputs, elements 0 … size × n − 1; rank r gets block r.
-        fill: () => fillSendClearRecv(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
         run: () => comm.scatter(isRoot ? send : undefined, recv, options),
         wrong: async () =>
           await wrongInputs(recv, o.op, o.root, size, rank * n) +

@@ -176,16 +176,19 @@ export function writeInput(
   return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size, buf.dtype), value));
 }
 
-/** The usual set-up: this rank's inputs in `send`, zeros in `recv` (so stale results show). */
-export async function fillSendClearRecv(
+/**
+ * The usual set-up: zeros in `recv` (so stale results show), then this rank's inputs in `send`
+ * (in that order, so a `send` that is a window of `recv`, in place, keeps them).
+ */
+export async function clearRecvFillSend(
   send: CommBuffer,
   recv: CommBuffer,
   op: ReduceOp,
   rank: number,
   size: number,
 ): Promise<void> {
-  await writeInput(send, op, rank, size);
   await clear(recv);
+  await writeInput(send, op, rank, size);
 }
 
 /** Elements of `buf` that differ from rank `rank`'s inputs from element `offset` on. */

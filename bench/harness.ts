@@ -1,8 +1,9 @@
 /**
  * The one measuring harness every primitive goes through (nccl-tests style). Each rank runs
  * {@linkcode measureSweep}: per size it fills exact inputs, warms up, agrees with the other ranks
- * on an iteration count, times the loop after a barrier, counts wrong elements, and gathers every
- * rank's numbers to rank 0, which turns them into a {@linkcode ResultRow}.
+ * on an iteration count, times the loop after a barrier, counts wrong elements, does the same for
+ * the primitive's in-place form, and gathers every rank's numbers to rank 0, which turns them
+ * into a {@linkcode ResultRow}.
  * @module
  */
 
@@ -36,6 +37,8 @@ export interface SweepOptions extends CaseOptions {
   timing: Timing;
   /** Time budget per size for adaptive iterations, ms. @default {200} */
   budgetMs?: number;
+  /** Also time the in-place form where the primitive has one (nccl-tests' second columns). */
+  inPlace: boolean;
 }
 
 /** One size's row plus its per-iteration samples (µs). */
@@ -124,23 +127,51 @@ export async function measureSweep(
         comm.migrations.bytes - before.bytes,
       ];
       const wrong = await sized.wrong();
+      const inPlace = spec.inPlace && options.inPlace
+        ? await timeInPlace(loop, prepared.sized(count, true), iters, options, slowest)
+        : [NaN, NaN];
       const all = await gather(comm, [
         timed.totalUs,
         wrong,
         moved[0] / iters,
         moved[1] / iters,
         timed.touchUs,
+        ...inPlace,
         ...timed.samplesUs,
       ]);
       if (comm.rank !== 0) continue;
       const result = summarize(comm, options, count, iters, all);
-      wrongTotal += result.row.wrong;
+      wrongTotal += result.row.wrong + (result.row.inplace_wrong || 0);
       await onResult(result);
     }
   } finally {
     prepared.free();
   }
   return wrongTotal;
+}
+
+/**
+ * The in-place form at one size, as nccl-tests times it: warmed up, timed over the out-of-place
+ * loop's `iters` (in place, each op works on the last one's output), then refilled and run once
+ * for the check. Returns this rank's total µs and wrong elements.
+ */
+async function timeInPlace(
+  loop: Loop,
+  sized: SizedCase,
+  iters: number,
+  options: SweepOptions,
+  slowest: (us: number) => Promise<number>,
+): Promise<[totalUs: number, wrong: number]> {
+  await sized.fill();
+  const cold = await slowest(await loop.perOp(sized, 1));
+  if (options.warmup !== undefined) await loop.perOp(sized, options.warmup);
+  else await warmUp(loop, sized, cold, WARMUP_MS, slowest);
+  const timed = options.timing === "per-iter"
+    ? await loop.perIteration(sized, iters)
+    : await loop.backToBack(sized, iters);
+  await sized.fill();
+  await loop.perOp(sized, 1);
+  return [timed.totalUs, await sized.wrong()];
 }
 
 /**
@@ -290,8 +321,11 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
   );
 }
 
-/** Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs. */
-const HEAD = 5;
+/**
+ * Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs, and
+ * in place total µs and wrong (NaN where the in-place form was not timed).
+ */
+const HEAD = 7;
 
 function summarize(
   comm: Communicator,
@@ -311,6 +345,13 @@ function summarize(
     ? comm.autoAlgorithm(spec.collective, bytes, o.memory)
     : o.algorithm;
   const sum = (k: number) => perRank.reduce((s, r) => s + r[k], 0);
+  const measured = (k: number) => ({
+    rankTotalsUs: perRank.map((r) => r[k]),
+    iters,
+    bytes,
+    busFactor: spec.busFactor(comm.size),
+  });
+  const inPlace = Number.isNaN(perRank[0][5]) ? undefined : metrics(measured(5));
   const row: ResultRow = {
     primitive: o.primitive,
     transport: o.transport,
@@ -323,12 +364,7 @@ function summarize(
     dtype: o.dtype,
     op: spec.reduces ? o.op : "none",
     root: spec.rooted ? o.root : -1,
-    ...metrics({
-      rankTotalsUs: perRank.map((r) => r[0]),
-      iters,
-      bytes,
-      busFactor: spec.busFactor(comm.size),
-    }),
+    ...metrics(measured(0)),
     wrong: sum(1),
     timing: o.timing,
     p50_us: percentile(samplesUs, 0.5),
@@ -338,6 +374,13 @@ function summarize(
     migrated_bytes: sum(3),
     touch_us: sum(4) / comm.size,
     threads: comm.threads,
+    ...(inPlace && {
+      inplace_time_us: inPlace.time_us,
+      inplace_gbps: inPlace.gbps,
+      inplace_algbw_gbs: inPlace.algbw_gbs,
+      inplace_busbw_gbs: inPlace.busbw_gbs,
+      inplace_wrong: sum(6),
+    }),
   };
   return { row, samplesUs };
 }

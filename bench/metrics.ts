@@ -49,6 +49,15 @@ export interface ResultRow {
   op: string;
   /** The root rank (`--root`); −1 where the primitive has none. */
   root: number;
+  /**
+   * The in-place form's time, Gb/s, algbw, busbw and wrong elements, as the out-of-place ones
+   * above; absent where the primitive has none or `--out-of-place-only` left it out.
+   */
+  inplace_time_us?: number;
+  inplace_gbps?: number;
+  inplace_algbw_gbs?: number;
+  inplace_busbw_gbs?: number;
+  inplace_wrong?: number;
 }
 
 /**
@@ -86,6 +95,11 @@ export const EXTRA_COLUMNS = [
   "type",
   "redop",
   "root",
+  "inplace_time_us",
+  "inplace_gbps",
+  "inplace_algbw_gbs",
+  "inplace_busbw_gbs",
+  "inplace_wrong",
 ] as const;
 
 /** The row field behind each CSV column whose name differs from it (nccl-tests' names). */

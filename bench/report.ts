@@ -56,8 +56,12 @@ interface Column {
   percentile?: boolean;
 }
 
+/** An in-place cell: `-` where the in-place form was not timed. */
+const inPlaceCell = (v: number | undefined, digits: number) =>
+  v === undefined ? "-" : v.toFixed(digits);
+
 const COLUMNS: Column[] = [
-  { title: "floats", width: 11, cell: (r) => String(r.floats) },
+  { title: "count", width: 11, cell: (r) => String(r.floats) },
   { title: "bytes", width: 12, cell: (r) => String(r.bytes) },
   { title: "iters", width: 6, cell: (r) => String(r.iters) },
   { title: "time_us", width: 12, cell: (r) => r.time_us.toFixed(2) },
@@ -69,14 +73,23 @@ const COLUMNS: Column[] = [
   { title: "algbw_GB/s", width: 11, cell: (r) => r.algbw_gbs.toFixed(3) },
   { title: "busbw_GB/s", width: 11, cell: (r) => r.busbw_gbs.toFixed(3) },
   { title: "wrong", width: 6, cell: (r) => String(r.wrong) },
+  // nccl-tests' second set: the in-place form's time, algbw, busbw and wrong elements.
+  { title: "ip_time_us", width: 12, cell: (r) => inPlaceCell(r.inplace_time_us, 2) },
+  { title: "ip_algbw", width: 9, cell: (r) => inPlaceCell(r.inplace_algbw_gbs, 3) },
+  { title: "ip_busbw", width: 9, cell: (r) => inPlaceCell(r.inplace_busbw_gbs, 3) },
+  { title: "ip_wrong", width: 8, cell: (r) => inPlaceCell(r.inplace_wrong, 0) },
   { title: "algorithm", width: 0, cell: (r) => "  " + r.picked },
 ];
 
-/** The row as CSV values: docs/design.md's columns, then the extras. */
+/** The row as CSV values: docs/design.md's columns, then the extras (empty where absent). */
 export function csvValues(row: ResultRow): (string | number)[] {
   return [...CSV_COLUMNS, ...EXTRA_COLUMNS].map((c) => {
     const v = row[FIELD_OF_COLUMN[c] ?? (c as keyof ResultRow)];
-    return typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v;
+    return v === undefined
+      ? ""
+      : typeof v === "number" && !Number.isInteger(v)
+      ? Number(v.toPrecision(6))
+      : v;
   });
 }
 

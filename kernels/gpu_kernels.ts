@@ -349,7 +349,10 @@ export class GpuKernels {
  */
 export function wgslType(dtype: Dtype): string {
   const type = WGSL_TYPE[dtype];
-  if (!type) throw new TypeError(deviceRefusal(dtype));
+  if (!type) {
+    const why = deviceRefusal(dtype)!;
+    throw new TypeError(why[0].toUpperCase() + why.slice(1));
+  }
   return type;
 }
 

@@ -53,6 +53,11 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
   root: { help: "root rank of bcast and reduce", default: "0" },
   timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  "out-of-place-only": {
+    help: "time only the out-of-place form (by default the in-place form of allreduce, reduce, " +
+      "allgather, reduce_scatter, gather and scatter is timed too, as nccl-tests does)",
+    boolean: true,
+  },
   touch: {
     help: "managed memory: touch the buffers on this side (host or device) before every op; " +
       "the touch is timed apart and subtracted, the migration it causes stays",
@@ -201,6 +206,7 @@ export function planRun(
       iters,
       warmup,
       timing,
+      inPlace: !v["out-of-place-only"],
       ...(touch ? { touch } : {}),
     },
     device,

@@ -8,12 +8,13 @@ import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
 
 const COUNTS = [0, 1, 4, 1000, 65537];
 const OPS: ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
+const HALF_OPS: ReduceOp[] = ["sum", "avg"];
 
 /**
  * Every case of `transport` at `size` ranks on `memory` (default: `shared` where the transport
  * carries it, else its best kind): every algorithm for that memory's side (the hierarchical ones
  * too for processes of `threads` ranks), counts, ops and dtypes (device memory holds no f64),
- * plus `host` memory where the side is the host.
+ * plus the in-place forms, and `host` memory where the side is the host.
  */
 export function matrix(
   transport: TransportName,
@@ -42,8 +43,15 @@ export function matrix(
         }
       }
       for (const dtype of (device ? ["i32"] : ["f64", "i32", "f16", "bf16"]) as Dtype[]) {
-        for (const op of reduces ? OPS : ["sum" as const]) {
+        // Half precision: sum and avg (its division); the kernel tests cover every op.
+        const half = dtype === "f16" || dtype === "bf16";
+        for (const op of reduces ? (half ? HALF_OPS : OPS) : ["sum" as const]) {
           add({ primitive, algorithm, count: 1001, op, dtype, memory });
+        }
+      }
+      if (PRIMITIVES[primitive].inPlace) {
+        for (const count of [1, 65537]) {
+          add({ primitive, algorithm, count, op: "sum", dtype: "f32", memory, inPlace: true });
         }
       }
       if (side === "host" && memory !== "host") {
@@ -62,7 +70,9 @@ export function failures(cases: CheckCase[], wrong: number[][]): string[] {
     const perRank = wrong.map((w) => w[i]);
     return perRank.some((w) => w !== 0)
       ? [
-        `${c.primitive}/${c.algorithm} ${c.dtype} ${c.memory} ${c.op} count=${c.count}: wrong=${perRank}`,
+        `${c.primitive}/${c.algorithm}${
+          c.inPlace ? " in place" : ""
+        } ${c.dtype} ${c.memory} ${c.op} count=${c.count}: wrong=${perRank}`,
       ]
       : [];
   });

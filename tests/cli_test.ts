@@ -56,7 +56,9 @@ Deno.test("cli: every flag is honoured", () => {
     iters: 100,
     warmup: 3,
     timing: "per-iter",
+    inPlace: true,
   });
+  assertEquals(plan(["--out-of-place-only"]).sweep.inPlace, false);
   assertEquals([p.timeoutMs, p.csv, p.json], [5000, "x.csv", "x.json"]);
   // A CSV always gets its metadata sidecar.
   assertEquals(plan(["--csv", "tests/run.csv"]).json, "tests/run.json");
@@ -246,8 +248,9 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(r.stderr, ""); // no progress bar when stderr is not a terminal
   const lines = r.stdout.trim().split("\n");
   assert_(lines[0].startsWith("# dccl allreduce: 3 ranks, transport shm"), lines[0]);
-  const columns = lines.find((l) => l.startsWith("#    floats"))!;
+  const columns = lines.find((l) => l.startsWith("#     count"))!;
   assert_(columns.includes("busbw_GB/s") && !columns.includes("p50_us"), columns);
+  assert_(columns.includes("ip_time_us") && columns.includes("ip_wrong"), columns);
   const table = lines.filter((l) => !l.startsWith("#"));
   assertEquals(table.length, 7); // 1 … 64 floats
   assertEquals(table.map((l) => Number(l.trim().split(/\s+/)[0])), [1, 2, 4, 8, 16, 32, 64]);
@@ -256,7 +259,8 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
     csv[0],
     "primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,gbps," +
       "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us," +
-      "threads,type,redop,root",
+      "threads,type,redop,root,inplace_time_us,inplace_gbps,inplace_algbw_gbs,inplace_busbw_gbs," +
+      "inplace_wrong",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
@@ -275,7 +279,8 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
       String(row.floats * 4),
       "5",
     ]);
-    assertEquals(cells.slice(-3), ["f32", "sum", "-1"]); // nccl-tests' type, redop and root
+    assertEquals(cells.slice(23, 26), ["f32", "sum", "-1"]); // nccl-tests' type, redop and root
+    assertEquals(cells.at(-1), "0"); // in place, exact too
     assertEquals(row.wrong, 0);
     assertEquals(row.samples_us.length, 5); // back-to-back batches of one op each at 5 iters
     assert_(row.min_us <= row.time_us && row.time_us <= row.max_us);
@@ -287,7 +292,7 @@ Deno.test("cli: per-iteration timing adds p50 and p99 to the table", async () =>
   const r = await task(["--timing", "per-iter", "--max", "4", "--iters", "20", "--warmup", "1"]);
   assertEquals(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n");
-  const columns = lines.find((l) => l.startsWith("#    floats"))!.slice(1).trim().split(/\s+/);
+  const columns = lines.find((l) => l.startsWith("#     count"))!.slice(1).trim().split(/\s+/);
   assertEquals(columns.slice(3, 8), ["time_us", "min_us", "max_us", "p50_us", "p99_us"]);
   for (const row of lines.filter((l) => !l.startsWith("#"))) {
     const [p50, p99] = row.trim().split(/\s+/).slice(6, 8).map(Number);
@@ -323,7 +328,7 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   assert_(text.endsWith("\n"));
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
-  for (const l of lines) assertEquals(l.split(",").length, 26, l);
+  for (const l of lines) assertEquals(l.split(",").length, 31, l);
 });
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {

@@ -41,7 +41,7 @@ for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice
     assertEquals(
       r.nothing,
       "TypeError: Cannot allreduce null: expected a CommBuffer (comm.alloc) or a Float32Array, " +
-        "Float64Array or Int32Array",
+        "Float64Array, Int32Array, Float16Array or Uint16Array (bf16)",
     );
     assertEquals(
       r.detached,
@@ -51,6 +51,21 @@ for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice
       r.foreign,
       "TypeError: Rank 0 cannot allreduce a buffer allocated by another communicator of this " +
         "rank: a buffer belongs to the communicator that allocated it",
+    );
+    assertEquals(
+      r.overlap,
+      "RangeError: Cannot allreduce between buffers that share memory: in place out is the " +
+        "input itself; otherwise the buffers must not overlap",
+    );
+    assertEquals(
+      r.alltoallInPlace,
+      "RangeError: Cannot alltoall between buffers that share memory: alltoall has no in-place " +
+        "form; otherwise the buffers must not overlap",
+    );
+    assertEquals(
+      r.allgatherBlock,
+      "RangeError: Cannot allgather between buffers that share memory: in place send is block 0 " +
+        "(this rank's) of recv; otherwise the buffers must not overlap",
     );
     assertEquals(r.closed, "CommError: Communicator of rank 0 is closed");
     assertEquals(r.after, "no error", "argument errors leave the communicator usable");

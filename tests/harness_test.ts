@@ -55,6 +55,10 @@ for (const transport of ["shm", "worker"] as const) {
             "0",
             timing,
           ]);
+          // The in-place columns: timed and exact where the primitive has the form, else empty.
+          const inPlace = PRIMITIVES[primitive].inPlace;
+          assertEquals(r.inplace_wrong, inPlace ? "0" : "", JSON.stringify(r));
+          assert_(inPlace ? Number(r.inplace_time_us) > 0 : r.inplace_time_us === "");
           assert_(Number(r.time_us) > 0 && Number(r.iters) >= 1, JSON.stringify(r));
           assert_(Number(r.p50_us) <= Number(r.p99_us), JSON.stringify(r));
         }
@@ -69,5 +73,6 @@ for (const transport of ["shm", "worker"] as const) {
 
 Deno.test("harness: a wrong result is counted on every rank", async () => {
   const [wrong] = await runRanks<number[]>("corrupting_rank.ts", { size: 3, transport: "shm" });
-  assertEquals(wrong, [3, 3, 3]);
+  // One element on each of 3 ranks, out of place and in place, at each of the 3 sizes.
+  assertEquals(wrong, [3, 3, 3, 3, 3, 3]);
 });

@@ -16,8 +16,9 @@ export function reduceScatterShmDirect(
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   const block = (r: number) => views[r].subarray(rank * n, (rank + 1) * n);
   const out = ctx.heap.owns(recv) ? recv : ctx.scratch(dtypeOf(recv), n, 3);
-  out.set(block(0));
-  for (let r = 1; r < size; r++) reduce(op, out, out, block(r));
+  // This rank's own block first: in place it is `recv`, which the sum then overwrites.
+  out.set(block(rank));
+  for (let k = 1; k < size; k++) reduce(op, out, out, block((rank + k) % size));
   if (out !== recv) recv.set(out);
   shared.barrier(ctx.stamp);
 }

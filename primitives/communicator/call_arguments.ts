@@ -8,6 +8,7 @@ import { MAX_TAG } from "./call_book.ts";
 import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";
 import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
+import { overlaps, sameBytes } from "../memory/extent.ts";
 import { sideOfMemory, type TransportName, TRANSPORTS } from "../registry.ts";
 import {
   type Dtype,
@@ -86,7 +87,27 @@ export class CallArguments {
     if (out === undefined) return input;
     const output = this.buffer(out, `${what} into`);
     this.pair(input, output, output.length === input.length, what, "out = input length");
+    this.apart(output, input, what, { window: () => input, form: "out is the input itself" });
     return output;
+  }
+
+  /**
+   * Operands `a` and `b` of a call that does `what`: apart, or, where the call has an in-place
+   * form, `a` exactly the window `inPlace()` of `b` (`form` says which). Any other sharing of
+   * bytes is refused: the algorithms would read what they had already overwritten.
+   */
+  apart(
+    a: CommBuffer,
+    b: CommBuffer,
+    what: string,
+    inPlace?: { window: () => CommBuffer; form: string },
+  ): void {
+    if (!overlaps(a, b) || (inPlace && sameBytes(a, inPlace.window()))) return;
+    throw new RangeError(
+      `Cannot ${what} between buffers that share memory: ` +
+        (inPlace ? `in place ${inPlace.form}; ` : `${what} has no in-place form; `) +
+        "otherwise the buffers must not overlap",
+    );
   }
 
   /** Two buffers of one call: the same dtype, and lengths that are `ok` by `rule`. */
@@ -172,7 +193,7 @@ function commBufferOf(buf: BufferLike, what: string): CommBuffer {
       : typeof buf;
     throw new TypeError(
       `Cannot ${what} ${got}: expected a CommBuffer (comm.alloc) or a Float32Array, ` +
-        `Float64Array or Int32Array`,
+        `Float64Array, Int32Array, Float16Array or Uint16Array (bf16)`,
     );
   }
   if (cb instanceof HostBuffer && (cb.view.buffer as ArrayBuffer).detached) {

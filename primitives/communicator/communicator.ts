@@ -329,6 +329,11 @@ export class Communicator implements AsyncDisposable {
       const [block, all] = gathers ? [s, r] : [r, s];
       const rule = gathers ? "recv = size × send" : "send = size × recv";
       this.#args.pair(s, r, all.length === block.length * this.size, collective, rule);
+      this.#args.apart(block, all, collective, {
+        window: () => all.subarray(this.rank * block.length, (this.rank + 1) * block.length),
+        form: `${gathers ? "send" : "recv"} is block ${this.rank} (this rank's) of ` +
+          (gathers ? "recv" : "send"),
+      });
       this.#args.op(op);
       const side = this.#args.side(s, r);
       const a = this.#pick(collective, algorithm, bytesIn(all), side);
@@ -357,6 +362,7 @@ export class Communicator implements AsyncDisposable {
       const s = this.#check(send, "alltoall"), r = this.#check(recv, "alltoall into");
       const ok = s.length === r.length && s.length % this.size === 0;
       this.#args.pair(s, r, ok, "alltoall", "send = recv = size × n");
+      this.#args.apart(s, r, "alltoall");
       return this.#rooted("alltoall", s, r, 0, s, options.algorithm, [[s, false], [r, true]]);
     } catch (e) {
       return Promise.reject(e);
@@ -417,6 +423,12 @@ export class Communicator implements AsyncDisposable {
       const [s, r] = gathers ? [b, w] : [w, b];
       const rule = gathers ? "recv = size × send" : "send = size × recv";
       this.#args.pair(s, r, w.length === b.length * this.size, collective, rule);
+      this.#args.apart(b, w, collective, {
+        window: () => w.subarray(root * b.length, (root + 1) * b.length),
+        form: `${gathers ? "send" : "recv"} is block ${root} (the root's) of ${
+          gathers ? "recv" : "send"
+        }`,
+      });
       return this.#rooted(collective, s, r, root, b, options.algorithm, [[s, false], [r, true]]);
     } catch (e) {
       return Promise.reject(e);

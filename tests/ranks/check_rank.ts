@@ -8,13 +8,15 @@ export interface CheckCase extends CaseOptions {
   count: number;
   /** Out-of-place runs twice to check that reused buffers and scratch stay correct. */
   repeat?: number;
+  /** The primitive's in-place form. */
+  inPlace?: boolean;
 }
 
 export async function run(comm: Communicator, cases: CheckCase[]): Promise<number[]> {
   const wrong: number[] = [];
   for (const c of cases) {
     const prepared = PRIMITIVES[c.primitive].prepare(comm, c.count, c);
-    const sized = prepared.sized(c.count);
+    const sized = prepared.sized(c.count, c.inPlace);
     let w = 0;
     for (let k = 0; k < (c.repeat ?? 1); k++) {
       await sized.fill();

@@ -1,5 +1,5 @@
 // Rank program that measures allreduce through the harness while corrupting one element of every
-// result, to prove the `wrong` column counts what is wrong.
+// result, to prove the `wrong` and `inplace_wrong` columns count what is wrong.
 import { measureSweep } from "../../bench/harness.ts";
 import { type Communicator, HostBuffer } from "../../mod.ts";
 
@@ -24,8 +24,9 @@ export async function run(comm: Communicator): Promise<number[]> {
     iters: 3,
     warmup: 0,
     timing: "back-to-back",
+    inPlace: true,
   }, (r) => {
-    wrong.push(r.row.wrong);
+    wrong.push(r.row.wrong, r.row.inplace_wrong!);
   });
   return wrong;
 }

@@ -47,6 +47,14 @@ export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
         scatterSend: await caught(() => comm.scatter(undefined, buf, { root: comm.rank })),
         scatterRoot: await caught(() => comm.scatter(buf, buf, { root: -1 })),
         nothing: await caught(() => comm.allreduce(null as unknown as Float32Array)),
+        overlap: await caught(() =>
+          comm.allreduce(buf.subarray(0, 8), { out: buf.subarray(4, 12) })
+        ),
+        alltoallInPlace: await caught(() => comm.alltoall(buf, buf)),
+        allgatherBlock: await caught(() => {
+          const next = (comm.rank + 1) % comm.size;
+          return comm.allgather(buf.subarray(4 * next, 4 * next + 4), buf);
+        }),
         detached: await caught(() => comm.allreduce(detached())),
         foreign: await caught(async () => {
           await using other = otherCommunicator();
