@@ -69,6 +69,7 @@ const wordF32 = new Float32Array(1), wordU32 = new Uint32Array(wordF32.buffer);
 export function toBf16(x: number): number {
   wordF32[0] = x;
   const bits = wordU32[0];
+  // Add 0x7fff and the kept part's low bit, keep the top half; a NaN gets the quiet bit.
   if (x !== x) return (bits >>> 16) | 0x40;
   return (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
 }

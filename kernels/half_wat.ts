@@ -83,7 +83,7 @@ const F32_OP: Record<KernelOp, string> = {
   min: "f32x4.min",
 };
 
-const LOCALS = "(local $end i32) " +
+const LOCALS = "(local $i i32) " +
   ["va", "vb", "w", "f", "t", "x", "lo", "kv"].map((v) => `(local $${v} v128)`).join(" ");
 
 const low = (v: string) => `(i32x4.extend_low_i16x8_u ${get(v)})`;
@@ -108,71 +108,161 @@ function divideLanes(dtype: HalfDtype, w: string): string {
       ${NARROW[dtype]}`;
 }
 
+/** A pointer parameter and how far it moves per element (its element's bytes). */
+type Pointer = [name: string, bytes: number];
+
 /**
- * Eight elements per v128 while 16 bytes remain (`vector` leaves the low four words' result in
- * `$lo` and the high four's in `$w`), then one element at a time (`scalar` leaves it in lane 0 of
- * `$w`); the pointers `pointers` advance together.
+ * Eight elements per iteration while eight remain (`vector`), then one at a time (`scalar`);
+ * each pointer moves by its element's bytes times the elements done.
  */
-function loops(pointers: string[], vector: string, scalar: string): string {
-  const step = (by: number) =>
-    pointers.map((p) => `(local.set $${p} (i32.add (local.get $${p}) (i32.const ${by})))`).join(
-      "\n      ",
-    );
+function loops(pointers: Pointer[], vector: string, scalar: string): string {
+  const step = (elements: number) =>
+    pointers.map(([p, bytes]) =>
+      `(local.set $${p} (i32.add (local.get $${p}) (i32.const ${elements * bytes})))`
+    ).join("\n      ");
   return `
-    (local.set $end (i32.add (local.get $d)
-      (i32.and (i32.shl (local.get $n) (i32.const 1)) (i32.const -16))))
+    (local.set $i (i32.const 0))
     (block $done8 (loop $loop8
-      (br_if $done8 (i32.ge_u (local.get $d) (local.get $end)))
+      (br_if $done8 (i32.gt_u (i32.add (local.get $i) (i32.const 8)) (local.get $n)))
       ${vector}
-      (v128.store $dst_mem (local.get $d) (i16x8.narrow_i32x4_u ${get("lo")} ${get("w")}))
-      ${step(16)}
+      ${step(8)}
+      (local.set $i (i32.add (local.get $i) (i32.const 8)))
       (br $loop8)))
-    (local.set $end (i32.add (local.get $end)
-      (i32.and (i32.shl (local.get $n) (i32.const 1)) (i32.const 15))))
     (block $done1 (loop $loop1
-      (br_if $done1 (i32.ge_u (local.get $d) (local.get $end)))
+      (br_if $done1 (i32.ge_u (local.get $i) (local.get $n)))
       ${scalar}
-      (i32.store16 $dst_mem (local.get $d) (i32x4.extract_lane 0 ${get("w")}))
-      ${step(2)}
+      ${step(1)}
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br $loop1)))`;
 }
 
 const word = (memory: string, pointer: string) =>
   `(i32x4.splat (i32.load16_u $${memory}_mem (local.get $${pointer})))`;
+/** Stores the eight words in `$lo` (low four) and `$w` (high four) at `$d`. */
+const storeWords = `(v128.store $dst_mem (local.get $d) (i16x8.narrow_i32x4_u ${get("lo")} ${
+  get("w")
+}))`;
+/** Stores lane 0 of `$w` as a word at `$d`. */
+const storeWord = `(i32.store16 $dst_mem (local.get $d) (i32x4.extract_lane 0 ${get("w")}))`;
+
+/** A function `name(params…)` of `body`, with the locals and constants it uses. */
+function func(name: string, params: string, body: string, setup = ""): string {
+  const k = constants(body);
+  return `
+  (func (export "${name}") ${params}
+    ${LOCALS} ${k.locals}
+    ${k.setup}${setup}${body})`;
+}
 
 /** `<op>_<dtype>(dst, a, b, n)`: `dst[i] = a[i] op b[i]`, in f32, rounded back. */
 export function halfReduceFunc(op: KernelOp, dtype: HalfDtype): string {
   const lanes = (a: string, b: string) => reduceLanes(dtype, op, a, b);
   const body = loops(
-    ["d", "a", "b"],
+    [["d", 2], ["a", 2], ["b", 2]],
     `(local.set $va (v128.load $a_mem (local.get $a)))
       (local.set $vb (v128.load $b_mem (local.get $b)))
       ${lanes(low("va"), low("vb"))}
       (local.set $lo ${get("w")})
-      ${lanes(high("va"), high("vb"))}`,
-    lanes(word("a", "a"), word("b", "b")),
+      ${lanes(high("va"), high("vb"))}
+      ${storeWords}`,
+    `${lanes(word("a", "a"), word("b", "b"))}
+      ${storeWord}`,
   );
-  const k = constants(body);
-  return `
-  (func (export "${op}_${dtype}") (param $d i32) (param $a i32) (param $b i32) (param $n i32)
-    ${LOCALS} ${k.locals}
-    ${k.setup}${body})`;
+  return func(
+    `${op}_${dtype}`,
+    "(param $d i32) (param $a i32) (param $b i32) (param $n i32)",
+    body,
+  );
 }
 
 /** `div_<dtype>(dst, n, k)`: `dst[i] /= k`, in f32, rounded back (the second half of `avg`). */
 export function halfDivFunc(dtype: HalfDtype): string {
   const body = loops(
-    ["d"],
+    [["d", 2]],
     `(local.set $va (v128.load $dst_mem (local.get $d)))
       ${divideLanes(dtype, low("va"))}
       (local.set $lo ${get("w")})
-      ${divideLanes(dtype, high("va"))}`,
-    divideLanes(dtype, word("dst", "d")),
+      ${divideLanes(dtype, high("va"))}
+      ${storeWords}`,
+    `${divideLanes(dtype, word("dst", "d"))}
+      ${storeWord}`,
   );
-  const k = constants(body);
-  return `
-  (func (export "div_${dtype}") (param $d i32) (param $n i32) (param $k f32)
-    ${LOCALS} ${k.locals}
-    ${k.setup}
-    (local.set $kv (f32x4.splat (local.get $k)))${body})`;
+  return func(
+    `div_${dtype}`,
+    "(param $d i32) (param $n i32) (param $k f32)",
+    body,
+    "\n    (local.set $kv (f32x4.splat (local.get $k)))",
+  );
+}
+
+/**
+ * `$w` ← the words nearest the f32 lanes `x`; with `residual` (a `b` pointer offset), also
+ * `b[…] ← x − the words' values` (what rounding took off; uses `$x`).
+ */
+function narrowLanes(dtype: HalfDtype, x: string, residual?: number): string {
+  if (residual === undefined) return `(local.set $f ${x})\n      ${NARROW[dtype]}`;
+  return `(local.set $x ${x})
+      (local.set $f ${get("x")})
+      ${NARROW[dtype]}
+      (local.set $va ${get("w")})
+      ${WIDEN[dtype]}
+      (v128.store $b_mem offset=${residual} (local.get $b) (f32x4.sub ${get("x")} ${get("f")}))
+      (local.set $w ${get("va")})`;
+}
+
+/**
+ * `to_<dtype>(dst, a, n)`: the words nearest the f32s at `a`. `to_<dtype>_feedback(dst, a, b, n)`
+ * rounds `a + b` and leaves the rounding error in `b` (error feedback: `b` is the residual).
+ */
+export function halfNarrowFunc(dtype: HalfDtype, feedback: boolean): string {
+  const at = (offset: number) =>
+    feedback
+      ? `(f32x4.add (v128.load $a_mem offset=${offset} (local.get $a)) ` +
+        `(v128.load $b_mem offset=${offset} (local.get $b)))`
+      : `(v128.load $a_mem offset=${offset} (local.get $a))`;
+  const one = feedback
+    ? `(f32x4.splat (f32.add (f32.load $a_mem (local.get $a)) (f32.load $b_mem (local.get $b))))`
+    : `(f32x4.splat (f32.load $a_mem (local.get $a)))`;
+  // The scalar tail stores its residual lane by lane: only lane 0 is this element's.
+  const oneResidual = feedback
+    ? `(local.set $x ${one})
+      (local.set $f ${get("x")})
+      ${NARROW[dtype]}
+      (local.set $va ${get("w")})
+      ${WIDEN[dtype]}
+      (f32.store $b_mem (local.get $b) (f32x4.extract_lane 0 (f32x4.sub ${get("x")} ${get("f")})))
+      (local.set $w ${get("va")})`
+    : narrowLanes(dtype, one);
+  const body = loops(
+    feedback ? [["d", 2], ["a", 4], ["b", 4]] : [["d", 2], ["a", 4]],
+    `${narrowLanes(dtype, at(0), feedback ? 0 : undefined)}
+      (local.set $lo ${get("w")})
+      ${narrowLanes(dtype, at(16), feedback ? 16 : undefined)}
+      ${storeWords}`,
+    `${oneResidual}
+      ${storeWord}`,
+  );
+  return func(
+    `to_${dtype}${feedback ? "_feedback" : ""}`,
+    `(param $d i32) (param $a i32)${feedback ? " (param $b i32)" : ""} (param $n i32)`,
+    body,
+  );
+}
+
+/** `from_<dtype>(dst, a, n)`: the f32 values of the words at `a`. */
+export function halfWidenFunc(dtype: HalfDtype): string {
+  const body = loops(
+    [["d", 4], ["a", 2]],
+    `(local.set $va (v128.load $a_mem (local.get $a)))
+      (local.set $w ${low("va")})
+      ${WIDEN[dtype]}
+      (v128.store $dst_mem (local.get $d) ${get("f")})
+      (local.set $w ${high("va")})
+      ${WIDEN[dtype]}
+      (v128.store $dst_mem offset=16 (local.get $d) ${get("f")})`,
+    `(local.set $w ${word("a", "a")})
+      ${WIDEN[dtype]}
+      (f32.store $dst_mem (local.get $d) (f32x4.extract_lane 0 ${get("f")}))`,
+  );
+  return func(`from_${dtype}`, "(param $d i32) (param $a i32) (param $n i32)", body);
 }

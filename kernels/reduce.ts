@@ -8,10 +8,16 @@ import { memoryOf } from "./memories.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "./elements.ts";
 import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { reduceBuildName } from "./reduce_wat.ts";
-import { divideReference, reduceReference } from "./reduce_reference.ts";
+import {
+  divideReference,
+  fromHalfReference,
+  reduceReference,
+  toHalfReference,
+} from "./reduce_reference.ts";
 
 type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
 type DivFn = (dst: number, n: number, k: number) => void;
+type ConvertFn = (dst: number, src: number, n: number) => void;
 
 const compiled = new Map<string, WebAssembly.Module>();
 /** The kernel module for memories shared or private like these, compiled once per worker. */
@@ -95,4 +101,38 @@ export function divide(dst: TypedArray, k: number): void {
   if (home) {
     (kernels(home, home, home)[`div_${dtypeOf(dst)}`] as DivFn)(dst.byteOffset, dst.length, k);
   } else divideReference(dst, k);
+}
+
+/**
+ * `dst` ← `src` rounded to `dst`'s half-precision type (f16, or bf16 words); with `residual`,
+ * `src + residual` rounded, and the rounding error left in `residual` (error feedback).
+ */
+export function toHalf(
+  dst: Float16Array | Uint16Array,
+  src: Float32Array,
+  residual?: Float32Array,
+): void {
+  const d = memoryOf(dst.buffer), a = memoryOf(src.buffer);
+  const b = residual ? memoryOf(residual.buffer) : a;
+  if (!d || !a || !b || dst.length <= SHORT_LENGTH) return toHalfReference(dst, src, residual);
+  const name = `to_${dtypeOf(dst)}`;
+  if (residual) {
+    (kernels(d, a, b)[`${name}_feedback`] as ReduceFn)(
+      dst.byteOffset,
+      src.byteOffset,
+      residual.byteOffset,
+      dst.length,
+    );
+  } else (kernels(d, a, a)[name] as ConvertFn)(dst.byteOffset, src.byteOffset, dst.length);
+}
+
+/** `dst` ← the f32 values of `src`'s half-precision elements. */
+export function fromHalf(dst: Float32Array, src: Float16Array | Uint16Array): void {
+  const d = memoryOf(dst.buffer), a = memoryOf(src.buffer);
+  if (!d || !a || dst.length <= SHORT_LENGTH) return fromHalfReference(dst, src);
+  (kernels(d, a, a)[`from_${dtypeOf(src)}`] as ConvertFn)(
+    dst.byteOffset,
+    src.byteOffset,
+    dst.length,
+  );
 }

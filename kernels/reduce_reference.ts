@@ -50,3 +50,23 @@ export function divideReference(dst: TypedArray, k: number): void {
     for (let i = 0; i < dst.length; i++) dst[i] = toBf16(fromBf16(dst[i]) / k);
   } else for (let i = 0; i < dst.length; i++) dst[i] = dst[i] / k;
 }
+
+/** `dst` ← `src` (+ `residual`) rounded to half precision; the rounding error into `residual`. */
+export function toHalfReference(
+  dst: Float16Array | Uint16Array,
+  src: Float32Array,
+  residual?: Float32Array,
+): void {
+  const word = dst instanceof Uint16Array;
+  for (let i = 0; i < dst.length; i++) {
+    const x = residual ? Math.fround(src[i] + residual[i]) : src[i];
+    dst[i] = word ? toBf16(x) : x;
+    if (residual) residual[i] = x - (word ? fromBf16(dst[i]) : dst[i]);
+  }
+}
+
+/** `dst` ← the values of `src`'s half-precision elements. */
+export function fromHalfReference(dst: Float32Array, src: Float16Array | Uint16Array): void {
+  if (src instanceof Float16Array) return dst.set(src);
+  for (let i = 0; i < dst.length; i++) dst[i] = fromBf16(src[i]);
+}

@@ -7,14 +7,20 @@
  * `dst[dst + i] = a[a + i] op b[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
  * single-vector loop, then a scalar tail, so any length and any alignment work.
  * `div_<dtype>(dst, n, k)` divides in place in `dst` (the second half of `avg`). Half-precision
- * dtypes compute in f32 (half_wat.ts).
+ * dtypes compute in f32 and have conversions to and from f32 besides (half_wat.ts).
  *
  * `deno task build:wasm` compiles this text with wabt into `reduce_wasm_bytes.generated.ts`.
  * @module
  */
 
 import { KERNEL_OPS, type KernelOp } from "./elements.ts";
-import { halfDivFunc, type HalfDtype, halfReduceFunc } from "./half_wat.ts";
+import {
+  halfDivFunc,
+  type HalfDtype,
+  halfNarrowFunc,
+  halfReduceFunc,
+  halfWidenFunc,
+} from "./half_wat.ts";
 
 /** The dtypes whose kernels compute in their own lanes. */
 type WideDtype = "f32" | "f64" | "i32";
@@ -151,7 +157,13 @@ export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
   const wide: WideDtype[] = ["f32", "f64", "i32"], half: HalfDtype[] = ["f16", "bf16"];
   const funcs = [
     ...wide.flatMap((dt) => [...KERNEL_OPS.map((op) => reduceFunc(op, dt)), divFunc(dt)]),
-    ...half.flatMap((dt) => [...KERNEL_OPS.map((op) => halfReduceFunc(op, dt)), halfDivFunc(dt)]),
+    ...half.flatMap((dt) => [
+      ...KERNEL_OPS.map((op) => halfReduceFunc(op, dt)),
+      halfDivFunc(dt),
+      halfNarrowFunc(dt, false),
+      halfNarrowFunc(dt, true),
+      halfWidenFunc(dt),
+    ]),
   ];
   // An imported memory's type names its sharing, so each combination is a module of its own.
   const memory = (name: string, sharing: Sharing) => {

@@ -41,6 +41,8 @@ import {
 } from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 import { requireDevice } from "./_task.ts";
+import { GRAD_DTYPES, type GradDtype } from "../trainer/sync/compression.ts";
+import { deviceRefusal } from "../kernels/gpu_kernels.ts";
 
 /** The rank program of training. */
 const TRAIN_RANK = new URL("../trainer/rank.ts", import.meta.url);
@@ -73,6 +75,16 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
   "bucket-mb": {
     help: "allreduce: largest gradient bucket, MiB (the first is at most 1 MiB)",
     default: "25",
+  },
+  "grad-dtype": {
+    help: `allreduce: the type gradients travel in: ${GRAD_DTYPES.join(", ")} (f16, bf16: half ` +
+      "the bytes, as PyTorch DDP's fp16/bf16 compression hooks)",
+    default: "f32",
+  },
+  "error-feedback": {
+    help: "with --grad-dtype f16|bf16: each rank adds what rounding took off its gradients to " +
+      "its next ones",
+    boolean: true,
   },
   device: { help: `where the model computes: ${DEVICES.join(", ")}`, default: "cpu" },
   seed: { help: "seed of initialisation and shuffling", default: "0" },
@@ -216,6 +228,9 @@ export async function planTraining(
   const lr = positive("lr", v.lr!, 1000);
   const momentum = number("momentum", v.momentum!, 0, 0.999999);
   const bucketMb = positive("bucket-mb", v["bucket-mb"]!, 1024);
+  const gradDtype = oneOf("grad-dtype", v["grad-dtype"]!, GRAD_DTYPES);
+  const errorFeedback = v["error-feedback"] === "true";
+  checkGradDtype(gradDtype, errorFeedback, sync, memory);
   const seed = integer("seed", v.seed!, 0, 2 ** 32 - 1);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const { csv, json } = outputFiles(v);
@@ -268,6 +283,8 @@ export async function planTraining(
     layers,
     activation,
     bucketBytes: Math.round(bucketMb * 2 ** 20),
+    gradDtype,
+    errorFeedback,
     device,
     seed,
     trainSamples,
@@ -297,6 +314,37 @@ export async function planTraining(
     csv,
     json,
   };
+}
+
+/** `--grad-dtype` and `--error-feedback`, checked against the strategy and the slabs' memory. */
+function checkGradDtype(
+  gradDtype: GradDtype,
+  errorFeedback: boolean,
+  sync: TrainConfig["sync"],
+  memory: TrainConfig["memory"],
+): void {
+  if (gradDtype === "f32") {
+    if (errorFeedback) {
+      throw new UsageError(
+        "--error-feedback is not accepted with --grad-dtype f32: it carries " +
+          "the rounding error of --grad-dtype f16 or bf16",
+      );
+    }
+    return;
+  }
+  if (sync !== "allreduce") {
+    throw new UsageError(
+      `--grad-dtype ${gradDtype} is not accepted with --sync ${sync}: it compresses the ` +
+        "gradients of --sync allreduce",
+    );
+  }
+  if (memory !== "host" && memory !== "shared") {
+    throw new UsageError(
+      `--grad-dtype ${gradDtype} is not accepted with --memory ${memory}: ${
+        deviceRefusal(gradDtype)
+      }`,
+    );
+  }
 }
 
 /** `--checkpoint`, `--checkpoint-every` and `--resume`, checked against each other. */
@@ -340,7 +388,10 @@ export function describeTraining(plan: TrainPlan): string[] {
     : c.syncEvery === 1
     ? "every batch"
     : `every ${c.syncEvery} batches`;
-  const how = c.sync === "ps" ? `ps (${c.psMode}), pushes ${every}` : `${c.sync} ${every}`;
+  const half = c.gradDtype === "f32"
+    ? ""
+    : `, gradients in ${c.gradDtype}${c.errorFeedback ? " with error feedback" : ""}`;
+  const how = c.sync === "ps" ? `ps (${c.psMode}), pushes ${every}` : `${c.sync} ${every}${half}`;
   const train = c.trainSamples ?? plan.mnist.train.count,
     test = c.testSamples ?? plan.mnist.test.count;
   return [

@@ -30,7 +30,8 @@ const METADATA: RunMetadata = {
 
 /** Flags as the CLI takes them, e.g. `{ procs: "4", sync: "ps" }`. */
 export async function train(flags: Record<string, string>): Promise<TrainRankResult[]> {
-  const argv = Object.entries(flags).map(([k, v]) => `--${k}=${v}`);
+  // A boolean flag is given as "true".
+  const argv = Object.entries(flags).map(([k, v]) => v === "true" ? `--${k}` : `--${k}=${v}`);
   const plan = await planTraining(parseFlags(TRAIN_FLAGS, argv), MNIST);
   return await runTraining(plan, { metadata: METADATA, print: false, returnParams: true });
 }

@@ -1,8 +1,13 @@
 // WASM SIMD kernels against the JS reference: every op × dtype, odd lengths, unaligned offsets,
 // each operand in a memory of its own, shared (a heap) or private (a large `host` buffer's), and
 // in place; the committed binaries match the kernel source.
-import { divide, reduce, reduceWasm } from "../kernels/reduce.ts";
-import { divideReference, reduceReference } from "../kernels/reduce_reference.ts";
+import { divide, fromHalf, reduce, reduceWasm, toHalf } from "../kernels/reduce.ts";
+import {
+  divideReference,
+  fromHalfReference,
+  reduceReference,
+  toHalfReference,
+} from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
 import { compileReduceWasm, REDUCE_BUILDS } from "../kernels/build_wasm.ts";
 import { toBase64Lines } from "../kernels/wasm_build.ts";
@@ -35,6 +40,9 @@ function values(i: number, salt: number, dtype: Dtype): number {
   if ((i + salt) % 7 === 3) return SPECIAL[(i * 3 + salt) % SPECIAL.length];
   return v / 8 + (i % 3 === 0 ? -0 : 0.25);
 }
+
+/** Float values past every type's edges (see {@linkcode values}). */
+const values_ = (i: number, salt: number) => values(i, salt, "f32");
 
 /** Values to compare: raw words would differ in NaN payloads, which no dtype promises. */
 const read = (view: TypedArray) => valuesOf(view);
@@ -125,4 +133,36 @@ Deno.test("bf16 words round to nearest even, overflow to infinity and keep NaN",
   assertEquals(toBf16(3.4e38), 0x7f80, "past the largest bf16 is infinity");
   assert_(Number.isNaN(fromBf16(toBf16(NaN))));
   assertEquals(fromBf16(0x3f82), 1 + 2 ** -6);
+});
+
+Deno.test("wasm conversions to and from half precision equal the JS reference, with and without error feedback", () => {
+  const buffer = heapBuffer(createHeapMemory(64));
+  for (const dtype of ["f16", "bf16"] as const) {
+    for (const n of [1, 7, 8, 9, 63, 64, 65, 1001]) {
+      for (const feedback of [false, true]) {
+        const src = makeView("f32", buffer, 4096 + 4, n) as Float32Array;
+        const residual = makeView("f32", buffer, 4096 + 16384 + 8, n) as Float32Array;
+        const half = makeView(dtype, buffer, 4096 + 2 * 16384 + 2, n) as Float16Array | Uint16Array;
+        const guard = makeView(dtype, buffer, 4096 + 2 * 16384 + 2 + 2 * n, 1);
+        guard[0] = 100;
+        const values = Array.from({ length: n }, (_, i) => values_(i, 1));
+        const start = Array.from({ length: n }, (_, i) => values_(i, 2) * 1e-3);
+        src.set(values);
+        residual.set(start);
+        const refResidual = Float32Array.from(start);
+        const ref = new DTYPE_INFO[dtype].array(n) as Float16Array | Uint16Array;
+        toHalf(half, src, feedback ? residual : undefined);
+        toHalfReference(ref, Float32Array.from(values), feedback ? refResidual : undefined);
+        const what = `${dtype} n=${n}${feedback ? " with feedback" : ""}`;
+        assertEquals(read(half), read(ref), what);
+        if (feedback) assertEquals(Array.from(residual), Array.from(refResidual), what);
+        assertEquals(guard[0], 100, `${what} wrote past the end`);
+        const back = makeView("f32", buffer, 4096 + 3 * 16384 + 4, n) as Float32Array;
+        const refBack = new Float32Array(n);
+        fromHalf(back, half);
+        fromHalfReference(refBack, ref);
+        assertEquals(Array.from(back), Array.from(refBack), `${what} back`);
+      }
+    }
+  }
 });

@@ -1,7 +1,8 @@
 // The trainer's correctness (issue: trainer): gradients against finite differences, the WASM
 // model against the JS reference, data-parallel runs equal to one rank on the concatenated batch
 // on every host transport, local-sgd with K=1 and the synchronous parameter server equal to
-// allreduce, the asynchronous server converging, and a sanity accuracy on real MNIST.
+// allreduce, the asynchronous server converging, gradients in half precision training like f32,
+// and a sanity accuracy on real MNIST.
 import { assert_, assertEquals } from "./_assert.ts";
 import { maxDiff, train } from "./_train.ts";
 import { WasmMlpKernels } from "../trainer/kernels/mlp.ts";
@@ -128,6 +129,23 @@ Deno.test("the asynchronous parameter server converges and reports staleness", a
   assert_(last.test_acc >= 0.85, `test accuracy ${last.test_acc}`);
   assert_(last.staleness_mean !== undefined && last.staleness_mean >= 0);
   assert_(last.staleness_max !== undefined && last.staleness_max >= last.staleness_mean!);
+});
+
+Deno.test("gradients in f16 and bf16 train like f32: every rank in step, accuracy within a point, parameters apart", async () => {
+  const flags = { "train-samples": "6000", "test-samples": "1000", epochs: "1", procs: "2" };
+  const [f32] = await train(flags);
+  for (const dtype of ["f16", "bf16"]) {
+    for (const feedback of [{}, { "error-feedback": "true" }] as Record<string, string>[]) {
+      const what = `${dtype}${"error-feedback" in feedback ? " with error feedback" : ""}`;
+      const [rank0, rank1] = await train({ ...flags, "grad-dtype": dtype, ...feedback });
+      assertEquals(maxDiff(rank0.params!, rank1.params!), 0, `${what}: ranks differ`);
+      // Rounded gradients move the parameters off the f32 run's, but not its accuracy.
+      const moved = maxDiff(rank0.params!, f32.params!);
+      assert_(moved > 0 && moved < 0.05, `${what}: parameters ${moved} from f32's`);
+      const [a, b] = [rank0, f32].map((r) => r.summary!.final_test_acc);
+      assert_(Math.abs(a - b) <= 0.01, `${what}: test accuracy ${a} against f32's ${b}`);
+    }
+  }
 });
 
 Deno.test("one epoch on 20000 MNIST images reaches 90% test accuracy", async () => {

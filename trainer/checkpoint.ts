@@ -39,6 +39,8 @@ export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
     sync: c.sync,
     syncEvery: c.syncEvery,
     psMode: c.psMode,
+    gradDtype: c.gradDtype,
+    errorFeedback: c.errorFeedback,
     batch: c.batch,
     lr: c.lr,
     momentum: c.momentum,
@@ -100,11 +102,24 @@ export class Checkpointer {
   /** Steps since the last checkpoint. */
   #steps = 0;
 
-  constructor(comm: Communicator, engine: Engine, options: CheckpointOptions, config: TrainConfig) {
+  readonly #extra: Float32Array;
+
+  /**
+   * Checkpoints of `engine`'s parameters and optimizer state, and `extra` state beside them (the
+   * gradient hook's error-feedback residual).
+   */
+  constructor(
+    comm: Communicator,
+    engine: Engine,
+    options: CheckpointOptions,
+    config: TrainConfig,
+    extra: Float32Array = new Float32Array(0),
+  ) {
     this.#comm = comm;
     this.#engine = engine;
     this.#o = options;
     this.#fingerprint = fingerprintOf(config);
+    this.#extra = extra;
   }
 
   /**
@@ -120,14 +135,16 @@ export class Checkpointer {
       `${this.#o.dir}/${rankFile(meta.generation, this.#comm.rank)}`,
     );
     const { params, optimizer } = this.#state();
-    const floats = params.length + optimizer.length;
+    const floats = params.length + optimizer.length + this.#extra.length;
     if (bytes.byteLength !== 24 + 4 * floats) {
       throw new Error(`${this.#o.dir}: rank ${this.#comm.rank}'s file has the wrong size`);
     }
     const score = new Float64Array(bytes.buffer, 0, 3);
     const state = new Float32Array(bytes.buffer, 24, floats);
+    const extraAt = params.length + optimizer.length;
     await params.write(state.subarray(0, params.length));
-    if (optimizer.length > 0) await optimizer.write(state.subarray(params.length));
+    if (optimizer.length > 0) await optimizer.write(state.subarray(params.length, extraAt));
+    this.#extra.set(state.subarray(extraAt));
     return { meta, score: { loss: score[0], correct: score[1], rows: score[2] } };
   }
 
@@ -160,12 +177,14 @@ export class Checkpointer {
     this.#steps = 0;
     const generation = this.#generation + 1;
     const { params, optimizer } = this.#state();
-    const bytes = new Uint8Array(24 + 4 * (params.length + optimizer.length));
+    const extraAt = params.length + optimizer.length;
+    const bytes = new Uint8Array(24 + 4 * (extraAt + this.#extra.length));
     const s = score ?? { loss: 0, correct: 0, rows: 0 };
     new Float64Array(bytes.buffer, 0, 3).set([s.loss, s.correct, s.rows]);
     const state = new Float32Array(bytes.buffer, 24);
     await params.read(state.subarray(0, params.length));
-    if (optimizer.length > 0) await optimizer.read(state.subarray(params.length));
+    if (optimizer.length > 0) await optimizer.read(state.subarray(params.length, extraAt));
+    state.set(this.#extra, extraAt);
     const dir = this.#o.dir;
     await writeAtomically(`${dir}/${rankFile(generation, this.#comm.rank)}`, bytes);
     await this.#comm.barrier();

@@ -6,6 +6,7 @@
 import type { MemoryKind, TransportName } from "../mod.ts";
 import type { Activation } from "./model.ts";
 import type { SyncEvery } from "./sync/strategy.ts";
+import type { GradDtype } from "./sync/compression.ts";
 
 /** Synchronisation strategies. */
 export const SYNC_STRATEGIES = ["allreduce", "local-sgd", "ps"] as const;
@@ -44,6 +45,10 @@ export interface TrainConfig {
   layers: number[];
   activation: Activation;
   bucketBytes: number;
+  /** The element type gradients travel in (allreduce; compression.ts). */
+  gradDtype: GradDtype;
+  /** With a half-precision `gradDtype`: carry each rank's rounding error into its next step. */
+  errorFeedback: boolean;
   device: typeof DEVICES[number];
   seed: number;
   /** Train on the first N training images only (quick runs). */

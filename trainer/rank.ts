@@ -8,6 +8,7 @@
 
 import { type Communicator, type HostBuffer } from "../mod.ts";
 import { Checkpointer } from "./checkpoint.ts";
+import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";
 import type { Engine } from "./engine.ts";
@@ -106,8 +107,15 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     const score = engine.runningScore?.();
     return score?.rows ? score.loss / score.rows : undefined;
   };
+  const halfPrecision = config.gradDtype === "f32" ? undefined : new HalfPrecisionHook(
+    comm,
+    config.gradDtype,
+    engine.grads.comm.length,
+    engine.grads.comm.memory as "host" | "shared",
+    config.errorFeedback,
+  );
   const checkpointer = config.checkpoint &&
-    new Checkpointer(comm, engine, config.checkpoint, config);
+    new Checkpointer(comm, engine, config.checkpoint, config, halfPrecision?.residual);
   const rows: EpochRow[] = [];
   let epoch = 0;
   const ctx: StrategyContext = {
@@ -121,6 +129,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     progress: (step, steps) => reporter?.progress(epoch, step, steps, runningLoss),
     staleness: { pushes: 0, total: 0, max: 0 },
     allreduceCalls: 0,
+    halfPrecision,
   };
   try {
     reporter?.start();
@@ -219,6 +228,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     const params = args.returnParams ? await readParams(engine) : undefined;
     return { summary: comm.rank === 0 ? summary : undefined, params };
   } finally {
+    halfPrecision?.dispose();
     engine.dispose();
   }
 }

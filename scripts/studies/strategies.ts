@@ -1,6 +1,7 @@
 /**
- * `strategies`: allreduce, local-sgd (K = 8), ps sync and ps async at 2 and 4 ranks, on the CPU
- * and (on a hardware adapter) the GPU.
+ * `strategies`: allreduce (its gradients in f32, f16 and bf16), local-sgd (K = 8), ps sync and ps
+ * async at 2 and 4 ranks, on the CPU and (on a hardware adapter) the GPU, where gradients stay in
+ * f32.
  * @module
  */
 
@@ -9,6 +10,8 @@ import { barChart, pct, round, type StudyContext, type StudyResult } from "./stu
 
 const KINDS: [string, Record<string, string>][] = [
   ["allreduce", { sync: "allreduce" }],
+  ["allreduce f16", { sync: "allreduce", "grad-dtype": "f16" }],
+  ["allreduce bf16", { sync: "allreduce", "grad-dtype": "bf16" }],
   ["local-sgd (K=8)", { sync: "local-sgd", "sync-every": "8" }],
   ["ps sync", { sync: "ps" }],
   ["ps async", { sync: "ps", "ps-mode": "async" }],
@@ -20,7 +23,8 @@ export async function strategies(ctx: StudyContext): Promise<StudyResult> {
   if (ctx.noGpu) notes.push(`gpu runs left out: ${ctx.noGpu}`);
   for (const device of devices) {
     for (const procs of [2, 4]) {
-      for (const [name, flags] of KINDS) {
+      // Device slabs carry no half precision (the device kernels take f32 and i32).
+      for (const [name, flags] of KINDS.filter(([, f]) => device === "cpu" || !f["grad-dtype"])) {
         // GPU ranks are logical ranks on the one device (a thread transport).
         const where: Record<string, string> = device === "gpu"
           ? { device, transport: transportsLaunching("thread")[0] }
@@ -43,6 +47,10 @@ export async function strategies(ctx: StudyContext): Promise<StudyResult> {
     }
   }
   notes.push("ps: rank 0 serves, the other ranks compute (so 2 ranks train on one worker)");
+  notes.push(
+    "allreduce f16, bf16: gradients rounded to half precision and allreduced as such (PyTorch " +
+      "DDP's compression hooks); on the gpu they stay f32",
+  );
   return {
     notes,
     chart: (rows) =>

@@ -8,9 +8,11 @@
  * the rest of the backward pass computes (its messages move whenever the backward yields to the
  * event loop, and at the latest when the step awaits it); on `shm` a collective blocks its
  * thread until done, so buckets run one after another between layers and buy nothing there.
+ * With `--grad-dtype f16|bf16` buckets travel in half precision (compression.ts).
  * @module
  */
 
+import type { HostBuffer } from "../../mod.ts";
 import type { Engine } from "../engine.ts";
 import {
   broadcastParams,
@@ -55,7 +57,9 @@ async function reduceBucket(ctx: StrategyContext, b: Bucket): Promise<void> {
   const { grads } = ctx.engine;
   await grads.toComm(b.start, b.end);
   ctx.allreduceCalls++;
-  await ctx.comm.allreduce(grads.comm.subarray(b.start, b.end), { op: "sum" });
+  if (ctx.halfPrecision) {
+    await ctx.halfPrecision.allreduce(grads.comm as HostBuffer<Float32Array>, b.start, b.end);
+  } else await ctx.comm.allreduce(grads.comm.subarray(b.start, b.end), { op: "sum" });
   await grads.fromComm(b.start, b.end);
 }
 

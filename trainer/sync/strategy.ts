@@ -9,6 +9,7 @@ import type { Communicator } from "../../mod.ts";
 import { epochShard, type Shard } from "../data.ts";
 import type { Engine } from "../engine.ts";
 import type { ImageSet } from "../mnist.ts";
+import type { HalfPrecisionHook } from "./compression.ts";
 
 /** How often to synchronise: every K batches, or once at the end of each epoch. */
 export type SyncEvery = number | "epoch";
@@ -76,6 +77,8 @@ export interface StrategyContext {
   staleness: Staleness;
   /** Allreduce calls the strategy made to synchronise, since training began (the study's Table 5.1). */
   allreduceCalls: number;
+  /** `--grad-dtype f16|bf16`: gradients travel in half precision through this hook. */
+  halfPrecision?: HalfPrecisionHook;
 }
 
 /** A synchronisation strategy. */
