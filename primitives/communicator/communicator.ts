@@ -162,7 +162,7 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Sends `buf` to `peer`; resolves when `buf` may be reused.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -180,7 +180,7 @@ export class Communicator implements AsyncDisposable {
    * Receives the next message from `peer` with the tag into `buf` (lengths and dtypes must
    * match); `"any"` takes the first message of the tag from any other rank (MPI_ANY_SOURCE,
    * torch.distributed's `src=None`). Resolves with the sender's rank.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -199,7 +199,7 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Copies `buf` on `root` into `buf` on every rank.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -226,7 +226,7 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Reduces every rank's `buf` into `buf` (or `out`) on every rank.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -257,7 +257,7 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Reduces every rank's `buf` into `buf` (or `out`) on `root`; other ranks' buffers are unchanged.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -289,8 +289,9 @@ export class Communicator implements AsyncDisposable {
   }
 
   /**
-   * Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * Gathers every rank's `send` (n elements) into `recv` (size × n), in rank order. In place:
+   * `send` is this rank's block of `recv` (`recv.subarray(rank * n, (rank + 1) * n)`).
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -300,7 +301,8 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Reduces every rank's `send` (size × n) and leaves block `rank` of the result in `recv` (n).
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * In place: `recv` is this rank's block of `send`.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -353,7 +355,8 @@ export class Communicator implements AsyncDisposable {
   /**
    * Sends block j of `send` (size × n elements) to rank j, and receives rank i's block for this
    * rank into block i of `recv` (size × n): MPI_Alltoall, torch.distributed's `all_to_all_single`.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * The buffers must not overlap.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -371,8 +374,9 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Gathers every rank's `send` (n elements) into `recv` (size × n) on `root`, in rank order;
-   * other ranks pass no `recv` (it is ignored if they do).
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * other ranks pass no `recv` (it is ignored if they do). In place: the root's `send` is its
+   * block of `recv`.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -386,8 +390,9 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Scatters block r of `send` (size × n elements) on `root` into `recv` (n) on rank r; other
-   * ranks pass no `send` (it is ignored if they do).
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * ranks pass no `send` (it is ignored if they do). In place: the root's `recv` is its block of
+   * `send`.
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
@@ -462,7 +467,7 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * Resolves once every rank has called `barrier`.
-   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length or algorithm
+   * @throws {RangeError} (the promise rejects) a bad root, peer, tag, length, algorithm or overlap
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
