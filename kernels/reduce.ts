@@ -35,6 +35,8 @@ function reduceModule(memories: WebAssembly.Memory[]): WebAssembly.Module {
 
 /** Lengths up to this run the JS loop (same bits as the kernel: tests/kernels_test.ts). */
 const SHORT_LENGTH = 64;
+/** The same for bf16 words, whose JS loop decodes and encodes each (64 words: 180 ns, kernel 90). */
+const SHORT_BF16 = 16;
 
 /** Kernel instances per memory of `dst`, of `a` and of `b`. */
 const instances = new WeakMap<
@@ -76,7 +78,9 @@ export function reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArr
     );
   }
   // A call into WebAssembly costs more than a short loop (1 float: ~100 ns against ~10 ns).
-  if (n > SHORT_LENGTH && reduceWasm(op, dst, a, b)) return;
+  if (n > (dst instanceof Uint16Array ? SHORT_BF16 : SHORT_LENGTH) && reduceWasm(op, dst, a, b)) {
+    return;
+  }
   reduceReference(op, dst, a, b);
 }
 

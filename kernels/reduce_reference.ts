@@ -6,23 +6,10 @@
 
 import { fromBf16, type KernelOp, toBf16, type TypedArray } from "./elements.ts";
 
-const apply: Record<KernelOp, (x: number, y: number) => number> = {
-  sum: (x, y) => x + y,
-  prod: (x, y) => x * y,
-  max: Math.max,
-  min: Math.min,
-};
-
 /** `dst[i] = a[i] op b[i]` for every element of `dst` (all three the same dtype and length). */
 export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
   const n = dst.length;
-  if (dst instanceof Uint16Array) {
-    // bf16 words: decode, compute, round back (x + y of two bf16 values rounds as f32 then bf16
-    // would, since f32 has more than twice bf16's precision).
-    const f = apply[op];
-    for (let i = 0; i < n; i++) dst[i] = toBf16(f(fromBf16(a[i]), fromBf16(b[i])));
-    return;
-  }
+  if (dst instanceof Uint16Array) return reduceBf16(op, dst, a as Uint16Array, b as Uint16Array);
   const int = dst instanceof Int32Array;
   switch (op) {
     case "sum":
@@ -38,6 +25,28 @@ export function reduceReference(op: KernelOp, dst: TypedArray, a: TypedArray, b:
       return;
     case "min":
       for (let i = 0; i < n; i++) dst[i] = Math.min(a[i], b[i]);
+      return;
+  }
+}
+
+/**
+ * bf16 words: decoded, combined, rounded back (x op y of two bf16 values rounds as f32 then bf16
+ * would, since f32 has more than twice bf16's precision).
+ */
+function reduceBf16(op: KernelOp, dst: Uint16Array, a: Uint16Array, b: Uint16Array): void {
+  const n = dst.length;
+  switch (op) {
+    case "sum":
+      for (let i = 0; i < n; i++) dst[i] = toBf16(fromBf16(a[i]) + fromBf16(b[i]));
+      return;
+    case "prod":
+      for (let i = 0; i < n; i++) dst[i] = toBf16(fromBf16(a[i]) * fromBf16(b[i]));
+      return;
+    case "max":
+      for (let i = 0; i < n; i++) dst[i] = toBf16(Math.max(fromBf16(a[i]), fromBf16(b[i])));
+      return;
+    case "min":
+      for (let i = 0; i < n; i++) dst[i] = toBf16(Math.min(fromBf16(a[i]), fromBf16(b[i])));
       return;
   }
 }
