@@ -41,16 +41,72 @@ export interface KernelSources {
   reduce: string;
   /** `scale.wgsl`. */
   scale: string;
+  /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements. */
+  half: string;
 }
 
 /** Reads the WGSL sources next to this module (a `file:` or `https:` URL alike). */
 export async function loadKernelSources(): Promise<KernelSources> {
   const read = async (name: string) =>
     await (await fetch(new URL(`./${name}`, import.meta.url))).text();
-  return { reduce: await read("reduce.wgsl"), scale: await read("scale.wgsl") };
+  return {
+    reduce: await read("reduce.wgsl"),
+    scale: await read("scale.wgsl"),
+    half: await read("reduce_half.wgsl"),
+  };
 }
 
-const WGSL_TYPE: Partial<Record<Dtype, string>> = { f32: "f32", i32: "i32" };
+const WGSL_TYPE: Partial<Record<Dtype, string>> = { f32: "f32", i32: "i32", f16: "u32", bf16: "u32" };
+
+/** The 16-bit dtypes, held two to a u32 word (reduce_half.wgsl). */
+const isHalf = (dtype: Dtype) => dtype === "f16" || dtype === "bf16";
+
+/**
+ * reduce_half.wgsl's conversions: `widen` (the f32 of the 16 bits `h`) and `narrow` (the 16 bits
+ * nearest the f32 of bits `f`, ties to even), in integer operations: exact on devices that flush
+ * subnormals, and the same bits as the host kernels (kernels/half_wat.ts).
+ */
+const HALF_CONVERSIONS: Record<"f16" | "bf16", { widen: string; narrow: string }> = {
+  f16: {
+    widen: `  let sign = (h & 0x8000u) << 16u;
+  let exponent = (h >> 10u) & 0x1fu;
+  let mantissa = h & 0x3ffu;
+  if (exponent == 0u) {
+    let v = f32(mantissa) * 5.9604644775390625e-8; // 2^-24, the subnormal step
+    return select(v, -v, sign != 0u);
+  }
+  if (exponent == 31u) {
+    return bitcast<f32>(sign | 0x7f800000u | (mantissa << 13u));
+  }
+  return bitcast<f32>(sign | ((exponent + 112u) << 23u) | (mantissa << 13u));`,
+    narrow: `  let t = f & 0x7fffffffu;
+  let sign = (f >> 16u) & 0x8000u;
+  if (t >= 0x47800000u) { // overflow to infinity; NaN stays NaN
+    return sign | select(0x7c00u, 0x7e00u, t > 0x7f800000u);
+  }
+  if (t >= 0x38800000u) { // normal: re-bias, round by 0xfff plus the kept part's low bit
+    return sign | ((t + 0xc8000fffu + ((t >> 13u) & 1u)) >> 13u);
+  }
+  // Subnormal: the significand shifted to the 2^-24 step, rounded to nearest even.
+  let exponent = t >> 23u;
+  if (exponent < 102u) {
+    return sign;
+  }
+  let m = (t & 0x7fffffu) | 0x800000u;
+  let s = 126u - exponent;
+  let q = m >> s;
+  let rest = m & ((1u << s) - 1u);
+  let tie = 1u << (s - 1u);
+  return sign | (q + select(0u, 1u, rest > tie || (rest == tie && (q & 1u) == 1u)));`,
+  },
+  bf16: {
+    widen: "  return bitcast<f32>(h << 16u);",
+    narrow: `  if ((f & 0x7fffffffu) > 0x7f800000u) {
+    return (f >> 16u) | 0x40u;
+  }
+  return (f + 0x7fffu + ((f >> 16u) & 1u)) >> 16u;`,
+  },
+};
 const COMBINE: Record<KernelOp, string> = {
   sum: "a + b",
   prod: "a * b",
@@ -109,9 +165,14 @@ export class GpuKernels {
   ): void {
     const n = outs[0].length;
     if (n === 0) return;
-    const bindings = this.#bindings(outs, ins);
+    // 16-bit elements are written a whole word at a time, so one output per dispatch; the other
+    // outputs are copies of it.
+    const direct = isHalf(outs[0].dtype) ? outs.slice(0, 1) : outs;
+    const bindings = this.#bindings(direct, ins);
     if (bindings && bindings.length <= this.#limits.storageBindings) {
-      return this.#dispatchReduce(encoder, op, outs, ins, bindings, accumulate);
+      this.#combine(encoder, op, direct, ins, bindings, accumulate);
+      for (const out of outs.slice(direct.length)) this.copy(encoder, direct[0], out);
+      return;
     }
     // Through scratch: inputs in groups that fit beside it, accumulated, then copied out.
     const scratch = this.#scratchView(outs[0].dtype, n);
@@ -119,14 +180,49 @@ export class GpuKernels {
     const perDispatch = Math.max(1, this.#limits.storageBindings - 1);
     for (let k = 0; k < first.length; k += perDispatch) {
       const group = first.slice(k, k + perDispatch);
-      this.#dispatchReduce(encoder, op, [scratch], group, this.#bindings([scratch], group)!, k > 0);
+      this.#combine(encoder, op, [scratch], group, this.#bindings([scratch], group)!, k > 0);
     }
     for (const out of outs) this.copy(encoder, scratch, out);
+  }
+
+  #combine(
+    encoder: GPUCommandEncoder,
+    op: KernelOp,
+    outs: DeviceView[],
+    ins: DeviceView[],
+    bindings: Binding[],
+    accumulate: boolean,
+  ): void {
+    if (!isHalf(outs[0].dtype)) {
+      return this.#dispatchReduce(encoder, op, outs, ins, bindings, accumulate);
+    }
+    const slot = (v: DeviceView) => bindings.findIndex((b) => b.view.buffer === v.buffer);
+    const terms = [...(accumulate ? [outs[0]] : []), ...ins].map((v) => halfLoad(slot(v)));
+    const body = [
+      `      var acc = ${terms[0]};`,
+      ...terms.slice(1).map((t) => `      acc = combine(acc, ${t});`),
+      "      let element = narrow(finish(acc));",
+    ].join("\n");
+    this.#dispatchHalf(encoder, `${op}:${slot(outs[0])}:${terms.length}`, {
+      bindings,
+      out: slot(outs[0]),
+      body,
+      combine: COMBINE[op],
+    });
   }
 
   /** `view[i] /= divisor` in place (integers truncate toward zero). */
   scale(encoder: GPUCommandEncoder, view: DeviceView, divisor: number): void {
     if (view.length === 0) return;
+    if (isHalf(view.dtype)) {
+      return this.#dispatchHalf(encoder, "scale", {
+        bindings: [{ view, write: true }],
+        out: 0,
+        body: `      let element = narrow(finish(${halfLoad(0)}));`,
+        finish: "x / divisor",
+        constants: { divisor },
+      });
+    }
     const scalar = wgslType(view.dtype);
     this.#vectorized([view], view.length, (start, count, lanes) => {
       const type = lanes === 4 ? `vec4<${scalar}>` : scalar;
@@ -144,11 +240,27 @@ export class GpuKernels {
     });
   }
 
-  /** Copies `src` into `dst` (same length and dtype). */
+  /**
+   * Copies `src` into `dst` (same length and dtype): a buffer copy where offsets and length are
+   * whole words, else (16-bit elements) a kernel that moves the bits, through scratch when both
+   * are windows of one buffer.
+   */
   copy(encoder: GPUCommandEncoder, src: DeviceView, dst: DeviceView): void {
     const bytes = src.length * elementBytes(src.dtype);
     if (bytes === 0 || (src.buffer === dst.buffer && src.byteOffset === dst.byteOffset)) return;
-    encoder.copyBufferToBuffer(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, bytes);
+    if ((src.byteOffset | dst.byteOffset | bytes) % 4 === 0) {
+      return encoder.copyBufferToBuffer(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, bytes);
+    }
+    if (src.buffer === dst.buffer) {
+      const scratch = this.#scratchView(src.dtype, src.length);
+      this.copy(encoder, src, scratch);
+      return this.copy(encoder, scratch, dst);
+    }
+    this.#dispatchHalf(encoder, "copy", {
+      bindings: [{ view: dst, write: true }, { view: src, write: false }],
+      out: 0,
+      body: "      let element = (b1[(i + skip(1u)) / 2u] >> (16u * ((i + skip(1u)) % 2u))) & 0xffffu;",
+    });
   }
 
   /** Frees the cached bind groups and scratch. */
@@ -222,6 +334,51 @@ export class GpuKernels {
   }
 
   /**
+   * One reduce_half.wgsl dispatch (per window) writing binding `out`'s view: `body` sets
+   * `element` for element `i`, `combine` and `finish` fill its functions, `constants` its
+   * overrides; `shape` tells the pipeline apart from others over the same bindings.
+   */
+  #dispatchHalf(
+    encoder: GPUCommandEncoder,
+    shape: string,
+    k: {
+      bindings: Binding[];
+      out: number;
+      body: string;
+      combine?: string;
+      finish?: string;
+      constants?: Record<string, number>;
+    },
+  ): void {
+    const view = k.bindings[k.out].view;
+    const dtype = view.dtype as "f16" | "bf16";
+    const declarations = k.bindings.map((b, j) =>
+      `@group(0) @binding(${j + 1}) var<storage, ${b.write ? "read_write" : "read"}> b${j}: ` +
+      `array<u32>;`
+    ).join("\n");
+    const access = k.bindings.map((b) => (b.write ? "w" : "r")).join("");
+    const key = `half:${dtype}:${shape}:${access}:${k.finish ?? ""}:${JSON.stringify(k.constants)}`;
+    const pipeline = this.#pipeline(key, () =>
+      fill(this.#sources.half, {
+        SKIP_VECTORS: String(Math.ceil(k.bindings.length / 4)),
+        BINDINGS: declarations,
+        WIDEN: HALF_CONVERSIONS[dtype].widen,
+        NARROW: HALF_CONVERSIONS[dtype].narrow,
+        COMBINE: k.combine ?? "a",
+        FINISH: k.finish ?? "x",
+        OUT: String(k.out),
+        BODY: k.body,
+      }), k.constants);
+    this.#windows(0, view.length, dtype, 2, (first, n) => {
+      const windows = this.#window(k.bindings, first, n, 1);
+      const params = new Uint32Array(4 + 4 * Math.ceil(k.bindings.length / 4));
+      params[0] = n;
+      windows.forEach((w, j) => params[4 + j] = w.skip);
+      this.#dispatch(encoder, pipeline, key, windows, params, Math.ceil(n / 2) + 1);
+    });
+  }
+
+  /**
    * Cuts `n` elements into a part done with vec4 accesses (when every view starts on a 16-byte
    * boundary, 128-bit loads and stores) and a scalar rest: `each(start, count, lanes)`.
    */
@@ -264,7 +421,8 @@ export class GpuKernels {
       const bytes = elementBytes(view.dtype);
       const first = view.byteOffset + start * bytes;
       const offset = first - (first % this.#limits.alignment);
-      const size = first - offset + count * bytes;
+      // Bindings cover whole words (16-bit elements may end half-way through one).
+      const size = Math.ceil((first - offset + count * bytes) / 4) * 4;
       return { view, write, offset, size, skip: (first - offset) / bytes / lanes };
     });
   }
@@ -333,7 +491,7 @@ export class GpuKernels {
       if (s) this.#retire(s.buffer);
       const length = Math.max(n, 2 * (s?.view.length ?? 0));
       const buffer = this.#device.createBuffer({
-        size: Math.max(16, length * elementBytes(dtype)),
+        size: Math.max(16, Math.ceil((length * elementBytes(dtype)) / 4) * 4),
         usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
       });
       s = { buffer, view: { buffer, id: this.#ids++, byteOffset: 0, length, dtype } };
@@ -344,8 +502,8 @@ export class GpuKernels {
 }
 
 /**
- * The WGSL type of a dtype. Refused: `f64` (WGSL has no 64-bit floats) and the half-precision
- * dtypes (device buffers address 4-byte words; docs/dtypes.md).
+ * The WGSL type of a dtype (`u32` words of two 16-bit elements for f16 and bf16). Refused: `f64`
+ * (WGSL has no 64-bit floats).
  */
 export function wgslType(dtype: Dtype): string {
   const type = WGSL_TYPE[dtype];
@@ -358,13 +516,11 @@ export function wgslType(dtype: Dtype): string {
 
 /** Why device kernels refuse `dtype` (one line), or undefined when they take it. */
 export function deviceRefusal(dtype: Dtype): string | undefined {
-  return WHY[dtype] && `device kernels work on f32 and i32, not ${dtype}: ${WHY[dtype]}`;
+  return WHY[dtype] && `device kernels work on f32, i32, f16 and bf16, not ${dtype}: ${WHY[dtype]}`;
 }
 
 const WHY: Partial<Record<Dtype, string>> = {
   f64: "WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
-  f16: "device buffers copy and bind in 4-byte words, so 2-byte elements are not carried yet",
-  bf16: "device buffers copy and bind in 4-byte words, so 2-byte elements are not carried yet",
 };
 
 function elementBytes(dtype: Dtype): number {
@@ -377,4 +533,9 @@ function fill(template: string, values: Record<string, string>): string {
     if (!(name in values)) throw new Error(`Internal error: no value for {{${name}}}`);
     return values[name];
   });
+}
+
+/** reduce_half.wgsl: element `i` of binding `j`'s window, widened to f32. */
+function halfLoad(j: number): string {
+  return `widen(b${j}[(i + skip(${j}u)) / 2u], (i + skip(${j}u)) % 2u)`;
 }

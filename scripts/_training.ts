@@ -42,7 +42,6 @@ import {
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 import { requireDevice } from "./_task.ts";
 import { GRAD_DTYPES, type GradDtype } from "../trainer/sync/compression.ts";
-import { deviceRefusal } from "../kernels/gpu_kernels.ts";
 
 /** The rank program of training. */
 const TRAIN_RANK = new URL("../trainer/rank.ts", import.meta.url);
@@ -340,9 +339,8 @@ function checkGradDtype(
   }
   if (memory !== "host" && memory !== "shared") {
     throw new UsageError(
-      `--grad-dtype ${gradDtype} is not accepted with --memory ${memory}: ${
-        deviceRefusal(gradDtype)
-      }`,
+      `--grad-dtype ${gradDtype} is not accepted with --memory ${memory}: the gradients are ` +
+        "rounded on the host (--memory shared or host)",
     );
   }
 }

@@ -42,7 +42,9 @@ export function matrix(
           add({ primitive, algorithm, count, op, dtype: "f32", memory, repeat: device ? 1 : 2 });
         }
       }
-      for (const dtype of (device ? ["i32"] : ["f64", "i32", "f16", "bf16"]) as Dtype[]) {
+      for (
+        const dtype of (device ? ["i32", "f16", "bf16"] : ["f64", "i32", "f16", "bf16"]) as Dtype[]
+      ) {
         // Half precision: sum and avg (its division); the kernel tests cover every op.
         const half = dtype === "f16" || dtype === "bf16";
         for (const op of reduces ? (half ? HALF_OPS : OPS) : ["sum" as const]) {

@@ -137,10 +137,6 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     [["--memory", "gpu", "--algorithm", "shm_direct"], /accepted: auto, staged, pipelined/],
     [["--op", "xor"], /accepted: sum, prod, max, min, avg/],
     [["--dtype", "f8"], /accepted: f32, f64, i32, f16, bf16/],
-    [
-      ["--memory", "gpu", "--dtype", "f16"],
-      /--dtype f16 is not accepted with gpu memory: .*4-byte/,
-    ],
     [["--root", "2"], /--root 2 .* from 0 to 1/],
     [["--min", "8", "--max", "4"], /--max 4 is below --min 8/],
     [["--iters", "0"], /--iters 0/],

@@ -76,6 +76,14 @@ gpuTest("gpu: managed buffers migrate page runs on demand and count them", async
   await launchGroup(managed, { size: 1, transport: "shm", gpu: true }).results;
 });
 
+gpuTest(
+  "gpu: f16 and bf16 at odd offsets keep their neighbours and reduce to the host's bits",
+  async () => {
+    const half = new URL("./ranks/half_device_rank.ts", import.meta.url);
+    await launchGroup(half, { size: 1, transport: "shm", gpu: true }).results;
+  },
+);
+
 gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
   const err = await assertRejects(
     () =>
@@ -92,7 +100,7 @@ gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
   ).results;
   assertEquals(bad[0], {
     f64:
-      "TypeError: Device kernels work on f32 and i32, not f64: WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
+      "TypeError: Device kernels work on f32, i32, f16 and bf16, not f64: WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
     shared:
       "TypeError: Cannot allocate shared memory on transport gpu: it carries host, gpu, managed",
     mixed:

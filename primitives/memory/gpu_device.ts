@@ -95,6 +95,10 @@ export class GpuDevice {
   #stagingMade = 0;
   #stagingWaiters: (() => void)[] = [];
   #error: CommError | undefined;
+  /** Each allocation's id (the kernels' caches key buffers by it). */
+  readonly #ids = new WeakMap<GPUBuffer, number>();
+  /** One word that carries a 16-bit element written half-way into a word of a buffer. */
+  #word: { buffer: GPUBuffer; id: number } | undefined;
 
   private constructor(
     device: GPUDevice,
@@ -169,7 +173,9 @@ export class GpuDevice {
   /** A zero-filled device buffer of `bytes` (rounded up to 4), and an id for caches. */
   createBuffer(bytes: number): { buffer: GPUBuffer; id: number } {
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
-    return { buffer: this.device.createBuffer({ size, usage: STORAGE }), id: nextId++ };
+    const allocation = { buffer: this.device.createBuffer({ size, usage: STORAGE }), id: nextId++ };
+    this.#ids.set(allocation.buffer, allocation.id);
+    return allocation;
   }
 
   /** The encoder that collects work; counts as one recorded command. */
@@ -207,7 +213,18 @@ export class GpuDevice {
    */
   write(buffer: GPUBuffer, byteOffset: number, data: ArrayBufferView): void {
     this.flush();
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    let bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    // Queue writes take whole words: a 16-bit element half-way into one goes by itself.
+    if (byteOffset % 4 !== 0 && bytes.byteLength > 0) {
+      this.#writeHalfWord(buffer, byteOffset, bytes.subarray(0, 2));
+      bytes = bytes.subarray(2);
+      byteOffset += 2;
+    }
+    if (bytes.byteLength % 4 !== 0) {
+      const last = bytes.byteLength - 2;
+      this.#writeHalfWord(buffer, byteOffset + last, bytes.subarray(last));
+      bytes = bytes.subarray(0, last);
+    }
     for (let at = 0; at < bytes.byteLength; at += PIECE_BYTES) {
       const piece = bytes.subarray(at, at + PIECE_BYTES);
       // Views of SharedArrayBuffer and shared WebAssembly memory are accepted (docs/design.md).
@@ -216,11 +233,37 @@ export class GpuDevice {
   }
 
   /**
+   * Writes the 2 bytes `element` at `byteOffset` (half-way into a word): through a word of its
+   * own and the kernels' copy, which keeps the other half of the target word.
+   */
+  #writeHalfWord(buffer: GPUBuffer, byteOffset: number, element: Uint8Array): void {
+    const word = this.#word ??= this.createBuffer(4);
+    const padded = new Uint8Array(4);
+    padded.set(element);
+    this.device.queue.writeBuffer(word.buffer, 0, padded);
+    const view = (buffer: GPUBuffer, id: number, byteOffset: number) =>
+      ({ buffer, id, byteOffset, length: 1, dtype: "bf16" }) as const;
+    this.kernels.copy(
+      this.encoder(),
+      view(word.buffer, word.id, 0),
+      view(buffer, this.#ids.get(buffer) ?? 0, byteOffset),
+    );
+    // Submitted at once: the next element reuses the word.
+    this.flush();
+  }
+
+  /**
    * Reads `into.byteLength` bytes from `byteOffset` of `buffer`, after all recorded work: copies
    * into as many free staging buffers as there are (up to 8, one piece each), then maps them all
    * at once, so a wave costs one ~11 ms completion, not one per piece.
    */
   async read(buffer: GPUBuffer, byteOffset: number, into: ArrayBufferView): Promise<void> {
+    if (byteOffset % 4 !== 0) {
+      // Copies start on a word: read from the one before and drop its first half.
+      const whole = new Uint8Array(into.byteLength + 2);
+      await this.read(buffer, byteOffset - 2, whole);
+      return new Uint8Array(into.buffer, into.byteOffset, into.byteLength).set(whole.subarray(2));
+    }
     const bytes = new Uint8Array(into.buffer, into.byteOffset, into.byteLength);
     const piece = this.#readPiece;
     for (let at = 0; at < bytes.byteLength;) {
