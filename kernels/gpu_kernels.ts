@@ -56,7 +56,12 @@ export async function loadKernelSources(): Promise<KernelSources> {
   };
 }
 
-const WGSL_TYPE: Partial<Record<Dtype, string>> = { f32: "f32", i32: "i32", f16: "u32", bf16: "u32" };
+const WGSL_TYPE: Partial<Record<Dtype, string>> = {
+  f32: "f32",
+  i32: "i32",
+  f16: "u32",
+  bf16: "u32",
+};
 
 /** The 16-bit dtypes, held two to a u32 word (reduce_half.wgsl). */
 const isHalf = (dtype: Dtype) => dtype === "f16" || dtype === "bf16";
@@ -249,7 +254,13 @@ export class GpuKernels {
     const bytes = src.length * elementBytes(src.dtype);
     if (bytes === 0 || (src.buffer === dst.buffer && src.byteOffset === dst.byteOffset)) return;
     if ((src.byteOffset | dst.byteOffset | bytes) % 4 === 0) {
-      return encoder.copyBufferToBuffer(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, bytes);
+      return encoder.copyBufferToBuffer(
+        src.buffer,
+        src.byteOffset,
+        dst.buffer,
+        dst.byteOffset,
+        bytes,
+      );
     }
     if (src.buffer === dst.buffer) {
       const scratch = this.#scratchView(src.dtype, src.length);
@@ -259,7 +270,8 @@ export class GpuKernels {
     this.#dispatchHalf(encoder, "copy", {
       bindings: [{ view: dst, write: true }, { view: src, write: false }],
       out: 0,
-      body: "      let element = (b1[(i + skip(1u)) / 2u] >> (16u * ((i + skip(1u)) % 2u))) & 0xffffu;",
+      body:
+        "      let element = (b1[(i + skip(1u)) / 2u] >> (16u * ((i + skip(1u)) % 2u))) & 0xffffu;",
     });
   }
 
