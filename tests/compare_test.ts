@@ -69,6 +69,7 @@ function twoCurves(a: number[], b: number[]) {
     memory: "host",
     algorithm: "auto",
     threads: 1,
+    type: "f32",
     floats: 2 ** i,
     time_us: us,
     gbps: 1,
@@ -79,6 +80,37 @@ function twoCurves(a: number[], b: number[]) {
 
 const ranges = (curves: ReturnType<typeof toCurves>, tolerance?: number) =>
   crossovers(curves, { tolerance }).map((r) => `${r.fastest}:${r.fromFloats}-${r.toFloats}`);
+
+Deno.test("compare: curves of other element types line up at equal bytes, labelled by type", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // f32 and bf16 rows of 4 and 8 KiB: bf16 has twice the elements and is faster at 8 KiB.
+    const rows = (type: string, width: number, us: number[]) =>
+      [CSV_COLUMNS.join(",") + ",type"].concat(
+        [4096, 8192].map((bytes, i) =>
+          `allreduce,shm,shared,auto,2,${bytes / width},${bytes},10,${us[i]},${us[i]},${us[i]},` +
+          `${(bytes * 8) / us[i] / 1e3},0,0,0,${type}`
+        ),
+      ).join("\n");
+    await Deno.writeTextFile(`${dir}/a.csv`, rows("f32", 4, [1, 2]));
+    await Deno.writeTextFile(`${dir}/b.csv`, rows("bf16", 2, [1.5, 1]));
+    const points = [
+      ...await Array.fromAsync(readResults(`${dir}/a.csv`)),
+      ...await Array.fromAsync(readResults(`${dir}/b.csv`)),
+    ];
+    const curves = toCurves(points);
+    assertEquals(curves.map((c) => [c.label, [...c.points.keys()]]), [
+      ["f32", [1024, 2048]],
+      ["bf16", [1024, 2048]],
+    ]);
+    assertEquals(
+      crossovers(curves).map((r) => `${r.fastest}:${r.fromFloats}-${r.toFloats}`),
+      ["f32:1024-1024", "bf16:2048-2048"],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 
 Deno.test("compare: differences within the tolerance are not crossovers", () => {
   // B is 5% faster at 2 floats, A everywhere else; the curves then cross for real at 16.

@@ -47,7 +47,7 @@ export interface CrossoverOptions {
   tolerance?: number;
 }
 
-const LABEL_FIELDS = ["transport", "threads", "memory", "algorithm", "source"] as const;
+const LABEL_FIELDS = ["transport", "threads", "memory", "algorithm", "type", "source"] as const;
 
 /**
  * Points gathered into curves as they are read, so that only one point per curve and size is
@@ -73,10 +73,11 @@ export class CurveSet {
     const groups = [...this.#groups.values()];
     const firsts = groups.map((g) => g.values().next().value!);
     // The source (file) only matters when two files hold otherwise identical curves.
+    // A tool that does not say its type (OSU) never makes the type vary.
     const varying = LABEL_FIELDS.filter((f) =>
       f === "source"
         ? new Set(firsts.map((p) => key({ ...p, source: "" }))).size < firsts.length
-        : new Set(firsts.map((p) => p[f])).size > 1
+        : new Set(firsts.map((p) => p[f]).filter((v) => v !== "")).size > 1
     );
     const fields = varying.length > 0 ? varying : ["transport" as const];
     const text = (p: Point, f: typeof fields[number]) =>

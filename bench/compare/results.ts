@@ -21,6 +21,12 @@ export interface Point {
   algorithm: string;
   /** Ranks per process of a hierarchical group (1 for a one-level group and other tools). */
   threads: number;
+  /** Element type as dccl names it (`f32`, `f16`, `bf16`, …); empty where the tool does not say. */
+  type: string;
+  /**
+   * Size in 4-byte floats (bytes / 4, a fraction where another tool measured bytes): every
+   * reader's unit, so curves of other element types and other tools line up at equal bytes.
+   */
   floats: number;
   time_us: number;
   gbps: number;
@@ -135,6 +141,7 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
     memory: String(r.memory),
     algorithm: String(r.algorithm),
     threads: Number(r.threads ?? 1),
+    type: String(r.type ?? r.dtype ?? "f32"),
     floats: Number(r.count ?? r.floats),
     time_us: Number(r.time_us),
     gbps: Number(r.gbps),
@@ -152,7 +159,9 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
         `(expected an integer ≥ 0)`,
     );
   }
-  return checked(point);
+  // At equal bytes with every other curve (an f16 row of 2n elements stands beside f32's n).
+  const bytes = Number(r.bytes);
+  return checked(Number.isFinite(bytes) ? { ...point, floats: bytes / 4 } : point);
 }
 
 /**
@@ -235,6 +244,7 @@ async function* readOsu(
       transport: "mpi",
       memory: "host",
       threads: 1,
+      type: "",
       algorithm: pointToPoint ?? "",
       floats: bytes / 4,
       time_us,
@@ -244,6 +254,15 @@ async function* readOsu(
   }
   if (points === 0) throw new ResultFormatError(`${source}: OSU output without data rows`);
 }
+
+/** nccl-tests' type names → dccl's. */
+const NCCL_TYPES: Record<string, string> = {
+  float: "f32",
+  double: "f64",
+  int32: "i32",
+  half: "f16",
+  bfloat16: "bf16",
+};
 
 /** nccl-tests binaries → dccl primitive names (the output itself does not say which ran). */
 const NCCL_TESTS: [RegExp, string][] = [
@@ -273,7 +292,7 @@ async function* readNcclTests(source: string, text: AsyncIterable<string>): Asyn
     }
     const c = trimmed.split(/\s+/);
     if (c.length < 9 || !/^\d+$/.test(c[0])) continue;
-    const bytes = Number(c[0]), count = Number(c[1]), time_us = Number(c[5]);
+    const bytes = Number(c[0]), time_us = Number(c[5]);
     if (!(bytes > 0) || !(time_us > 0)) continue;
     const primitive = NCCL_TESTS.find(([re]) => re.test(named ?? source))?.[1];
     if (!primitive) {
@@ -290,8 +309,9 @@ async function* readNcclTests(source: string, text: AsyncIterable<string>): Asyn
       transport: "nccl",
       memory: "gpu",
       threads: 1,
+      type: NCCL_TYPES[c[2]] ?? c[2],
       algorithm: "",
-      floats: c[2] === "float" ? count : bytes / 4,
+      floats: bytes / 4,
       time_us,
       gbps: (bytes * 8) / time_us / 1e3,
       wrong: Number(c[8]) || 0,
