@@ -190,6 +190,7 @@ export class GpuKernels {
     for (const out of outs) this.copy(encoder, scratch, out);
   }
 
+  /** One reduce dispatch of `reduce`: reduce.wgsl's, or reduce_half.wgsl's for 16-bit words. */
   #combine(
     encoder: GPUCommandEncoder,
     op: KernelOp,
