@@ -196,17 +196,21 @@ export function halfDivFunc(dtype: HalfDtype): string {
 }
 
 /**
- * `$w` ← the words nearest the f32 lanes `x`; with `residual` (a `b` pointer offset), also
- * `b[…] ← x − the words' values` (what rounding took off; uses `$x`).
+ * `$w` ← the words nearest the f32 lanes `x`; with `storeResidual`, also stores what rounding
+ * took off (`x` − the words' values, an f32x4 expression) where it says (uses `$x`).
  */
-function narrowLanes(dtype: HalfDtype, x: string, residual?: number): string {
-  if (residual === undefined) return `(local.set $f ${x})\n      ${NARROW[dtype]}`;
+function narrowLanes(
+  dtype: HalfDtype,
+  x: string,
+  storeResidual?: (residual: string) => string,
+): string {
+  if (!storeResidual) return `(local.set $f ${x})\n      ${NARROW[dtype]}`;
   return `(local.set $x ${x})
       (local.set $f ${get("x")})
       ${NARROW[dtype]}
       (local.set $va ${get("w")})
       ${WIDEN[dtype]}
-      (v128.store $b_mem offset=${residual} (local.get $b) (f32x4.sub ${get("x")} ${get("f")}))
+      ${storeResidual(`(f32x4.sub ${get("x")} ${get("f")})`)}
       (local.set $w ${get("va")})`;
 }
 
@@ -215,31 +219,28 @@ function narrowLanes(dtype: HalfDtype, x: string, residual?: number): string {
  * rounds `a + b` and leaves the rounding error in `b` (error feedback: `b` is the residual).
  */
 export function halfNarrowFunc(dtype: HalfDtype, feedback: boolean): string {
-  const at = (offset: number) =>
-    feedback
-      ? `(f32x4.add (v128.load $a_mem offset=${offset} (local.get $a)) ` +
-        `(v128.load $b_mem offset=${offset} (local.get $b)))`
-      : `(v128.load $a_mem offset=${offset} (local.get $a))`;
-  const one = feedback
-    ? `(f32x4.splat (f32.add (f32.load $a_mem (local.get $a)) (f32.load $b_mem (local.get $b))))`
-    : `(f32x4.splat (f32.load $a_mem (local.get $a)))`;
-  // The scalar tail stores its residual lane by lane: only lane 0 is this element's.
-  const oneResidual = feedback
-    ? `(local.set $x ${one})
-      (local.set $f ${get("x")})
-      ${NARROW[dtype]}
-      (local.set $va ${get("w")})
-      ${WIDEN[dtype]}
-      (f32.store $b_mem (local.get $b) (f32x4.extract_lane 0 (f32x4.sub ${get("x")} ${get("f")})))
-      (local.set $w ${get("va")})`
-    : narrowLanes(dtype, one);
+  const load = (memory: string, offset: number) =>
+    `(v128.load $${memory}_mem offset=${offset} (local.get $${memory}))`;
+  const lanes = (offset: number) =>
+    narrowLanes(
+      dtype,
+      feedback ? `(f32x4.add ${load("a", offset)} ${load("b", offset)})` : load("a", offset),
+      feedback ? (r) => `(v128.store $b_mem offset=${offset} (local.get $b) ${r})` : undefined,
+    );
+  const scalar = (memory: string) => `(f32.load $${memory}_mem (local.get $${memory}))`;
+  // The scalar tail runs on a splat and stores lane 0 of its residual: only it is this element's.
+  const one = narrowLanes(
+    dtype,
+    `(f32x4.splat ${feedback ? `(f32.add ${scalar("a")} ${scalar("b")})` : scalar("a")})`,
+    feedback ? (r) => `(f32.store $b_mem (local.get $b) (f32x4.extract_lane 0 ${r}))` : undefined,
+  );
   const body = loops(
     feedback ? [["d", 2], ["a", 4], ["b", 4]] : [["d", 2], ["a", 4]],
-    `${narrowLanes(dtype, at(0), feedback ? 0 : undefined)}
+    `${lanes(0)}
       (local.set $lo ${get("w")})
-      ${narrowLanes(dtype, at(16), feedback ? 16 : undefined)}
+      ${lanes(16)}
       ${storeWords}`,
-    `${oneResidual}
+    `${one}
       ${storeWord}`,
   );
   return func(

@@ -23,6 +23,24 @@ import {
   type Side,
 } from "../types.ts";
 
+/** A call's in-place form: `a` is `b` itself, or block of `b` (`whose` block: whose rank's). */
+export interface InPlaceForm {
+  a: string;
+  b: string;
+  whose?: string;
+}
+
+/** The in-place forms of the calls. */
+export const IN_PLACE: Readonly<
+  Record<"out" | "ownSend" | "ownRecv" | "rootSend" | "rootRecv", InPlaceForm>
+> = {
+  out: { a: "out", b: "the input" },
+  ownSend: { a: "send", b: "recv", whose: "this rank's" },
+  ownRecv: { a: "recv", b: "send", whose: "this rank's" },
+  rootSend: { a: "send", b: "recv", whose: "the root's" },
+  rootRecv: { a: "recv", b: "send", whose: "the root's" },
+};
+
 /** One communicator's argument checks. */
 export class CallArguments {
   readonly #rank: number;
@@ -87,25 +105,26 @@ export class CallArguments {
     if (out === undefined) return input;
     const output = this.buffer(out, `${what} into`);
     this.pair(input, output, output.length === input.length, what, "out = input length");
-    this.apart(output, input, what, { window: () => input, form: "out is the input itself" });
+    this.apart(output, input, what, 0, IN_PLACE.out);
     return output;
   }
 
   /**
    * Operands `a` and `b` of a call that does `what`: apart, or, where the call has an in-place
-   * form, `a` exactly the window `inPlace()` of `b` (`form` says which). Any other sharing of
-   * bytes is refused: the algorithms would read what they had already overwritten.
+   * `form`, `a` exactly block `block` of `b` (blocks of `a`'s length). Any other sharing of bytes
+   * is refused: the algorithms would read what they had already overwritten. Nothing is made
+   * unless the two share bytes (every call checks).
    */
-  apart(
-    a: CommBuffer,
-    b: CommBuffer,
-    what: string,
-    inPlace?: { window: () => CommBuffer; form: string },
-  ): void {
-    if (!overlaps(a, b) || (inPlace && sameBytes(a, inPlace.window()))) return;
+  apart(a: CommBuffer, b: CommBuffer, what: string, block = 0, form?: InPlaceForm): void {
+    if (!overlaps(a, b)) return;
+    const n = a.length;
+    if (form && sameBytes(a, b.subarray(block * n, (block + 1) * n))) return;
+    const inPlace = form?.whose === undefined
+      ? form && `${form.a} is ${form.b} itself`
+      : `${form.a} is block ${block} (${form.whose}) of ${form.b}`;
     throw new RangeError(
       `Cannot ${what} between buffers that share memory: ` +
-        (inPlace ? `in place ${inPlace.form}; ` : `${what} has no in-place form; `) +
+        (inPlace ? `in place ${inPlace}; ` : `${what} has no in-place form; `) +
         "otherwise the buffers must not overlap",
     );
   }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { bytesIn, CallArguments, kernelOp } from "./call_arguments.ts";
+import { bytesIn, CallArguments, IN_PLACE, kernelOp } from "./call_arguments.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
 import { type Call, CollectiveRunner, type Keep, type RunnerHooks } from "./collective_runner.ts";
 import { barrierDissemination } from "../collectives/barrier_dissemination.ts";
@@ -331,11 +331,13 @@ export class Communicator implements AsyncDisposable {
       const [block, all] = gathers ? [s, r] : [r, s];
       const rule = gathers ? "recv = size × send" : "send = size × recv";
       this.#args.pair(s, r, all.length === block.length * this.size, collective, rule);
-      this.#args.apart(block, all, collective, {
-        window: () => all.subarray(this.rank * block.length, (this.rank + 1) * block.length),
-        form: `${gathers ? "send" : "recv"} is block ${this.rank} (this rank's) of ` +
-          (gathers ? "recv" : "send"),
-      });
+      this.#args.apart(
+        block,
+        all,
+        collective,
+        this.rank,
+        IN_PLACE[gathers ? "ownSend" : "ownRecv"],
+      );
       this.#args.op(op);
       const side = this.#args.side(s, r);
       const a = this.#pick(collective, algorithm, bytesIn(all), side);
@@ -428,12 +430,7 @@ export class Communicator implements AsyncDisposable {
       const [s, r] = gathers ? [b, w] : [w, b];
       const rule = gathers ? "recv = size × send" : "send = size × recv";
       this.#args.pair(s, r, w.length === b.length * this.size, collective, rule);
-      this.#args.apart(b, w, collective, {
-        window: () => w.subarray(root * b.length, (root + 1) * b.length),
-        form: `${gathers ? "send" : "recv"} is block ${root} (the root's) of ${
-          gathers ? "recv" : "send"
-        }`,
-      });
+      this.#args.apart(b, w, collective, root, IN_PLACE[gathers ? "rootSend" : "rootRecv"]);
       return this.#rooted(collective, s, r, root, b, options.algorithm, [[s, false], [r, true]]);
     } catch (e) {
       return Promise.reject(e);
