@@ -39,6 +39,7 @@ import {
   type BcastAlgorithm,
   type CollectiveContext,
   type GatherAlgorithm,
+  type HostAlgorithms,
   type Operand,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
@@ -55,8 +56,8 @@ import { reduceScatterGpuRing } from "./collectives/reduce_scatter_gpu_ring.ts";
 import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
 import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
 import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
-import { type FlatAlgorithms, hierarchicalAlgorithms } from "./collectives/hierarchical.ts";
-import { type HostAlgorithms, stagingAlgorithms } from "./collectives/staging.ts";
+import { hierarchicalAlgorithms } from "./collectives/hierarchical.ts";
+import { stagingAlgorithms } from "./collectives/staging.ts";
 import { cheapestAlgorithm, type LinkCosts } from "./cost_model.ts";
 import { GPU } from "./transports/gpu.ts";
 import { SHM } from "./transports/shm.ts";
@@ -122,7 +123,7 @@ const hostAlgorithm =
     );
     return ALGORITHMS[collective][name].run;
   };
-const STAGING = stagingAlgorithms({
+const HOST = {
   allreduce: hostAlgorithm("allreduce"),
   bcast: hostAlgorithm("bcast"),
   reduce: hostAlgorithm("reduce"),
@@ -131,16 +132,10 @@ const STAGING = stagingAlgorithms({
   alltoall: hostAlgorithm("alltoall"),
   gather: hostAlgorithm("gather"),
   scatter: hostAlgorithm("scatter"),
-} as HostAlgorithms);
-
+} as HostAlgorithms;
+const STAGING = stagingAlgorithms(HOST);
 /** Hierarchical algorithms, running over each channel what `auto` picks for it. */
-const HIERARCHICAL = hierarchicalAlgorithms({
-  allreduce: hostAlgorithm("allreduce"),
-  bcast: hostAlgorithm("bcast"),
-  reduce: hostAlgorithm("reduce"),
-  allgather: hostAlgorithm("allgather"),
-  reduceScatter: hostAlgorithm("reduceScatter"),
-} as FlatAlgorithms);
+const HIERARCHICAL = hierarchicalAlgorithms(HOST);
 
 /** Each collective's algorithm signature, over every operand kind its algorithms take. */
 export interface CollectiveAlgorithms {
@@ -347,11 +342,11 @@ export function algorithmsFor(
 /**
  * What `auto` picks. Between hosts whose link costs were measured (`links`), the message
  * algorithm the cost model prices cheapest (cost_model.ts). Otherwise a transport's own preference
- * where it has one (its descriptor's `prefers`), else the rule for every transport, from crossovers
- * measured with the harness and `deno task compare` (docs/auto.md). Device buffers over host transports stage (pipelined from 16 MiB, four
- * segments or more); on message transports recursive doubling wins below 512 KiB, Rabenseifner up
- * to 4 MiB on power-of-two groups, the ring above; binomial trees beat the scatter forms of bcast
- * and reduce at every size measured.
+ * where it has one (its descriptor's `prefers`), else the rule for every transport, from
+ * crossovers measured with the harness and `deno task compare` (docs/auto.md). Device buffers over
+ * host transports stage (pipelined from 16 MiB, four segments or more); on message transports
+ * recursive doubling wins below 512 KiB, Rabenseifner up to 4 MiB on power-of-two groups, the
+ * ring above; binomial trees beat the scatter forms of bcast and reduce at every size measured.
  */
 export function autoAlgorithm(
   collective: CollectiveName,

@@ -245,3 +245,19 @@ export type ScatterAlgorithm<B = TypedArray> = (
   recv: B,
   root: number,
 ) => Completion;
+
+/**
+ * The host algorithm `auto` picks for a host collective of `bytes` on `ctx`'s transport, as on a
+ * one-level group: what staging runs on the host and the hierarchical algorithms over channels (the
+ * registry's, handed in: the registry lists these algorithms).
+ */
+export interface HostAlgorithms {
+  allreduce(ctx: CollectiveContext, bytes: number): AllreduceAlgorithm;
+  bcast(ctx: CollectiveContext, bytes: number): BcastAlgorithm;
+  reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
+  allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
+  reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
+  alltoall(ctx: CollectiveContext, bytes: number): AlltoallAlgorithm;
+  gather(ctx: CollectiveContext, bytes: number): GatherAlgorithm;
+  scatter(ctx: CollectiveContext, bytes: number): ScatterAlgorithm;
+}

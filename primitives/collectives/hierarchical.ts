@@ -8,7 +8,7 @@
  * Each host link carries each part once each way: an allreduce of B bytes over P hosts puts about
  * 2(P−1)/P · B through a host's link, against 2(N−1)/N · B · threads for a flat ring over the
  * N = P · threads ranks placed host by host. The inter-host phase runs a message algorithm the
- * registry picks for the channel (`PickFlat`).
+ * registry picks for the channel (`HostAlgorithms`).
  * @module
  */
 
@@ -22,22 +22,14 @@ import {
   type BcastAlgorithm,
   chunk,
   type CollectiveContext,
+  type HostAlgorithms,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
 } from "./context.ts";
 import { requireViews } from "./_shm_direct.ts";
 
-/** The flat (message) algorithms the inter-host phase runs, as the registry picks them. */
-export interface FlatAlgorithms {
-  allreduce(ctx: CollectiveContext, bytes: number): AllreduceAlgorithm;
-  bcast(ctx: CollectiveContext, bytes: number): BcastAlgorithm;
-  reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
-  allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
-  reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
-}
-
 /** The hierarchical algorithm of every collective, running `flat` over the channels. */
-export function hierarchicalAlgorithms(flat: FlatAlgorithms) {
+export function hierarchicalAlgorithms(flat: HostAlgorithms) {
   return {
     allreduce: hierarchicalAllreduce(flat),
     bcast: hierarchicalBcast(flat),
@@ -70,7 +62,7 @@ function heapView(ctx: CollectiveContext, buf: TypedArray, slot: number): TypedA
  * rank t allreduces its part over its channel, then every rank copies the other parts from its
  * host's ranks.
  */
-function hierarchicalAllreduce(flat: FlatAlgorithms): AllreduceAlgorithm {
+function hierarchicalAllreduce(flat: HostAlgorithms): AllreduceAlgorithm {
   return async (ctx, input, output, op) => {
     const { h, host, channel, shared } = levels(ctx);
     const parts = split(input, h.threads);
@@ -89,7 +81,7 @@ function hierarchicalAllreduce(flat: FlatAlgorithms): AllreduceAlgorithm {
  * Reduce to `root`: parts reduced on each host as in allreduce, each part reduced over its
  * channel to the root's host, where the root gathers them.
  */
-function hierarchicalReduce(flat: FlatAlgorithms): ReduceAlgorithm {
+function hierarchicalReduce(flat: HostAlgorithms): ReduceAlgorithm {
   return async (ctx, input, output, op, root) => {
     const { h, host, channel, shared } = levels(ctx);
     const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
@@ -116,7 +108,7 @@ function hierarchicalReduce(flat: FlatAlgorithms): ReduceAlgorithm {
  * Broadcast from `root`: the root's host splits the buffer among its ranks (part t to rank t),
  * each part is broadcast over its channel, and every rank copies the other parts from its host.
  */
-function hierarchicalBcast(flat: FlatAlgorithms): BcastAlgorithm {
+function hierarchicalBcast(flat: HostAlgorithms): BcastAlgorithm {
   return async (ctx, buf, root) => {
     const { h, host, channel, shared } = levels(ctx);
     const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
@@ -144,7 +136,7 @@ function hierarchicalBcast(flat: FlatAlgorithms): BcastAlgorithm {
  * Allgather: each rank gathers its channel's blocks (rank t of every host), then copies the other
  * channels' blocks from its host's ranks.
  */
-function hierarchicalAllgather(flat: FlatAlgorithms): AllgatherAlgorithm {
+function hierarchicalAllgather(flat: HostAlgorithms): AllgatherAlgorithm {
   return async (ctx, send, recv) => {
     const { h, host, channel, shared } = levels(ctx);
     const n = send.length;
@@ -164,7 +156,7 @@ function hierarchicalAllgather(flat: FlatAlgorithms): AllgatherAlgorithm {
  * Reduce-scatter: rank t reduces, over its host, the blocks of every host's rank t, then
  * reduce-scatters them over its channel: rank (host p, t) ends with block p · threads + t.
  */
-function hierarchicalReduceScatter(flat: FlatAlgorithms): ReduceScatterAlgorithm {
+function hierarchicalReduceScatter(flat: HostAlgorithms): ReduceScatterAlgorithm {
   return async (ctx, send, recv, op) => {
     const { h, host, channel, shared } = levels(ctx);
     const n = recv.length;

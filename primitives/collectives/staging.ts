@@ -15,33 +15,7 @@
 
 import type { CommBuffer } from "../memory/comm_buffer.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types.ts";
-import type {
-  AllgatherAlgorithm,
-  AllreduceAlgorithm,
-  AlltoallAlgorithm,
-  BcastAlgorithm,
-  CollectiveContext,
-  Completion,
-  GatherAlgorithm,
-  ReduceAlgorithm,
-  ReduceScatterAlgorithm,
-  ScatterAlgorithm,
-} from "./context.ts";
-
-/**
- * The host algorithm `auto` picks for a host collective of `bytes` on `ctx`'s transport (the
- * registry's, handed in: the registry lists these algorithms).
- */
-export interface HostAlgorithms {
-  allreduce(ctx: CollectiveContext, bytes: number): AllreduceAlgorithm;
-  bcast(ctx: CollectiveContext, bytes: number): BcastAlgorithm;
-  reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
-  allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
-  reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
-  alltoall(ctx: CollectiveContext, bytes: number): AlltoallAlgorithm;
-  gather(ctx: CollectiveContext, bytes: number): GatherAlgorithm;
-  scatter(ctx: CollectiveContext, bytes: number): ScatterAlgorithm;
-}
+import type { CollectiveContext, Completion, GatherAlgorithm, HostAlgorithms } from "./context.ts";
 
 /** A pipelined buffer is cut into this many segments, each within the bounds below. */
 const SEGMENTS = 8;

@@ -21,7 +21,6 @@ import { copyOperand, divideOperand } from "./operands.ts";
 import { PointToPoint } from "./point_to_point.ts";
 import {
   type Algorithm,
-  autoAlgorithm,
   type CollectiveName,
   pickAlgorithm,
   sideOfMemory,
@@ -537,16 +536,7 @@ export class Communicator implements AsyncDisposable {
    * reports).
    */
   autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
-    const side = sideOfMemory(this.transport, memory);
-    return autoAlgorithm(
-      collective,
-      this.transport,
-      bytes,
-      this.size,
-      side,
-      this.#threads,
-      this.#transport.links,
-    );
+    return this.#pick(collective, "auto", bytes, sideOfMemory(this.transport, memory)).name;
   }
 
   /**
