@@ -14,7 +14,7 @@ import {
   type ReduceOp,
   type TypedArray,
 } from "../primitives/types.ts";
-import { fromBf16, toStored } from "../kernels/elements.ts";
+import { fromStored, toStored } from "../kernels/elements.ts";
 
 /** Integers up to 2^bits are exact in each dtype (f64 and i32 are held to f32's). */
 const EXACT_BITS: Record<Dtype, number> = { f32: 24, f64: 24, i32: 24, f16: 11, bf16: 8 };
@@ -71,12 +71,7 @@ export function expectedReduction(
 }
 
 function average(sum: number, size: number, dtype: Dtype): number {
-  return dtype === "i32" ? Math.trunc(sum / size) : valueOf(dtype, toStored(dtype, sum / size));
-}
-
-/** The number a stored element stands for (a bf16 word decoded). */
-function valueOf(dtype: Dtype, stored: number): number {
-  return dtype === "bf16" ? fromBf16(stored) : stored;
+  return dtype === "i32" ? Math.trunc(sum / size) : fromStored(dtype, toStored(dtype, sum / size));
 }
 
 /**

@@ -96,9 +96,9 @@ export function toStored(dtype: Dtype, x: number): number {
   }
 }
 
-/** Element `i` of `view` as a number (a bf16 word decoded). */
-export function valueAt(view: TypedArray, i: number): number {
-  return view instanceof Uint16Array ? fromBf16(view[i]) : view[i];
+/** The number a stored element of `dtype` stands for (a bf16 word decoded). */
+export function fromStored(dtype: Dtype, stored: number): number {
+  return dtype === "bf16" ? fromBf16(stored) : stored;
 }
 
 /** Writes `values` into `view` from element 0, each rounded to its dtype (bf16 encoded). */
@@ -109,5 +109,6 @@ export function setValues(view: TypedArray, values: ArrayLike<number>): void {
 
 /** The values of `view` as numbers (bf16 words decoded). */
 export function valuesOf(view: TypedArray): number[] {
-  return Array.from({ length: view.length }, (_, i) => valueAt(view, i));
+  const dtype = dtypeOf(view);
+  return Array.from(view, (v) => fromStored(dtype, v));
 }

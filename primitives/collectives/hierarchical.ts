@@ -120,13 +120,8 @@ function hierarchicalBcast(flat: HostAlgorithms): BcastAlgorithm {
       const views = shared.exchangeViews(work, host.stamp);
       if (h.local !== rootLocal) work.set(views[rootLocal]!.subarray(s, e), s);
     }
-    if (e > s) {
-      await flat.bcast(channel, (e - s) * buf.BYTES_PER_ELEMENT)(
-        channel,
-        work.subarray(s, e),
-        rootHost,
-      );
-    }
+    const mine = work.subarray(s, e);
+    if (e > s) await flat.bcast(channel, mine.byteLength)(channel, mine, rootHost);
     gatherParts(shared, host, work, parts, h.threads, h.local);
     if (work !== buf) copy(buf, work);
   };
