@@ -8,7 +8,7 @@
 import type { Communicator } from "../primitives/communicator/communicator.ts";
 import type { CommBuffer } from "../primitives/memory/comm_buffer.ts";
 import { ManagedBuffer } from "../primitives/memory/managed.ts";
-import type { CollectiveName } from "../primitives/registry.ts";
+import type { CollectiveName } from "../primitives/types.ts";
 import {
   clear,
   clearRecvFillSend,

@@ -8,13 +8,8 @@
  */
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
-import {
-  DEVICE_MEMORY,
-  sideOfMemory,
-  type TransportName,
-  TRANSPORTS,
-} from "../primitives/registry.ts";
-import { DTYPE_INFO } from "../primitives/types.ts";
+import { sideOfMemory, type TransportFacts } from "../primitives/transports/transport.ts";
+import { DEVICE_MEMORY, DTYPE_INFO } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
 
@@ -27,7 +22,8 @@ export const TIMINGS: readonly Timing[] = ["back-to-back", "per-iter"];
 /** What one sweep measures. */
 export interface SweepOptions extends CaseOptions {
   primitive: PrimitiveName;
-  transport: TransportName;
+  /** The transport's name (the rows carry it). */
+  transport: string;
   /** Element counts, ascending, each already fitted to the primitive. */
   counts: number[];
   /** Timed iterations per size; adaptive (a time budget per size) when undefined. */
@@ -385,19 +381,27 @@ function summarize(
   return { row, samplesUs };
 }
 
+/** What {@linkcode memoryNeeded} sizes: a primitive on a transport's ranks. */
+export interface FootprintQuery extends Pick<SweepOptions, "primitive" | "memory" | "dtype"> {
+  /** The transport's facts. */
+  facts: TransportFacts;
+  procs: number;
+  /** The largest count of the sweep. */
+  maxCount: number;
+}
+
 /** Memory a sweep needs: its buffers plus scratch, for all ranks and per rank heap. */
 export function memoryNeeded(
-  o: Pick<SweepOptions, "primitive" | "transport" | "memory" | "dtype">,
-  procs: number,
-  maxCount: number,
+  o: FootprintQuery,
 ): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
+  const { procs, maxCount } = o;
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
-  const side = sideOfMemory(o.transport, o.memory);
+  const side = sideOfMemory(o.facts, o.memory);
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.
   const device = DEVICE_MEMORY.includes(o.memory) ? buffers : 0;
-  const info = TRANSPORTS[o.transport];
+  const info = o.facts;
   const onDevice = info.offers.includes("device");
   // Host copies of device buffers staged over a host transport live in the heap.
   const staging = side === "device" && !onDevice ? buffers : 0;

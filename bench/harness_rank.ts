@@ -1,13 +1,14 @@
 /**
- * The rank program of every benchmark run: each rank measures the sweep; rank 0 also reports it
- * (like nccl-tests' and OSU's rank 0), so the same program serves in-process and process ranks.
+ * What every benchmark's ranks run: each rank measures the sweep; rank 0 also reports it (like
+ * nccl-tests' and OSU's rank 0) to the sink its runtime gives it — Deno's writes the table and
+ * files (deno/bench/harness_rank.ts), a browser tab's draws them.
  * @module
  */
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
-import type { LinkCosts } from "../primitives/cost_model.ts";
+import type { LinkCosts } from "../primitives/types.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
-import { Reporter, type ReportOptions } from "./report.ts";
+import type { ReportOptions, SweepSink } from "./report_format.ts";
 
 /** What the launcher hands every rank. */
 export interface HarnessArgs {
@@ -31,8 +32,15 @@ function describeLinks(links: LinkCosts): string {
     `latency ${links.latencyUs.toFixed(1)} us, ${gbps} Gb/s, reduction ${reduce} GB/s`;
 }
 
-/** Runs the sweep on this rank. */
-export async function run(comm: Communicator, args: HarnessArgs): Promise<HarnessSummary> {
+/**
+ * Runs the sweep on this rank; rank 0 reports it to the sink `sinkOf` makes from the report's
+ * options (with the run's measured facts in its metadata).
+ */
+export async function runSweep(
+  comm: Communicator,
+  args: HarnessArgs,
+  sinkOf: (report: ReportOptions) => SweepSink,
+): Promise<HarnessSummary> {
   if (comm.rank !== 0) {
     await measureSweep(comm, args.sweep, () => {});
     return { wrong: 0, rows: 0 };
@@ -49,7 +57,7 @@ export async function run(comm: Communicator, args: HarnessArgs): Promise<Harnes
       ...(links && { links }),
     },
   };
-  const reporter = new Reporter(report);
+  const reporter = sinkOf(report);
   reporter.start();
   let rows = 0;
   try {

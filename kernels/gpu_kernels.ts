@@ -1,5 +1,5 @@
 /**
- * Typed wrappers of the WGSL device kernels (`reduce.wgsl`, `scale.wgsl`): they fill in each
+ * Typed wrappers of the WGSL device kernels (wgsl.ts: `reduce.wgsl`, `scale.wgsl`, `reduce_half.wgsl`): they fill in each
  * template for an op, a dtype and a number of buffers, cache pipelines and bind groups (per
  * buffers and window, like `ncclMemAlloc` registration), and cut every call into windows of at
  * most the device's storage binding size, so a 1 GiB buffer works where bindings stop at 128 MiB.
@@ -7,6 +7,7 @@
  * @module
  */
 
+import { fill, type KernelSources, wgslType } from "./wgsl.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp } from "./elements.ts";
 
 /** A window of a device buffer: what kernels read and write. */
@@ -35,83 +36,9 @@ export interface KernelLimits {
   maxWorkgroups: number;
 }
 
-/** The WGSL sources, as read from kernels/*.wgsl. */
-export interface KernelSources {
-  /** `reduce.wgsl`. */
-  reduce: string;
-  /** `scale.wgsl`. */
-  scale: string;
-  /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements. */
-  half: string;
-}
-
-/** Reads the WGSL sources next to this module (a `file:` or `https:` URL alike). */
-export async function loadKernelSources(): Promise<KernelSources> {
-  const read = async (name: string) =>
-    await (await fetch(new URL(`./${name}`, import.meta.url))).text();
-  return {
-    reduce: await read("reduce.wgsl"),
-    scale: await read("scale.wgsl"),
-    half: await read("reduce_half.wgsl"),
-  };
-}
-
-const WGSL_TYPE: Partial<Record<Dtype, string>> = {
-  f32: "f32",
-  i32: "i32",
-  f16: "u32",
-  bf16: "u32",
-};
-
 /** The 16-bit dtypes, held two to a u32 word (reduce_half.wgsl). */
 const isHalf = (dtype: Dtype) => dtype === "f16" || dtype === "bf16";
 
-/**
- * reduce_half.wgsl's conversions: `widen` (the f32 of the 16 bits `h`) and `narrow` (the 16 bits
- * nearest the f32 of bits `f`, ties to even), in integer operations: exact on devices that flush
- * subnormals, and the same bits as the host kernels (kernels/half_wat.ts).
- */
-const HALF_CONVERSIONS: Record<"f16" | "bf16", { widen: string; narrow: string }> = {
-  f16: {
-    widen: `  let sign = (h & 0x8000u) << 16u;
-  let exponent = (h >> 10u) & 0x1fu;
-  let mantissa = h & 0x3ffu;
-  if (exponent == 0u) {
-    let v = f32(mantissa) * 5.9604644775390625e-8; // 2^-24, the subnormal step
-    return select(v, -v, sign != 0u);
-  }
-  if (exponent == 31u) {
-    return bitcast<f32>(sign | 0x7f800000u | (mantissa << 13u));
-  }
-  return bitcast<f32>(sign | ((exponent + 112u) << 23u) | (mantissa << 13u));`,
-    narrow: `  let t = f & 0x7fffffffu;
-  let sign = (f >> 16u) & 0x8000u;
-  if (t >= 0x47800000u) { // overflow to infinity; NaN stays NaN
-    return sign | select(0x7c00u, 0x7e00u, t > 0x7f800000u);
-  }
-  if (t >= 0x38800000u) { // normal: re-bias, round by 0xfff plus the kept part's low bit
-    return sign | ((t + 0xc8000fffu + ((t >> 13u) & 1u)) >> 13u);
-  }
-  // Subnormal: the significand shifted to the 2^-24 step, rounded to nearest even.
-  let exponent = t >> 23u;
-  if (exponent < 102u) {
-    return sign;
-  }
-  let m = (t & 0x7fffffu) | 0x800000u;
-  let s = 126u - exponent;
-  let q = m >> s;
-  let rest = m & ((1u << s) - 1u);
-  let tie = 1u << (s - 1u);
-  return sign | (q + select(0u, 1u, rest > tie || (rest == tie && (q & 1u) == 1u)));`,
-  },
-  bf16: {
-    widen: "  return bitcast<f32>(h << 16u);",
-    narrow: `  if ((f & 0x7fffffffu) > 0x7f800000u) {
-    return (f >> 16u) | 0x40u;
-  }
-  return (f + 0x7fffu + ((f >> 16u) & 1u)) >> 16u;`,
-  },
-};
 const COMBINE: Record<KernelOp, string> = {
   sum: "a + b",
   prod: "a * b",
@@ -375,8 +302,7 @@ export class GpuKernels {
       fill(this.#sources.half, {
         SKIP_VECTORS: String(Math.ceil(k.bindings.length / 4)),
         BINDINGS: declarations,
-        WIDEN: HALF_CONVERSIONS[dtype].widen,
-        NARROW: HALF_CONVERSIONS[dtype].narrow,
+        CONVERSIONS: this.#sources[dtype],
         COMBINE: k.combine ?? "a",
         FINISH: k.finish ?? "x",
         OUT: String(k.out),
@@ -514,41 +440,14 @@ export class GpuKernels {
   }
 }
 
-/**
- * The WGSL type of a dtype (`u32` words of two 16-bit elements for f16 and bf16). Refused: `f64`
- * (WGSL has no 64-bit floats).
- */
-export function wgslType(dtype: Dtype): string {
-  const type = WGSL_TYPE[dtype];
-  if (!type) {
-    const why = deviceRefusal(dtype)!;
-    throw new TypeError(why[0].toUpperCase() + why.slice(1));
-  }
-  return type;
-}
-
-/** Why device kernels refuse `dtype` (one line), or undefined when they take it. */
-export function deviceRefusal(dtype: Dtype): string | undefined {
-  return WHY[dtype] && `device kernels work on f32, i32, f16 and bf16, not ${dtype}: ${WHY[dtype]}`;
-}
-
-const WHY: Partial<Record<Dtype, string>> = {
-  f64: "WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
-};
-
 function elementBytes(dtype: Dtype): number {
   return DTYPE_INFO[dtype].bytes;
-}
-
-/** `template` with every `{{NAME}}` replaced. */
-function fill(template: string, values: Record<string, string>): string {
-  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
-    if (!(name in values)) throw new Error(`Internal error: no value for {{${name}}}`);
-    return values[name];
-  });
 }
 
 /** reduce_half.wgsl: element `i` of binding `j`'s window, widened to f32. */
 function halfLoad(j: number): string {
   return `widen(b${j}[(i + skip(${j}u)) / 2u], (i + skip(${j}u)) % 2u)`;
 }
+
+export { deviceRefusal, KERNEL_SOURCES, wgslType } from "./wgsl.ts";
+export type { KernelSources } from "./wgsl.ts";

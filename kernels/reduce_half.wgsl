@@ -4,7 +4,7 @@
 // operations, as the host kernels do (no shader-f16 needed); a copy moves the bits. One
 // invocation per word of the one output, which keeps the halves outside the window as they
 // were, so no two invocations write a word. kernels/gpu_kernels.ts fills in the {{…}} parts: the
-// bindings, the conversions of the dtype, and a BODY that sets `element` (the 16 bits) for
+// bindings, the conversions of the dtype (half_f16.wgsl or half_bf16.wgsl), and a BODY that sets `element` (the 16 bits) for
 // element i. Counts and skips are in elements.
 
 struct Params {
@@ -21,16 +21,16 @@ fn skip(j: u32) -> u32 {
   return params.skip[j / 4u][j % 4u];
 }
 
+{{CONVERSIONS}}
+
 /** The f32 value of half `part` (0: low, 1: high) of `word`. */
 fn widen(word: u32, part: u32) -> f32 {
-  let h = (word >> (16u * part)) & 0xffffu;
-{{WIDEN}}
+  return widen_bits((word >> (16u * part)) & 0xffffu);
 }
 
 /** The 16-bit element nearest `x` (ties to even). */
 fn narrow(x: f32) -> u32 {
-  let f = bitcast<u32>(x);
-{{NARROW}}
+  return narrow_bits(bitcast<u32>(x));
 }
 
 fn combine(a: f32, b: f32) -> f32 {

@@ -1,449 +1,251 @@
 /**
- * The one registry: transports, the algorithms of every collective, and how `auto` picks one.
- * Tests, benchmarks and the CLI all read these tables, so adding an algorithm is one file plus
- * one line here, and adding a transport one row (plus its launcher case).
+ * The registry lists descriptors and nothing else: every algorithm (each file exports its own,
+ * algorithm.ts), and the transports a web page can run, in order (NCCL's `ncclTransports[]`).
+ * Adding an algorithm is its file and a line in {@linkcode ALGORITHM_LIST}; `auto` (auto.ts)
+ * then prices it between hosts with no other edit. Processes transports join the web ones in
+ * the Deno table (deno/registry.ts).
  * @module
  */
 
-import { allgatherGpuDirect } from "./collectives/allgather_gpu_direct.ts";
-import { allgatherGpuRing } from "./collectives/allgather_gpu_ring.ts";
-import { allgatherRing } from "./collectives/allgather_ring.ts";
-import { allgatherShmDirect } from "./collectives/allgather_shm_direct.ts";
-import { allreduceGpuDirect } from "./collectives/allreduce_gpu_direct.ts";
-import { allreduceGpuRing } from "./collectives/allreduce_gpu_ring.ts";
-import { allreduceRabenseifner } from "./collectives/allreduce_rabenseifner.ts";
-import { allreduceRecursiveDoubling } from "./collectives/allreduce_recursive_doubling.ts";
-import { allreduceRing } from "./collectives/allreduce_ring.ts";
-import { allreduceShmDirect } from "./collectives/allreduce_shm_direct.ts";
-import { alltoallGpuDirect } from "./collectives/alltoall_gpu_direct.ts";
-import { alltoallPairwise } from "./collectives/alltoall_pairwise.ts";
-import { alltoallShmDirect } from "./collectives/alltoall_shm_direct.ts";
-import { bcastBinomial } from "./collectives/bcast_binomial.ts";
-import { bcastChain } from "./collectives/bcast_chain.ts";
-import { bcastGpuDirect } from "./collectives/bcast_gpu_direct.ts";
-import { bcastGpuRing } from "./collectives/bcast_gpu_ring.ts";
-import { bcastScatterAllgather } from "./collectives/bcast_scatter_allgather.ts";
-import { bcastShmDirect } from "./collectives/bcast_shm_direct.ts";
-import { gatherBinomial } from "./collectives/gather_binomial.ts";
-import { gatherGpuDirect } from "./collectives/gather_gpu_direct.ts";
-import { gatherLinear } from "./collectives/gather_linear.ts";
-import { gatherShmDirect } from "./collectives/gather_shm_direct.ts";
-import { scatterBinomial } from "./collectives/scatter_binomial.ts";
-import { scatterGpuDirect } from "./collectives/scatter_gpu_direct.ts";
-import { scatterLinear } from "./collectives/scatter_linear.ts";
-import { scatterShmDirect } from "./collectives/scatter_shm_direct.ts";
-import {
-  type AllgatherAlgorithm,
-  type AllreduceAlgorithm,
-  type AlltoallAlgorithm,
-  type BcastAlgorithm,
-  type CollectiveContext,
-  type GatherAlgorithm,
-  type HostAlgorithms,
-  type Operand,
-  type ReduceAlgorithm,
-  type ReduceScatterAlgorithm,
-  type ScatterAlgorithm,
-  viaOutput,
-} from "./collectives/context.ts";
-import { reduceBinomial } from "./collectives/reduce_binomial.ts";
-import { reduceChain } from "./collectives/reduce_chain.ts";
-import { reduceGpuDirect } from "./collectives/reduce_gpu_direct.ts";
-import { reduceGpuRing } from "./collectives/reduce_gpu_ring.ts";
-import { reduceScatterGather } from "./collectives/reduce_scatter_gather.ts";
-import { reduceScatterGpuDirect } from "./collectives/reduce_scatter_gpu_direct.ts";
-import { reduceScatterGpuRing } from "./collectives/reduce_scatter_gpu_ring.ts";
-import { reduceScatterRing } from "./collectives/reduce_scatter_ring.ts";
-import { reduceScatterShmDirect } from "./collectives/reduce_scatter_shm_direct.ts";
-import { reduceShmDirect } from "./collectives/reduce_shm_direct.ts";
-import { hierarchicalAlgorithms } from "./collectives/hierarchical.ts";
-import { stagingAlgorithms } from "./collectives/staging.ts";
-import { cheapestAlgorithm, type LinkCosts } from "./cost_model.ts";
+import { ALLGATHER_GPU_DIRECT } from "./collectives/allgather_gpu_direct.ts";
+import { ALLGATHER_GPU_RING } from "./collectives/allgather_gpu_ring.ts";
+import { ALLGATHER_RING } from "./collectives/allgather_ring.ts";
+import { ALLGATHER_SHM_DIRECT } from "./collectives/allgather_shm_direct.ts";
+import { ALLREDUCE_GPU_DIRECT } from "./collectives/allreduce_gpu_direct.ts";
+import { ALLREDUCE_GPU_RING } from "./collectives/allreduce_gpu_ring.ts";
+import { ALLREDUCE_RABENSEIFNER } from "./collectives/allreduce_rabenseifner.ts";
+import { ALLREDUCE_RECURSIVE_DOUBLING } from "./collectives/allreduce_recursive_doubling.ts";
+import { ALLREDUCE_RING } from "./collectives/allreduce_ring.ts";
+import { ALLREDUCE_SHM_DIRECT } from "./collectives/allreduce_shm_direct.ts";
+import { ALLTOALL_GPU_DIRECT } from "./collectives/alltoall_gpu_direct.ts";
+import { ALLTOALL_PAIRWISE } from "./collectives/alltoall_pairwise.ts";
+import { ALLTOALL_SHM_DIRECT } from "./collectives/alltoall_shm_direct.ts";
+import { BCAST_BINOMIAL } from "./collectives/bcast_binomial.ts";
+import { BCAST_CHAIN } from "./collectives/bcast_chain.ts";
+import { BCAST_GPU_DIRECT } from "./collectives/bcast_gpu_direct.ts";
+import { BCAST_GPU_RING } from "./collectives/bcast_gpu_ring.ts";
+import { BCAST_SCATTER_ALLGATHER } from "./collectives/bcast_scatter_allgather.ts";
+import { BCAST_SHM_DIRECT } from "./collectives/bcast_shm_direct.ts";
+import { GATHER_BINOMIAL } from "./collectives/gather_binomial.ts";
+import { GATHER_GPU_DIRECT } from "./collectives/gather_gpu_direct.ts";
+import { GATHER_LINEAR } from "./collectives/gather_linear.ts";
+import { GATHER_SHM_DIRECT } from "./collectives/gather_shm_direct.ts";
+import { HIERARCHICAL } from "./collectives/hierarchical.ts";
+import { REDUCE_BINOMIAL } from "./collectives/reduce_binomial.ts";
+import { REDUCE_CHAIN } from "./collectives/reduce_chain.ts";
+import { REDUCE_GPU_DIRECT } from "./collectives/reduce_gpu_direct.ts";
+import { REDUCE_GPU_RING } from "./collectives/reduce_gpu_ring.ts";
+import { REDUCE_SCATTER_GATHER } from "./collectives/reduce_scatter_gather.ts";
+import { REDUCE_SCATTER_GPU_DIRECT } from "./collectives/reduce_scatter_gpu_direct.ts";
+import { REDUCE_SCATTER_GPU_RING } from "./collectives/reduce_scatter_gpu_ring.ts";
+import { REDUCE_SCATTER_RING } from "./collectives/reduce_scatter_ring.ts";
+import { REDUCE_SCATTER_SHM_DIRECT } from "./collectives/reduce_scatter_shm_direct.ts";
+import { REDUCE_SHM_DIRECT } from "./collectives/reduce_shm_direct.ts";
+import { SCATTER_BINOMIAL } from "./collectives/scatter_binomial.ts";
+import { SCATTER_GPU_DIRECT } from "./collectives/scatter_gpu_direct.ts";
+import { SCATTER_LINEAR } from "./collectives/scatter_linear.ts";
+import { SCATTER_SHM_DIRECT } from "./collectives/scatter_shm_direct.ts";
+import { PIPELINED, STAGED } from "./collectives/staging.ts";
+import type { Algorithm, AlgorithmOf } from "./collectives/algorithm.ts";
 import { GPU } from "./transports/gpu.ts";
 import { SHM } from "./transports/shm.ts";
-import { TCP } from "./transports/tcp.ts";
-import type { TransportDescriptor, TransportFacts } from "./transports/transport.ts";
+import type {
+  ProcessesTransport,
+  ThreadTransport,
+  TransportDescriptor,
+  WorkersTransport,
+} from "./transports/transport.ts";
 import { WORKER } from "./transports/worker.ts";
-import { WS } from "./transports/ws.ts";
-import type { AlgorithmNeed, CollectiveName, MemoryKind, Side } from "./types.ts";
-
-export type { AlgorithmNeed, CollectiveName, TransportFacts };
-
-/** The side of memory an algorithm with these needs works on. */
-export function sideOfNeed(need: AlgorithmNeed): Side {
-  return need === "device" || need === "staging" ? "device" : "host";
-}
-
-/** One algorithm of a collective. */
-export interface Algorithm<F> {
-  /** Registry name (the CLI's `--algorithm`). */
-  readonly name: string;
-  /**
-   * Runs one call. Its operands are what `needs` says: host views (`messages`, `shared`), device
-   * views (`device`) or the buffers themselves (`staging`); the communicator passes those.
-   */
-  readonly run: F;
-  /** What the transport must offer. */
-  readonly needs: AlgorithmNeed;
-  /** Position in its collective's table (call stamps carry it). */
-  readonly index: number;
-}
+import type { CollectiveName } from "./types.ts";
 
 /**
- * A collective's algorithm table from `name: [run, needs]` entries, in that order. Each entry
- * takes its own kind of operand; the table holds them under one signature over every operand
- * kind (the communicator passes each the kind its `needs` say).
+ * Every algorithm, each collective's in the order of its table (call stamps carry positions in
+ * it, so a new one goes at the end of its collective's).
  */
-function algorithms<F>(
-  entries: Record<string, readonly [unknown, AlgorithmNeed]>,
-): Record<string, Algorithm<F>> {
-  return Object.fromEntries(
-    Object.entries(entries).map((
-      [name, [run, needs]],
-      index,
-    ) => [name, { name, run: run as F, needs, index }]),
-  );
-}
+export const ALGORITHM_LIST: readonly Algorithm[] = [
+  ALLREDUCE_RECURSIVE_DOUBLING,
+  ALLREDUCE_RING,
+  ALLREDUCE_RABENSEIFNER,
+  ALLREDUCE_SHM_DIRECT,
+  ALLREDUCE_GPU_DIRECT,
+  ALLREDUCE_GPU_RING,
+  BCAST_BINOMIAL,
+  BCAST_SCATTER_ALLGATHER,
+  BCAST_CHAIN,
+  BCAST_SHM_DIRECT,
+  BCAST_GPU_DIRECT,
+  BCAST_GPU_RING,
+  REDUCE_BINOMIAL,
+  REDUCE_SCATTER_GATHER,
+  REDUCE_CHAIN,
+  REDUCE_SHM_DIRECT,
+  REDUCE_GPU_DIRECT,
+  REDUCE_GPU_RING,
+  ALLGATHER_RING,
+  ALLGATHER_SHM_DIRECT,
+  ALLGATHER_GPU_DIRECT,
+  ALLGATHER_GPU_RING,
+  REDUCE_SCATTER_RING,
+  REDUCE_SCATTER_SHM_DIRECT,
+  REDUCE_SCATTER_GPU_DIRECT,
+  REDUCE_SCATTER_GPU_RING,
+  ALLTOALL_PAIRWISE,
+  ALLTOALL_SHM_DIRECT,
+  ALLTOALL_GPU_DIRECT,
+  GATHER_BINOMIAL,
+  GATHER_LINEAR,
+  GATHER_SHM_DIRECT,
+  GATHER_GPU_DIRECT,
+  SCATTER_BINOMIAL,
+  SCATTER_LINEAR,
+  SCATTER_SHM_DIRECT,
+  SCATTER_GPU_DIRECT,
+  ...STAGED,
+  ...PIPELINED,
+  ...HIERARCHICAL,
+];
 
-/**
- * What staging and the hierarchical algorithms' channels run: the algorithm `auto` picks on a
- * one-level group (looked up when it runs).
- */
-const hostAlgorithm =
-  <C extends CollectiveName>(collective: C) => (ctx: CollectiveContext, bytes: number) => {
-    const transport = ctx.transport.name as TransportName;
-    const name = autoAlgorithm(
-      collective,
-      transport,
-      bytes,
-      ctx.size,
-      "host",
-      1,
-      ctx.transport.links,
+/** An algorithm with its position in its collective's table (call stamps carry it). */
+export type Indexed<A> = A & { readonly index: number };
+
+/** Every collective's algorithms from a list of descriptors, by name and in order. */
+export class AlgorithmTable {
+  readonly #tables = new Map<CollectiveName, Indexed<Algorithm>[]>();
+
+  /** The table of `list`; two algorithms of one collective may not share a name. */
+  constructor(list: readonly Algorithm[]) {
+    for (const algorithm of list) {
+      const table = this.#tables.get(algorithm.collective) ?? [];
+      if (table.some((a) => a.name === algorithm.name)) {
+        throw new Error(`Two ${algorithm.collective} algorithms are named ${algorithm.name}`);
+      }
+      table.push({ ...algorithm, index: table.length });
+      this.#tables.set(algorithm.collective, table);
+    }
+  }
+
+  /** Algorithms of `collective`, in table order. */
+  of<C extends CollectiveName>(collective: C): readonly Indexed<AlgorithmOf<C>>[] {
+    return (this.#tables.get(collective) ?? []).filter(
+      (a): a is Indexed<AlgorithmOf<C>> => a.collective === collective,
     );
-    return ALGORITHMS[collective][name].run;
-  };
-const HOST = {
-  allreduce: hostAlgorithm("allreduce"),
-  bcast: hostAlgorithm("bcast"),
-  reduce: hostAlgorithm("reduce"),
-  allgather: hostAlgorithm("allgather"),
-  reduceScatter: hostAlgorithm("reduceScatter"),
-  alltoall: hostAlgorithm("alltoall"),
-  gather: hostAlgorithm("gather"),
-  scatter: hostAlgorithm("scatter"),
-} as HostAlgorithms;
-const STAGING = stagingAlgorithms(HOST);
-/** Hierarchical algorithms, running over each channel what `auto` picks for it. */
-const HIERARCHICAL = hierarchicalAlgorithms(HOST);
+  }
 
-/** Each collective's algorithm signature, over every operand kind its algorithms take. */
-export interface CollectiveAlgorithms {
-  allreduce: AllreduceAlgorithm<Operand>;
-  bcast: BcastAlgorithm<Operand>;
-  reduce: ReduceAlgorithm<Operand>;
-  allgather: AllgatherAlgorithm<Operand>;
-  reduceScatter: ReduceScatterAlgorithm<Operand>;
-  alltoall: AlltoallAlgorithm<Operand>;
-  gather: GatherAlgorithm<Operand>;
-  scatter: ScatterAlgorithm<Operand>;
+  /** Names of `collective`'s algorithms, in table order. */
+  names(collective: CollectiveName): string[] {
+    return (this.#tables.get(collective) ?? []).map((a) => a.name);
+  }
+
+  /** `collective`'s algorithm named `name`, if there is one. */
+  named<C extends CollectiveName>(
+    collective: C,
+    name: string,
+  ): Indexed<AlgorithmOf<C>> | undefined {
+    return this.of(collective).find((a) => a.name === name);
+  }
 }
 
-/** Algorithms of every collective, by name. */
-export const ALGORITHMS: {
-  readonly [C in CollectiveName]: Readonly<Record<string, Algorithm<CollectiveAlgorithms[C]>>>;
-} = {
-  allreduce: algorithms<AllreduceAlgorithm<Operand>>({
-    recursive_doubling: [viaOutput(allreduceRecursiveDoubling), "messages"],
-    ring: [allreduceRing, "messages"],
-    rabenseifner: [viaOutput(allreduceRabenseifner), "messages"],
-    shm_direct: [allreduceShmDirect, "shared"],
-    gpu_direct: [allreduceGpuDirect, "device"],
-    gpu_ring: [allreduceGpuRing, "device"],
-    staged: [STAGING.allreduce.staged, "staging"],
-    pipelined: [STAGING.allreduce.pipelined, "staging"],
-    hierarchical: [HIERARCHICAL.allreduce, "hierarchy"],
-  }),
-  bcast: algorithms<BcastAlgorithm<Operand>>({
-    binomial: [bcastBinomial, "messages"],
-    scatter_allgather: [bcastScatterAllgather, "messages"],
-    chain: [bcastChain, "messages"],
-    shm_direct: [bcastShmDirect, "shared"],
-    gpu_direct: [bcastGpuDirect, "device"],
-    gpu_ring: [bcastGpuRing, "device"],
-    staged: [STAGING.bcast.staged, "staging"],
-    pipelined: [STAGING.bcast.pipelined, "staging"],
-    hierarchical: [HIERARCHICAL.bcast, "hierarchy"],
-  }),
-  reduce: algorithms<ReduceAlgorithm<Operand>>({
-    binomial: [viaOutput(reduceBinomial), "messages"],
-    scatter_gather: [viaOutput(reduceScatterGather), "messages"],
-    chain: [viaOutput(reduceChain), "messages"],
-    shm_direct: [reduceShmDirect, "shared"],
-    gpu_direct: [reduceGpuDirect, "device"],
-    gpu_ring: [reduceGpuRing, "device"],
-    staged: [STAGING.reduce.staged, "staging"],
-    pipelined: [STAGING.reduce.pipelined, "staging"],
-    hierarchical: [HIERARCHICAL.reduce, "hierarchy"],
-  }),
-  allgather: algorithms<AllgatherAlgorithm<Operand>>({
-    ring: [allgatherRing, "messages"],
-    shm_direct: [allgatherShmDirect, "shared"],
-    gpu_direct: [allgatherGpuDirect, "device"],
-    gpu_ring: [allgatherGpuRing, "device"],
-    staged: [STAGING.allgather.staged, "staging"],
-    pipelined: [STAGING.allgather.pipelined, "staging"],
-    hierarchical: [HIERARCHICAL.allgather, "hierarchy"],
-  }),
-  reduceScatter: algorithms<ReduceScatterAlgorithm<Operand>>({
-    ring: [reduceScatterRing, "messages"],
-    shm_direct: [reduceScatterShmDirect, "shared"],
-    gpu_direct: [reduceScatterGpuDirect, "device"],
-    gpu_ring: [reduceScatterGpuRing, "device"],
-    staged: [STAGING.reduceScatter.staged, "staging"],
-    pipelined: [STAGING.reduceScatter.pipelined, "staging"],
-    hierarchical: [HIERARCHICAL.reduceScatter, "hierarchy"],
-  }),
-  alltoall: algorithms<AlltoallAlgorithm<Operand>>({
-    pairwise: [alltoallPairwise, "messages"],
-    shm_direct: [alltoallShmDirect, "shared"],
-    gpu_direct: [alltoallGpuDirect, "device"],
-    staged: [STAGING.alltoall.staged, "staging"],
-  }),
-  gather: algorithms<GatherAlgorithm<Operand>>({
-    binomial: [gatherBinomial, "messages"],
-    linear: [gatherLinear, "messages"],
-    shm_direct: [gatherShmDirect, "shared"],
-    gpu_direct: [gatherGpuDirect, "device"],
-    staged: [STAGING.gather.staged, "staging"],
-  }),
-  scatter: algorithms<ScatterAlgorithm<Operand>>({
-    binomial: [scatterBinomial, "messages"],
-    linear: [scatterLinear, "messages"],
-    shm_direct: [scatterShmDirect, "shared"],
-    gpu_direct: [scatterGpuDirect, "device"],
-    staged: [STAGING.scatter.staged, "staging"],
-  }),
-} as const;
-
-/** Each collective's algorithms over messages: what the cost model chooses among between hosts. */
-const MESSAGE_ALGORITHMS = Object.fromEntries(
-  Object.entries(ALGORITHMS).map(([c, table]) => [
-    c,
-    Object.values(table).filter((a) => a.needs === "messages").map((a) => a.name),
-  ]),
-) as Record<CollectiveName, string[]>;
+/** The registry's algorithms. */
+export const ALGORITHMS: AlgorithmTable = new AlgorithmTable(ALGORITHM_LIST);
 
 /** Every collective's algorithm names, in table order (which a transport runs: `algorithmsFor`). */
-export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = Object
-  .fromEntries(
-    Object.entries(ALGORITHMS).map(([c, table]) => [c, Object.keys(table)]),
-  ) as Record<CollectiveName, string[]>;
-
-/** The algorithm at `index` of a collective's table (for messages about call stamps). */
-export function algorithmName(kind: string, index: number): string | undefined {
-  const table = ALGORITHMS[kind as CollectiveName] as Record<string, { index: number }> | undefined;
-  return table && Object.keys(table).find((name) => table[name].index === index);
-}
-
-/** A transport's name (`--transport`): each is one descriptor of {@linkcode TRANSPORT_NAMES}. */
-export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu";
-
-/**
- * Every transport, in order (NCCL's `ncclTransports[]`): each transport's file exports its
- * descriptor, so adding one is that file and a line here (the compiler then asks for its name in
- * {@linkcode TransportName}). The first is the default of the tasks and launchers; the first of
- * each launch kind is its default.
- */
-const DESCRIPTORS: { readonly [N in TransportName]: TransportDescriptor & { name: N } } = {
-  shm: SHM,
-  worker: WORKER,
-  ws: WS,
-  tcp: TCP,
-  gpu: GPU,
+export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = {
+  allreduce: ALGORITHMS.names("allreduce"),
+  bcast: ALGORITHMS.names("bcast"),
+  reduce: ALGORITHMS.names("reduce"),
+  allgather: ALGORITHMS.names("allgather"),
+  reduceScatter: ALGORITHMS.names("reduceScatter"),
+  alltoall: ALGORITHMS.names("alltoall"),
+  gather: ALGORITHMS.names("gather"),
+  scatter: ALGORITHMS.names("scatter"),
 };
 
-/** Every transport's facts, by name (the one table tests, benchmarks and the CLI read). */
-export const TRANSPORTS: Readonly<Record<TransportName, TransportFacts>> = DESCRIPTORS;
-
-/** Transport names, in the list's order. */
-export const TRANSPORT_NAMES: readonly TransportName[] = Object.keys(
-  DESCRIPTORS,
-) as TransportName[];
-
-/** The transports whose ranks start as `launch` says, in the list's order. */
-export function transportsLaunching(launch: TransportFacts["launch"]): TransportName[] {
-  return TRANSPORT_NAMES.filter((t) => TRANSPORTS[t].launch === launch);
+/** The algorithm at `index` of a collective's table (for messages about call stamps). */
+export function algorithmName(collective: string, index: number): string | undefined {
+  const known = (c: string): c is CollectiveName => Object.hasOwn(ALGORITHM_NAMES, c);
+  return known(collective) ? ALGORITHM_NAMES[collective][index] : undefined;
 }
 
-/** Transports whose ranks are processes (`--launcher env` runs over these; the first unless told). */
-export const PROCESS_TRANSPORTS: readonly TransportName[] = transportsLaunching("processes");
+/** The descriptors of a transport table of one launch kind. */
+type Launching<L extends TransportDescriptor["launch"]> = Extract<
+  TransportDescriptor,
+  { launch: L }
+>;
 
-/** The descriptor of `name` if its ranks start as `launch` says; else a TypeError. */
-export function launchedAs<L extends TransportDescriptor["launch"]>(
-  name: string,
+/** Transports in order, by name (NCCL's ordered transport table). */
+export class TransportTable<N extends string = string> {
+  /** Names in the table's order; the first is the default of the tasks and launchers. */
+  readonly names: readonly N[];
+  /** Each transport's descriptor by name. */
+  readonly byName: { readonly [K in N]: TransportDescriptor & { readonly name: K } };
+
+  /** The table of `byName`'s descriptors, in its order. */
+  constructor(byName: { readonly [K in N]: TransportDescriptor & { readonly name: K } }) {
+    this.byName = byName;
+    this.names = Object.values<TransportDescriptor & { readonly name: N }>(byName).map((t) =>
+      t.name
+    );
+  }
+
+  /** The facts of the transport named `name`; a TypeError naming the table's for another. */
+  facts(name: string): TransportDescriptor & { readonly name: N } {
+    if (!this.has(name)) {
+      throw new TypeError(`Unknown transport ${name}: expected ${this.names.join(", ")}`);
+    }
+    return this.byName[name];
+  }
+
+  /** Whether `name` is one of the table's transports. */
+  has(name: string): name is N {
+    return (this.names as readonly string[]).includes(name);
+  }
+
+  /** The transports whose ranks start as `launch` says, in the table's order. */
+  launching(launch: TransportDescriptor["launch"]): N[] {
+    return this.names.filter((t) => this.byName[t].launch === launch);
+  }
+
+  /** The descriptor of `name` if its ranks start as `launch` says; else a TypeError. */
+  launchedAs<L extends TransportDescriptor["launch"]>(name: string, launch: L): Launching<L> {
+    const descriptor = this.has(name) ? this.byName[name] : undefined;
+    if (!descriptor || !startsAs(descriptor, launch)) {
+      throw new TypeError(
+        `Transport ${name} does not start its ranks as ${launch}: expected ${
+          this.launching(launch).join(" or ")
+        }`,
+      );
+    }
+    return descriptor;
+  }
+
+  /**
+   * The first workers transport that gives algorithms shared access to its peers' heaps: what
+   * the ranks of one host share in a hierarchical group (hierarchy.ts).
+   */
+  sharedMemory(): WorkersTransport {
+    for (const name of this.names) {
+      const t: TransportDescriptor = this.byName[name];
+      if (startsAs(t, "workers") && t.offers.includes("shared")) return t;
+    }
+    throw new Error("No workers transport in the table shares memory");
+  }
+}
+
+function startsAs<L extends TransportDescriptor["launch"]>(
+  descriptor: TransportDescriptor,
   launch: L,
-): Extract<TransportDescriptor, { launch: L }> {
-  const descriptor = DESCRIPTORS[name as TransportName];
-  if (descriptor?.launch !== launch) {
-    throw new TypeError(
-      `Transport ${name} does not start its ranks as ${launch}: expected ${
-        transportsLaunching(launch).join(" or ")
-      }`,
-    );
-  }
-  return descriptor as Extract<TransportDescriptor, { launch: L }>;
+): descriptor is Launching<L> {
+  return descriptor.launch === launch;
 }
 
-/**
- * `value` (a flag or an environment variable, named by `source`) if it names one of `accepted`;
- * else a one-line Error saying what is accepted.
- */
-export function transportNamed(
-  value: string,
-  source: string,
-  accepted: readonly TransportName[] = TRANSPORT_NAMES,
-): TransportName {
-  if ((accepted as readonly string[]).includes(value)) return value as TransportName;
-  throw new Error(`${source}=${value} is not accepted: expected ${accepted.join(" or ")}`);
-}
+/** A web transport's name: one whose ranks a web page can start (workers, or its GPU). */
+export type WebTransportName = "shm" | "worker" | "gpu";
 
-/** Memory kinds that live on a device (the rest are host memory). */
-export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
+/** The web transports, in order. */
+export const WEB_TRANSPORTS: TransportTable<WebTransportName> = new TransportTable({
+  shm: SHM,
+  worker: WORKER,
+  gpu: GPU,
+});
 
-/** Whether ranks of `transport` with buffers of `memory` need a WebGPU device. */
-export function needsDevice(transport: TransportName, memory: MemoryKind): boolean {
-  return TRANSPORTS[transport].needsDevice || DEVICE_MEMORY.includes(memory);
-}
-
-/**
- * The side a buffer of `memory` is used on over `transport`: device memory on the device, host
- * memory on the host, and managed memory wherever the transport's algorithms work (on the device
- * for `gpu`, on the host copy elsewhere, as a CPU touching managed memory would).
- */
-export function sideOfMemory(transport: TransportName, memory: MemoryKind): Side {
-  if (memory === "gpu") return "device";
-  if (memory === "managed" && TRANSPORTS[transport].offers.includes("device")) return "device";
-  return "host";
-}
-
-/** Algorithm names of a collective that can run on `transport` with buffers on `side`. */
-export function algorithmsFor(
-  collective: CollectiveName,
-  transport: TransportName,
-  side: Side = "host",
-  threads = 1,
-): string[] {
-  const offers = offersOf(transport, threads);
-  return Object.values(ALGORITHMS[collective] as Record<string, Algorithm<unknown>>)
-    .filter((a) => offers.includes(a.needs) && sideOfNeed(a.needs) === side).map((a) => a.name);
-}
-
-/**
- * What `auto` picks. Between hosts whose link costs were measured (`links`), the message
- * algorithm the cost model prices cheapest (cost_model.ts). Otherwise a transport's own preference
- * where it has one (its descriptor's `prefers`), else the rule for every transport, from
- * crossovers measured with the harness and `deno task compare` (docs/auto.md). Device buffers over
- * host transports stage (pipelined from 16 MiB, four segments or more); on message transports
- * recursive doubling wins below 512 KiB, Rabenseifner up to 4 MiB on power-of-two groups, the
- * ring above; binomial trees beat the scatter forms of bcast and reduce at every size measured.
- */
-export function autoAlgorithm(
-  collective: CollectiveName,
-  transport: TransportName,
-  bytes: number,
-  size: number,
-  side: Side = "host",
-  threads = 1,
-  links?: LinkCosts,
-): string {
-  const hierarchical = threads > 1 && size > threads;
-  // Ranks are numbered host by host, so a binomial tree crosses each host's link once per call,
-  // as the hierarchical bcast and reduce do, without their shared-memory phases: on a 2 × 2
-  // cluster it led them at small sizes and matched or beat them at large (docs/hierarchy.md).
-  if (hierarchical && side === "host" && (collective === "bcast" || collective === "reduce")) {
-    return "binomial";
-  }
-  if (links && side === "host" && !hierarchical) {
-    const modeled = cheapestAlgorithm(
-      collective,
-      MESSAGE_ALGORITHMS[collective],
-      bytes,
-      size,
-      links,
-    );
-    if (modeled) return modeled;
-  }
-  const preferred = TRANSPORTS[transport].prefers?.(collective, bytes, size, side);
-  if (preferred) return preferred;
-  if (side === "device") {
-    return bytes >= 16 * 1024 * 1024 && "pipelined" in ALGORITHMS[collective]
-      ? "pipelined"
-      : "staged";
-  }
-  if (hierarchical && "hierarchical" in ALGORITHMS[collective]) return "hierarchical";
-  switch (collective) {
-    case "allreduce":
-      if (bytes < 512 * 1024) return "recursive_doubling";
-      return bytes < 4 * 1024 * 1024 && size > 2 && (size & (size - 1)) === 0
-        ? "rabenseifner"
-        : "ring";
-    case "bcast":
-    case "reduce":
-      return "binomial";
-    case "allgather":
-    case "reduceScatter":
-      return "ring";
-    case "alltoall":
-      return "pairwise";
-    case "gather":
-      // The tree's copies (its subtree blocks, then the root's reordering) cost more than the
-      // root's n − 1 receives at every size measured.
-      return "linear";
-    case "scatter":
-      // The root's ⌈log2 n⌉ sends beat its n − 1 until the forwarded blocks cost more.
-      return bytes < 8 * 1024 ? "binomial" : "linear";
-  }
-}
-
-/**
- * The algorithm of `collective` named `algorithm` (`auto` or none: {@linkcode autoAlgorithm}'s
- * pick) for a `bytes`-byte buffer on `size` ranks of `transport`, used on `side`; a one-line
- * RangeError naming the accepted ones when it cannot run there.
- */
-export function pickAlgorithm<C extends CollectiveName>(
-  collective: C,
-  algorithm: string | undefined,
-  transport: TransportName,
-  bytes: number,
-  size: number,
-  side: Side,
-  threads = 1,
-  links?: LinkCosts,
-): typeof ALGORITHMS[C][string] {
-  const name = algorithm === undefined || algorithm === "auto"
-    ? autoAlgorithm(collective, transport, bytes, size, side, threads, links)
-    : algorithm;
-  const table = ALGORITHMS[collective] as Record<string, typeof ALGORITHMS[C][string]>;
-  const picked = Object.hasOwn(table, name) ? table[name] : undefined;
-  if (
-    !picked || !offersOf(transport, threads).includes(picked.needs) ||
-    sideOfNeed(picked.needs) !== side
-  ) {
-    const group = threads > 1 ? ` × ${threads} threads` : "";
-    throw new RangeError(
-      `Unknown ${collective} algorithm ${name} for transport ${transport}${group} with ${side} ` +
-        `buffers: expected auto, ${algorithmsFor(collective, transport, side, threads).join(", ")}`,
-    );
-  }
-  return picked;
-}
-
-/**
- * What a group of `transport` offers algorithms: its descriptor's offers, and the hierarchy when
- * its processes run `threads` ranks each (hierarchy.ts).
- */
-export function offersOf(transport: TransportName, threads = 1): readonly AlgorithmNeed[] {
-  const offers = TRANSPORTS[transport].offers;
-  return threads > 1 ? [...offers, "hierarchy"] : offers;
-}
+export type { ProcessesTransport, ThreadTransport, WorkersTransport };

@@ -25,6 +25,9 @@ export type MemoryKind = "host" | "shared" | "gpu" | "managed";
 /** All memory kinds, in registry order. */
 export const MEMORY_KINDS: readonly MemoryKind[] = ["host", "shared", "gpu", "managed"];
 
+/** Memory kinds that live on a device (the rest are host memory). */
+export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
+
 /** Where a buffer is used: on the host (a view) or on the device (a device buffer). */
 export type Side = "host" | "device";
 
@@ -58,7 +61,7 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  */
 export const DONE: Promise<void> = Promise.resolve();
 
-/** What moving and reducing bytes costs on the links between a group's hosts (cost_model.ts). */
+/** What moving and reducing bytes costs on the links between a group's hosts (each algorithm states its cost: collectives/algorithm.ts). */
 export interface LinkCosts {
   /** α: µs from a send to its arrival for a message of a few bytes. */
   latencyUs: number;
@@ -66,4 +69,21 @@ export interface LinkCosts {
   usPerByte: number;
   /** γ: µs per byte a rank takes to reduce one buffer into another. */
   reduceUsPerByte: number;
+}
+
+/**
+ * Sizes in bytes at which `auto` changes algorithm on one machine (docs/auto.md; the values are
+ * auto.ts's `CROSSOVERS`, which a transport's descriptor may override).
+ */
+export interface Crossovers {
+  /** Allreduce: recursive doubling below this. */
+  recursiveDoublingBelow: number;
+  /** Allreduce between two ranks: recursive doubling below this, the ring from it. */
+  recursiveDoublingBelowOnTwo: number;
+  /** Allreduce: Rabenseifner below this on power-of-two groups of more than two, then the ring. */
+  rabenseifnerBelow: number;
+  /** Scatter: the binomial tree below this, then linear. */
+  binomialScatterBelow: number;
+  /** Device buffers over host transports: `pipelined` from this, `staged` below. */
+  pipelinedFrom: number;
 }

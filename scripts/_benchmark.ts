@@ -5,12 +5,13 @@
  * @module
  */
 
-import { type HarnessArgs, type HarnessSummary, run as runHarness } from "../bench/harness_rank.ts";
+import type { HarnessArgs, HarnessSummary } from "../bench/harness_rank.ts";
+import { run as runHarness } from "../deno/bench/harness_rank.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
-import type { RunMetadata } from "../bench/report.ts";
-import { joinFromEnv, launchFromEnv } from "../primitives/launch/env_rank.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
-import { TRANSPORTS } from "../primitives/registry.ts";
+import type { RunMetadata } from "../bench/report_format.ts";
+import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
+import { launchGroup } from "../deno/launch/group.ts";
+import { TRANSPORTS } from "../deno/registry.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
@@ -20,7 +21,7 @@ import { removeIfPresent, requireDevice, type Task, taskMain } from "./_task.ts"
 export function describe(plan: RunPlan): string[] {
   const s = plan.sweep;
   const factor = PRIMITIVES[s.primitive].busFormula;
-  const ranks = TRANSPORTS[s.transport].launch === "thread"
+  const ranks = TRANSPORTS[plan.transport].launch === "thread"
     ? `${plan.procs} logical ranks on 1 device`
     : plan.threads > 1
     ? `${plan.procs} ranks (${plan.processes} processes × ${plan.threads} threads)`
@@ -64,22 +65,22 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       metadata: out.metadata,
     },
   };
-  const module = new URL("../bench/harness_rank.ts", import.meta.url);
+  const module = new URL("../deno/bench/harness_rank.ts", import.meta.url);
   if (plan.launcher === "env") {
     // This process is one of a group an external launcher started: its rank, or its threads.
     const options = { timeoutMs: plan.timeoutMs, gpu: plan.device, bind: plan.bind };
     if (plan.threads > 1) {
-      const transport = plan.sweep.transport, threads = plan.threads;
+      const transport = plan.transport, threads = plan.threads;
       const group = launchFromEnv<HarnessSummary>(module, { ...options, transport, threads, args });
       return (await group.results)[0];
     }
-    await using comm = await joinFromEnv({ ...options, transport: plan.sweep.transport });
+    await using comm = await joinFromEnv({ ...options, transport: plan.transport });
     return await runHarness(comm, args);
   }
   const group = launchGroup<HarnessSummary>(module, {
     size: plan.processes,
     threads: plan.threads,
-    transport: plan.sweep.transport,
+    transport: plan.transport,
     timeoutMs: plan.timeoutMs,
     args,
     signal: out.signal,
@@ -91,7 +92,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
 
 /** A UsageError when `plan` needs a WebGPU device and none can be opened. */
 export function checkDevice(plan: RunPlan): Promise<void> {
-  const { transport, memory } = plan.sweep;
+  const { transport, sweep: { memory } } = plan;
   const what = TRANSPORTS[transport].needsDevice
     ? `--transport ${transport}`
     : `--memory ${memory}`;

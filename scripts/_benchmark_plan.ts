@@ -8,7 +8,9 @@ import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import { deviceRefusal } from "../kernels/gpu_kernels.ts";
-import { algorithmsFor, needsDevice, sideOfMemory, TRANSPORTS } from "../primitives/registry.ts";
+import { algorithmsFor } from "../primitives/auto.ts";
+import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
+import { type TransportName, TRANSPORTS } from "../deno/registry.ts";
 import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import { type FlagSpec, integer, number, oneOf, outputFiles, size, UsageError } from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
@@ -78,6 +80,8 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
 /** A validated benchmark run. */
 export interface RunPlan {
   sweep: SweepOptions;
+  /** The sweep's transport, by name. */
+  transport: TransportName;
   /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
   device: boolean;
   /** Ranks in the group: processes × threads. */
@@ -121,13 +125,13 @@ export function planRun(
   }
   const info = TRANSPORTS[transport];
   const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
-  const side = sideOfMemory(transport, memory);
+  const side = sideOfMemory(info, memory);
   const algorithms = spec.collective
-    ? algorithmsFor(spec.collective, transport, side, threads)
+    ? algorithmsFor(spec.collective, { transport: info, side, threads })
     : [];
   const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
   const dtype = oneOf("dtype", v.dtype!, DTYPES);
-  const device = needsDevice(transport, memory);
+  const device = needsDevice(info, memory);
   const refusal = device ? deviceRefusal(dtype) : undefined;
   if (refusal) {
     throw new UsageError(
@@ -155,8 +159,8 @@ export function planRun(
   const { csv, json } = outputFiles(v);
 
   const notes: string[] = [];
-  const shape = { primitive, transport, memory, dtype };
-  const group = memoryNeeded(shape, procs, 0).groupBytes;
+  const shape = { primitive, facts: info, memory, dtype, procs };
+  const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
   if (group > 0.9 * availableBytes) {
     throw new UsageError(
       `--procs ${procs} does not fit: ${procs} ${transport} ranks need ${gb(group)} before any ` +
@@ -166,11 +170,11 @@ export function planRun(
     );
   }
   const fits = (count: number) => {
-    const need = memoryNeeded(shape, procs, count);
+    const need = memoryNeeded({ ...shape, maxCount: count });
     return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
   };
   if (!fits(max)) {
-    const need = memoryNeeded(shape, procs, max);
+    const need = memoryNeeded({ ...shape, maxCount: max });
     const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
       ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
       : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
@@ -194,6 +198,7 @@ export function planRun(
     );
   }
   return {
+    transport,
     sweep: {
       primitive,
       transport,

@@ -6,13 +6,13 @@
  * @module
  */
 
-import { rankFromEnv } from "../primitives/launch/env_rank.ts";
+import { rankFromEnv } from "../deno/launch/env_rank.ts";
 import {
   PROCESS_TRANSPORTS,
   TRANSPORT_NAMES,
   type TransportName,
   TRANSPORTS,
-} from "../primitives/registry.ts";
+} from "../deno/registry.ts";
 import { address, type FlagSpec, integer, oneOf, UsageError } from "./_flags.ts";
 import { MAX_PROCS } from "./_task.ts";
 

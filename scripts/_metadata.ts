@@ -1,6 +1,6 @@
 /** Run metadata for the JSON sidecar: Deno, CPU, GPU adapter, date, command line. @module */
 
-import type { RunMetadata } from "../bench/report.ts";
+import type { RunMetadata } from "../bench/report_format.ts";
 
 /** Describes this machine and run. */
 export async function collectMetadata(

@@ -1,5 +1,5 @@
 /**
- * `deno task cluster up|down|run`: a simulated cluster on this machine (bench/cluster.ts) — hosts
+ * `deno task cluster up|down|run`: a simulated cluster on this machine (deno/bench/cluster.ts) — hosts
  * as network namespaces with shaped links — and dccl tasks run on it through the env launcher.
  *
  *     deno task cluster up --hosts 4 --rate 5gbit
@@ -17,8 +17,8 @@ import {
   clusterHosts,
   clusterProblem,
   clusterUp,
-} from "../bench/cluster.ts";
-import { runOnCluster } from "../bench/cluster_run.ts";
+} from "../deno/bench/cluster.ts";
+import { runOnCluster } from "../deno/bench/cluster_run.ts";
 import { type FlagSpec, integer, UsageError } from "./_flags.ts";
 import { type Task, taskMain } from "./_task.ts";
 

@@ -13,7 +13,8 @@ import {
   formatCrossovers,
   wrongResults,
 } from "../bench/compare/crossover.ts";
-import { readResults, ResultFormatError } from "../bench/compare/results.ts";
+import { ResultFormatError } from "../bench/compare/results.ts";
+import { readResultsFile } from "../deno/bench/result_files.ts";
 import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./_flags.ts";
 import { MAX_PROCS, type Task, taskMain } from "./_task.ts";
 
@@ -45,7 +46,7 @@ async function readCurves(plan: ComparePlan): Promise<CurveSet> {
   const set = new CurveSet();
   for (const file of plan.files) {
     try {
-      for await (const point of readResults(file, plan.procs)) set.add(point);
+      for await (const point of readResultsFile(file, plan.procs)) set.add(point);
     } catch (e) {
       if (!(e instanceof Error)) throw e;
       // A missing file or a folder: the system's words; a bad file: the reader's.

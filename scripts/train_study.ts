@@ -5,7 +5,7 @@
  * @module
  */
 
-import { launchGroup } from "../primitives/launch/group.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
@@ -167,7 +167,6 @@ const TRAIN_STUDY: Task<StudyPlan> = {
         const args: BreakdownArgs = {
           config: plan.config,
           mnist: plan.mnist,
-          dataDir: plan.mnist.dir,
           steps: 200,
         };
         const url = new URL("../trainer/breakdown.ts", import.meta.url);

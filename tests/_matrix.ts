@@ -1,10 +1,13 @@
 // The correctness matrix every transport runs: primitives × algorithms × counts × ops × dtypes ×
 // memory kinds, with exact integer-valued inputs (see bench/exact_inputs.ts).
 import type { CheckCase } from "./ranks/check_rank.ts";
-import { algorithmsFor, type CollectiveName, TRANSPORTS } from "../mod.ts";
+import { algorithmsFor } from "../primitives/auto.ts";
+import { type CollectiveName } from "../primitives/types.ts";
+import { TRANSPORTS } from "../deno/registry.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
-import { sideOfMemory } from "../primitives/registry.ts";
-import type { Dtype, MemoryKind, ReduceOp, TransportName } from "../mod.ts";
+import { sideOfMemory } from "../primitives/transports/transport.ts";
+import type { Dtype, MemoryKind, ReduceOp } from "../mod.ts";
+import type { TransportName } from "../deno/registry.ts";
 
 const COUNTS = [0, 1, 4, 1000, 65537];
 const OPS: ReduceOp[] = ["sum", "prod", "max", "min", "avg"];
@@ -24,7 +27,8 @@ export function matrix(
     : TRANSPORTS[transport].bestMemory,
   threads = 1,
 ): CheckCase[] {
-  const side = sideOfMemory(transport, memory);
+  const facts = TRANSPORTS[transport];
+  const side = sideOfMemory(facts, memory);
   const device = side === "device" || memory === "managed";
   const cases: CheckCase[] = [];
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>
@@ -32,7 +36,10 @@ export function matrix(
   for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
-      ? ["auto", ...algorithmsFor(collective as CollectiveName, transport, side, threads)]
+      ? [
+        "auto",
+        ...algorithmsFor(collective as CollectiveName, { transport: facts, side, threads }),
+      ]
       : ["auto"];
     const reduces = PRIMITIVES[primitive].reduces;
     for (const algorithm of algorithms) {

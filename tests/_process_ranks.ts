@@ -1,11 +1,10 @@
 // Helpers of the process transport tests: rank processes started the way external launchers
 // start them (the env launcher's variables), and the two ways tcp moves bytes.
 import { PORT_MARK } from "../primitives/launch/report.ts";
-import type { TransportName } from "../primitives/registry.ts";
+import type { TransportName } from "../deno/registry.ts";
 
 export const rankModule = (name: string): URL => new URL(`./ranks/${name}`, import.meta.url);
-export const processRank =
-  new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname;
+export const processRank = new URL("../deno/launch/process_rank.ts", import.meta.url).pathname;
 export const decode = (b: Uint8Array): string => new TextDecoder().decode(b);
 
 export function envRank(
@@ -64,7 +63,7 @@ export function envRank0(
 }
 
 /**
- * tcp's two ways of moving bytes (primitives/transports/socket_calls.ts), each forced so that both
+ * tcp's two ways of moving bytes (deno/transports/socket_calls.ts), each forced so that both
  * run whatever the machine's core count: socket calls, and Deno's own reads and writes.
  */
 export const TCP_IO = {

@@ -2,9 +2,9 @@
 // checkout sits beside it, as on CI; else the npm package the CLI uses by default), and training
 // runs planned from flag values like the CLI's, returning every rank's result.
 import { parseFlags } from "../scripts/_flags.ts";
-import { packagedMnistDir } from "../trainer/mnist.ts";
+import { packagedMnistDir } from "../deno/trainer/mnist_folder.ts";
 import { planTraining, readData, runTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
-import type { RunMetadata } from "../bench/report.ts";
+import type { RunMetadata } from "../bench/report_format.ts";
 import type { TrainRankResult } from "../trainer/rank.ts";
 
 const SHARED_MNIST = new URL("../../shared/data/mnist", import.meta.url).pathname;

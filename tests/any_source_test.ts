@@ -5,10 +5,10 @@ import { assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import { ROUNDS } from "./ranks/any_source_rank.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
-import { liveProcesses } from "../primitives/launch/processes.ts";
+import { launchGroup } from "../deno/launch/group.ts";
+import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import type { TransportName } from "../primitives/registry.ts";
+import type { TransportName } from "../deno/registry.ts";
 
 const RANK = new URL("./ranks/any_source_rank.ts", import.meta.url);
 

@@ -5,8 +5,8 @@ import type { PipelineArgs } from "./ranks/pipeline_rank.ts";
 import type { PublishArgs } from "./ranks/publish_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assert_, assertEquals } from "./_assert.ts";
-import { schedulerCalls } from "../primitives/transports/scheduler_calls.ts";
-import { heavyFence } from "../primitives/transports/heavy_fence.ts";
+import { schedulerCalls } from "../deno/platform/scheduler_calls.ts";
+import { heavyFence } from "../deno/platform/heavy_fence.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 

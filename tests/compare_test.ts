@@ -8,7 +8,8 @@ import {
   toCurves,
   wrongResults,
 } from "../bench/compare/crossover.ts";
-import { type Point, readResults } from "../bench/compare/results.ts";
+import type { Point } from "../bench/compare/results.ts";
+import { readResultsFile as readResults } from "../deno/bench/result_files.ts";
 import { chartSpec, renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import { CSV_COLUMNS } from "../bench/metrics.ts";
 

@@ -1,8 +1,8 @@
 // Ranks a launcher places on one machine get a CPU each when they do not outnumber the CPUs
-// (primitives/launch/cpu_binding.ts), and none with DCCL_CPU_BIND=none: workers and processes.
+// (deno/platform/cpu_binding.ts), and none with DCCL_CPU_BIND=none: workers and processes.
 import { assertEquals } from "./_assert.ts";
-import { launchProcesses } from "../primitives/launch/processes.ts";
-import { allowedCpus } from "../primitives/transports/scheduler_calls.ts";
+import { launchProcesses } from "../deno/launch/processes.ts";
+import { allowedCpus } from "../deno/platform/scheduler_calls.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 
 const CPUS = allowedCpus();

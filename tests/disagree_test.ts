@@ -6,8 +6,9 @@
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
-import { type RankFailedError, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
+import { type RankFailedError } from "../mod.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 
 const DISAGREE = new URL("./ranks/disagree_rank.ts", import.meta.url);
 /** Far above what detection takes: a run that waits it out fails the time check. */

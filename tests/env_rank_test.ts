@@ -1,7 +1,7 @@
 // The env launcher's variables: rank, size, master and transport from torchrun, Open MPI, PMI and
 // Slurm, and one-line errors for what does not parse or disagrees.
 import { assert_, assertEquals } from "./_assert.ts";
-import { rankFromEnv } from "../primitives/launch/env_rank.ts";
+import { rankFromEnv } from "../deno/launch/env_rank.ts";
 
 Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and Slurm variables", () => {
   const base = { DCCL_TOKEN: "x" };

@@ -1,10 +1,11 @@
 // Bad input gets RangeError/TypeError naming the value and the limit; faults (a rank that throws,
 // a worker that is terminated, a rank that never arrives, mismatched counts) make every other rank
 // fail fast with an error naming the failed rank, and leave no worker running.
-import { spawnRanks, TRANSPORT_NAMES, TRANSPORTS } from "../mod.ts";
+import { spawnRanks } from "../mod.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 import { launchWorkers } from "../primitives/launch/workers.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { RANKS_DIR, runRanks } from "./_spawn_ranks.ts";
 

@@ -3,15 +3,15 @@
 // 256 ranks, and a rank that never returns is named. Process tests stay bounded in time.
 // Rendezvous faults: rendezvous_test.ts.
 import { type RankFailedError, spawnRanks } from "../mod.ts";
-import { liveProcesses } from "../primitives/launch/processes.ts";
+import { liveProcesses } from "../deno/launch/processes.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
-import { launchProcesses } from "../primitives/launch/processes.ts";
+import { launchProcesses } from "../deno/launch/processes.ts";
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import type { FaultArgs, FaultMode } from "./ranks/faults_rank.ts";
 import { expectedReduction, inputValue } from "../bench/exact_inputs.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
-import { type TransportName } from "../primitives/registry.ts";
-import { TRANSPORTS } from "../primitives/registry.ts";
+import { launchGroup } from "../deno/launch/group.ts";
+import { type TransportName } from "../deno/registry.ts";
+import { TRANSPORTS } from "../deno/registry.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { ReduceOp } from "../primitives/types.ts";
 
@@ -40,7 +40,7 @@ function group(
 
 // The gpu transport (logical ranks of one thread) runs where an adapter exists, one GPU test at a
 // time across the suite (tests/_gpu.ts). tcp runs twice:
-// with socket calls and with Deno's own reads and writes (primitives/transports/socket_calls.ts),
+// with socket calls and with Deno's own reads and writes (deno/transports/socket_calls.ts),
 // each forced so that both run whatever the machine's core count.
 const TRANSPORTS_HERE: [TransportName, string, Record<string, string>][] = [
   ["shm", "shm", {}],

@@ -9,11 +9,11 @@ import { gpuTest } from "./_gpu.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { type RankFailedError } from "../mod.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 import { launchThread } from "../primitives/launch/thread.ts";
-import { liveProcesses } from "../primitives/launch/processes.ts";
+import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import type { TransportName } from "../primitives/registry.ts";
+import type { TransportName } from "../deno/registry.ts";
 
 const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
 

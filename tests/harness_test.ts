@@ -4,7 +4,7 @@ import { parse } from "csv-parse/sync";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
-import type { RunMetadata } from "../bench/report.ts";
+import type { RunMetadata } from "../bench/report_format.ts";
 import { runPlan } from "../scripts/_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
 import { parseFlags } from "../scripts/_flags.ts";

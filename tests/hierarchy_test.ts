@@ -4,8 +4,8 @@
 // by its group-wide rank; the CLI runs them.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
-import { launchProcesses, liveProcesses } from "../primitives/launch/processes.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
+import { launchProcesses, liveProcesses } from "../deno/launch/processes.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 import type { RankFailedError } from "../mod.ts";
 
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);

@@ -9,8 +9,8 @@ import {
   toHalfReference,
 } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
-import { compileReduceWasm, REDUCE_BUILDS } from "../kernels/build_wasm.ts";
-import { toBase64Lines } from "../kernels/wasm_build.ts";
+import { compileReduceWasm, REDUCE_BUILDS } from "../deno/build/reduce_kernels.ts";
+import { toBase64Lines } from "../deno/build/wat_compiler.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
 import {

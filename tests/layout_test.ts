@@ -1,25 +1,43 @@
 // The house's rules (docs/design.md, "Layers"): every import points down the layers, no module
-// imports itself round a circle, the trainer uses the library through mod.ts, and no code outside
-// a transport's own files and the registry names a transport.
+// imports itself round a circle, nothing below the web line uses a Deno API (and the core bundles
+// for browsers), the core trainer and bench use the library through its entries, only a
+// transport's own files and the registries name a transport, no source file outgrows 500 lines,
+// and every repository path a comment or a doc names exists.
 import { assertEquals } from "./_assert.ts";
+import { TRANSPORT_NAMES } from "../deno/registry.ts";
 
 const ROOT = new URL("../", import.meta.url);
-const ENTRY_FOLDERS = ["kernels", "primitives", "bench", "trainer", "scripts"];
+const ENTRY_FOLDERS = ["kernels", "primitives", "bench", "trainer", "examples", "deno", "scripts"];
+const ENTRIES = ["mod.ts", "web.ts", "internal.ts"];
 
-/** Layers from the ground up; a module may import its own layer and those below. */
+/**
+ * Layers from the ground up; a module may import its own layer and those below. Everything up to
+ * `web.ts, internal.ts, bench, trainer, examples` is the core (it runs in a browser tab);
+ * `deno/`, `mod.ts` and `scripts/` sit above the web line.
+ */
 const LAYERS: [string, RegExp][] = [
   ["kernels", /^kernels\//],
-  ["types", /^primitives\/(types|errors)\.ts$/],
+  ["types", /^primitives\/(types|errors|platform)\.ts$/],
   ["memory", /^primitives\/memory\//],
   ["transports", /^primitives\/transports\//],
   ["collectives", /^primitives\/collectives\//],
-  ["registry", /^primitives\/(registry|cost_model)\.ts$/],
+  ["registry", /^primitives\/(registry|auto)\.ts$/],
   ["communicator", /^primitives\/communicator\//],
   ["launch", /^primitives\/launch\//],
+  ["web.ts, internal.ts", /^(web|internal)\.ts$/],
+  ["bench, trainer, examples", /^(bench|trainer|examples)\//],
+  ["deno/platform", /^deno\/platform\//],
+  ["deno/transports", /^deno\/transports\//],
+  ["deno/registry.ts", /^deno\/registry\.ts$/],
+  ["deno/launch", /^deno\/launch\//],
   ["mod.ts", /^mod\.ts$/],
-  ["bench, trainer", /^(bench|trainer)\//],
+  ["deno/bench, deno/trainer, deno/build", /^deno\/(bench|trainer|build)\//],
   ["scripts", /^scripts\//],
 ];
+const WEB_LINE = LAYERS.findIndex(([name]) => name === "deno/platform");
+
+/** Files written by `deno task build:wasm`, not by hand. */
+const GENERATED = /\.generated\.ts$/;
 
 function layerOf(path: string): number {
   const index = LAYERS.findIndex(([, pattern]) => pattern.test(path));
@@ -27,17 +45,29 @@ function layerOf(path: string): number {
   return index;
 }
 
-function sourceFiles(folder: string): string[] {
+/** Every file under the absolute folder `dir`, relative to it. */
+function filesIn(dir: string, prefix = ""): string[] {
+  return [...Deno.readDirSync(dir)].flatMap((e) =>
+    e.isDirectory ? filesIn(`${dir}/${e.name}`, `${prefix}${e.name}/`) : [`${prefix}${e.name}`]
+  );
+}
+
+function filesUnder(folder: string, ends: RegExp): string[] {
   const files: string[] = [];
   for (const entry of Deno.readDirSync(new URL(folder, ROOT))) {
     const path = `${folder}/${entry.name}`;
-    if (entry.isDirectory) files.push(...sourceFiles(path));
-    else if (entry.name.endsWith(".ts")) files.push(path);
+    if (entry.isDirectory) files.push(...filesUnder(path, ends));
+    else if (ends.test(entry.name)) files.push(path);
   }
   return files;
 }
 
-const SOURCES = ["mod.ts", ...ENTRY_FOLDERS.flatMap(sourceFiles)];
+const SOURCES = [...ENTRIES, ...ENTRY_FOLDERS.flatMap((f) => filesUnder(f, /\.ts$/))];
+const CORE = SOURCES.filter((path) => layerOf(path) < WEB_LINE);
+
+function read(path: string): string {
+  return Deno.readTextFileSync(new URL(path, ROOT));
+}
 
 /** Every module's project imports (paths from the root), from one `deno info` of all sources. */
 function importGraph(): Map<string, string[]> {
@@ -65,8 +95,8 @@ function importGraph(): Map<string, string[]> {
       }[];
       graph.set(
         from,
-        deps.map((d) => local(d.code?.specifier ?? d.type?.specifier)).filter((d) =>
-          d !== undefined
+        deps.map((d) => local(d.code?.specifier ?? d.type?.specifier)).filter((d): d is string =>
+          d !== undefined && d.endsWith(".ts")
         ),
       );
     }
@@ -77,6 +107,27 @@ function importGraph(): Map<string, string[]> {
 }
 
 const graph = importGraph();
+
+/** The lines of `path` that are code (comments and JSDoc dropped). */
+function codeLines(path: string): [number, string][] {
+  const lines: [number, string][] = [];
+  let inBlock = false;
+  read(path).split("\n").forEach((line, i) => {
+    let code = line;
+    if (inBlock) {
+      const end = code.indexOf("*/");
+      if (end < 0) return;
+      code = code.slice(end + 2);
+      inBlock = false;
+    }
+    code = code.replace(/\/\*.*?\*\//g, "");
+    const start = code.indexOf("/*");
+    if (start >= 0) [code, inBlock] = [code.slice(0, start), true];
+    code = code.replace(/(^|[^:"'`])\/\/.*$/, "$1");
+    if (code.trim()) lines.push([i + 1, code]);
+  });
+  return lines;
+}
 
 Deno.test("layout: every source file is in the import graph", () => {
   assertEquals(SOURCES.filter((path) => !graph.has(path)), []);
@@ -89,7 +140,7 @@ Deno.test("layout: every import points to its own layer or one below", () => {
   assertEquals(upward, []);
 });
 
-Deno.test("layout: the trainer uses the library through mod.ts, and bench and trainer stay apart", () => {
+Deno.test("layout: the core trainer and bench use the library through its entries, and stay apart", () => {
   const crossings = [...graph].flatMap(([from, deps]) =>
     deps.filter((to) =>
       (from.startsWith("trainer/") && /^(primitives|bench)\//.test(to)) ||
@@ -118,23 +169,121 @@ Deno.test("layout: no import circle", () => {
   assertEquals(circles, []);
 });
 
-Deno.test("layout: only a transport's own files and the registry name a transport in code", async () => {
-  const { TRANSPORT_NAMES } = await import("../primitives/registry.ts");
+Deno.test("layout: nothing below the web line uses a Deno API", () => {
+  const deno = /\bDeno\.|["'](node|jsr):/;
+  const found = CORE.flatMap((path) =>
+    codeLines(path).filter(([, code]) => deno.test(code)).map(([n, code]) =>
+      `${path}:${n}: ${code.trim()}`
+    )
+  );
+  assertEquals(found, []);
+});
+
+Deno.test("layout: the core entry and the ranks' entries bundle for browsers", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const entries = [
+      "web.ts",
+      "primitives/launch/worker_rank.ts",
+      "primitives/launch/thread_rank.ts",
+    ];
+    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["bundle", "--quiet", "--platform", "browser", "--outdir", dir, ...entries],
+      cwd: ROOT,
+    }).output();
+    assertEquals(success, true, new TextDecoder().decode(stderr));
+    const bundled = filesIn(dir).sort();
+    assertEquals(bundled, [
+      "primitives/launch/thread_rank.js",
+      "primitives/launch/worker_rank.js",
+      "web.js",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("layout: only a transport's own files and the registries name a transport in code", () => {
   // `gpu` is also a memory kind and a device: only its use as a transport counts.
   const names = TRANSPORT_NAMES.filter((name) => name !== "gpu").join("|");
   const literal = new RegExp(`["'\`](${names})["'\`]|transport\\S* *(===|!==|:) *"gpu"`);
   const own = new RegExp(
-    `^primitives/(registry\\.ts|transports/(${TRANSPORT_NAMES.join("|")})[a-z_]*\\.ts)$`,
+    `^(primitives/registry\\.ts|deno/registry\\.ts|(primitives|deno)/transports/(${
+      TRANSPORT_NAMES.join("|")
+    })[a-z_]*\\.ts)$`,
   );
   // A probe of one transport's wire (bench/README.md) names what it probes.
-  const probes = /^bench\/probes\//;
-  const named: string[] = [];
-  for (const path of SOURCES.filter((p) => !own.test(p) && !probes.test(p))) {
-    Deno.readTextFileSync(new URL(path, ROOT)).split("\n").forEach((line, i) => {
-      const code = line.replace(/\/\/.*$/, "");
-      if (/^\s*(\*|\/\*)/.test(code) || /^\s*(import|export) .* from /.test(code)) return;
-      if (literal.test(code)) named.push(`${path}:${i + 1}: ${line.trim()}`);
-    });
-  }
+  const probes = /^deno\/bench\/probes\//;
+  const named = SOURCES.filter((p) => !own.test(p) && !probes.test(p)).flatMap((path) =>
+    codeLines(path).filter(([, code]) =>
+      !/^\s*(import|export) .* from /.test(code) && literal.test(code)
+    ).map(([n, code]) => `${path}:${n}: ${code.trim()}`)
+  );
   assertEquals(named, []);
+});
+
+Deno.test("layout: no source file above 500 lines", () => {
+  const tests = filesUnder("tests", /\.ts$/);
+  const long = [...SOURCES, ...tests].filter((path) => !GENERATED.test(path)).map((path) =>
+    [path, read(path).split("\n").length - 1] as const
+  ).filter(([, lines]) => lines > 500).map(([path, lines]) => `${path}: ${lines}`);
+  assertEquals(long, []);
+});
+
+/** A repository path as comments and docs write it: folders, a name and a known extension. */
+const PATH =
+  /(?<![\w./:@-])((?:\.\.?\/)*(?:[\w-]+\/)+[\w.-]+\.(?:ts|md|wgsl|py|json|sh|c|html))\b/g;
+/** A bare source file name in backticks. */
+const BARE = /`([\w-]+\.ts)`/g;
+
+Deno.test("layout: every repository path a comment or a doc names exists", () => {
+  const docs = ["README.md", ...filesUnder("docs", /\.md$/), ...filesUnder("tests", /\.md$/)];
+  const bench = filesUnder("bench", /\.md$/);
+  const tests = filesUnder("tests", /\.ts$/);
+  const { stdout } = new Deno.Command("git", {
+    args: ["ls-files", "--cached", "--others", "--exclude-standard"],
+    cwd: ROOT,
+  }).outputSync();
+  const repository = new TextDecoder().decode(stdout).split("\n").filter(Boolean);
+  const basenames = new Set(repository.map((p) => p.split("/").at(-1)));
+  const top = new Set(repository.filter((p) => p.includes("/")).map((p) => p.split("/")[0]));
+  // A path names a repository file by its whole path from the root or from the file's folder,
+  // or, where it does not start at a top folder, by its tail below one (`communicator/stamp.ts`
+  // inside primitives/).
+  const names = (path: string, folder: string) => {
+    const resolve = (from: string) => {
+      let escapes = false;
+      const parts = (from + path).split("/").reduce<string[]>((parts, part) => {
+        if (part === "..") escapes ||= parts.pop() === undefined;
+        else if (part !== ".") parts.push(part);
+        return parts;
+      }, []);
+      return { clean: parts.join("/"), escapes };
+    };
+    const [fromFolder, fromRoot] = [resolve(folder), resolve("")];
+    // Beside the checkout (the shared tools, a user's project), or what a command writes (out/).
+    if (fromFolder.escapes || fromRoot.escapes || fromRoot.clean.startsWith("out/")) return true;
+    const clean = fromFolder.clean;
+    const tail = path.replace(/^(\.\.?\/)+/, "");
+    const anchored = top.has(tail.split("/")[0]);
+    return repository.some((file) =>
+      file === clean || file === tail || (!anchored && file.endsWith(`/${tail}`))
+    );
+  };
+  const dangling: string[] = [];
+  for (const file of [...SOURCES, ...tests, ...docs, ...bench]) {
+    const text = file.endsWith(".md")
+      ? read(file)
+      : read(file).split("\n").filter((l) => /^\s*(\*|\/\/|\/\*)/.test(l)).join("\n");
+    const folder = file.includes("/") ? file.slice(0, file.lastIndexOf("/") + 1) : "";
+    for (const [, path] of text.matchAll(PATH)) {
+      // Other projects' sources, quoted in logs.
+      if (/^(\.\.\/){3,}/.test(path)) continue;
+      if (!names(path, folder)) dangling.push(`${file}: ${path}`);
+    }
+    for (const [, name] of text.matchAll(BARE)) {
+      if (!basenames.has(name)) dangling.push(`${file}: ${name}`);
+    }
+  }
+  assertEquals(dangling, []);
 });

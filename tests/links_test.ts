@@ -1,49 +1,50 @@
-// What `auto` knows about the network: the cost model's prices (cost_model.ts) and the link
-// calibration a group runs when its ranks are on different hosts (launch/calibration.ts). Two
-// "hosts" here are two loopback addresses, 127.0.0.1 and 127.0.0.2: the rendezvous table tells
-// them apart as it tells real hosts apart.
+// What `auto` knows about the network: the costs every algorithm states (its descriptor's
+// `cost`) and the link calibration a group runs when its ranks are on different hosts
+// (launch/calibration.ts). Two "hosts" here are two loopback addresses, 127.0.0.1 and 127.0.0.2:
+// the rendezvous table tells them apart as it tells real hosts apart.
 import { assert_, assertEquals } from "./_assert.ts";
 import { decode, envRank, envRank0, rankModule } from "./_process_ranks.ts";
 import { type LinksReport, PICK_BYTES } from "./ranks/links_rank.ts";
-import {
-  cheapestAlgorithm,
-  type CollectiveName,
-  estimateUs,
-  type LinkCosts,
-  PROCESS_TRANSPORTS,
-} from "../mod.ts";
-import { launchProcesses } from "../primitives/launch/processes.ts";
-import { ALGORITHMS } from "../primitives/registry.ts";
+import { autoAlgorithm, runnable } from "../primitives/auto.ts";
+import { type CollectiveName, type LinkCosts } from "../primitives/types.ts";
+import { PROCESS_TRANSPORTS, TRANSPORTS } from "../deno/registry.ts";
+import { launchProcesses } from "../deno/launch/processes.ts";
 
 /** A 1 Gb/s link with 50 µs of latency, reducing at 4 GB/s. */
 const GIGABIT: LinkCosts = { latencyUs: 50, usPerByte: 8e-3, reduceUsPerByte: 2.5e-4 };
 const MODELED: CollectiveName[] = ["allreduce", "bcast", "reduce"];
+const STREAM = TRANSPORTS[PROCESS_TRANSPORTS[0]];
 
-Deno.test("the cost model prices every message algorithm of allreduce, bcast and reduce", () => {
+/** What `auto` picks between hosts linked as `links`. */
+const pickBetweenHosts = (c: CollectiveName, bytes: number, size: number, links = GIGABIT) =>
+  autoAlgorithm(c, { transport: STREAM, bytes, size, links });
+
+Deno.test("every message algorithm of allreduce, bcast and reduce states its cost", () => {
   for (const collective of MODELED) {
-    for (const [name, a] of Object.entries(ALGORITHMS[collective])) {
+    for (const a of runnable(collective, { transport: STREAM })) {
       if (a.needs !== "messages") continue;
       for (const size of [2, 3, 4, 8]) {
-        const us = estimateUs(collective, name, 1 << 20, size, GIGABIT);
-        assert_(us !== undefined && us > 0 && Number.isFinite(us), `${collective}/${name}: ${us}`);
+        const us = a.cost?.(GIGABIT, { bytes: 1 << 20, size });
+        assert_(
+          us !== undefined && us > 0 && Number.isFinite(us),
+          `${collective}/${a.name}: ${us}`,
+        );
       }
     }
   }
 });
 
-Deno.test("the cost model picks latency-bound algorithms for small buffers and bandwidth-bound ones for large", () => {
-  const pick = (c: CollectiveName, bytes: number, size: number) =>
-    cheapestAlgorithm(c, Object.keys(ALGORITHMS[c]), bytes, size, GIGABIT);
-  assertEquals(pick("allreduce", 4, 4), "recursive_doubling");
-  assertEquals(pick("allreduce", 64 << 10, 4), "rabenseifner");
-  assertEquals(pick("allreduce", 16 << 20, 4), "ring");
-  assertEquals(pick("allreduce", 4, 6), "recursive_doubling");
-  assertEquals(pick("bcast", 16 << 20, 4), "chain");
-  assertEquals(pick("reduce", 16 << 20, 4), "chain");
+Deno.test("between hosts auto picks latency-bound algorithms for small buffers and bandwidth-bound ones for large", () => {
+  assertEquals(pickBetweenHosts("allreduce", 4, 4), "recursive_doubling");
+  assertEquals(pickBetweenHosts("allreduce", 64 << 10, 4), "rabenseifner");
+  assertEquals(pickBetweenHosts("allreduce", 16 << 20, 4), "ring");
+  assertEquals(pickBetweenHosts("allreduce", 4, 6), "recursive_doubling");
+  assertEquals(pickBetweenHosts("bcast", 16 << 20, 4), "chain");
+  assertEquals(pickBetweenHosts("reduce", 16 << 20, 4), "chain");
   // Between two ranks a tree is one message: nothing beats it.
-  assertEquals(pick("bcast", 16 << 20, 2), "binomial");
-  // Algorithms it cannot price are never picked.
-  assertEquals(cheapestAlgorithm("allreduce", ["shm_direct"], 4, 4, GIGABIT), undefined);
+  assertEquals(pickBetweenHosts("bcast", 16 << 20, 2), "binomial");
+  // On one host (no links) the measured crossovers decide.
+  assertEquals(autoAlgorithm("bcast", { transport: STREAM, bytes: 16 << 20, size: 4 }), "binomial");
 });
 
 for (const transport of PROCESS_TRANSPORTS) {
@@ -74,9 +75,7 @@ for (const transport of PROCESS_TRANSPORTS) {
     }
     const links = reports[0].links as LinkCosts;
     assert_(links.latencyUs > 0 && links.usPerByte > 0 && links.reduceUsPerByte > 0);
-    const expected = MODELED.map((c) =>
-      PICK_BYTES.map((b) => cheapestAlgorithm(c, Object.keys(ALGORITHMS[c]), b, 3, links))
-    );
+    const expected = MODELED.map((c) => PICK_BYTES.map((b) => pickBetweenHosts(c, b, 3, links)));
     assertEquals(reports[0].picks, expected);
   });
 

@@ -4,7 +4,7 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { metrics, percentile } from "../bench/metrics.ts";
 import { PRIMITIVES } from "../bench/cases.ts";
 import { expectedReduction, fillInput, inputValue, wrongReduced } from "../bench/exact_inputs.ts";
-import { sizeName } from "../bench/report.ts";
+import { sizeName } from "../bench/report_format.ts";
 import { REDUCE_OPS } from "../primitives/types.ts";
 
 Deno.test("metrics: study's time formula, Gb/s, algbw, busbw", () => {

@@ -1,14 +1,14 @@
 // The trainer's WebAssembly kernels (both builds) against the JS reference: every GEMM form
 // (transposes, bias, ReLU, accumulate) over shapes with every kind of edge, plus the elementwise
-// kernels; and the committed binaries match kernels/mlp_wat.ts.
+// kernels; and the committed binaries match trainer/kernels/mlp_wat.ts.
 import { bestMlpBuild, WasmMlpKernels } from "../trainer/kernels/mlp.ts";
 import { MLP_REFERENCE } from "../trainer/kernels/mlp_reference.ts";
 import {
   MLP_PLAIN_WASM_BASE64,
   MLP_RELAXED_WASM_BASE64,
 } from "../trainer/kernels/mlp_wasm_bytes.generated.ts";
-import { compileMlpWasm } from "../trainer/kernels/build_wasm.ts";
-import { toBase64Lines } from "../kernels/wasm_build.ts";
+import { compileMlpWasm } from "../deno/build/mlp_kernels.ts";
+import { toBase64Lines } from "../deno/build/wat_compiler.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import type { MlpBuild } from "../trainer/kernels/mlp_wat.ts";
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
@@ -145,7 +145,7 @@ Deno.test("wasm kernels refuse arrays outside their heap", () => {
   );
 });
 
-Deno.test("the committed trainer kernels match kernels/mlp_wat.ts (run deno task build:wasm)", async () => {
+Deno.test("the committed trainer kernels match trainer/kernels/mlp_wat.ts (run deno task build:wasm)", async () => {
   assertEquals(MLP_RELAXED_WASM_BASE64, toBase64Lines(await compileMlpWasm("relaxed")).join(""));
   assertEquals(MLP_PLAIN_WASM_BASE64, toBase64Lines(await compileMlpWasm("plain")).join(""));
 });

@@ -4,10 +4,10 @@
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { assertEquals } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../primitives/registry.ts";
+import { launchGroup } from "../deno/launch/group.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
 import type { Dtype } from "../primitives/types.ts";
-import type { TransportName } from "../primitives/registry.ts";
+import type { TransportName } from "../deno/registry.ts";
 
 const OVERLAP = new URL("./ranks/overlap_rank.ts", import.meta.url);
 

@@ -5,8 +5,8 @@ import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
-import { joinAsRank0, launchProcesses, liveProcesses } from "../primitives/launch/processes.ts";
-import { PROCESS_TRANSPORTS } from "../primitives/registry.ts";
+import { joinAsRank0, launchProcesses, liveProcesses } from "../deno/launch/processes.ts";
+import { PROCESS_TRANSPORTS } from "../deno/registry.ts";
 
 import { decode, envRank, envRank0, rankModule, ways } from "./_process_ranks.ts";
 

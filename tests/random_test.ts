@@ -1,12 +1,13 @@
 // Random (non-integer) data: every algorithm stays within f32 rounding of the f64 sum, and all
 // ranks end with bit-identical results.
-import { algorithmsFor } from "../mod.ts";
+import { algorithmsFor } from "../primitives/auto.ts";
+import { TRANSPORT_TABLE, TRANSPORTS } from "../deno/registry.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 
-for (const transport of ["shm", "worker"] as const) {
+for (const transport of TRANSPORT_TABLE.launching("workers")) {
   Deno.test(`allreduce of random floats is within tolerance: ${transport}, 4 ranks`, async () => {
-    for (const algorithm of algorithmsFor("allreduce", transport)) {
+    for (const algorithm of algorithmsFor("allreduce", { transport: TRANSPORTS[transport] })) {
       const count = 50_001;
       const results = await runRanks<{ input: Float64Array; output: number[] }>("random_rank.ts", {
         size: 4,

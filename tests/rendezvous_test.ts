@@ -3,9 +3,10 @@
 // receiver has a communicator is still judged against the receiver's calls.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { PORT_MARK, RESULT_MARK } from "../primitives/launch/report.ts";
-import { launchedAs, type TransportName } from "../primitives/registry.ts";
+import { TRANSPORT_TABLE } from "../deno/registry.ts";
+import { type TransportName } from "../deno/registry.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
-import { tokenDigest } from "../primitives/transports/rendezvous.ts";
+import { tokenDigest } from "../deno/transports/rendezvous.ts";
 import { Communicator } from "../primitives/communicator/communicator.ts";
 import type { Transport } from "../primitives/transports/transport.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
@@ -14,7 +15,7 @@ import { RankMemory } from "../primitives/memory/rank_memory.ts";
 /** Rank `r` of a 2-rank sum over `transport`, started by hand with a known token. */
 function sumRank(transport: TransportName, r: number, port: string, token: string) {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../primitives/launch/process_rank.ts", import.meta.url).pathname],
+    args: ["run", "-A", new URL("../deno/launch/process_rank.ts", import.meta.url).pathname],
     env: {
       DCCL_MODULE: new URL("./ranks/sum_rank.ts", import.meta.url).href,
       DCCL_TOKEN: token,
@@ -169,12 +170,16 @@ for (const mesh of ["tcp", "ws"] as const) {
     // receive claims it later and must still see that the calls differ.
     const options = { size: 2, masterAddr: "127.0.0.1", token: "t", timeoutMs: 5000 };
     let joined: Promise<Transport> | undefined;
-    const first = await launchedAs(mesh, "processes").connect({
+    const first = await TRANSPORT_TABLE.launchedAs(mesh, "processes").connect({
       ...options,
       rank: 0,
       masterPort: 0,
-      onListening: (port) =>
-        joined = launchedAs(mesh, "processes").connect({ ...options, rank: 1, masterPort: port }),
+      onListening: (port: number) =>
+        joined = TRANSPORT_TABLE.launchedAs(mesh, "processes").connect({
+          ...options,
+          rank: 1,
+          masterPort: port,
+        }),
     });
     const second = await joined!;
     const communicator = (t: Transport) =>

@@ -1,13 +1,13 @@
-// The stream engine's framing (primitives/transports/stream.ts) against a peer that is this test,
+// The stream engine's framing (deno/transports/stream.ts) against a peer that is this test,
 // reading and writing raw `tcp` frames, with socket calls and with Deno's I/O: large messages go as
 // fragments and come back whole, and a fragment that does not continue the message in progress
 // fails the transport, naming the peer.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { CommError } from "../primitives/errors.ts";
-import { FRAGMENT_BYTES } from "../primitives/transports/stream.ts";
-import { writeAll } from "../primitives/transports/stream_link.ts";
-import type { Frame } from "../primitives/transports/stream_wire.ts";
-import { TCP_HEADER_BYTES, TCP_WIRE, TcpTransport } from "../primitives/transports/tcp.ts";
+import { FRAGMENT_BYTES } from "../deno/transports/stream.ts";
+import { writeAll } from "../deno/transports/stream_link.ts";
+import type { Frame } from "../deno/transports/stream_wire.ts";
+import { TCP_HEADER_BYTES, TCP_WIRE, TcpTransport } from "../deno/transports/tcp.ts";
 
 /** The engine's two ways of moving bytes: socket calls or not. */
 const WAYS = { "socket calls": true, "Deno I/O": false } as const;

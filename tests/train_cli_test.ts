@@ -7,8 +7,8 @@ import { NO_GPU } from "./_gpu.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 import { parseFlags, UsageError } from "../scripts/_flags.ts";
 import { planTraining, startTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
-import { liveProcesses } from "../primitives/launch/processes.ts";
-import { EPOCH_COLUMNS } from "../trainer/report.ts";
+import { liveProcesses } from "../deno/launch/processes.ts";
+import { EPOCH_COLUMNS } from "../trainer/epochs.ts";
 import { parse } from "csv-parse/sync";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);

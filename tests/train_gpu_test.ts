@@ -3,7 +3,7 @@
 import { assert_, assertEquals } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import { maxDiff, MNIST_DIR, train } from "./_train.ts";
-import { launchGroup } from "../primitives/launch/group.ts";
+import { launchGroup } from "../deno/launch/group.ts";
 import type { Score } from "../trainer/engine.ts";
 
 const RANK = new URL("./ranks/train_gpu_rank.ts", import.meta.url);

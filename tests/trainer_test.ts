@@ -12,7 +12,7 @@ import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import { CpuModel } from "../trainer/cpu_model.ts";
 import { type Activation, initParams, MlpLayout } from "../trainer/model.ts";
 import { Random } from "../trainer/random.ts";
-import { progressLine } from "../trainer/report.ts";
+import { progressLine } from "../trainer/epochs.ts";
 
 /** A small model with a random batch, on `kernels` (arrays in `heap` when given). */
 function smallModel(kernels: MlpKernels, activation: Activation, heap?: RankHeap) {

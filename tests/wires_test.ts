@@ -5,17 +5,12 @@ import type { IncomingMessage } from "node:http";
 import { WebSocket, WebSocketServer } from "ws";
 import { assert_, assertEquals } from "./_assert.ts";
 import { RESULT_MARK } from "../primitives/launch/report.ts";
-import { WS_HEADER_BYTES, WsWire } from "../primitives/transports/ws.ts";
-import { TCP_WIRE } from "../primitives/transports/tcp.ts";
-import type { Frame } from "../primitives/transports/stream_wire.ts";
+import { WS_HEADER_BYTES, WsWire } from "../deno/transports/ws.ts";
+import { TCP_WIRE } from "../deno/transports/tcp.ts";
+import type { Frame } from "../deno/transports/stream_wire.ts";
 
-import { tokenDigest } from "../primitives/transports/rendezvous.ts";
-import {
-  POLLIN,
-  socketCalls,
-  socketFd,
-  WOULD_BLOCK,
-} from "../primitives/transports/socket_calls.ts";
+import { tokenDigest } from "../deno/transports/rendezvous.ts";
+import { POLLIN, socketCalls, socketFd, WOULD_BLOCK } from "../deno/transports/socket_calls.ts";
 import { decode, envRank0, rankModule } from "./_process_ranks.ts";
 
 Deno.test("ws: a connection without the run's token is refused before it sends data", async () => {

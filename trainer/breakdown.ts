@@ -6,16 +6,16 @@
  * @module
  */
 
-import type { Communicator } from "../mod.ts";
+import type { Communicator } from "../web.ts";
 import type { TrainConfig } from "./config.ts";
 import type { Mnist } from "./mnist.ts";
-import { createEngine, rankData } from "./rank.ts";
+import { createEngine } from "./rank.ts";
 
 /** What the launcher hands the rank. */
 export interface BreakdownArgs {
   config: TrainConfig;
-  mnist?: Mnist;
-  dataDir: string;
+  /** The data (the rank is a worker, or a logical rank on a device, of the launcher's process). */
+  mnist: Mnist;
   /** Batches timed per phase. */
   steps: number;
 }
@@ -31,7 +31,7 @@ export interface Breakdown {
 /** Measures the breakdown on this rank. */
 export async function run(comm: Communicator, args: BreakdownArgs): Promise<Breakdown> {
   const { config, steps } = args;
-  const mnist = await rankData(args);
+  const mnist = args.mnist;
   const engine = await createEngine(comm, config, mnist, config.batch);
   try {
     await engine.initParams(config.seed);

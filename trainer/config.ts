@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { MemoryKind, TransportName } from "../mod.ts";
+import type { MemoryKind } from "../web.ts";
 import type { Activation } from "./model.ts";
 import type { SyncEvery } from "./sync/strategy.ts";
 import type { GradDtype } from "./sync/compression.ts";
@@ -27,10 +27,10 @@ export interface CheckpointOptions {
   every: number | "epoch";
 }
 
-/** Everything a rank needs to know about the run. */
-export interface TrainConfig {
+/** Everything a rank needs to know about the run (`T`: the names of its runtime's transports). */
+export interface TrainConfig<T extends string = string> {
   procs: number;
-  transport: TransportName;
+  transport: T;
   /** Memory kind of the slabs collectives use. */
   memory: MemoryKind;
   sync: SyncName;

@@ -17,10 +17,10 @@ import {
   type CommBuffer,
   type Communicator,
   GpuBuffer,
-  type GpuDevice,
   HostBuffer,
   type MemoryKind,
-} from "../mod.ts";
+} from "../web.ts";
+import { type GpuDevice } from "../internal.ts";
 import { type Engine, type Score, SyncedSlab } from "./engine.ts";
 import type { ImageSet } from "./mnist.ts";
 import { type Activation, initParams, type MlpLayout } from "./model.ts";

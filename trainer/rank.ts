@@ -1,26 +1,21 @@
 /**
- * The rank program of `deno task train`: loads (or is handed) the data, builds the engine, runs
- * the strategy epoch by epoch, evaluates on the test set (sharded over ranks), and aggregates
- * every epoch's scores and time split over ranks; rank 0 reports. With `checkpoint` it writes
- * checkpoints as it goes and, with `resume`, first goes back to the last one (checkpoint.ts).
+ * A training run on one rank, in any runtime: builds the engine, runs the strategy epoch by epoch,
+ * evaluates on the test set (sharded over ranks), and aggregates every epoch's scores and time
+ * split over ranks; rank 0 reports to its runtime's observer. With checkpoints (Deno's:
+ * deno/trainer/checkpoint.ts) it writes them as it goes and, with `resume`, first goes back to
+ * the last one. Deno's rank program is deno/trainer/rank.ts.
  * @module
  */
 
-import { type Communicator, type HostBuffer } from "../mod.ts";
-import { Checkpointer } from "./checkpoint.ts";
+import { type Communicator, type HostBuffer } from "../web.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";
-import type { Engine } from "./engine.ts";
+import type { Engine, Score } from "./engine.ts";
 import { GpuEngine } from "./gpu_engine.ts";
-import { type ImageSet, loadMnist, type Mnist } from "./mnist.ts";
+import type { ImageSet, Mnist } from "./mnist.ts";
 import { MlpLayout } from "./model.ts";
-import {
-  type EpochRow,
-  TrainReporter,
-  type TrainReportOptions,
-  type TrainSummary,
-} from "./report.ts";
+import type { EpochRow, TrainObserver, TrainSummary } from "./epochs.ts";
 import { allreduceStrategy } from "./sync/allreduce.ts";
 import { localSgdStrategy } from "./sync/local_sgd.ts";
 import { psStrategy } from "./sync/ps.ts";
@@ -36,14 +31,41 @@ export const STRATEGIES: Record<TrainConfig["sync"], Strategy> = {
 /** Rows per evaluation batch. */
 const EVAL_ROWS = 500;
 
-/** What the launcher hands every rank. */
-export interface TrainRankArgs {
-  config: TrainConfig;
-  /** The data, shared between worker ranks; process ranks read `dataDir` themselves. */
-  mnist?: Mnist;
-  dataDir: string;
-  report: Omit<TrainReportOptions, "epochs">;
-  /** Return the parameters in the summary (tests compare them). @default {false} */
+/** Where a run stands: `step` steps of epoch `epoch` done (0: the epoch has not begun). */
+export interface RunPosition {
+  epoch: number;
+  step: number;
+}
+
+/** A run's checkpoints, as the training loop uses them (every rank calls each collectively). */
+export interface RunCheckpoints {
+  /** The last checkpoint loaded into the engine, if there is one. */
+  load(
+    config: TrainConfig,
+  ): Promise<{ meta: RunPosition & { rows: EpochRow[] }; score: Score } | undefined>;
+  /** After a step of an epoch of `steps`: writes a checkpoint when one is due. */
+  afterStep(
+    position: RunPosition,
+    steps: number,
+    clean: boolean,
+    rows: EpochRow[],
+  ): Promise<void> | undefined;
+  /** After an epoch. */
+  afterEpoch(epoch: number, rows: EpochRow[]): Promise<void>;
+}
+
+/** What a rank's runtime gives a training run. */
+export interface TrainIo {
+  /** The data. */
+  data: Mnist;
+  /** Rank 0's observer of the run (other ranks: none). */
+  observer?: TrainObserver;
+  /**
+   * The run's checkpoints over `engine`, with `extra` state beside its parameters (the gradient
+   * hook's error-feedback residual), when the run keeps them.
+   */
+  checkpoints?(engine: Engine, extra?: Float32Array): RunCheckpoints;
+  /** Return the parameters (tests compare them). @default {false} */
   returnParams?: boolean;
 }
 
@@ -85,24 +107,20 @@ export async function createEngine(
     : new CpuEngine(comm, layout, options);
 }
 
-/** The data a rank trains on: handed over by the launcher, or read from the folder. */
-export async function rankData(args: { mnist?: Mnist; dataDir: string }): Promise<Mnist> {
-  return args.mnist ?? await loadMnist(args.dataDir);
-}
-
-/** Trains on this rank. */
-export async function run(comm: Communicator, args: TrainRankArgs): Promise<TrainRankResult> {
-  const { config } = args;
-  const mnist = await rankData(args);
-  const train = firstRows(mnist.train, config.trainSamples);
+/** Trains on this rank with `config`, as `io` gives the data and takes the results. */
+export async function train(
+  comm: Communicator,
+  config: TrainConfig,
+  io: TrainIo,
+): Promise<TrainRankResult> {
+  const mnist = io.data;
+  const trainSet = firstRows(mnist.train, config.trainSamples);
   const test = firstRows(mnist.test, config.testSamples);
   const layout = new MlpLayout(config.layers);
   const strategy = STRATEGIES[config.sync];
   const evalRows = Math.max(config.batch, EVAL_ROWS);
   const engine = await createEngine(comm, config, mnist, evalRows);
-  const reporter = comm.rank === 0
-    ? new TrainReporter({ ...args.report, epochs: config.epochs })
-    : undefined;
+  const reporter = comm.rank === 0 ? io.observer : undefined;
   const runningLoss = () => {
     const score = engine.runningScore?.();
     return score?.rows ? score.loss / score.rows : undefined;
@@ -114,14 +132,13 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
     engine.grads.comm.memory as "host" | "shared",
     config.errorFeedback,
   );
-  const checkpointer = config.checkpoint &&
-    new Checkpointer(comm, engine, config.checkpoint, config, halfPrecision?.residual);
+  const checkpointer = io.checkpoints?.(engine, halfPrecision?.residual);
   const rows: EpochRow[] = [];
   let epoch = 0;
   const ctx: StrategyContext = {
     comm,
     engine,
-    train,
+    train: trainSet,
     options: config,
     watch: new Stopwatch(),
     firstStep: 0,
@@ -225,7 +242,7 @@ export async function run(comm: Communicator, args: TrainRankArgs): Promise<Trai
       allreduce_calls: ctx.allreduceCalls,
     };
     reporter?.finish(summary);
-    const params = args.returnParams ? await readParams(engine) : undefined;
+    const params = io.returnParams ? await readParams(engine) : undefined;
     return { summary: comm.rank === 0 ? summary : undefined, params };
   } finally {
     halfPrecision?.dispose();

@@ -3,7 +3,8 @@
  * sidecars), OSU micro-benchmark text output, and nccl-tests text output. Everything becomes
  * {@linkcode Point}s: one size of one curve, with time per op, payload Gb/s and wrong elements.
  * Files are read as streams, a point at a time, so a file of millions of rows takes little memory
- * (a JSON sidecar, which holds one run, is read whole).
+ * (a JSON sidecar, which holds one run, is read whole). A file is anything with a name and a
+ * stream of its bytes: a `File` a page was handed, or a file on disk (deno/bench/result_files.ts).
  * @module
  */
 
@@ -45,30 +46,48 @@ const SNIFF_BYTES = 64 * 1024;
 /** The formats `compare` reads, told apart by a file's first bytes. */
 type Format = "json" | "csv" | "sweep-index" | "osu" | "nccl-tests";
 
+/** A file of results: its name (a path, or what a page was handed) and its bytes. */
+export interface ResultFile {
+  readonly name: string;
+  stream(): ReadableStream<Uint8Array>;
+}
+
 /**
  * Reads one file's points, recognising its format from its first bytes. A sweep's `index.csv`
  * holds no points (it lists the sweep's files) and yields none.
  */
-export async function* readResults(path: string, defaultProcs = 2): AsyncGenerator<Point> {
+export async function* readResults(file: ResultFile, defaultProcs = 2): AsyncGenerator<Point> {
+  const path = file.name;
   const source = path.split("/").at(-1)!;
-  const format = formatOf(path, await head(path));
+  const format = formatOf(path, await head(file));
   if (format === "sweep-index") return;
   if (format === "json") {
-    yield* readDcclJson(source, await Deno.readTextFile(path));
+    yield* readDcclJson(source, await new Response(file.stream()).text());
     return;
   }
-  const bytes = (await Deno.open(path)).readable;
+  const bytes = file.stream();
   if (format === "csv") return yield* readDcclCsv(source, bytes);
   const text = lines(bytes.pipeThrough(new TextDecoderStream()));
   if (format === "osu") yield* readOsu(source, text, defaultProcs);
   else yield* readNcclTests(source, text);
 }
 
-/** The first bytes of `path`, as text. */
-async function head(path: string): Promise<string> {
-  using file = await Deno.open(path);
+/** The first bytes of `file` (up to {@linkcode SNIFF_BYTES}), as text. */
+async function head(file: ResultFile): Promise<string> {
+  const reader = file.stream().getReader();
   const bytes = new Uint8Array(SNIFF_BYTES);
-  const n = await file.read(bytes) ?? 0;
+  let n = 0;
+  try {
+    while (n < SNIFF_BYTES) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const take = value.subarray(0, SNIFF_BYTES - n);
+      bytes.set(take, n);
+      n += take.length;
+    }
+  } finally {
+    await reader.cancel();
+  }
   return new TextDecoder().decode(bytes.subarray(0, n));
 }
 

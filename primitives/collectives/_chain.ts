@@ -15,6 +15,11 @@ export function chainSegmentBytes(bytes: number): number {
   return Math.min(1 << 20, Math.max(1 << 16, bytes / 32));
 }
 
+/** How many segments a chain cuts a `bytes`-byte buffer into. */
+export function chainSegmentCount(bytes: number): number {
+  return Math.max(1, Math.ceil(bytes / chainSegmentBytes(bytes)));
+}
+
 /** `view` in the chain's segments. */
 export function chainSegments(view: TypedArray): TypedArray[] {
   return segmentsOf(view, chainSegmentBytes(view.byteLength));

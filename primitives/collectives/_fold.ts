@@ -5,7 +5,8 @@
  * @module
  */
 
-import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
+import { dtypeOf, type KernelOp, type LinkCosts, type TypedArray } from "../types.ts";
+import type { PricedCall } from "./algorithm.ts";
 import type { CollectiveContext } from "./context.ts";
 
 /** The power-of-two group a rank belongs to after folding. */
@@ -51,4 +52,18 @@ export async function foldIn(ctx: CollectiveContext, buf: TypedArray, op: Kernel
 export async function foldOut(ctx: CollectiveContext, buf: TypedArray): Promise<void> {
   if (ctx.rank % 2 === 0) await ctx.recv(ctx.rank + 1, buf);
   else await ctx.send(ctx.rank - 1, buf);
+}
+
+/** Largest power of two ≤ `size`. */
+export function powerOfTwoBelow(size: number): number {
+  return 2 ** Math.floor(Math.log2(size));
+}
+
+/**
+ * What the fold adds to a call between hosts (none on a power of two): a paired rank's message in
+ * and, after, out, and one reduction.
+ */
+export function foldUs(links: LinkCosts, { bytes, size }: PricedCall): number {
+  if (powerOfTwoBelow(size) === size) return 0;
+  return 2 * (links.latencyUs + bytes * links.usPerByte) + bytes * links.reduceUsPerByte;
 }

@@ -1,6 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /** Direct device allgather (`gpu` only): every rank's block copied into every rank's result. */
 export function allgatherGpuDirect(
@@ -15,3 +16,11 @@ export function allgatherGpuDirect(
     }
   });
 }
+
+/** allgather `gpu_direct` (see {@linkcode allgatherGpuDirect}). */
+export const ALLGATHER_GPU_DIRECT: DeviceAlgorithm<"allgather"> = {
+  name: "gpu_direct",
+  collective: "allgather",
+  needs: "device",
+  run: allgatherGpuDirect,
+};

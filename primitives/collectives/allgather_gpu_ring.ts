@@ -1,6 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub, wrap } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Device ring allgather (`gpu` only): each rank's block enters its own result, then N−1 steps each
@@ -23,3 +24,11 @@ export function allgatherGpuRing(
     }
   });
 }
+
+/** allgather `gpu_ring` (see {@linkcode allgatherGpuRing}). */
+export const ALLGATHER_GPU_RING: DeviceAlgorithm<"allgather"> = {
+  name: "gpu_ring",
+  collective: "allgather",
+  needs: "device",
+  run: allgatherGpuRing,
+};

@@ -1,6 +1,7 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap. */
 export function allgatherShmDirect(
@@ -13,3 +14,11 @@ export function allgatherShmDirect(
   views.forEach((v, r) => recv.set(v, r * send.length));
   shared.barrier(ctx.stamp);
 }
+
+/** allgather `shm_direct` (see {@linkcode allgatherShmDirect}). */
+export const ALLGATHER_SHM_DIRECT: HostAlgorithm<"allgather"> = {
+  name: "shm_direct",
+  collective: "allgather",
+  needs: "shared",
+  run: allgatherShmDirect,
+};

@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct device allreduce (`gpu` only): one kernel reads element i of every rank's input once and
@@ -18,3 +19,11 @@ export function allreduceGpuDirect(
     device.reduce(op, all.map((a) => a.output), all.map((a) => a.input));
   });
 }
+
+/** allreduce `gpu_direct` (see {@linkcode allreduceGpuDirect}). */
+export const ALLREDUCE_GPU_DIRECT: DeviceAlgorithm<"allreduce"> = {
+  name: "gpu_direct",
+  collective: "allreduce",
+  needs: "device",
+  run: allreduceGpuDirect,
+};

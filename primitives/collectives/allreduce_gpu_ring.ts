@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { alignedPart, deviceAccess, wrap } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Device ring allreduce (`gpu` only), NCCL's ring on one device: N−1 reduce-scatter steps, each a
@@ -38,3 +39,11 @@ export function allreduceGpuRing(
     }
   });
 }
+
+/** allreduce `gpu_ring` (see {@linkcode allreduceGpuRing}). */
+export const ALLREDUCE_GPU_RING: DeviceAlgorithm<"allreduce"> = {
+  name: "gpu_ring",
+  collective: "allreduce",
+  needs: "device",
+  run: allreduceGpuRing,
+};

@@ -1,6 +1,7 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import { chunk, type CollectiveContext } from "./context.ts";
-import { foldIn, foldOf, foldOut, realRank } from "./_fold.ts";
+import { chunk, type CollectiveContext, viaOutput } from "./context.ts";
+import { foldIn, foldOf, foldOut, foldUs, powerOfTwoBelow, realRank } from "./_fold.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Rabenseifner: reduce-scatter by recursive halving, then allgather by recursive doubling, on the
@@ -46,3 +47,17 @@ export async function allreduceRabenseifner(
   }
   if (fold.paired) await foldOut(ctx, buf);
 }
+
+/** allreduce `rabenseifner` (see {@linkcode allreduceRabenseifner}). */
+export const ALLREDUCE_RABENSEIFNER: HostAlgorithm<"allreduce"> = {
+  name: "rabenseifner",
+  collective: "allreduce",
+  needs: "messages",
+  run: viaOutput(allreduceRabenseifner),
+  // Halving then doubling: 2 log2 p steps, (p−1)/p of the buffer sent twice and reduced once.
+  cost: (links, call) => {
+    const p2 = powerOfTwoBelow(call.size);
+    return foldUs(links, call) + 2 * Math.log2(p2) * links.latencyUs +
+      ((p2 - 1) / p2) * call.bytes * (2 * links.usPerByte + links.reduceUsPerByte);
+  },
+};

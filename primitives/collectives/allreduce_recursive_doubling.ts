@@ -1,6 +1,7 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import type { CollectiveContext } from "./context.ts";
-import { foldIn, foldOf, foldOut, realRank } from "./_fold.ts";
+import { type CollectiveContext, viaOutput } from "./context.ts";
+import { foldIn, foldOf, foldOut, foldUs, powerOfTwoBelow, realRank } from "./_fold.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Recursive doubling: log2(p2) rounds in which partners `r ^ mask` swap their whole buffer and
@@ -24,3 +25,16 @@ export async function allreduceRecursiveDoubling(
   }
   if (fold.paired) await foldOut(ctx, buf);
 }
+
+/** allreduce `recursive_doubling` (see {@linkcode allreduceRecursiveDoubling}). */
+export const ALLREDUCE_RECURSIVE_DOUBLING: HostAlgorithm<"allreduce"> = {
+  name: "recursive_doubling",
+  collective: "allreduce",
+  needs: "messages",
+  run: viaOutput(allreduceRecursiveDoubling),
+  // log2 p rounds, each swapping and reducing the whole buffer.
+  cost: (links, call) =>
+    foldUs(links, call) +
+    Math.log2(powerOfTwoBelow(call.size)) *
+      (links.latencyUs + call.bytes * (links.usPerByte + links.reduceUsPerByte)),
+};

@@ -1,6 +1,7 @@
 import type { KernelOp, TypedArray } from "../types.ts";
 import { type CollectiveContext, part } from "./context.ts";
-import { ringAllgather, ringReduceScatter } from "./_ring.ts";
+import { ringAllgather, ringReduceScatter, ringSegmentBytes } from "./_ring.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Ring allreduce: ring reduce-scatter then ring allgather, segmented and pipelined.
@@ -24,3 +25,16 @@ export async function allreduceRing(
   await ringReduceScatter(ctx, chunks, op, output === input ? chunks : parts(input));
   await ringAllgather(ctx, chunks, 1);
 }
+
+/** allreduce `ring` (see {@linkcode allreduceRing}). */
+export const ALLREDUCE_RING: HostAlgorithm<"allreduce"> = {
+  name: "ring",
+  collective: "allreduce",
+  needs: "messages",
+  run: allreduceRing,
+  // 2(p−1) steps of a chunk each; a segment is reduced while the next arrives, so only one
+  // segment's reduction per step shows.
+  cost: ({ latencyUs: a, usPerByte: b, reduceUsPerByte: g }, { bytes, size: p }) =>
+    2 * (p - 1) * a + 2 * ((p - 1) / p) * bytes * b +
+    (p - 1) * Math.min(bytes / p, ringSegmentBytes(bytes / p)) * g,
+};

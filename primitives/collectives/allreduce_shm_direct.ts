@@ -2,6 +2,7 @@ import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { reduceSlots, requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Block of a chunk reduced and then written to the peers while it is in cache. */
 const BLOCK_BYTES = 128 * 1024;
@@ -60,3 +61,11 @@ function copyOutside(dst: TypedArray, src: TypedArray, s: number, e: number): vo
   dst.set(src.subarray(0, s));
   dst.set(src.subarray(e), e);
 }
+
+/** allreduce `shm_direct` (see {@linkcode allreduceShmDirect}). */
+export const ALLREDUCE_SHM_DIRECT: HostAlgorithm<"allreduce"> = {
+  name: "shm_direct",
+  collective: "allreduce",
+  needs: "shared",
+  run: allreduceShmDirect,
+};

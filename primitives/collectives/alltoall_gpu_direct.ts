@@ -1,6 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /** Direct device all-to-all (`gpu` only): block j of rank i's send copied to block i of rank j's recv. */
 export function alltoallGpuDirect(
@@ -17,3 +18,11 @@ export function alltoallGpuDirect(
     );
   });
 }
+
+/** alltoall `gpu_direct` (see {@linkcode alltoallGpuDirect}). */
+export const ALLTOALL_GPU_DIRECT: DeviceAlgorithm<"alltoall"> = {
+  name: "gpu_direct",
+  collective: "alltoall",
+  needs: "device",
+  run: alltoallGpuDirect,
+};

@@ -1,5 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Pairwise all-to-all (MPICH's, for any rank count): size − 1 steps; in step s each rank sends
@@ -20,3 +21,11 @@ export async function alltoallPairwise(
     await ctx.sendrecv(to, block(send, to), from, block(recv, from));
   }
 }
+
+/** alltoall `pairwise` (see {@linkcode alltoallPairwise}). */
+export const ALLTOALL_PAIRWISE: HostAlgorithm<"alltoall"> = {
+  name: "pairwise",
+  collective: "alltoall",
+  needs: "messages",
+  run: alltoallPairwise,
+};

@@ -1,6 +1,7 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Direct shared-memory all-to-all (`shm` only): every rank copies its block from every peer's heap. */
 export function alltoallShmDirect(
@@ -14,3 +15,11 @@ export function alltoallShmDirect(
   views.forEach((v, q) => recv.set(v.subarray(ctx.rank * n, (ctx.rank + 1) * n), q * n));
   shared.barrier(ctx.stamp); // every peer has read this rank's send buffer
 }
+
+/** alltoall `shm_direct` (see {@linkcode alltoallShmDirect}). */
+export const ALLTOALL_SHM_DIRECT: HostAlgorithm<"alltoall"> = {
+  name: "shm_direct",
+  collective: "alltoall",
+  needs: "shared",
+  run: alltoallShmDirect,
+};

@@ -1,5 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Binomial-tree broadcast: ⌈log2 n⌉ rounds; in round k the 2^k ranks that have the data send it
@@ -26,3 +27,14 @@ export async function bcastBinomial(
   }
   await Promise.all(sends);
 }
+
+/** bcast `binomial` (see {@linkcode bcastBinomial}). */
+export const BCAST_BINOMIAL: HostAlgorithm<"bcast"> = {
+  name: "binomial",
+  collective: "bcast",
+  needs: "messages",
+  run: bcastBinomial,
+  // Calls in a row overlap: the root's ⌈log2 p⌉ sends of the buffer set the pace.
+  cost: (links, { bytes, size }) =>
+    Math.ceil(Math.log2(size)) * (links.latencyUs + bytes * links.usPerByte),
+};

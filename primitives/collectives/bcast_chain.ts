@@ -1,6 +1,7 @@
 import type { TypedArray } from "../types.ts";
-import { chainSegments } from "./_chain.ts";
+import { chainSegmentCount, chainSegments } from "./_chain.ts";
 import { type CollectiveContext, mod } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Chain (pipelined) broadcast: the ranks form a line from the root, and each passes every segment
@@ -24,3 +25,13 @@ export async function bcastChain(
   }
   await Promise.all(sends);
 }
+
+/** bcast `chain` (see {@linkcode bcastChain}). */
+export const BCAST_CHAIN: HostAlgorithm<"bcast"> = {
+  name: "chain",
+  collective: "bcast",
+  needs: "messages",
+  run: bcastChain,
+  // Every rank sends the buffer once, a message per segment.
+  cost: (links, { bytes }) => chainSegmentCount(bytes) * links.latencyUs + bytes * links.usPerByte,
+};

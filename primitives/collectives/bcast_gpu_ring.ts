@@ -1,6 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, wrap } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Device chain broadcast (`gpu` only), NCCL's ring broadcast on one device: the root's buffer
@@ -13,3 +14,11 @@ export function bcastGpuRing(ctx: CollectiveContext, buf: DeviceView, root: numb
     }
   });
 }
+
+/** bcast `gpu_ring` (see {@linkcode bcastGpuRing}). */
+export const BCAST_GPU_RING: DeviceAlgorithm<"bcast"> = {
+  name: "gpu_ring",
+  collective: "bcast",
+  needs: "device",
+  run: bcastGpuRing,
+};

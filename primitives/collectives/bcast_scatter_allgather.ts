@@ -1,6 +1,7 @@
 import type { TypedArray } from "../types.ts";
 import { type CollectiveContext, mod, part } from "./context.ts";
 import { ringAllgather } from "./_ring.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Scatter-allgather broadcast (van de Geijn): the root sends chunk i to the rank i places after
@@ -23,3 +24,14 @@ export async function bcastScatterAllgather(
   }
   await ringAllgather(ctx, chunks, 0);
 }
+
+/** bcast `scatter_allgather` (see {@linkcode bcastScatterAllgather}). */
+export const BCAST_SCATTER_ALLGATHER: HostAlgorithm<"bcast"> = {
+  name: "scatter_allgather",
+  collective: "bcast",
+  needs: "messages",
+  run: bcastScatterAllgather,
+  // 2(p−1)/p of the buffer in 2(p−1) messages.
+  cost: (links, { bytes, size: p }) =>
+    2 * (p - 1) * links.latencyUs + 2 * ((p - 1) / p) * bytes * links.usPerByte,
+};

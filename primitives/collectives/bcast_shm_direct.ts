@@ -2,6 +2,7 @@ import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Size from which the root copies part of the data into the receivers. */
 const ROOT_HELPS_BYTES = 1024 * 1024;
@@ -48,3 +49,11 @@ export function bcastShmDirect(
   }
   shared.barrier(ctx.stamp);
 }
+
+/** bcast `shm_direct` (see {@linkcode bcastShmDirect}). */
+export const BCAST_SHM_DIRECT: HostAlgorithm<"bcast"> = {
+  name: "shm_direct",
+  collective: "bcast",
+  needs: "shared",
+  run: bcastShmDirect,
+};

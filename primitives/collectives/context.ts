@@ -11,6 +11,7 @@ import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
 import {
+  type CollectiveName,
   DONE,
   type Dtype,
   DTYPE_INFO,
@@ -28,7 +29,7 @@ export class CollectiveContext {
   readonly size: number;
   /** Tag of the collective call in progress (unique per call, equal on every rank). */
   tag = 0;
-  /** Stamp of the call in progress (primitives/stamp.ts): what every message and arrival carries. */
+  /** Stamp of the call in progress (communicator/stamp.ts): what every message and arrival carries. */
   stamp = 0;
   #scratch: (Uint8Array | undefined)[] = [];
   /** The last view of each scratch slot, handed out again while a call repeats. */
@@ -36,13 +37,22 @@ export class CollectiveContext {
   /** Contexts over parts of the group (see {@linkcode CollectiveContext.over}). */
   #parts = new Map<Transport, CollectiveContext>();
 
-  /** Binds a transport and the rank's heap. */
+  /**
+   * Binds a transport, the rank's heap and the registry's pick of host algorithms (what staging
+   * and the hierarchical algorithms run inside).
+   */
   constructor(
     readonly transport: Transport,
     readonly heap: RankHeap,
+    readonly pickHost: HostPicker,
   ) {
     this.rank = transport.rank;
     this.size = transport.size;
+  }
+
+  /** The host algorithm `auto` picks for `collective` on `bytes` over this context's group. */
+  hostAlgorithm<C extends CollectiveName>(collective: C, bytes: number): Signatures<TypedArray>[C] {
+    return this.pickHost(this, collective, bytes);
   }
 
   /**
@@ -75,7 +85,9 @@ export class CollectiveContext {
    */
   over(transport: Transport): CollectiveContext {
     let part = this.#parts.get(transport);
-    if (!part) this.#parts.set(transport, part = new CollectiveContext(transport, this.heap));
+    if (!part) {
+      this.#parts.set(transport, part = new CollectiveContext(transport, this.heap, this.pickHost));
+    }
     part.tag = this.tag;
     part.stamp = this.stamp;
     return part;
@@ -246,18 +258,25 @@ export type ScatterAlgorithm<B = TypedArray> = (
   root: number,
 ) => Completion;
 
-/**
- * The host algorithm `auto` picks for a host collective of `bytes` on `ctx`'s transport, as on a
- * one-level group: what staging runs on the host and the hierarchical algorithms over channels (the
- * registry's, handed in: the registry lists these algorithms).
- */
-export interface HostAlgorithms {
-  allreduce(ctx: CollectiveContext, bytes: number): AllreduceAlgorithm;
-  bcast(ctx: CollectiveContext, bytes: number): BcastAlgorithm;
-  reduce(ctx: CollectiveContext, bytes: number): ReduceAlgorithm;
-  allgather(ctx: CollectiveContext, bytes: number): AllgatherAlgorithm;
-  reduceScatter(ctx: CollectiveContext, bytes: number): ReduceScatterAlgorithm;
-  alltoall(ctx: CollectiveContext, bytes: number): AlltoallAlgorithm;
-  gather(ctx: CollectiveContext, bytes: number): GatherAlgorithm;
-  scatter(ctx: CollectiveContext, bytes: number): ScatterAlgorithm;
+/** Each collective's algorithm signature over operands of type `B`. */
+export interface Signatures<B> {
+  allreduce: AllreduceAlgorithm<B>;
+  bcast: BcastAlgorithm<B>;
+  reduce: ReduceAlgorithm<B>;
+  allgather: AllgatherAlgorithm<B>;
+  reduceScatter: ReduceScatterAlgorithm<B>;
+  alltoall: AlltoallAlgorithm<B>;
+  gather: GatherAlgorithm<B>;
+  scatter: ScatterAlgorithm<B>;
 }
+
+/**
+ * The host algorithm `auto` picks for `collective` on `bytes` over `ctx`'s group, as on a
+ * one-level group: what staging runs on the host and the hierarchical algorithms over channels.
+ * The communicator hands the registry's in (the registry lists these algorithms).
+ */
+export type HostPicker = <C extends CollectiveName>(
+  ctx: CollectiveContext,
+  collective: C,
+  bytes: number,
+) => Signatures<TypedArray>[C];

@@ -1,5 +1,6 @@
 import { dtypeOf, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Binomial-tree gather: ⌈log2 n⌉ rounds; a rank collects its subtree's blocks (in order of
@@ -37,3 +38,11 @@ export async function gatherBinomial(
     recv.set(tree.subarray(v * n, (v + 1) * n), r * n);
   }
 }
+
+/** gather `binomial` (see {@linkcode gatherBinomial}). */
+export const GATHER_BINOMIAL: HostAlgorithm<"gather"> = {
+  name: "binomial",
+  collective: "gather",
+  needs: "messages",
+  run: gatherBinomial,
+};

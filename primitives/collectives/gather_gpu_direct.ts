@@ -1,6 +1,7 @@
 import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /** Direct device gather (`gpu` only): every rank's send copied into its block of the root's recv. */
 export function gatherGpuDirect(
@@ -14,3 +15,11 @@ export function gatherGpuDirect(
     all.forEach((a, r) => device.copy(a.send, sub(all[root].recv, r * n, (r + 1) * n)));
   });
 }
+
+/** gather `gpu_direct` (see {@linkcode gatherGpuDirect}). */
+export const GATHER_GPU_DIRECT: DeviceAlgorithm<"gather"> = {
+  name: "gpu_direct",
+  collective: "gather",
+  needs: "device",
+  run: gatherGpuDirect,
+};

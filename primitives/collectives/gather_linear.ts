@@ -1,5 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Linear gather: every rank sends its block straight to the root, which posts every receive at once. */
 export async function gatherLinear(
@@ -18,3 +19,11 @@ export async function gatherLinear(
   }
   await Promise.all(receives);
 }
+
+/** gather `linear` (see {@linkcode gatherLinear}). */
+export const GATHER_LINEAR: HostAlgorithm<"gather"> = {
+  name: "linear",
+  collective: "gather",
+  needs: "messages",
+  run: gatherLinear,
+};

@@ -1,6 +1,7 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. */
 export function gatherShmDirect(
@@ -14,3 +15,11 @@ export function gatherShmDirect(
   if (ctx.rank === root) views.forEach((v, r) => recv.set(v, r * send.length));
   shared.barrier(ctx.stamp); // the root has read every send buffer
 }
+
+/** gather `shm_direct` (see {@linkcode gatherShmDirect}). */
+export const GATHER_SHM_DIRECT: HostAlgorithm<"gather"> = {
+  name: "shm_direct",
+  collective: "gather",
+  needs: "shared",
+  run: gatherShmDirect,
+};

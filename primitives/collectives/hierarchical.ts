@@ -8,7 +8,7 @@
  * Each host link carries each part once each way: an allreduce of B bytes over P hosts puts about
  * 2(P−1)/P · B through a host's link, against 2(N−1)/N · B · threads for a flat ring over the
  * N = P · threads ranks placed host by host. The inter-host phase runs a message algorithm the
- * registry picks for the channel (`HostAlgorithms`).
+ * registry picks for the channel (`CollectiveContext.hostAlgorithm`).
  * @module
  */
 
@@ -16,28 +16,17 @@ import { copy } from "../../kernels/copy.ts";
 import { reduce } from "../../kernels/reduce.ts";
 import type { HierarchyAccess, SharedAccess } from "../transports/transport.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 import {
   type AllgatherAlgorithm,
   type AllreduceAlgorithm,
   type BcastAlgorithm,
   chunk,
   type CollectiveContext,
-  type HostAlgorithms,
   type ReduceAlgorithm,
   type ReduceScatterAlgorithm,
 } from "./context.ts";
 import { requireViews } from "./_shm_direct.ts";
-
-/** The hierarchical algorithm of every collective, running `flat` over the channels. */
-export function hierarchicalAlgorithms(flat: HostAlgorithms) {
-  return {
-    allreduce: hierarchicalAllreduce(flat),
-    bcast: hierarchicalBcast(flat),
-    reduce: hierarchicalReduce(flat),
-    allgather: hierarchicalAllgather(flat),
-    reduceScatter: hierarchicalReduceScatter(flat),
-  };
-}
 
 /** The two levels of `ctx`'s group: contexts over this host's ranks and over this rank's channel. */
 function levels(ctx: CollectiveContext) {
@@ -62,111 +51,103 @@ function heapView(ctx: CollectiveContext, buf: TypedArray, slot: number): TypedA
  * rank t allreduces its part over its channel, then every rank copies the other parts from its
  * host's ranks.
  */
-function hierarchicalAllreduce(flat: HostAlgorithms): AllreduceAlgorithm {
-  return async (ctx, input, output, op) => {
-    const { h, host, channel, shared } = levels(ctx);
-    const parts = split(input, h.threads);
-    const [s, e] = parts(h.local);
-    const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
-    const work = heapView(host, output, 3);
-    const mine = work.subarray(s, e);
-    reduceParts(op, mine, inputs, h.local, s, e);
-    if (e > s) await flat.allreduce(channel, mine.byteLength)(channel, mine, mine, op);
-    gatherParts(shared, host, work, parts, h.threads, h.local);
-    if (work !== output) copy(output, work);
-  };
-}
+const hierarchicalAllreduce: AllreduceAlgorithm = async (ctx, input, output, op) => {
+  const { h, host, channel, shared } = levels(ctx);
+  const parts = split(input, h.threads);
+  const [s, e] = parts(h.local);
+  const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
+  const work = heapView(host, output, 3);
+  const mine = work.subarray(s, e);
+  reduceParts(op, mine, inputs, h.local, s, e);
+  if (e > s) await channel.hostAlgorithm("allreduce", mine.byteLength)(channel, mine, mine, op);
+  gatherParts(shared, host, work, parts, h.threads, h.local);
+  if (work !== output) copy(output, work);
+};
 
 /**
  * Reduce to `root`: parts reduced on each host as in allreduce, each part reduced over its
  * channel to the root's host, where the root gathers them.
  */
-function hierarchicalReduce(flat: HostAlgorithms): ReduceAlgorithm {
-  return async (ctx, input, output, op, root) => {
-    const { h, host, channel, shared } = levels(ctx);
-    const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
-    const parts = split(input, h.threads);
-    const [s, e] = parts(h.local);
-    const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
-    const work = host.scratch(dtypeOf(input), input.length, 3);
-    const mine = work.subarray(s, e);
-    reduceParts(op, mine, inputs, h.local, s, e);
-    if (e > s) await flat.reduce(channel, mine.byteLength)(channel, mine, mine, op, rootHost);
-    if (h.host !== rootHost) return void shared.barrier(host.stamp);
-    const reduced = requireViews(shared.exchangeViews(work, host.stamp));
-    if (h.local === rootLocal) {
-      for (let t = 0; t < h.threads; t++) {
-        const [ps, pe] = parts(t);
-        output.set(reduced[t].subarray(ps, pe), ps);
-      }
+const hierarchicalReduce: ReduceAlgorithm = async (ctx, input, output, op, root) => {
+  const { h, host, channel, shared } = levels(ctx);
+  const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
+  const parts = split(input, h.threads);
+  const [s, e] = parts(h.local);
+  const inputs = requireViews(shared.exchangeViews(host.staged(input, 2), host.stamp));
+  const work = host.scratch(dtypeOf(input), input.length, 3);
+  const mine = work.subarray(s, e);
+  reduceParts(op, mine, inputs, h.local, s, e);
+  if (e > s) {
+    await channel.hostAlgorithm("reduce", mine.byteLength)(channel, mine, mine, op, rootHost);
+  }
+  if (h.host !== rootHost) return void shared.barrier(host.stamp);
+  const reduced = requireViews(shared.exchangeViews(work, host.stamp));
+  if (h.local === rootLocal) {
+    for (let t = 0; t < h.threads; t++) {
+      const [ps, pe] = parts(t);
+      output.set(reduced[t].subarray(ps, pe), ps);
     }
-    shared.barrier(host.stamp);
-  };
-}
+  }
+  shared.barrier(host.stamp);
+};
 
 /**
  * Broadcast from `root`: the root's host splits the buffer among its ranks (part t to rank t),
  * each part is broadcast over its channel, and every rank copies the other parts from its host.
  */
-function hierarchicalBcast(flat: HostAlgorithms): BcastAlgorithm {
-  return async (ctx, buf, root) => {
-    const { h, host, channel, shared } = levels(ctx);
-    const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
-    const parts = split(buf, h.threads);
-    const [s, e] = parts(h.local);
-    const work = heapView(host, buf, 3);
-    if (h.host === rootHost) {
-      if (h.local === rootLocal && work !== buf) copy(work, buf);
-      const views = shared.exchangeViews(work, host.stamp);
-      if (h.local !== rootLocal) work.set(views[rootLocal]!.subarray(s, e), s);
-    }
-    const mine = work.subarray(s, e);
-    if (e > s) await flat.bcast(channel, mine.byteLength)(channel, mine, rootHost);
-    gatherParts(shared, host, work, parts, h.threads, h.local);
-    if (work !== buf) copy(buf, work);
-  };
-}
+const hierarchicalBcast: BcastAlgorithm = async (ctx, buf, root) => {
+  const { h, host, channel, shared } = levels(ctx);
+  const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
+  const parts = split(buf, h.threads);
+  const [s, e] = parts(h.local);
+  const work = heapView(host, buf, 3);
+  if (h.host === rootHost) {
+    if (h.local === rootLocal && work !== buf) copy(work, buf);
+    const views = shared.exchangeViews(work, host.stamp);
+    if (h.local !== rootLocal) work.set(views[rootLocal]!.subarray(s, e), s);
+  }
+  const mine = work.subarray(s, e);
+  if (e > s) await channel.hostAlgorithm("bcast", mine.byteLength)(channel, mine, rootHost);
+  gatherParts(shared, host, work, parts, h.threads, h.local);
+  if (work !== buf) copy(buf, work);
+};
 
 /**
  * Allgather: each rank gathers its channel's blocks (rank t of every host), then copies the other
  * channels' blocks from its host's ranks.
  */
-function hierarchicalAllgather(flat: HostAlgorithms): AllgatherAlgorithm {
-  return async (ctx, send, recv) => {
-    const { h, host, channel, shared } = levels(ctx);
-    const n = send.length;
-    const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
-    await flat.allgather(channel, mine.byteLength)(channel, send, mine);
-    const gathered = requireViews(shared.exchangeViews(mine, host.stamp));
-    for (let t = 0; t < h.threads; t++) {
-      for (let p = 0; p < h.hosts; p++) {
-        recv.set(gathered[t].subarray(p * n, (p + 1) * n), (p * h.threads + t) * n);
-      }
+const hierarchicalAllgather: AllgatherAlgorithm = async (ctx, send, recv) => {
+  const { h, host, channel, shared } = levels(ctx);
+  const n = send.length;
+  const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
+  await channel.hostAlgorithm("allgather", mine.byteLength)(channel, send, mine);
+  const gathered = requireViews(shared.exchangeViews(mine, host.stamp));
+  for (let t = 0; t < h.threads; t++) {
+    for (let p = 0; p < h.hosts; p++) {
+      recv.set(gathered[t].subarray(p * n, (p + 1) * n), (p * h.threads + t) * n);
     }
-    shared.barrier(host.stamp);
-  };
-}
+  }
+  shared.barrier(host.stamp);
+};
 
 /**
  * Reduce-scatter: rank t reduces, over its host, the blocks of every host's rank t, then
  * reduce-scatters them over its channel: rank (host p, t) ends with block p · threads + t.
  */
-function hierarchicalReduceScatter(flat: HostAlgorithms): ReduceScatterAlgorithm {
-  return async (ctx, send, recv, op) => {
-    const { h, host, channel, shared } = levels(ctx);
-    const n = recv.length;
-    const sends = requireViews(shared.exchangeViews(host.staged(send, 2), host.stamp));
-    const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
-    for (let p = 0; p < h.hosts; p++) {
-      const at = (p * h.threads + h.local) * n;
-      const block = mine.subarray(p * n, (p + 1) * n);
-      block.set(sends[0].subarray(at, at + n));
-      for (let t = 1; t < h.threads; t++) reduce(op, block, block, sends[t].subarray(at, at + n));
-    }
-    shared.barrier(host.stamp); // every send buffer read: they may change
-    await flat.reduceScatter(channel, mine.byteLength)(channel, mine, recv, op);
-  };
-}
+const hierarchicalReduceScatter: ReduceScatterAlgorithm = async (ctx, send, recv, op) => {
+  const { h, host, channel, shared } = levels(ctx);
+  const n = recv.length;
+  const sends = requireViews(shared.exchangeViews(host.staged(send, 2), host.stamp));
+  const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
+  for (let p = 0; p < h.hosts; p++) {
+    const at = (p * h.threads + h.local) * n;
+    const block = mine.subarray(p * n, (p + 1) * n);
+    block.set(sends[0].subarray(at, at + n));
+    for (let t = 1; t < h.threads; t++) reduce(op, block, block, sends[t].subarray(at, at + n));
+  }
+  shared.barrier(host.stamp); // every send buffer read: they may change
+  await channel.hostAlgorithm("reduceScatter", mine.byteLength)(channel, mine, recv, op);
+};
 
 /**
  * `out = inputs[own][s, e) op` every other input's `[s, e)`: `out` may be this rank's own input
@@ -220,3 +201,20 @@ function gatherParts(
   }
   shared.barrier(host.stamp);
 }
+
+/** `hierarchical` of collective `C`, running `run`. */
+function hierarchical<C extends "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter">(
+  collective: C,
+  run: HostAlgorithm<C>["run"],
+): HostAlgorithm<C> {
+  return { name: "hierarchical", collective, needs: "hierarchy", run };
+}
+
+/** `hierarchical` of every collective that has one. */
+export const HIERARCHICAL = [
+  hierarchical("allreduce", hierarchicalAllreduce),
+  hierarchical("bcast", hierarchicalBcast),
+  hierarchical("reduce", hierarchicalReduce),
+  hierarchical("allgather", hierarchicalAllgather),
+  hierarchical("reduceScatter", hierarchicalReduceScatter),
+] as const;

@@ -1,5 +1,6 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import { type CollectiveContext, mod } from "./context.ts";
+import { type CollectiveContext, mod, viaOutput } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Binomial-tree reduce: the mirror of the binomial broadcast. ⌈log2 n⌉ rounds; a rank receives
@@ -31,3 +32,15 @@ export async function reduceBinomial(
     }
   }
 }
+
+/** reduce `binomial` (see {@linkcode reduceBinomial}). */
+export const REDUCE_BINOMIAL: HostAlgorithm<"reduce"> = {
+  name: "binomial",
+  collective: "reduce",
+  needs: "messages",
+  run: viaOutput(reduceBinomial),
+  // The root receives and reduces the buffer ⌈log2 p⌉ times.
+  cost: (links, { bytes, size }) =>
+    Math.ceil(Math.log2(size)) *
+    (links.latencyUs + bytes * (links.usPerByte + links.reduceUsPerByte)),
+};

@@ -1,6 +1,7 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import { chainSegments } from "./_chain.ts";
-import { type CollectiveContext, mod } from "./context.ts";
+import { chainSegmentCount, chainSegments } from "./_chain.ts";
+import { type CollectiveContext, mod, viaOutput } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Chain (pipelined) reduce: the mirror of the chain broadcast. The ranks form a line ending at the
@@ -37,3 +38,15 @@ export async function reduceChain(
   }
   await Promise.all(sends);
 }
+
+/** reduce `chain` (see {@linkcode reduceChain}). */
+export const REDUCE_CHAIN: HostAlgorithm<"reduce"> = {
+  name: "chain",
+  collective: "reduce",
+  needs: "messages",
+  run: viaOutput(reduceChain),
+  // Every rank receives, reduces and passes on the buffer once, a message per segment.
+  cost: (links, { bytes }) =>
+    chainSegmentCount(bytes) * links.latencyUs +
+    bytes * (links.usPerByte + links.reduceUsPerByte),
+};

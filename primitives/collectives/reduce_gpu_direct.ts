@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct device reduce (`gpu` only): one kernel reads every rank's input once and writes the
@@ -18,3 +19,11 @@ export function reduceGpuDirect(
     device.reduce(op, [all[root].output], all.map((a) => a.input));
   });
 }
+
+/** reduce `gpu_direct` (see {@linkcode reduceGpuDirect}). */
+export const REDUCE_GPU_DIRECT: DeviceAlgorithm<"reduce"> = {
+  name: "gpu_direct",
+  collective: "reduce",
+  needs: "device",
+  run: reduceGpuDirect,
+};

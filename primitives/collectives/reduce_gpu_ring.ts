@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, wrap } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Device chain reduce (`gpu` only), NCCL's ring reduce on one device: a partial result starts at
@@ -29,3 +30,11 @@ export function reduceGpuRing(
     device.reduce(op, [all[root].output], [all[root].input, partial]);
   });
 }
+
+/** reduce `gpu_ring` (see {@linkcode reduceGpuRing}). */
+export const REDUCE_GPU_RING: DeviceAlgorithm<"reduce"> = {
+  name: "gpu_ring",
+  collective: "reduce",
+  needs: "device",
+  run: reduceGpuRing,
+};

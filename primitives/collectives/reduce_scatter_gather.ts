@@ -1,6 +1,7 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
-import { type CollectiveContext, mod, part } from "./context.ts";
+import { type CollectiveContext, mod, part, viaOutput } from "./context.ts";
 import { ringReduceScatter } from "./_ring.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Reduce as ring reduce-scatter then gather to the root (Rabenseifner's reduce): each rank sends
@@ -31,3 +32,15 @@ export async function reduceScatterGather(
     );
   }
 }
+
+/** reduce `scatter_gather` (see {@linkcode reduceScatterGather}). */
+export const REDUCE_SCATTER_GATHER: HostAlgorithm<"reduce"> = {
+  name: "scatter_gather",
+  collective: "reduce",
+  needs: "messages",
+  run: viaOutput(reduceScatterGather),
+  // A reduce-scatter ring and a gather: 2(p−1) messages, (p−1)/p of the buffer twice.
+  cost: (links, { bytes, size: p }) =>
+    2 * (p - 1) * links.latencyUs +
+    ((p - 1) / p) * bytes * (2 * links.usPerByte + links.reduceUsPerByte),
+};

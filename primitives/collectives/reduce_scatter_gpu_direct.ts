@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /** Direct device reduce-scatter (`gpu` only): rank r's result reads block r of every rank once. */
 export function reduceScatterGpuDirect(
@@ -17,3 +18,11 @@ export function reduceScatterGpuDirect(
     );
   });
 }
+
+/** reduceScatter `gpu_direct` (see {@linkcode reduceScatterGpuDirect}). */
+export const REDUCE_SCATTER_GPU_DIRECT: DeviceAlgorithm<"reduceScatter"> = {
+  name: "gpu_direct",
+  collective: "reduceScatter",
+  needs: "device",
+  run: reduceScatterGpuDirect,
+};

@@ -2,6 +2,7 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { KernelOp } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { deviceAccess, sub, wrap } from "./_device.ts";
+import type { DeviceAlgorithm } from "./algorithm.ts";
 
 /**
  * Device ring reduce-scatter (`gpu` only): each rank works on a scratch copy of its send buffer
@@ -34,3 +35,11 @@ export function reduceScatterGpuRing(
     all.forEach((a, r) => device.copy(block(r, r), a.recv));
   });
 }
+
+/** reduceScatter `gpu_ring` (see {@linkcode reduceScatterGpuRing}). */
+export const REDUCE_SCATTER_GPU_RING: DeviceAlgorithm<"reduceScatter"> = {
+  name: "gpu_ring",
+  collective: "reduceScatter",
+  needs: "device",
+  run: reduceScatterGpuRing,
+};

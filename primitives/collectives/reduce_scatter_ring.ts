@@ -1,6 +1,7 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 import { ringReduceScatter } from "./_ring.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Ring reduce-scatter: n−1 steps on a scratch copy of `send` (which stays unchanged); rank r ends
@@ -24,3 +25,11 @@ export async function reduceScatterRing(
   await ringReduceScatter(ctx, blocks, op);
   recv.set(work.subarray(rank * n, (rank + 1) * n));
 }
+
+/** reduceScatter `ring` (see {@linkcode reduceScatterRing}). */
+export const REDUCE_SCATTER_RING: HostAlgorithm<"reduceScatter"> = {
+  name: "ring",
+  collective: "reduceScatter",
+  needs: "messages",
+  run: reduceScatterRing,
+};

@@ -2,6 +2,7 @@ import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. */
 export function reduceScatterShmDirect(
@@ -22,3 +23,11 @@ export function reduceScatterShmDirect(
   if (out !== recv) recv.set(out);
   shared.barrier(ctx.stamp);
 }
+
+/** reduceScatter `shm_direct` (see {@linkcode reduceScatterShmDirect}). */
+export const REDUCE_SCATTER_SHM_DIRECT: HostAlgorithm<"reduceScatter"> = {
+  name: "shm_direct",
+  collective: "reduceScatter",
+  needs: "shared",
+  run: reduceScatterShmDirect,
+};

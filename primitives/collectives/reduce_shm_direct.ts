@@ -2,6 +2,7 @@ import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
 import { reduceSlots, requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory reduce (`shm` only): rank r reduces chunk r of every rank's input straight
@@ -55,3 +56,11 @@ export function reduceShmDirect(
   shared.barrier(ctx.stamp);
   if (bounce) output.set(bounce);
 }
+
+/** reduce `shm_direct` (see {@linkcode reduceShmDirect}). */
+export const REDUCE_SHM_DIRECT: HostAlgorithm<"reduce"> = {
+  name: "shm_direct",
+  collective: "reduce",
+  needs: "shared",
+  run: reduceShmDirect,
+};

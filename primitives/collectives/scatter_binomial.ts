@@ -1,5 +1,6 @@
 import { dtypeOf, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Binomial-tree scatter: the mirror of the binomial gather. The root orders the blocks by
@@ -38,3 +39,11 @@ export async function scatterBinomial(
   recv.set(tree.subarray(0, n));
   await Promise.all(sends);
 }
+
+/** scatter `binomial` (see {@linkcode scatterBinomial}). */
+export const SCATTER_BINOMIAL: HostAlgorithm<"scatter"> = {
+  name: "binomial",
+  collective: "scatter",
+  needs: "messages",
+  run: scatterBinomial,
+};

@@ -1,5 +1,6 @@
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Linear scatter: the root sends each rank its block directly, every send posted at once. */
 export async function scatterLinear(
@@ -18,3 +19,11 @@ export async function scatterLinear(
   }
   await Promise.all(sends);
 }
+
+/** scatter `linear` (see {@linkcode scatterLinear}). */
+export const SCATTER_LINEAR: HostAlgorithm<"scatter"> = {
+  name: "linear",
+  collective: "scatter",
+  needs: "messages",
+  run: scatterLinear,
+};

@@ -1,6 +1,7 @@
 import { dtypeOf, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 import { sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
 
 /** Direct shared-memory scatter (`shm` only): every rank copies its block from the root's heap. */
 export function scatterShmDirect(
@@ -22,3 +23,11 @@ export function scatterShmDirect(
   else recv.set(send.subarray(root * n, (root + 1) * n));
   shared.barrier(ctx.stamp); // every rank has read the root's buffer
 }
+
+/** scatter `shm_direct` (see {@linkcode scatterShmDirect}). */
+export const SCATTER_SHM_DIRECT: HostAlgorithm<"scatter"> = {
+  name: "shm_direct",
+  collective: "scatter",
+  needs: "shared",
+  run: scatterShmDirect,
+};

@@ -1,20 +1,22 @@
 /**
- * The checks of a communicator's arguments: each wrong argument is a one-line TypeError or
+ * The checks of a communicator's arguments: each collective's become the one form every
+ * collective runs as (`CheckedCall`), and each wrong argument is a one-line TypeError or
  * RangeError that says what was wrong and what is accepted, thrown before anything is sent.
  * @module
  */
 
 import { MAX_TAG } from "./call_book.ts";
+import type { CheckedCall } from "./collective_call.ts";
+import type { AlgorithmOptions, ReduceOptions, RootOptions } from "./options.ts";
 import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";
 import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
 import { overlaps, sameBytes } from "../memory/extent.ts";
-import { sideOfMemory, type TransportName, TRANSPORTS } from "../registry.ts";
+import { sideOfMemory, type TransportFacts } from "../transports/transport.ts";
 import {
   type Dtype,
   DTYPE_INFO,
   DTYPES,
-  type KernelOp,
   MAX_BYTES,
   MEMORY_KINDS,
   type MemoryKind,
@@ -22,6 +24,9 @@ import {
   type ReduceOp,
   type Side,
 } from "../types.ts";
+
+/** A call's operands, each with whether the call writes it. */
+type Buffers = CheckedCall<"allgather">["buffers"];
 
 /** A call's in-place form: `a` is `b` itself, or block of `b` (`whose` block: whose rank's). */
 export interface InPlaceForm {
@@ -46,16 +51,137 @@ export class CallArguments {
   readonly #rank: number;
   readonly #size: number;
   readonly #memory: RankMemory;
-  readonly #transport: TransportName;
+  readonly #facts: TransportFacts;
+  /** The transport's name, for messages. */
+  readonly #transport: string;
   readonly #carried: readonly MemoryKind[];
 
-  /** Checks for rank `rank` of `size` with `memory`, over `transport`. */
-  constructor(rank: number, size: number, memory: RankMemory, transport: TransportName) {
+  /** Checks for rank `rank` of `size` with `memory`, over a transport with `facts`. */
+  constructor(rank: number, size: number, memory: RankMemory, facts: TransportFacts) {
     this.#rank = rank;
     this.#size = size;
     this.#memory = memory;
-    this.#transport = transport;
-    this.#carried = TRANSPORTS[transport].memory;
+    this.#facts = facts;
+    this.#transport = facts.name;
+    this.#carried = facts.memory;
+  }
+
+  /** A bcast's arguments, checked: `buf` on `root`, copied into every rank's. */
+  bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): CheckedCall<"bcast"> {
+    const b = this.buffer(buf, "broadcast");
+    const root = this.root(options.root ?? 0, "broadcast from");
+    const writes = this.#rank !== root;
+    return {
+      collective: "bcast",
+      buffers: [[b, writes], [b, writes]],
+      block: b,
+      root,
+      algorithm: options.algorithm,
+      keep: { kind: "bcast", buf, options },
+    };
+  }
+
+  /** An allreduce's arguments, checked: `buf` in place, or into `out`. */
+  allreduce(buf: BufferLike, options: ReduceOptions): CheckedCall<"allreduce"> {
+    const input = this.buffer(buf, "allreduce");
+    const output = this.output(input, options.out, "allreduce");
+    return {
+      collective: "allreduce",
+      buffers: [[input, false], [output, true]],
+      block: input,
+      op: this.op(options.op ?? "sum"),
+      algorithm: options.algorithm,
+      keep: { kind: "allreduce", buf, options },
+    };
+  }
+
+  /** A reduce's arguments, checked: into `buf` (or `out`) on the root; other ranks' unchanged. */
+  reduce(buf: BufferLike, options: ReduceOptions & RootOptions): CheckedCall<"reduce"> {
+    const root = this.root(options.root ?? 0, "reduce to");
+    const input = this.buffer(buf, "reduce");
+    const isRoot = this.#rank === root;
+    const target = isRoot ? this.output(input, options.out, "reduce") : input;
+    return {
+      collective: "reduce",
+      buffers: [[input, false], [target, isRoot]],
+      block: input,
+      op: this.op(options.op ?? "sum"),
+      root,
+      algorithm: options.algorithm,
+      keep: { kind: "reduce", buf, options },
+      divides: isRoot,
+    };
+  }
+
+  /** An allgather's arguments, checked: `recv` = size × `send`, `send` apart or its own block. */
+  allgather(
+    send: BufferLike,
+    recv: BufferLike,
+    options: AlgorithmOptions,
+  ): CheckedCall<"allgather"> {
+    const s = this.buffer(send, "allgather"), r = this.buffer(recv, "allgather into");
+    this.pair(s, r, r.length === s.length * this.#size, "allgather", "recv = size × send");
+    this.apart(s, r, "allgather", this.#rank, IN_PLACE.ownSend);
+    const buffers: Buffers = [[s, false], [r, true]];
+    return { collective: "allgather", buffers, block: s, bytes: bytesIn(r), ...options };
+  }
+
+  /** A reduce-scatter's arguments, checked: `send` = size × `recv`, `recv` apart or its block. */
+  reduceScatter(
+    send: BufferLike,
+    recv: BufferLike,
+    options: Omit<ReduceOptions, "out">,
+  ): CheckedCall<"reduceScatter"> {
+    const s = this.buffer(send, "reduceScatter"), r = this.buffer(recv, "reduceScatter into");
+    this.pair(s, r, s.length === r.length * this.#size, "reduceScatter", "send = size × recv");
+    this.apart(r, s, "reduceScatter", this.#rank, IN_PLACE.ownRecv);
+    return {
+      collective: "reduceScatter",
+      buffers: [[s, false], [r, true]],
+      block: r,
+      bytes: bytesIn(s),
+      op: this.op(options.op ?? "sum"),
+      algorithm: options.algorithm,
+    };
+  }
+
+  /** An alltoall's arguments, checked: `send` and `recv` of size × n, apart. */
+  alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions): CheckedCall<"alltoall"> {
+    const s = this.buffer(send, "alltoall"), r = this.buffer(recv, "alltoall into");
+    const ok = s.length === r.length && s.length % this.#size === 0;
+    this.pair(s, r, ok, "alltoall", "send = recv = size × n");
+    this.apart(s, r, "alltoall");
+    return { collective: "alltoall", buffers: [[s, false], [r, true]], block: s, ...options };
+  }
+
+  /**
+   * A gather's or scatter's arguments, checked: `block` (n elements) on every rank, `whole`
+   * (size × n) on the root only (other ranks' operands are `block` twice, neither read by a
+   * scatter nor written by a gather).
+   */
+  rootBlocks<C extends "gather" | "scatter">(
+    collective: C,
+    block: BufferLike,
+    whole: BufferLike | undefined,
+    options: RootOptions & AlgorithmOptions,
+  ): CheckedCall<C> {
+    const gathers = collective === "gather";
+    const b = this.buffer(block, gathers ? "gather" : "scatter into");
+    const root = this.root(options.root ?? 0, gathers ? "gather to" : "scatter from");
+    const call = { collective, block: b, bytes: bytesIn(b) * this.#size, root, ...options };
+    if (this.#rank !== root) return { ...call, buffers: [[b, !gathers], [b, !gathers]] };
+    if (whole === undefined) {
+      throw new TypeError(
+        `Cannot ${gathers ? "gather to" : "scatter from"} root ${root} without ` +
+          (gathers ? "recv" : "send"),
+      );
+    }
+    const w = this.buffer(whole, gathers ? "gather into" : "scatter");
+    const [s, r] = gathers ? [b, w] : [w, b];
+    const rule = gathers ? "recv = size × send" : "send = size × recv";
+    this.pair(s, r, w.length === b.length * this.#size, collective, rule);
+    this.apart(b, w, collective, root, IN_PLACE[gathers ? "rootSend" : "rootRecv"]);
+    return { ...call, buffers: [[s, false], [r, true]] };
   }
 
   /** A checked allocation's dtype and memory kind. */
@@ -143,9 +269,9 @@ export class CallArguments {
 
   /** The side every buffer of a call is used on; they must agree. */
   side(first: CommBuffer, ...rest: CommBuffer[]): Side {
-    const side = sideOfMemory(this.#transport, first.memory);
+    const side = sideOfMemory(this.#facts, first.memory);
     for (const b of rest) {
-      if (sideOfMemory(this.#transport, b.memory) !== side) {
+      if (sideOfMemory(this.#facts, b.memory) !== side) {
         throw new TypeError(
           `Cannot mix ${first.memory} and ${b.memory} memory in one call on transport ` +
             `${this.#transport}: one is used on the device, the other on the host`,
@@ -184,11 +310,6 @@ export class CallArguments {
     }
     return op;
   }
-}
-
-/** The kernel that reduces for `op` (avg sums, then divides). */
-export function kernelOp(op: ReduceOp): KernelOp {
-  return op === "avg" ? "sum" : op;
 }
 
 /** Bytes of a buffer (what `auto` decides by). */

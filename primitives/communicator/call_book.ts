@@ -1,6 +1,6 @@
 /**
  * A rank's record of its collective calls, against which every message and shared-memory arrival
- * from a peer is judged: the communicator's side of the mismatch check (primitives/stamp.ts).
+ * from a peer is judged: the communicator's side of the mismatch check (primitives/communicator/stamp.ts).
  * Messages that arrive before this rank reaches their call are judged when it does, so a peer
  * running ahead is never mistaken for a mismatch. It also keeps a digest of every call this rank
  * made, which a closing rank hands its peers ({@linkcode CallSummary}), so ranks whose calls

@@ -7,26 +7,29 @@
  */
 
 import { type CallBook, MAX_TAG } from "./call_book.ts";
-import { CollectiveContext, type Completion, type Operand } from "../collectives/context.ts";
+import { CollectiveContext, type Completion, type HostPicker } from "../collectives/context.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type BufferLike, type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
-import { type Operands, resolveOperands } from "./operands.ts";
+import { type OperandSide, operandsOf } from "./operands.ts";
 import type { Transport } from "../transports/transport.ts";
-import { DONE, type ReduceOp, type Side } from "../types.ts";
+import { DONE, type ReduceOp, type TypedArray } from "../types.ts";
 
 /**
- * A checked collective call: its stamp, its algorithm over its operands (input and output, or a
- * bcast's one buffer), and what it does on one rank and after the algorithm.
+ * A checked collective call on operands of type `B` (host views or device buffers): its stamp,
+ * its algorithm over its operands (input and output, or a bcast's one buffer twice), and what it
+ * does on one rank and after the algorithm.
  */
-export interface Call {
+export interface Call<B> {
   stamp: number;
+  /** Where its operands come from. */
+  side: OperandSide<B>;
   /** Runs the algorithm on the operands (more than one rank). */
-  run(ctx: CollectiveContext, a: Operand, b: Operand): Completion;
+  run(ctx: CollectiveContext, a: B, b: B): Completion;
   /** What the call does on one rank instead. */
-  alone?(a: Operand, b: Operand): void;
+  alone?(a: B, b: B): void;
   /** After the algorithm, on this rank (avg's division). */
-  after?(a: Operand, b: Operand): void;
+  after?(a: B, b: B): void;
 }
 
 /** The collectives whose last call is kept (those small messages run in loops). */
@@ -56,8 +59,8 @@ interface KeptCall extends RepeatOptions {
   buf: BufferLike;
   /** The buffer's length then (a view over a resizable buffer can change length). */
   length: number;
-  call: Call;
-  ops: Operands;
+  call: Call<TypedArray>;
+  ops: TypedArray[];
 }
 
 /** What the runner asks of its communicator. */
@@ -77,6 +80,7 @@ export class CollectiveRunner {
   /** Collectives that run on after their call returns finish before the next begins. */
   readonly #blocking: boolean;
   readonly #hooks: RunnerHooks;
+  readonly #pickHost: HostPicker;
   #seq = 0;
   /**
    * The context the next call runs on. A call that goes on after it returns keeps its context
@@ -96,20 +100,32 @@ export class CollectiveRunner {
   /** The last checked call of each small-message collective (see {@linkcode repeat}). */
   #kept: Partial<Record<RepeatedKind, KeptCall>> = {};
 
+  /**
+   * The runner of calls over `transport` with scratch in `heap`, recorded in `calls`; `pickHost`
+   * is the registry's pick of host algorithms (what staging and hierarchies run inside).
+   */
   constructor(
     transport: Transport,
-    heap: RankHeap,
-    calls: CallBook,
-    blocking: boolean,
-    hooks: RunnerHooks,
+    { heap, calls, hooks, pickHost }: {
+      heap: RankHeap;
+      calls: CallBook;
+      hooks: RunnerHooks;
+      pickHost: HostPicker;
+    },
   ) {
     this.#transport = transport;
     this.#heap = heap;
     this.#calls = calls;
     this.#size = transport.size;
-    this.#blocking = blocking;
+    this.#blocking = transport.blocking ?? transport.facts.blocking;
     this.#hooks = hooks;
-    this.#ctx = new CollectiveContext(transport, heap);
+    this.#pickHost = pickHost;
+    this.#ctx = this.#context();
+  }
+
+  /** A fresh context of this runner's calls. */
+  #context(): CollectiveContext {
+    return new CollectiveContext(this.#transport, this.#heap, this.#pickHost);
   }
 
   /** No call begins at once any more (the communicator closed or broke). */
@@ -132,20 +148,42 @@ export class CollectiveRunner {
   }
 
   /**
-   * Runs a checked collective as the next call in issue order, on the operands of `buffers` (each
-   * with whether the call writes it) on `side`; a call on host buffers is kept as `keep` says.
+   * Runs a checked collective on host views as the next call in issue order, on the operands of
+   * `buffers` (each with whether the call writes it); kept as `keep` says when every buffer is a
+   * host buffer.
    */
-  run(call: Call, buffers: [CommBuffer, boolean][], side: Side, keep?: Keep): Promise<void> {
+  runOnHost(call: Call<TypedArray>, buffers: [CommBuffer, boolean][], keep?: Keep): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
-    if (!buffers.every(([b]) => b instanceof HostBuffer)) {
-      return this.#later(call, () => resolveOperands(buffers, side));
+    const views: TypedArray[] = [];
+    for (const [b] of buffers) {
+      if (!(b instanceof HostBuffer)) {
+        return this.#later(call, () => operandsOf(call.side, buffers));
+      }
+      views.push(b.view);
     }
-    const ops = buffers.map(([b]) => (b as HostBuffer).view) as Operands;
     if (keep && this.#size > 1 && !call.after) {
       const { buf, options: { out, op, root, algorithm } } = keep;
-      this.#kept[keep.kind] = { buf, length: buf.length, out, op, root, algorithm, call, ops };
+      this.#kept[keep.kind] = {
+        buf,
+        length: buf.length,
+        out,
+        op,
+        root,
+        algorithm,
+        call,
+        ops: views,
+      };
     }
-    return this.#order.free() ? this.#now(call, ops) : this.#later(call, () => ops);
+    return this.#order.free() ? this.#now(call, views) : this.#later(call, () => views);
+  }
+
+  /**
+   * Runs a checked collective on device buffers as the next call in issue order, on the operands
+   * of `buffers` (each with whether the call writes it).
+   */
+  runOnDevice<B>(call: Call<B>, buffers: [CommBuffer, boolean][]): Promise<void> {
+    if (this.#size === 1 && !call.alone && !call.after) return DONE;
+    return this.#later(call, () => operandsOf(call.side, buffers));
   }
 
   /**
@@ -170,14 +208,14 @@ export class CollectiveRunner {
    * Begins `call` now, on a context of its own: not `async`, so a call that completes at once
    * allocates no promise. On a blocking transport, the next collective waits for it to finish.
    */
-  #now(call: Call, ops: Operands): Promise<void> {
+  #now<B>(call: Call<B>, ops: B[]): Promise<void> {
     const done = this.#start(call, ops);
     if (this.#blocking && done !== DONE) this.#order.holdUntil(done);
     return done;
   }
 
   /** Begins `call` once the calls issued before it have (see {@linkcode #now}). */
-  async #later(call: Call, operands: () => Operands | Promise<Operands>): Promise<void> {
+  async #later<B>(call: Call<B>, operands: () => B[] | Promise<B[]>): Promise<void> {
     const turn = this.#order.claim();
     let done: Promise<void>;
     try {
@@ -194,7 +232,7 @@ export class CollectiveRunner {
   }
 
   /** Runs `call` on `ops` now: on one rank without a context, else on a context of its own. */
-  #start(call: Call, ops: Operands): Promise<void> {
+  #start<B>(call: Call<B>, ops: B[]): Promise<void> {
     const a = ops[0], b = ops[1];
     try {
       if (this.#size === 1) {
@@ -219,7 +257,7 @@ export class CollectiveRunner {
    * gets another); then `after`, or the communicator breaks.
    */
   #finishing(pending: Promise<void>, ctx: CollectiveContext, after?: () => void): Promise<void> {
-    this.#ctx = this.#idle.pop() ?? new CollectiveContext(this.#transport, this.#heap);
+    this.#ctx = this.#idle.pop() ?? this.#context();
     const seq = this.#seq;
     return pending.then(() => {
       // No call began meanwhile (calls one at a time): this context, whose scratch is warm,

@@ -7,9 +7,10 @@
  * @module
  */
 
-import { bytesIn, CallArguments, IN_PLACE, kernelOp } from "./call_arguments.ts";
+import { bytesIn, CallArguments } from "./call_arguments.ts";
 import { CallBook, MAX_TAG } from "./call_book.ts";
-import { type Call, CollectiveRunner, type Keep, type RunnerHooks } from "./collective_runner.ts";
+import { type CheckedCall, planCall } from "./collective_call.ts";
+import { type Call, CollectiveRunner } from "./collective_runner.ts";
 import { barrierDissemination } from "../collectives/barrier_dissemination.ts";
 import { CommError, failureNotice, PeerFailedError } from "../errors.ts";
 import type { BufferLike, CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
@@ -17,56 +18,22 @@ import type { GpuDevice } from "../memory/gpu_device.ts";
 import type { MigrationCount } from "../memory/managed.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
-import { copyOperand, divideOperand } from "./operands.ts";
+import { pickAlgorithm, pickHostAlgorithm } from "../auto.ts";
+import { HOST } from "./operands.ts";
+import type {
+  AlgorithmOptions,
+  AllocOptions,
+  ReduceOptions,
+  RootOptions,
+  TagOptions,
+} from "./options.ts";
 import { PointToPoint } from "./point_to_point.ts";
-import {
-  type Algorithm,
-  type CollectiveName,
-  pickAlgorithm,
-  sideOfMemory,
-  type TransportName,
-  TRANSPORTS,
-} from "../registry.ts";
-import { type CallKind, callStamp } from "./stamp.ts";
-import type { LinkCosts } from "../cost_model.ts";
-import type { Transport } from "../transports/transport.ts";
-import type { Dtype, MemoryKind, ReduceOp, Side } from "../types.ts";
+import { callStamp } from "./stamp.ts";
+import { sideOfMemory, type Transport } from "../transports/transport.ts";
+import type { CollectiveName, LinkCosts, MemoryKind, Side, TypedArray } from "../types.ts";
 
+export type { AlgorithmOptions, AllocOptions, ReduceOptions, RootOptions, TagOptions };
 export { MAX_TAG };
-
-/** Options of {@linkcode Communicator.alloc}. */
-export interface AllocOptions {
-  /** Element type. @default {"f32"} */
-  dtype?: Dtype;
-  /** Memory kind: `shared` lives in the rank's heap, `host` in a private ArrayBuffer. @default {"shared"} */
-  memory?: MemoryKind;
-}
-
-/** Options of collectives that pick an algorithm. */
-export interface AlgorithmOptions {
-  /** An algorithm name from the registry, or `auto`. @default {"auto"} */
-  algorithm?: string;
-}
-
-/** Options of reductions. */
-export interface ReduceOptions extends AlgorithmOptions {
-  /** Reduce operator. @default {"sum"} */
-  op?: ReduceOp;
-  /** Out-of-place result buffer; when absent the input buffer is overwritten. */
-  out?: BufferLike;
-}
-
-/** Options of rooted collectives. */
-export interface RootOptions {
-  /** Root rank. @default {0} */
-  root?: number;
-}
-
-/** Options of point-to-point calls. */
-export interface TagOptions {
-  /** Message tag, 0 ≤ tag < 2^30. @default {0} */
-  tag?: number;
-}
 
 /**
  * One rank's view of a group of `size` ranks.
@@ -109,11 +76,21 @@ export class Communicator implements AsyncDisposable {
     this.#memory = memory;
     memory.rank ??= transport.rank;
     const calls = new CallBook(transport.rank);
-    const hooks: RunnerHooks = { checkOpen: () => this.#checkOpen(), broke: (e) => this.#broke(e) };
-    this.#args = new CallArguments(this.rank, this.size, memory, this.transport);
-    const blocking = transport.blocking ?? TRANSPORTS[this.transport].blocking;
+    const hooks = { checkOpen: () => this.#checkOpen(), broke: (e: unknown) => this.#broke(e) };
+    this.#args = new CallArguments(this.rank, this.size, memory, transport.facts);
     this.#threads = transport.hierarchy?.threads ?? 1;
-    this.#runner = new CollectiveRunner(transport, memory.heap, calls, blocking, hooks);
+    this.#runner = new CollectiveRunner(transport, {
+      heap: memory.heap,
+      calls,
+      hooks,
+      pickHost: (ctx, collective, bytes) =>
+        pickHostAlgorithm(collective, {
+          transport: ctx.transport.facts,
+          bytes,
+          size: ctx.size,
+          links: ctx.transport.links,
+        }).run,
+    });
     this.#p2p = new PointToPoint(transport, memory, calls, hooks);
     transport.calls = calls;
   }
@@ -132,8 +109,8 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** Name of the transport underneath. */
-  get transport(): TransportName {
-    return this.#transport.name as TransportName;
+  get transport(): string {
+    return this.#transport.facts.name;
   }
 
   /**
@@ -203,24 +180,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
-    return this.#runner.repeat("bcast", buf, options) ?? this.#bcast(buf, options);
-  }
-
-  #bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): Promise<void> {
-    try {
-      const cb = this.#check(buf, "broadcast");
-      const root = this.#args.root(options.root ?? 0, "broadcast from");
-      const side = this.#args.side(cb);
-      const a = this.#pick("bcast", options.algorithm, bytesIn(cb), side);
-      const call: Call = {
-        stamp: this.#stamp("bcast", cb, "sum", root, a),
-        run: (ctx, b) => a.run(ctx, b, root),
-      };
-      const keep: Keep = { kind: "bcast", buf, options };
-      return this.#runner.run(call, [[cb, this.rank !== root]], side, keep);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#runner.repeat("bcast", buf, options) ??
+      this.#collective(() => this.#args.bcast(buf, options));
   }
 
   /**
@@ -230,28 +191,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
-    return this.#runner.repeat("allreduce", buf, options) ?? this.#allreduce(buf, options);
-  }
-
-  #allreduce(buf: BufferLike, options: ReduceOptions): Promise<void> {
-    try {
-      const input = this.#check(buf, "allreduce");
-      const output = this.#args.output(input, options.out, "allreduce");
-      const op = this.#args.op(options.op ?? "sum");
-      const side = this.#args.side(input, output);
-      const a = this.#pick("allreduce", options.algorithm, bytesIn(input), side);
-      const kop = kernelOp(op);
-      const call: Call = {
-        stamp: this.#stamp("allreduce", input, op, 0, a),
-        run: (ctx, i, o) => a.run(ctx, i, o, kop),
-        alone: copyOperand,
-        after: op === "avg" ? (_, o) => divideOperand(o, this.size) : undefined,
-      };
-      const keep: Keep = { kind: "allreduce", buf, options };
-      return this.#runner.run(call, [[input, false], [output, true]], side, keep);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#runner.repeat("allreduce", buf, options) ??
+      this.#collective(() => this.#args.allreduce(buf, options));
   }
 
   /**
@@ -261,30 +202,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
-    return this.#runner.repeat("reduce", buf, options) ?? this.#reduce(buf, options);
-  }
-
-  #reduce(buf: BufferLike, options: ReduceOptions & RootOptions): Promise<void> {
-    try {
-      const root = this.#args.root(options.root ?? 0, "reduce to");
-      const input = this.#check(buf, "reduce");
-      const isRoot = this.rank === root;
-      const target = isRoot ? this.#args.output(input, options.out, "reduce") : input;
-      const op = this.#args.op(options.op ?? "sum");
-      const side = this.#args.side(input, target);
-      const a = this.#pick("reduce", options.algorithm, bytesIn(input), side);
-      const kop = kernelOp(op);
-      const call: Call = {
-        stamp: this.#stamp("reduce", input, op, root, a),
-        run: (ctx, i, o) => a.run(ctx, i, o, kop, root),
-        alone: copyOperand,
-        after: op === "avg" && isRoot ? (_, o) => divideOperand(o, this.size) : undefined,
-      };
-      const keep: Keep = { kind: "reduce", buf, options };
-      return this.#runner.run(call, [[input, false], [target, isRoot]], side, keep);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#runner.repeat("reduce", buf, options) ??
+      this.#collective(() => this.#args.reduce(buf, options));
   }
 
   /**
@@ -295,7 +214,7 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   allgather(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
-    return this.#blocks("allgather", send, recv, "sum", options.algorithm);
+    return this.#collective(() => this.#args.allgather(send, recv, options));
   }
 
   /**
@@ -310,47 +229,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: Omit<ReduceOptions, "out"> = {},
   ): Promise<void> {
-    return this.#blocks("reduceScatter", send, recv, options.op ?? "sum", options.algorithm);
-  }
-
-  /**
-   * The collectives between a block per rank (`allgather`'s send, `reduceScatter`'s recv) and
-   * `size` blocks (the other buffer).
-   */
-  #blocks(
-    collective: "allgather" | "reduceScatter",
-    send: BufferLike,
-    recv: BufferLike,
-    op: ReduceOp,
-    algorithm: string | undefined,
-  ): Promise<void> {
-    try {
-      const s = this.#check(send, collective), r = this.#check(recv, `${collective} into`);
-      const gathers = collective === "allgather";
-      const [block, all] = gathers ? [s, r] : [r, s];
-      const rule = gathers ? "recv = size × send" : "send = size × recv";
-      this.#args.pair(s, r, all.length === block.length * this.size, collective, rule);
-      this.#args.apart(
-        block,
-        all,
-        collective,
-        this.rank,
-        IN_PLACE[gathers ? "ownSend" : "ownRecv"],
-      );
-      this.#args.op(op);
-      const side = this.#args.side(s, r);
-      const a = this.#pick(collective, algorithm, bytesIn(all), side);
-      const kop = kernelOp(op);
-      const call: Call = {
-        stamp: this.#stamp(collective, block, op, 0, a),
-        run: (ctx, so, ro) => a.run(ctx, so, ro, kop),
-        alone: copyOperand,
-        after: op === "avg" ? (_, ro) => divideOperand(ro, this.size) : undefined,
-      };
-      return this.#runner.run(call, [[s, false], [r, true]], side);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#collective(() => this.#args.reduceScatter(send, recv, options));
   }
 
   /**
@@ -362,15 +241,7 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
   alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
-    try {
-      const s = this.#check(send, "alltoall"), r = this.#check(recv, "alltoall into");
-      const ok = s.length === r.length && s.length % this.size === 0;
-      this.#args.pair(s, r, ok, "alltoall", "send = recv = size × n");
-      this.#args.apart(s, r, "alltoall");
-      return this.#rooted("alltoall", s, r, 0, s, options.algorithm, [[s, false], [r, true]]);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this.#collective(() => this.#args.alltoall(send, recv, options));
   }
 
   /**
@@ -386,7 +257,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike | undefined,
     options: RootOptions & AlgorithmOptions = {},
   ): Promise<void> {
-    return this.#rootBlocks("gather", send, recv, options);
+    return this.#collective(() => this.#args.rootBlocks("gather", send, recv, options));
   }
 
   /**
@@ -402,63 +273,7 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: RootOptions & AlgorithmOptions = {},
   ): Promise<void> {
-    return this.#rootBlocks("scatter", recv, send, options);
-  }
-
-  /** gather and scatter: `block` (n elements) on every rank, `whole` (size × n) on the root only. */
-  #rootBlocks(
-    collective: "gather" | "scatter",
-    block: BufferLike,
-    whole: BufferLike | undefined,
-    options: RootOptions & AlgorithmOptions,
-  ): Promise<void> {
-    try {
-      const gathers = collective === "gather";
-      const b = this.#check(block, gathers ? "gather" : "scatter into");
-      const root = this.#args.root(options.root ?? 0, gathers ? "gather to" : "scatter from");
-      if (this.rank !== root) {
-        return this.#rooted(collective, b, b, root, b, options.algorithm, [[b, !gathers]]);
-      }
-      if (whole === undefined) {
-        throw new TypeError(
-          `Cannot ${gathers ? "gather to" : "scatter from"} root ${root} without ` +
-            (gathers ? "recv" : "send"),
-        );
-      }
-      const w = this.#check(whole, gathers ? "gather into" : "scatter");
-      const [s, r] = gathers ? [b, w] : [w, b];
-      const rule = gathers ? "recv = size × send" : "send = size × recv";
-      this.#args.pair(s, r, w.length === b.length * this.size, collective, rule);
-      this.#args.apart(b, w, collective, root, IN_PLACE[gathers ? "rootSend" : "rootRecv"]);
-      return this.#rooted(collective, s, r, root, b, options.algorithm, [[s, false], [r, true]]);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  /**
-   * alltoall, gather and scatter on operands `send` and `recv` (a gather's other ranks pass
-   * `send` twice, a scatter's `recv`), stamped with `block`'s length (equal on every rank).
-   */
-  #rooted(
-    collective: "alltoall" | "gather" | "scatter",
-    send: CommBuffer,
-    recv: CommBuffer,
-    root: number,
-    block: CommBuffer,
-    algorithm: string | undefined,
-    buffers: [CommBuffer, boolean][],
-  ): Promise<void> {
-    const side = this.#args.side(send, recv);
-    const bytes = bytesIn(block) * (collective === "alltoall" ? 1 : this.size);
-    const a = this.#pick(collective, algorithm, bytes, side);
-    const call: Call = {
-      stamp: this.#stamp(collective, block, "sum", root, a),
-      run: (ctx, so, ro) => a.run(ctx, so, ro, root),
-      alone: copyOperand,
-    };
-    const operands = buffers.length === 1 ? [buffers[0], buffers[0]] : buffers;
-    return this.#runner.run(call, operands as [CommBuffer, boolean][], side);
+    return this.#collective(() => this.#args.rootBlocks("scatter", recv, send, options));
   }
 
   /**
@@ -471,15 +286,16 @@ export class Communicator implements AsyncDisposable {
     try {
       this.#checkOpen();
       const { shared, device } = this.#transport;
-      const call: Call = {
+      const call: Call<TypedArray> = {
         stamp: BARRIER_STAMP,
+        side: HOST,
         run: (ctx) => {
           if (shared) return shared.barrier(ctx.stamp);
           if (device) return device.join(ctx.stamp, null, () => {});
           return barrierDissemination(ctx);
         },
       };
-      return this.#runner.run(call, [], "host");
+      return this.#runner.runOnHost(call, []);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -536,7 +352,7 @@ export class Communicator implements AsyncDisposable {
    * reports).
    */
   autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
-    return this.#pick(collective, "auto", bytes, sideOfMemory(this.transport, memory)).name;
+    return this.#pick(collective, "auto", bytes, sideOfMemory(this.#transport.facts, memory)).name;
   }
 
   /**
@@ -590,20 +406,37 @@ export class Communicator implements AsyncDisposable {
     bytes: number,
     side: Side,
   ) {
-    return pickAlgorithm(
-      collective,
+    return pickAlgorithm(collective, {
       algorithm,
-      this.transport,
+      transport: this.#transport.facts,
       bytes,
-      this.size,
+      size: this.size,
       side,
-      this.#threads,
-      this.#transport.links,
-    );
+      threads: this.#threads,
+      links: this.#transport.links,
+    });
   }
 
-  #stamp(kind: CallKind, buf: CommBuffer, op: ReduceOp, root: number, a: Algorithm<unknown>) {
-    return callStamp(kind, buf.dtype, buf.length, op, root, a.index);
+  /**
+   * Checks a collective call's arguments (`check`), then picks, stamps and runs it: on host views
+   * or device buffers, as the algorithm picked for its side works. Every collective comes this
+   * way; a wrong argument rejects before anything is sent.
+   */
+  #collective<C extends CollectiveName>(check: () => CheckedCall<C>): Promise<void> {
+    try {
+      this.#checkOpen();
+      const call = check();
+      const [[input], [output]] = call.buffers;
+      const side = this.#args.side(input, output);
+      const bytes = call.bytes ?? bytesIn(call.block);
+      const picked = this.#pick(call.collective, call.algorithm, bytes, side);
+      const planned = planCall(picked, call, this.size);
+      return planned.onHost
+        ? this.#runner.runOnHost(planned.call, call.buffers, call.keep)
+        : this.#runner.runOnDevice(planned.call, call.buffers);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 }
 

@@ -12,9 +12,8 @@ import type { RunnerHooks } from "./collective_runner.ts";
 import { MismatchError } from "../errors.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
-import type { GpuBuffer } from "../memory/gpu.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
-import { resolveOperand } from "./operands.ts";
+import { DEVICE, HOST } from "./operands.ts";
 import { callStamp } from "./stamp.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
 import { type Dtype, DTYPE_INFO, dtypeOf, DTYPES, type Side, type TypedArray } from "../types.ts";
@@ -58,10 +57,10 @@ export class PointToPoint {
     }
     return this.#inTurn(this.#sends, tag, async () => {
       if (device) {
-        return device.send(peer, await resolveOperand(buf, side, false) as GpuBuffer, tag, stamp);
+        return device.send(peer, await DEVICE.operand(buf, false), tag, stamp);
       }
       if (side === "host") {
-        const view = await resolveOperand(buf, side, false) as TypedArray;
+        const view = await HOST.operand(buf, false);
         return this.#transport.send(peer, bytesOf(view), tag, stamp);
       }
       // A device buffer over a host transport: the send is posted once the download is in.
@@ -100,11 +99,11 @@ export class PointToPoint {
         )
         : peer;
       if (device) {
-        const into = await resolveOperand(buf, side, true) as GpuBuffer;
+        const into = await DEVICE.operand(buf, true);
         return device.recv(from, into, tag).then((stamp) => check(stamp, from));
       }
       if (side === "host") {
-        const view = await resolveOperand(buf, side, true) as TypedArray;
+        const view = await HOST.operand(buf, true);
         return this.#transport.recv(from, bytesOf(view), tag).then((stamp) => check(stamp, from));
       }
       // Sends of this moment (a sendrecv's) download first (see #stagedReads).

@@ -1,6 +1,6 @@
 /**
  * Measuring a group's links when it spans hosts, so `auto` picks from their real costs
- * (cost_model.ts). Done once as the group forms rather than read from a file a tuning run wrote:
+ * (each algorithm prices itself by them: collectives/algorithm.ts). Done once as the group forms rather than read from a file a tuning run wrote:
  * a file goes stale when the network or the placement changes, and tens of milliseconds are
  * little next to starting ranks on several hosts (docs/auto.md, "Between hosts").
  * @module

@@ -6,19 +6,20 @@
 
 import type { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
-import type { TransportName } from "../registry.ts";
 import type { RankEnd } from "./verdict.ts";
 
 /** Launcher → ranks in workers: the program every rank runs, and its group. */
 export interface RankProgram {
   type: "init";
   size: number;
-  transport: TransportName;
+  transport: string;
   /** The module's URL, and the name of its exported function. */
   module: string;
   entry: string;
   args: unknown;
   timeoutMs: number;
+  /** The runtime module the rank imports first (`GroupOptions.runtime`). */
+  runtime?: string;
 }
 
 /** A process rank's stdout line starting with this carries its result (not printed). */

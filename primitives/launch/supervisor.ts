@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { TransportName } from "../registry.ts";
+import { platform } from "../platform.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { GroupEnds, type RankEnd } from "./verdict.ts";
 
@@ -13,8 +13,8 @@ import { GroupEnds, type RankEnd } from "./verdict.ts";
 export interface GroupOptions {
   /** Number of ranks. */
   size: number;
-  /** The transport; it decides how ranks start. @default {the registry's first of that kind} */
-  transport?: TransportName;
+  /** The transport; it decides how ranks start. @default {the table's first of that kind} */
+  transport?: string;
   /** Milliseconds an operation may wait without progress before it fails. @default {30000} */
   timeoutMs?: number;
   /**
@@ -31,6 +31,16 @@ export interface GroupOptions {
   gpu?: boolean;
   /** Name of the exported function each rank runs as `fn(comm, args)`. @default {"run"} */
   entry?: string;
+  /**
+   * A module every rank imports before it joins: what its runtime adds to the web platform
+   * (runtime.ts; Deno's launchers name theirs). @default {none: the web platform alone}
+   */
+  runtime?: URL | string;
+  /**
+   * The CPU the `slot`-th of `slots` ranks on this machine runs on, where the launcher binds
+   * ranks to CPUs (it hands the rank that CPU; the runtime binds it). @default {none}
+   */
+  placement?: (slot: number, slots: number) => number | undefined;
 }
 
 /** A running group of ranks. */
@@ -179,6 +189,6 @@ export class Supervisor<T> {
       }
       this.judge();
     }, ms);
-    Deno.unrefTimer(this.#timer as unknown as number);
+    platform.unrefTimer(this.#timer);
   }
 }

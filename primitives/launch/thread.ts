@@ -6,7 +6,7 @@
  * @module
  */
 
-import { transportsLaunching } from "../registry.ts";
+import { WEB_TRANSPORTS } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { reportEnd } from "./report.ts";
 import {
@@ -26,7 +26,7 @@ export interface ThreadOptions extends GroupOptions {
 }
 
 /**
- * Runs `module`'s `run(comm, args)` on `size` logical ranks of a thread transport (the registry's
+ * Runs `module`'s `run(comm, args)` on `size` logical ranks of a thread transport (the table's
  * first unless told).
  *
  * @example
@@ -70,12 +70,13 @@ export function launchThread<T = unknown>(
   const init: ThreadInit = {
     type: "init",
     size,
-    transport: options.transport ?? transportsLaunching("thread")[0],
+    transport: options.transport ?? WEB_TRANSPORTS.launching("thread")[0],
     module: module.toString(),
     entry: options.entry ?? "run",
     args: options.args,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxBindingBytes: options.maxBindingBytes,
+    runtime: options.runtime?.toString(),
   };
   worker.postMessage(init);
   return {

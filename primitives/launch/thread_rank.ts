@@ -11,7 +11,7 @@ import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
-import { launchedAs } from "../registry.ts";
+import { WEB_TRANSPORTS } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
 import {
   failureReport,
@@ -20,6 +20,7 @@ import {
   type RankReport,
   runRank,
 } from "./report.ts";
+import { loadRuntime } from "./runtime.ts";
 
 /** Launcher → thread: everything the group needs. */
 export interface ThreadInit extends RankProgram {
@@ -52,8 +53,10 @@ scope.onmessage = ({ data }) => {
 async function runGroup(init: ThreadInit): Promise<void> {
   let gpu: GpuDevice;
   try {
+    (await loadRuntime(init.runtime)).start?.(undefined);
     gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
-    transports = launchedAs(init.transport, "thread").group(gpu, init.size, init.timeoutMs);
+    const descriptor = WEB_TRANSPORTS.launchedAs(init.transport, "thread");
+    transports = descriptor.group(gpu, init.size, init.timeoutMs);
   } catch (err) {
     for (let rank = 0; rank < init.size; rank++) {
       scope.postMessage({ type: "error", ...failureReport(err), rank });

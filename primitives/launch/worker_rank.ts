@@ -10,13 +10,11 @@ import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
-import { launchedAs } from "../registry.ts";
+import { WEB_TRANSPORTS } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
-import { joinHierarchy, type PeekingTransport } from "../transports/hierarchy.ts";
-import type { ShmSetup } from "../transports/shm_layout.ts";
-import { ShmTransport } from "../transports/shm.ts";
-import { bindRankThread } from "./cpu_binding.ts";
+import { joinHierarchy } from "../transports/hierarchy.ts";
 import { rankFunction, type RankProgram, type RankReport, runRank } from "./report.ts";
+import { loadRuntime, type RankRuntime } from "./runtime.ts";
 
 /**
  * A process's part of a hierarchical group: ranks `host × threads + t` of `hosts × threads`,
@@ -42,7 +40,7 @@ export interface RankInit extends RankProgram {
   slot: number;
   /** What the transport's descriptor prepared for this rank (a hierarchy: the shm setup). */
   handed: unknown;
-  /** The CPU this rank runs on (cpu_binding.ts), if it is bound. */
+  /** The CPU this rank runs on (`GroupOptions.placement`), if it is bound. */
   cpu?: number;
   /** This rank is one of its process's ranks of a hierarchical group (hierarchy.ts). */
   hierarchy?: HierarchyPlan;
@@ -72,13 +70,19 @@ scope.onmessage = ({ data }) => {
   if (data.type === "abort") transport?.abort(new PeerFailedError(data.failedRank, data.reason));
   else {
     const connect = async () => {
-      bindRankThread(data.cpu);
+      const runtime = await loadRuntime(data.runtime);
+      runtime.start?.(data.cpu);
       const heap = new RankHeap(data.heaps[data.slot]);
       const gpu = data.gpu ? await GpuDevice.open() : undefined;
       const { rank, handed, heaps, timeoutMs } = data;
       transport = data.hierarchy
-        ? await joinHostRank(data, data.hierarchy, heap)
-        : launchedAs(data.transport, "workers").join(rank, handed, heaps, heap, timeoutMs);
+        ? await joinHostRank(data, data.hierarchy, heap, runtime)
+        : WEB_TRANSPORTS.launchedAs(data.transport, "workers").join(rank, {
+          handed,
+          heaps,
+          heap,
+          timeoutMs,
+        });
       const comm = new Communicator(transport, new RankMemory(heap, gpu));
       return data.hierarchy ? calibrated(comm, transport) : comm;
     };
@@ -86,22 +90,31 @@ scope.onmessage = ({ data }) => {
   }
 };
 
-/** Joins rank `init.rank` of a hierarchical group: its host's shm group, then the stream mesh. */
+/**
+ * Joins rank `init.rank` of a hierarchical group: the mesh of the processes transport (which the
+ * runtime links), then its host's group over the table's shared-memory transport.
+ */
 function joinHostRank(
   init: RankInit,
   h: NonNullable<RankInit["hierarchy"]>,
   heap: RankHeap,
+  runtime: RankRuntime,
 ): Promise<Transport> {
-  const eager = heap.alloc("f64", ShmTransport.EAGER_AREA_BYTES / 8);
-  const processes = launchedAs(init.transport, "processes");
+  const connect = runtime.connect;
+  if (!connect) {
+    throw new TypeError(
+      `Transport ${init.transport} links processes, which this rank's runtime cannot do`,
+    );
+  }
   return joinHierarchy({
     hosts: h.hosts,
     threads: h.threads,
     host: h.host,
     local: init.slot,
-    shm: init.handed as ShmSetup,
+    intraHost: WEB_TRANSPORTS.sharedMemory(),
+    handed: init.handed,
     heaps: init.heaps,
-    eagerOffset: eager.byteOffset,
+    heap,
     machineRanks: h.machineRanks,
     mesh: {
       ...h.mesh,
@@ -109,6 +122,6 @@ function joinHostRank(
       // Rank 0 picked the port: its launcher starts the others with it.
       onListening: (port) => h.mesh.masterPort === 0 && scope.postMessage({ type: "port", port }),
     },
-    connect: (o) => processes.connect(o) as Promise<PeekingTransport>,
+    connect: (o) => connect(init.transport, o),
   });
 }

@@ -8,9 +8,7 @@
  */
 
 import { createHeapMemory } from "../memory/heap.ts";
-import { cpuForSlot } from "./cpu_binding.ts";
-import { launchedAs, type TransportName, transportsLaunching } from "../registry.ts";
-import { SHM } from "../transports/shm.ts";
+import { WEB_TRANSPORTS } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { failureReport, type RankReport, reportEnd } from "./report.ts";
 import {
@@ -50,7 +48,7 @@ export function countWorker(delta: number): void {
  * sharing memory, linked to the other processes' ranks over `transport` (a processes transport).
  */
 export interface HostPart extends HierarchyPlan {
-  transport: TransportName;
+  transport: string;
   /** Where these ranks sit among the ranks this machine runs, when the launcher says it. */
   cpus?: { first: number; of: number };
   /** Hears every report of every rank (a process rank relays them to its launcher). */
@@ -60,8 +58,9 @@ export interface HostPart extends HierarchyPlan {
 }
 
 /**
- * Runs `module`'s `run(comm, args)` on `size` ranks of a workers transport (the registry's first
- * unless told), or, with `host`, on this process's `host.threads` ranks of a hierarchical group.
+ * Runs `module`'s `run(comm, args)` on `size` ranks of a workers transport (the table's first
+ * unless told), or, with `host`, on this process's `host.threads` ranks of a hierarchical group
+ * (which share memory over the table's first transport that offers it).
  *
  * @example
  * ```ts ignore
@@ -78,8 +77,10 @@ export function launchWorkers<T = unknown>(
   // Rank of worker w: w, or its rank in the hierarchical group.
   const rankOf = (w: number) => host ? host.host * host.threads + w : w;
   const ranks = Array.from({ length: size }, (_, w) => rankOf(w));
-  const transport = host?.transport ?? options.transport ?? transportsLaunching("workers")[0];
-  const prepared = (host ? SHM : launchedAs(transport, "workers")).prepare(size);
+  const transport = host?.transport ?? options.transport ?? WEB_TRANSPORTS.launching("workers")[0];
+  const prepared =
+    (host ? WEB_TRANSPORTS.sharedMemory() : WEB_TRANSPORTS.launchedAs(transport, "workers"))
+      .prepare(size);
   const heaps = Array.from({ length: size }, () => createHeapMemory());
   const workers: (Worker | undefined)[] = [];
   const terminate = (w: number) => {
@@ -139,7 +140,10 @@ export function launchWorkers<T = unknown>(
       gpu: options.gpu ?? false,
       heaps,
       handed,
-      cpu: host ? host.cpus && cpuForSlot(host.cpus.first + w, host.cpus.of) : cpuForSlot(w, size),
+      cpu: host
+        ? host.cpus && options.placement?.(host.cpus.first + w, host.cpus.of)
+        : options.placement?.(w, size),
+      runtime: options.runtime?.toString(),
       hierarchy: host && {
         hosts: host.hosts,
         threads: host.threads,

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { GpuKernels, loadKernelSources } from "../../kernels/gpu_kernels.ts";
+import { platform } from "../platform.ts";
+import { GpuKernels, KERNEL_SOURCES } from "../../kernels/gpu_kernels.ts";
 import { CommError } from "../errors.ts";
 
 /** Options of {@linkcode GpuDevice.open}. */
@@ -146,7 +147,7 @@ export class GpuDevice {
       options.maxBindingBytes ?? Infinity,
     );
     const retired: GPUBuffer[] = [];
-    const kernels = new GpuKernels(device, await loadKernelSources(), {
+    const kernels = new GpuKernels(device, KERNEL_SOURCES, {
       bindingBytes,
       alignment: l.minStorageBufferOffsetAlignment,
       storageBindings: l.maxStorageBuffersPerShaderStage,
@@ -158,7 +159,7 @@ export class GpuDevice {
       vendor: i.vendor,
       architecture: i.architecture,
       fallback: (i as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false,
-      backend: backend(),
+      backend: platform.gpuBackend(),
       limits: {
         maxBufferSize: l.maxBufferSize,
         maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
@@ -332,22 +333,4 @@ export class GpuDevice {
     this.#staging.push(...stages);
     for (const wake of this.#stagingWaiters.splice(0)) wake();
   }
-}
-
-/**
- * The backend Deno's wgpu picked: `DENO_WEBGPU_BACKEND` when set, else Vulkan whenever a Vulkan
- * loader is installed (Deno prefers it), else GL.
- */
-function backend(): string {
-  const told = Deno.env.get("DENO_WEBGPU_BACKEND");
-  if (told) return `${told} (DENO_WEBGPU_BACKEND)`;
-  const loaders = ["/usr/lib/x86_64-linux-gnu/libvulkan.so.1", "/usr/lib/libvulkan.so.1"];
-  const loader = loaders.some((p) => {
-    try {
-      return Deno.statSync(p).isFile;
-    } catch {
-      return false;
-    }
-  });
-  return loader ? "vulkan (a Vulkan loader is installed)" : "gl (no Vulkan loader)";
 }

@@ -12,11 +12,12 @@ import type { CommError } from "../errors.ts";
 import type { GpuDevice } from "../memory/gpu_device.ts";
 import { GpuGroup } from "./gpu_group.ts";
 import { InboxTransport } from "./inbox_transport.ts";
-import type { DeviceAccess, ThreadTransport } from "./transport.ts";
+import type { DeviceAccess, ThreadTransport, TransportFacts } from "./transport.ts";
 
 /** One logical rank's side of a {@linkcode GpuGroup}. */
 export class GpuTransport extends InboxTransport {
   readonly name = "gpu" as const;
+  readonly facts: TransportFacts = GPU;
   /** This rank's collective access to the group's device. */
   readonly device: DeviceAccess;
   readonly #group: GpuGroup;
@@ -111,7 +112,6 @@ export const GPU: ThreadTransport & { name: "gpu" } = {
   rankBytes: 2 ** 20,
   groupBytes: () => 64 * 2 ** 20,
   // Each byte of every rank's buffer read once by one kernel: the direct kernels beat the ring.
-  prefers: (_collective, _bytes, _size, side) => side === "device" ? "gpu_direct" : undefined,
   group: gpuRanks,
 };
 

@@ -14,6 +14,7 @@ import {
   PeerFailedError,
 } from "../errors.ts";
 import type { GpuDevice } from "../memory/gpu_device.ts";
+import { platform } from "../platform.ts";
 import { DEFAULT_TIMEOUT_MS, type Dtype, DTYPE_INFO } from "../types.ts";
 import type { CallCheck, DeviceOps } from "./transport.ts";
 
@@ -284,7 +285,7 @@ export class GpuGroup {
       );
       join.settle.forEach(({ reject }) => reject(error));
     }, this.#timeoutMs);
-    Deno.unrefTimer(join.timer as unknown as number);
+    platform.unrefTimer(join.timer);
   }
 
   #scratchView(rank: number, dtype: Dtype, count: number, slot: number): DeviceView {

@@ -10,15 +10,18 @@
 
 import { type CommError, CommTimeoutError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS, type LinkCosts } from "../types.ts";
-import type { MeshOptions } from "./rendezvous.ts";
-import type { ShmSetup } from "./shm_layout.ts";
-import { ShmTransport } from "./shm.ts";
-import type { CallCheck, HierarchyAccess, Transport } from "./transport.ts";
+import type { RankHeap } from "../memory/heap.ts";
+import type {
+  CallCheck,
+  HierarchyAccess,
+  MeshOptions,
+  Transport,
+  TransportFacts,
+  WorkersTransport,
+} from "./transport.ts";
 
 /** A transport that can say, without waiting, which peer has a message of a tag waiting. */
-export type PeekingTransport = Transport & {
-  peek(peers: readonly number[], tag: number): number | undefined;
-};
+export type PeekingTransport = Transport & Required<Pick<Transport, "peek">>;
 
 /** Where one rank of a hierarchical group stands, and how its levels connect. */
 export interface HierarchyJoin {
@@ -26,17 +29,18 @@ export interface HierarchyJoin {
   threads: number;
   host: number;
   local: number;
-  /** What the host's shm group shares (its launcher made it), and every local rank's heap. */
-  shm: ShmSetup;
+  /** The workers transport the host's ranks share memory over (the transport table's). */
+  intraHost: WorkersTransport;
+  /** What the host's launcher prepared for this rank of that transport, and every local heap. */
+  handed: unknown;
   heaps: WebAssembly.Memory[];
-  /** Byte offset of this rank's eager area in its heap (`ShmTransport.EAGER_AREA_BYTES`). */
-  eagerOffset: number;
-  /** Ranks this machine runs in all, when the launcher knows (see `ShmTransportOptions`). */
+  heap: RankHeap;
+  /** Ranks this machine runs in all, when the launcher knows (see `WorkersJoin`). */
   machineRanks?: number;
   /** The group's rendezvous (rank and size are the group's, filled in here). */
   mesh: Omit<MeshOptions, "rank" | "size" | "linked">;
   /** Connects the stream mesh (the processes transport's `connect`). */
-  connect(options: MeshOptions): Promise<PeekingTransport>;
+  connect(options: MeshOptions): Promise<Transport>;
 }
 
 /** Joins rank `host × threads + local` of a hierarchical group. */
@@ -45,38 +49,55 @@ export async function joinHierarchy(j: HierarchyJoin): Promise<HierarchyTranspor
   const timeoutMs = j.mesh.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const ids = Array.from({ length: threads }, (_, t) => host * threads + t);
   // The mesh first: rank 0 may still be telling its host's other ranks where it listens, and
-  // joining the shm group blocks until all of them have.
-  const remote = await j.connect({
-    ...j.mesh,
-    rank: host * threads + local,
-    size: hosts * threads,
-    linked: (peer) => Math.floor(peer / threads) !== host,
-  });
-  const group = new ShmTransport(local, { ...j.shm, heaps: j.heaps, eagerOffset: j.eagerOffset }, {
-    timeoutMs,
-    ids,
-    machineRanks: j.machineRanks,
-  });
+  // joining the host's group blocks until all of them have.
+  const remote = peeking(
+    await j.connect({
+      ...j.mesh,
+      rank: host * threads + local,
+      size: hosts * threads,
+      linked: (peer) => Math.floor(peer / threads) !== host,
+    }),
+  );
+  const { handed, heaps, heap, machineRanks } = j;
+  const group = peeking(
+    j.intraHost.join(local, { handed, heaps, heap, timeoutMs, ids, machineRanks }),
+  );
+  if (!group.shared) {
+    throw new TypeError(`Transport ${group.name} gives no shared access: a host's ranks need it`);
+  }
   return new HierarchyTransport(group, remote, hosts, threads, host, local, timeoutMs);
+}
+
+/** `transport`, which a hierarchical group must be able to peek into. */
+function peeking(transport: Transport): PeekingTransport {
+  if (!canPeek(transport)) {
+    throw new TypeError(`Transport ${transport.name} cannot peek: a hierarchical group needs it`);
+  }
+  return transport;
+}
+
+function canPeek(transport: Transport): transport is PeekingTransport {
+  return transport.peek !== undefined;
 }
 
 /** One rank of a hierarchical group (see the module docs). */
 export class HierarchyTransport implements Transport {
   readonly name: string;
+  readonly facts: TransportFacts;
   readonly rank: number;
   readonly size: number;
   readonly blocking = true; // the shm level's waits block the thread
   readonly hierarchy: HierarchyAccess;
-  readonly #group: ShmTransport;
+  readonly #group: PeekingTransport;
   readonly #remote: PeekingTransport;
   readonly #threads: number;
   readonly #base: number;
   readonly #timeoutMs: number;
   #calls?: CallCheck;
 
-  /** Rank `local` of host `host`: its host's shm `group` and the stream mesh to other hosts. */
+  /** Rank `local` of host `host`: its host's `group` and the stream mesh to other hosts. */
   constructor(
-    group: ShmTransport,
+    group: PeekingTransport,
     remote: PeekingTransport,
     hosts: number,
     threads: number,
@@ -85,6 +106,7 @@ export class HierarchyTransport implements Transport {
     timeoutMs = DEFAULT_TIMEOUT_MS,
   ) {
     this.name = remote.name;
+    this.facts = remote.facts;
     this.rank = remote.rank;
     this.size = remote.size;
     this.#group = group;
@@ -219,6 +241,7 @@ function hostCalls(calls: CallCheck, base: number): CallCheck {
  */
 class ChannelTransport implements Transport {
   readonly name: string;
+  readonly facts: TransportFacts;
   readonly rank: number;
   readonly size: number;
   readonly #remote: Transport;
@@ -227,6 +250,7 @@ class ChannelTransport implements Transport {
 
   constructor(remote: Transport, hosts: number, threads: number, host: number, local: number) {
     this.name = remote.name;
+    this.facts = remote.facts;
     this.rank = host;
     this.size = hosts;
     this.#remote = remote;

@@ -9,6 +9,7 @@
 
 import { type CommError, CommTimeoutError, MismatchError } from "../errors.ts";
 import type { Unclaimed } from "./goodbyes.ts";
+import { platform } from "../platform.ts";
 
 /**
  * One piece of a message: `data` goes at `offset` of a `total`-byte message with `tag`, sent by
@@ -136,7 +137,7 @@ export class Inbox {
       () => this.#checkTimeouts(),
       Math.min(STALL_PROBE_MS / 2, timeoutMs / 4),
     );
-    Deno.unrefTimer(this.#watchdog as unknown as number);
+    platform.unrefTimer(this.#watchdog);
   }
 
   /**

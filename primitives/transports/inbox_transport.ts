@@ -8,11 +8,12 @@
 import { type CommError, PeerFailedError } from "../errors.ts";
 import { type Goodbye, Goodbyes } from "./goodbyes.ts";
 import { Inbox, type InboxHooks } from "./inbox.ts";
-import type { CallCheck, Transport } from "./transport.ts";
+import type { CallCheck, Transport, TransportFacts } from "./transport.ts";
 
 /** A transport whose receives wait in an inbox (see the module docs). */
 export abstract class InboxTransport implements Transport {
   abstract readonly name: string;
+  abstract readonly facts: TransportFacts;
   readonly rank: number;
   readonly size: number;
   /** Messages arriving from every peer. */

@@ -24,7 +24,13 @@ import {
 } from "./shm_layout.ts";
 import { PIPE_BYTES, ShmPipeline } from "./shm_pipeline.ts";
 import { ShmRings } from "./shm_rings.ts";
-import type { CallCheck, SharedAccess, Transport, WorkersTransport } from "./transport.ts";
+import type {
+  CallCheck,
+  SharedAccess,
+  Transport,
+  TransportFacts,
+  WorkersTransport,
+} from "./transport.ts";
 
 /** Stamp of the joining barrier: every rank's is 0, the stamp of no call. */
 const JOIN_STAMP = 0;
@@ -49,6 +55,7 @@ export interface ShmTransportOptions {
 /** Shared-memory transport between workers of one process. */
 export class ShmTransport implements Transport, SharedAccess {
   readonly name = "shm" as const;
+  readonly facts: TransportFacts = SHM;
   readonly rank: number;
   readonly size: number;
   readonly eagerBytes = EAGER_BYTES;
@@ -223,8 +230,6 @@ export const SHM: WorkersTransport & { name: "shm" } = {
   blocking: true,
   rankBytes: 16 * 2 ** 20,
   groupBytes: shmSetupBytes,
-  // Direct reads of peers' heaps move each byte across memory once: they win at every size.
-  prefers: (_collective, _bytes, _size, side) => side === "host" ? "shm_direct" : undefined,
   prepare(size) {
     const setup = createShmSetup(size);
     return {
@@ -232,9 +237,9 @@ export const SHM: WorkersTransport & { name: "shm" } = {
       abort: (failedRank, reason) => raiseAbort(setup.control, size, failedRank, reason),
     };
   },
-  join(rank, handed, heaps, heap, timeoutMs) {
+  join(rank, { handed, heaps, heap, timeoutMs, ids, machineRanks }) {
     const eager = heap.alloc("f64", ShmTransport.EAGER_AREA_BYTES / 8);
     const setup = { ...(handed as ShmSetup), heaps, eagerOffset: eager.byteOffset };
-    return new ShmTransport(rank, setup, { timeoutMs });
+    return new ShmTransport(rank, setup, { timeoutMs, ids, machineRanks });
   },
 };

@@ -8,11 +8,10 @@
 
 import { type CommError, CommTimeoutError, MismatchError, noticeError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { heavyFence } from "./heavy_fence.ts";
 import { STALL_PROBE_MS } from "./inbox.ts";
 import { CTRL, RANK_WORD, readAbort } from "./shm_layout.ts";
 import type { CallCheck } from "./transport.ts";
-import { boundToCpu, crowded, type SchedulerCalls, schedulerCalls } from "./scheduler_calls.ts";
+import { platform, type SchedulerCalls } from "../platform.ts";
 
 /**
  * How long a wait spins before it sleeps. When every rank has a core, the spin must outlast a
@@ -69,8 +68,8 @@ export class ShmControl {
   /** Ranks outnumber cores: waits yield from the first poll. */
   readonly #yieldAtOnce: boolean;
 
-  /** Set where plain stores publish (heavy_fence.ts); run by a rank about to sleep. */
-  readonly #heavyFence = heavyFence();
+  /** Set where plain stores publish (`Platform.heavyFence`); run by a rank about to sleep. */
+  readonly #heavyFence = platform.heavyFence;
 
   constructor(
     rank: number,
@@ -87,7 +86,7 @@ export class ShmControl {
     this.words = new Int32Array(control);
     this.heaps = heaps;
     this.#timeoutMs = timeoutMs;
-    this.#sched = schedulerCalls();
+    this.#sched = platform.scheduler;
     this.#spinMs = spinMs(machineRanks);
     this.#yieldAtOnce = this.#spinMs === 0 && this.#sched !== undefined;
   }
@@ -109,7 +108,7 @@ export class ShmControl {
 
   /**
    * Stores `value` at control word `index` for peers polling it: a plain store where the heavy
-   * fence makes that safe (heavy_fence.ts), else an atomic one.
+   * fence makes that safe (`Platform.heavyFence`), else an atomic one.
    */
   publish(index: number, value: number): void {
     if (this.#heavyFence) this.words[index] = value;
@@ -228,7 +227,8 @@ export class ShmControl {
         // A rank its launcher could not place on a CPU of its own (another process's ranks on the
         // same cores, unseen) may be crowded all the same: then it yields and sleeps as
         // oversubscribed ranks do. A bound rank spins: its peer runs on another CPU.
-        busy = this.#spinMs > 0 && this.#sched !== undefined && !boundToCpu() && crowded();
+        busy = this.#spinMs > 0 && this.#sched !== undefined && !platform.boundToCpu() &&
+          platform.crowded();
       }
       const spunMs = spun - spinSince;
       if (!busy && spunMs < this.#spinMs && !this.#onThisCpu(peer)) continue;

@@ -169,7 +169,7 @@ export function createShmSetup(size: number): ShmSetup {
 }
 
 /**
- * Stamps are safe integers (primitives/stamp.ts); Int32 words hold them in two parts: the high
+ * Stamps are safe integers (primitives/communicator/stamp.ts); Int32 words hold them in two parts: the high
  * word, and what is left below it.
  */
 const STAMP_SPLIT = 2 ** 26;

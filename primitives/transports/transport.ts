@@ -10,7 +10,7 @@ import type { GpuDevice } from "../memory/gpu_device.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import type {
   AlgorithmNeed,
-  CollectiveName,
+  Crossovers,
   Dtype,
   KernelOp,
   LinkCosts,
@@ -18,7 +18,7 @@ import type {
   Side,
   TypedArray,
 } from "../types.ts";
-import type { MeshOptions } from "./rendezvous.ts";
+import { DEVICE_MEMORY } from "../types.ts";
 
 /**
  * Judges whether what arrives from a peer belongs to the call this rank makes (implemented by the
@@ -70,13 +70,15 @@ export interface CallSummary {
  * Moves bytes between two ranks. Messages from one peer with one tag arrive in the order they
  * were sent. `send` and `recv` post their request before they first yield, so
  * `Promise.all([send(...), recv(...)])` between two ranks never deadlocks, whatever the size.
- * Every message carries the sender's call stamp (primitives/stamp.ts) to the receiver unread, and
+ * Every message carries the sender's call stamp (primitives/communicator/stamp.ts) to the receiver unread, and
  * a receive that stalls probes its peer with this rank's stamp ({@linkcode CallCheck.stampOf}).
  * A receive whose length differs from the message rejects with a `MismatchError`.
  */
 export interface Transport {
   /** Registry name (its descriptor's). */
   readonly name: string;
+  /** Its descriptor's facts: what `auto`, the argument checks and the launchers decide by. */
+  readonly facts: TransportFacts;
   /** This rank. */
   readonly rank: number;
   /** Number of ranks. */
@@ -95,6 +97,11 @@ export interface Transport {
    * without a message from any of them.
    */
   probe(peers: readonly number[], tag: number): Promise<number>;
+  /**
+   * The first of `peers` with a message of `tag` waiting now, without waiting: what a
+   * hierarchical group asks its host's transport before it probes the other hosts.
+   */
+  peek?(peers: readonly number[], tag: number): number | undefined;
   /** Direct access to peers' heaps, when ranks share memory (`shm`). */
   readonly shared?: SharedAccess;
   /** Collective access to every rank's device buffers, when ranks share a device (`gpu`). */
@@ -210,6 +217,23 @@ export interface HierarchyAccess {
   readonly channel: Transport;
 }
 
+/**
+ * The side a buffer of `memory` is used on over a transport with `facts`: device memory on the
+ * device, host memory on the host, and managed memory wherever the transport's algorithms work (on
+ * the device where ranks share one, on the host copy elsewhere, as a CPU touching managed memory
+ * would).
+ */
+export function sideOfMemory(facts: TransportFacts, memory: MemoryKind): Side {
+  if (memory === "gpu") return "device";
+  if (memory === "managed" && facts.offers.includes("device")) return "device";
+  return "host";
+}
+
+/** Whether ranks of a transport with `facts` and buffers of `memory` need a WebGPU device. */
+export function needsDevice(facts: TransportFacts, memory: MemoryKind): boolean {
+  return facts.needsDevice || DEVICE_MEMORY.includes(memory);
+}
+
 /** The bytes of a typed array, without copying. */
 export function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
@@ -217,8 +241,9 @@ export function bytesOf(view: ArrayBufferView): Uint8Array {
 
 /**
  * What dccl knows about a transport besides moving bytes (NCCL's `ncclTransport`): its facts, how
- * its ranks start and connect, and what `auto` prefers on it. Each transport's file exports one;
- * the registry lists them in order, and nothing else names a transport.
+ * its ranks start and connect, and any crossovers of `auto` it measured otherwise. Each
+ * transport's file exports one; the registries list them in order, and nothing else names a
+ * transport.
  */
 export interface TransportFacts {
   /** Registry name (`--transport`). */
@@ -244,12 +269,8 @@ export interface TransportFacts {
   readonly rankBytes: number;
   /** Memory a whole group shares, bytes. */
   groupBytes(size: number): number;
-  /**
-   * `auto`'s pick on this transport where it differs from the rule for every transport (the
-   * registry's): an algorithm of `collective` for a `bytes`-byte buffer on `size` ranks, or
-   * undefined.
-   */
-  prefers?(collective: CollectiveName, bytes: number, size: number, side: Side): string | undefined;
+  /** Crossovers of `auto` measured otherwise on this transport (auto.ts `CROSSOVERS`). */
+  readonly crossovers?: Partial<Crossovers>;
 }
 
 /** A transport whose ranks are workers of the launching process. */
@@ -257,17 +278,26 @@ export interface WorkersTransport extends TransportFacts {
   readonly launch: "workers";
   /** In the launcher, once per group: what its ranks share. */
   prepare(size: number): PreparedGroup;
+  /** In rank `rank`'s worker: its transport, from what the launcher prepared. */
+  join(rank: number, joining: WorkersJoin): Transport;
+}
+
+/** What a rank of a workers transport joins with. */
+export interface WorkersJoin {
+  /** What the launcher handed this rank (`PreparedGroup.forRank`). */
+  handed: unknown;
+  /** Every rank's heap memory, and this rank's heap. */
+  heaps: WebAssembly.Memory[];
+  heap: RankHeap;
+  /** Milliseconds a wait may go without progress. */
+  timeoutMs: number;
   /**
-   * In rank `rank`'s worker: its transport, from what the launcher handed it (`handed`), every
-   * rank's heap memory and its own heap.
+   * The group-wide rank of each rank, when this group is one host's part of a larger group
+   * (hierarchy.ts): messages and errors name those. @default {the ranks themselves}
    */
-  join(
-    rank: number,
-    handed: unknown,
-    heaps: WebAssembly.Memory[],
-    heap: RankHeap,
-    timeoutMs: number,
-  ): Transport;
+  ids?: readonly number[];
+  /** Ranks this machine runs in all, when more than this group's. @default {the group's size} */
+  machineRanks?: number;
 }
 
 /** What a workers transport's launcher made for one group. */
@@ -276,6 +306,29 @@ export interface PreparedGroup {
   forRank(rank: number): { handed: unknown; transfer: Transferable[] };
   /** Tells every rank, from the launcher, that `failedRank` failed (beside the launcher's message). */
   abort?(failedRank: number, reason: string): void;
+}
+
+/** Where a rank of a processes transport meets the others (the rendezvous at rank 0). */
+export interface MeshOptions {
+  rank: number;
+  size: number;
+  /** Rank 0's host, as the other ranks reach it. */
+  masterAddr: string;
+  /** Rank 0's rendezvous port. */
+  masterPort: number;
+  /** The run's shared secret; every connection must present it. */
+  token: string;
+  /** Address this rank listens on. @default {"127.0.0.1"} */
+  bind?: string;
+  /** Milliseconds for the whole rendezvous, and each later wait. @default {30000} */
+  timeoutMs?: number;
+  /** Called with the port this rank listens on, once it listens (for `masterPort` 0). */
+  onListening?: (port: number) => void;
+  /**
+   * The peers this rank keeps connections with (all unless told: a hierarchical group links only
+   * ranks on other hosts). Every rank still meets rank 0 at rendezvous.
+   */
+  linked?: (peer: number) => boolean;
 }
 
 /** A transport whose ranks are processes (or hosts) that meet at a rendezvous. */

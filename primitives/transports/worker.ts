@@ -11,7 +11,7 @@ import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { Goodbye } from "./goodbyes.ts";
 import type { Segment } from "./inbox.ts";
 import { InboxTransport } from "./inbox_transport.ts";
-import type { WorkersTransport } from "./transport.ts";
+import type { TransportFacts, WorkersTransport } from "./transport.ts";
 
 /** Segment size of large messages. */
 export const SEGMENT_BYTES = 4 * 1024 * 1024;
@@ -42,6 +42,7 @@ interface GoodbyeMessage {
 /** Message-passing transport between workers. `ports[p]` reaches rank p (undefined for self). */
 export class WorkerTransport extends InboxTransport {
   readonly name = "worker" as const;
+  readonly facts: TransportFacts = WORKER;
   readonly #ports: (MessagePort | undefined)[];
   #aborted?: Error;
 
@@ -163,7 +164,7 @@ export const WORKER: WorkersTransport & { name: "worker" } = {
       }),
     };
   },
-  join(rank, handed, _heaps, _heap, timeoutMs) {
+  join(rank, { handed, timeoutMs }) {
     return new WorkerTransport(rank, handed as (MessagePort | undefined)[], { timeoutMs });
   },
 };

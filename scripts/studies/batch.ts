@@ -4,7 +4,7 @@
  * @module
  */
 
-import { transportsLaunching } from "../../primitives/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/registry.ts";
 import { pct, round, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 export async function batch(ctx: StudyContext): Promise<StudyResult> {
@@ -14,7 +14,7 @@ export async function batch(ctx: StudyContext): Promise<StudyResult> {
   for (const device of devices) {
     for (const size of ["16", "512"]) {
       const flags: Record<string, string> = { device, batch: size, procs: "1" };
-      if (device === "gpu") flags.transport = transportsLaunching("thread")[0];
+      if (device === "gpu") flags.transport = TRANSPORT_TABLE.launching("thread")[0];
       const label = `${device}, batch ${size}`;
       const s = await ctx.train(flags, label);
       const b = await ctx.breakdown(flags, `${label} breakdown`);

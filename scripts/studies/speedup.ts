@@ -5,11 +5,11 @@
  */
 
 import type { TopLevelSpec } from "vega-lite";
-import { PROCESS_TRANSPORTS, transportsLaunching } from "../../primitives/registry.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE } from "../../deno/registry.ts";
 import { pct, round, type Row, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 /** Ranks as threads (the first workers transport) and as processes (the first processes one). */
-const TRANSPORTS = [transportsLaunching("workers")[0], PROCESS_TRANSPORTS[0]];
+const TRANSPORTS = [TRANSPORT_TABLE.launching("workers")[0], PROCESS_TRANSPORTS[0]];
 
 export async function speedup(ctx: StudyContext): Promise<StudyResult> {
   const notes: string[] = [];

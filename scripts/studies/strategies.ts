@@ -5,7 +5,7 @@
  * @module
  */
 
-import { transportsLaunching } from "../../primitives/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/registry.ts";
 import { barChart, pct, round, type StudyContext, type StudyResult } from "./study.ts";
 
 const KINDS: [string, Record<string, string>][] = [
@@ -27,7 +27,7 @@ export async function strategies(ctx: StudyContext): Promise<StudyResult> {
       for (const [name, flags] of KINDS.filter(([, f]) => device === "cpu" || !f["grad-dtype"])) {
         // GPU ranks are logical ranks on the one device (a thread transport).
         const where: Record<string, string> = device === "gpu"
-          ? { device, transport: transportsLaunching("thread")[0] }
+          ? { device, transport: TRANSPORT_TABLE.launching("thread")[0] }
           : {};
         const s = await ctx.train(
           { ...flags, ...where, procs: String(procs) },

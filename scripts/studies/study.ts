@@ -8,10 +8,10 @@
 import { stringify } from "csv-stringify/sync";
 import type { TopLevelSpec } from "vega-lite";
 import { htmlPage, htmlTable, specToSvg } from "../../bench/compare/chart.ts";
-import type { RunMetadata } from "../../bench/report.ts";
+import type { RunMetadata } from "../../bench/report_format.ts";
 import type { Breakdown } from "../../trainer/breakdown.ts";
 import type { Mnist } from "../../trainer/mnist.ts";
-import type { TrainSummary } from "../../trainer/report.ts";
+import type { TrainSummary } from "../../trainer/epochs.ts";
 
 /** A row of a study's table: column → value. */
 export type Row = Record<string, string | number>;

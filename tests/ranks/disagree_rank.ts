@@ -1,7 +1,7 @@
 // Rank program for tests/disagree_test.ts: ranks that disagree about their calls in the way `mode`
 // says, then return at once (no later call would reveal it): every rank must still fail.
 import type { Communicator } from "../../mod.ts";
-import { TRANSPORTS } from "../../mod.ts";
+import { TRANSPORT_TABLE } from "../../deno/registry.ts";
 
 export type DisagreeMode =
   | "all-roots" // every rank broadcasts naming itself the root
@@ -18,7 +18,7 @@ export interface DisagreeArgs {
 }
 
 export async function run(comm: Communicator, { mode, count }: DisagreeArgs): Promise<string> {
-  const buf = comm.alloc(count, { memory: TRANSPORTS[comm.transport].bestMemory });
+  const buf = comm.alloc(count, { memory: TRANSPORT_TABLE.facts(comm.transport).bestMemory });
   switch (mode) {
     case "all-roots":
       await comm.bcast(buf, { root: comm.rank });

@@ -1,7 +1,7 @@
 // Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
-import { type Communicator, TRANSPORTS } from "../../mod.ts";
-import { launchGroup } from "../../primitives/launch/group.ts";
-import { launchedAs } from "../../primitives/registry.ts";
+import { type Communicator } from "../../mod.ts";
+import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { launchGroup } from "../../deno/launch/group.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
@@ -32,7 +32,7 @@ export interface FaultArgs {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function run(comm: Communicator, { mode, store }: FaultArgs): Promise<unknown> {
-  const host = TRANSPORTS[comm.transport].bestMemory;
+  const host = TRANSPORT_TABLE.facts(comm.transport).bestMemory;
   const buf = comm.alloc(1 << 18, { memory: host });
   switch (mode) {
     case "survive": {
@@ -123,24 +123,25 @@ function messageRing(comm: Communicator): string {
  * form one over their transport, rank 0 leaving its port in `store` for the others.
  */
 async function newGroupSum(comm: Communicator, store?: string): Promise<number> {
-  if (comm.transport !== "ws" && comm.transport !== "tcp") {
+  const facts = TRANSPORT_TABLE.facts(comm.transport);
+  if (facts.launch !== "processes") {
     const sums = await launchGroup<number>(new URL("./sum_rank.ts", import.meta.url), {
       size: 2,
-      transport: comm.transport,
+      transport: facts.name,
     }).results;
     return sums[0];
   }
   const survivors = [0, 2];
   const rank = survivors.indexOf(comm.rank);
   const portFile = `${store}/port`;
-  const transport = await launchedAs(comm.transport, "processes").connect({
+  const transport = await TRANSPORT_TABLE.launchedAs(comm.transport, "processes").connect({
     rank,
     size: survivors.length,
     masterAddr: "127.0.0.1",
     masterPort: rank === 0 ? 0 : await readPort(portFile),
     token: Deno.env.get("DCCL_TOKEN")!,
     timeoutMs: 5000,
-    onListening: (port) => rank === 0 && Deno.writeTextFileSync(portFile, String(port)),
+    onListening: (port: number) => rank === 0 && Deno.writeTextFileSync(portFile, String(port)),
   });
   await using fresh = new CommunicatorClass(
     transport,

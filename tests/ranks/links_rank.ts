@@ -1,7 +1,8 @@
 // Rank program: the link costs the group measured and what `auto` picks with them, after an
 // allreduce and a large bcast that must be exact; returned, and printed as one JSON line where
 // links were measured (the env ranks of links_test.ts report on stdout).
-import type { Communicator, LinkCosts } from "../../mod.ts";
+import type { Communicator } from "../../mod.ts";
+import type { LinkCosts } from "../../primitives/types.ts";
 
 export const PICK_BYTES = [4, 4096, 1 << 18, 1 << 22];
 

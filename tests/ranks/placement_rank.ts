@@ -4,14 +4,18 @@
 // right after start-up, before slower ranks could have finished joining.
 import type { Communicator } from "../../mod.ts";
 import { inputValue, wrongReduced } from "../../bench/exact_inputs.ts";
-import { algorithmsFor } from "../../primitives/registry.ts";
+import { algorithmsFor } from "../../primitives/auto.ts";
+import { TRANSPORT_TABLE } from "../../deno/registry.ts";
 
 /** Wrong elements of this rank's results, for allreduces of each count in `counts`. */
 export async function run(comm: Communicator, counts: number[]): Promise<number> {
   const memory = comm.rank % 3 === 1 ? "host" : "shared";
   const outOfPlace = comm.rank % 2 === 1;
   let wrong = 0;
-  const algorithms = ["auto", ...algorithmsFor("allreduce", comm.transport)];
+  const algorithms = [
+    "auto",
+    ...algorithmsFor("allreduce", { transport: TRANSPORT_TABLE.facts(comm.transport) }),
+  ];
   for (const count of counts) {
     for (const algorithm of algorithms) {
       const input = comm.alloc(count, { memory }).view;

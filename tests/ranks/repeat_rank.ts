@@ -1,5 +1,5 @@
 // Rank program for the kept-call test: the communicator keeps the last checked bcast, allreduce
-// and reduce and reruns it when a call repeats it (primitives/communicator.ts), so this one calls
+// and reduce and reruns it when a call repeats it (primitives/communicator/communicator.ts), so this one calls
 // them on the same buffers again and again, changing one argument at a time (op, out, root, the
 // buffer's length, avg), and checks every result. Returns the checks that failed, by name.
 import type { Communicator } from "../../mod.ts";

@@ -5,7 +5,7 @@ import type { Communicator } from "../../mod.ts";
 import { CpuEngine } from "../../trainer/cpu_engine.ts";
 import type { Engine } from "../../trainer/engine.ts";
 import { GpuEngine } from "../../trainer/gpu_engine.ts";
-import { loadMnist } from "../../trainer/mnist.ts";
+import { loadMnistFolder } from "../../deno/trainer/mnist_folder.ts";
 import { type Activation, MlpLayout } from "../../trainer/model.ts";
 import { maxDiff } from "../_train.ts";
 
@@ -16,7 +16,7 @@ async function values(engine: Engine, which: "params" | "grads"): Promise<Float3
 }
 
 export async function run(comm: Communicator, args: { dir: string; activation: Activation }) {
-  const mnist = await loadMnist(args.dir);
+  const mnist = await loadMnistFolder(args.dir);
   const layout = new MlpLayout([784, 24, 10]);
   const options = {
     activation: args.activation,

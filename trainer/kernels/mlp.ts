@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { RankHeap } from "../../mod.ts";
+import type { RankHeap } from "../../internal.ts";
 import { MLP_PLAIN_WASM_BASE64, MLP_RELAXED_WASM_BASE64 } from "./mlp_wasm_bytes.generated.ts";
 import type { GemmOptions, MlpKernels, PixelSource } from "./mlp_kernels.ts";
 import type { MlpBuild } from "./mlp_wat.ts";

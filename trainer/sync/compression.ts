@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Communicator, HostBuffer } from "../../mod.ts";
+import type { Communicator, HostBuffer } from "../../web.ts";
 import { fromHalf, toHalf } from "../../kernels/reduce.ts";
 
 /** The element types gradients can travel in. */

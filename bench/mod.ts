@@ -1,0 +1,57 @@
+/**
+ * dccl's measuring harness, for programs that measure their own primitives or read what dccl
+ * measured (nccl-tests' one harness): every primitive described once with exact inputs and
+ * checks, the sweep each rank runs, its rows, CSV and table, and `compare`'s readers, crossovers
+ * and Vega-Lite chart. Runtime-neutral: a browser tab runs it as Deno does.
+ *
+ * @example nccl-tests' metrics of a measured allreduce: 2 ranks, 100 iterations of 4 MiB
+ * ```ts
+ * import { metrics, PRIMITIVES } from "./mod.ts";
+ *
+ * const m = metrics({
+ *   rankTotalsUs: [1000, 1100], // each rank's time for all 100 iterations
+ *   iters: 100,
+ *   bytes: 4 << 20,
+ *   busFactor: PRIMITIVES.allreduce.busFactor(2),
+ * });
+ * console.log(m.time_us, m.algbw_gbs.toFixed(1)); // 10.5 399.5
+ * ```
+ * @module
+ */
+
+export {
+  type CaseOptions,
+  type PrimitiveName,
+  PRIMITIVES,
+  type PrimitiveSpec,
+} from "./cases.ts";
+export { expectedReduction, inputValue } from "./exact_inputs.ts";
+export {
+  measureSweep,
+  type SizeResult,
+  type SweepOptions,
+  type Timing,
+  TIMINGS,
+} from "./harness.ts";
+export { type HarnessArgs, type HarnessSummary, runSweep } from "./harness_rank.ts";
+export { CSV_COLUMNS, metrics, type ResultRow } from "./metrics.ts";
+export {
+  CSV_HEADER,
+  csvValues,
+  type ReportOptions,
+  type RunMetadata,
+  sidecar,
+  sizeName,
+  type SweepSink,
+  tableLayout,
+} from "./report_format.ts";
+export { type Point, readResults, type ResultFile, ResultFormatError } from "./compare/results.ts";
+export {
+  type Crossover,
+  crossovers,
+  type Curve,
+  type CurveSet,
+  formatCrossovers,
+  toCurves,
+} from "./compare/crossover.ts";
+export { chartSpec, htmlPage, renderSvg } from "./compare/chart.ts";

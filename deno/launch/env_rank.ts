@@ -1,0 +1,239 @@
+/**
+ * Joining a group over a processes transport from an existing launcher's environment: torchrun
+ * (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`),
+ * PMI (`PMI_RANK`/`PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus
+ * `DCCL_TOKEN` and, optionally, `DCCL_TRANSPORT` (the registry's first processes transport unless
+ * told).
+ * @module
+ */
+
+import { calibrated } from "../../primitives/launch/calibration.ts";
+import { Communicator } from "../../primitives/communicator/communicator.ts";
+import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
+import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+import { RankMemory } from "../../primitives/memory/rank_memory.ts";
+import "../platform/install.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
+import { bindRankThread, cpuForSlot } from "../platform/cpu_binding.ts";
+import { PORT_MARK } from "../../primitives/launch/report.ts";
+import type { RankGroup } from "../../primitives/launch/supervisor.ts";
+import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts";
+import { RANK_RUNTIME } from "./rank_runtime.ts";
+
+/** Where a rank stands, read from the environment. */
+export interface EnvRank {
+  /** This process's rank. */
+  rank: number;
+  /** Ranks in the group. */
+  size: number;
+  /** Rank 0's host (`MASTER_ADDR`). */
+  masterAddr: string;
+  /** Rank 0's rendezvous port (`MASTER_PORT`); 0 on rank 0 lets the OS pick one. */
+  masterPort: number;
+  /** The run's secret (`DCCL_TOKEN`). */
+  token: string;
+  /** Which convention supplied rank and size. */
+  source: string;
+  /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
+  transport: TransportName;
+  /** This process's place among the ranks on its machine, where the launcher says it. */
+  local?: { rank: number; size: number };
+}
+
+/** Launchers' local rank and local size variables (Slurm's local size is not one variable). */
+const LOCAL_CONVENTIONS: [string, string][] = [
+  ["LOCAL_RANK", "LOCAL_WORLD_SIZE"],
+  ["OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"],
+  ["MPI_LOCALRANKID", "MPI_LOCALNRANKS"],
+];
+
+const CONVENTIONS: [string, string, string][] = [
+  ["torchrun", "RANK", "WORLD_SIZE"],
+  ["Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"],
+  ["PMI", "PMI_RANK", "PMI_SIZE"],
+  ["Slurm", "SLURM_PROCID", "SLURM_NTASKS"],
+];
+
+/**
+ * Reads rank, size, rendezvous and token; throws a one-line Error naming what is missing, a value
+ * that is not a plain decimal integer, or two launchers' variables that disagree.
+ */
+export function rankFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): EnvRank {
+  const present = CONVENTIONS.filter(([, r, s]) => env[r] !== undefined && env[s] !== undefined);
+  if (present.length === 0) {
+    throw new Error(
+      `no rank in the environment: set RANK and WORLD_SIZE, or run under mpirun (OMPI_COMM_WORLD_*), ` +
+        `an MPI with PMI_RANK/PMI_SIZE, or srun (SLURM_PROCID/SLURM_NTASKS)`,
+    );
+  }
+  const [source, rankVar, sizeVar] = present[0];
+  const size = decimal(env, sizeVar), rank = decimal(env, rankVar);
+  if (size < 1) throw new Error(`${sizeVar}=${env[sizeVar]} is not a size ≥ 1`);
+  if (rank >= size) {
+    throw new Error(`${rankVar}=${env[rankVar]} is not a rank from 0 to ${size - 1}`);
+  }
+  // Every launcher's variables must say the same (a launcher inside another sets both).
+  for (const [, r, s] of present.slice(1)) {
+    for (const [mine, theirs] of [[rankVar, r], [sizeVar, s]]) {
+      if (decimal(env, theirs) !== decimal(env, mine)) {
+        throw new Error(
+          `${mine}=${env[mine]} and ${theirs}=${env[theirs]} disagree: unset the variables of ` +
+            `the launcher that does not start dccl's ranks`,
+        );
+      }
+    }
+  }
+  const masterPort = env.MASTER_PORT === undefined ? 29500 : decimal(env, "MASTER_PORT");
+  if (masterPort > 65535) {
+    throw new Error(`MASTER_PORT=${env.MASTER_PORT} is not a port from 1 to 65535`);
+  }
+  if (masterPort === 0 && rank !== 0) {
+    throw new Error(
+      `MASTER_PORT=0 only works for rank 0 (it picks a free port and prints it); ` +
+        `rank ${rank} needs the port rank 0 picked`,
+    );
+  }
+  const token = env.DCCL_TOKEN;
+  if (!token) {
+    throw new Error("DCCL_TOKEN is not set: export the same secret for every rank of the run");
+  }
+  const transport = processTransport(env.DCCL_TRANSPORT ?? PROCESS_TRANSPORTS[0]);
+  return {
+    ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
+    ...{ source, transport, local: localPlace(env) },
+  };
+}
+
+/** The local rank and size the launcher gives, if both are there and make sense. */
+function localPlace(env: Record<string, string | undefined>): EnvRank["local"] {
+  const found = LOCAL_CONVENTIONS.find(([r, s]) => env[r] !== undefined && env[s] !== undefined);
+  if (!found) return undefined;
+  const [rank, size] = found.map((name) => decimal(env, name));
+  if (rank >= size) throw new Error(`${found[0]}=${rank} is not a rank below ${found[1]}=${size}`);
+  return { rank, size };
+}
+
+/** The variable `name` as a plain decimal integer (no sign, exponent, hex or blank). */
+function decimal(env: Record<string, string | undefined>, name: string): number {
+  const value = env[name] ?? "";
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(value)) {
+    throw new Error(`${name}=${JSON.stringify(value)} is not accepted: expected a decimal integer`);
+  }
+  return Number(value);
+}
+
+/** Options of {@linkcode joinFromEnv}. */
+export interface JoinOptions {
+  /** The transport, over `DCCL_TRANSPORT`. */
+  transport?: TransportName;
+  /** Address to listen on. @default {"127.0.0.1"} */
+  bind?: string;
+  /** Milliseconds for rendezvous and each wait. @default {30000} */
+  timeoutMs?: number;
+  /** Environment to read. @default {Deno.env.toObject()} */
+  env?: Record<string, string | undefined>;
+  /** Open a WebGPU device, for `gpu` and `managed` memory. @default {false} */
+  gpu?: boolean;
+}
+
+/**
+ * Joins the group the environment describes and returns a Communicator over its transport.
+ *
+ * @example
+ * ```ts ignore
+ * // RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 DCCL_TOKEN=secret deno run -A main.ts
+ * await using comm = await joinFromEnv({ bind: "0.0.0.0" });
+ * ```
+ */
+export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicator> {
+  const env = options.env ?? Deno.env.toObject();
+  const me = rankFromEnv(env);
+  if (env.DCCL_WATCH_PARENT === "1") watchParent();
+  if (me.local) bindRankThread(cpuForSlot(me.local.rank, me.local.size));
+  const processes = TRANSPORT_TABLE.launchedAs(options.transport ?? me.transport, "processes");
+  const transport = await processes.connect({
+    ...me,
+    bind: options.bind,
+    timeoutMs: options.timeoutMs,
+    // A launcher that let rank 0 pick the port reads it from this line and starts the others.
+    onListening: (port) => me.masterPort === 0 && console.log(PORT_MARK + port),
+  });
+  const gpu = options.gpu ? await GpuDevice.open() : undefined;
+  const memory = new RankMemory(new RankHeap(createHeapMemory()), gpu);
+  return calibrated(new Communicator(transport, memory), transport);
+}
+
+/** Options of {@linkcode launchFromEnv}. */
+export interface EnvGroupOptions extends Omit<JoinOptions, "env"> {
+  /** Ranks this process runs (a hierarchical group: hierarchy.ts). */
+  threads: number;
+  /** Passed to every rank's function. */
+  args?: unknown;
+  /** Name of the exported function each rank runs. @default {"run"} */
+  entry?: string;
+  /** Aborting stops this process's ranks. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs `module`'s `run(comm, args)` on this process's `threads` ranks of the group the
+ * environment describes — process `RANK` of `WORLD_SIZE` runs ranks `RANK × threads + t` — as
+ * workers sharing memory, linked to the other processes' ranks over the transport; resolves with
+ * what each of them returns.
+ *
+ * @example
+ * ```ts ignore
+ * // under: mpirun -np 4 -x DCCL_TOKEN deno run -A main.ts  (16 ranks)
+ * const sums = await launchFromEnv(new URL("./rank_main.ts", import.meta.url), { threads: 4 }).results;
+ * ```
+ */
+export function launchFromEnv<T = unknown>(
+  module: URL | string,
+  options: EnvGroupOptions,
+): RankGroup<T> {
+  const me = rankFromEnv();
+  const part = hostPartOf(me, options.threads, options.transport ?? me.transport, options.bind);
+  const group = { ...options, size: options.threads, runtime: RANK_RUNTIME, placement: cpuForSlot };
+  return launchWorkers<T>(module, group, part);
+}
+
+/**
+ * Process `me.rank`'s part of the hierarchical group the environment describes: `threads` ranks
+ * linked over `transport`, listening on `bind`, placed on this machine's CPUs when the launcher
+ * says where.
+ */
+export function hostPartOf(
+  me: EnvRank,
+  threads: number,
+  transport: TransportName,
+  bind?: string,
+): HostPart {
+  return {
+    hosts: me.size,
+    threads,
+    host: me.rank,
+    transport,
+    mesh: { masterAddr: me.masterAddr, masterPort: me.masterPort, token: me.token, bind },
+    cpus: me.local && { first: me.local.rank * threads, of: me.local.size * threads },
+  };
+}
+
+/** `DCCL_TRANSPORT`'s value if it names a processes transport; else a one-line Error. */
+function processTransport(value: string): TransportName {
+  const named = PROCESS_TRANSPORTS.find((t) => t === value);
+  if (named) return named;
+  throw new Error(
+    `DCCL_TRANSPORT=${value} is not accepted: expected ${PROCESS_TRANSPORTS.join(" or ")}`,
+  );
+}
+
+/** Exits when the launching process goes away (its end of our stdin closes): no orphans. */
+export function watchParent(): void {
+  (async () => {
+    const buf = new Uint8Array(64);
+    while ((await Deno.stdin.read(buf)) !== null) { /* the launcher never writes */ }
+    Deno.exit(137);
+  })();
+}

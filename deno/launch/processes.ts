@@ -1,0 +1,313 @@
+/**
+ * The local launcher of processes transports (`ws`, `tcp`): starts `size` Deno subprocesses on
+ * this machine with torchrun-style variables (a rendezvous on 127.0.0.1 at a port rank 0 picks, a
+ * random per-run token) and prefixes their output with their rank. When one fails it blames the
+ * rank that caused it (each child reports its error on a marked stdout line) and stops every other
+ * child.
+ * @module
+ */
+
+import { calibrated } from "../../primitives/launch/calibration.ts";
+import { Communicator } from "../../primitives/communicator/communicator.ts";
+import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+import { RankMemory } from "../../primitives/memory/rank_memory.ts";
+import "../platform/install.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
+import { failedEnd, parseMarked } from "../../primitives/launch/report.ts";
+import {
+  checkSize,
+  deadlines,
+  FAILURE_GRACE_MS,
+  type GroupOptions,
+  type RankGroup,
+  Supervisor,
+} from "../../primitives/launch/supervisor.ts";
+
+/** Options of {@linkcode runProcessRanks}. */
+export interface ProcessRanksOptions {
+  /** Number of ranks (processes). */
+  size: number;
+  /** Extra environment for every child. */
+  env?: Record<string, string>;
+  /** Rendezvous host. @default {"127.0.0.1"} */
+  masterAddr?: string;
+  /** Aborting kills every child and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Receives each output line; the default prints it with a `[rank r]` prefix. */
+  onLine?: (rank: number, stream: "stdout" | "stderr", line: string) => void;
+  /**
+   * Rank 0 runs in this process and already listens on `port` with `token`: start ranks 1 …
+   * size−1 only, to join it.
+   */
+  joinRank0?: { port: number; token: string };
+  /**
+   * Milliseconds the other ranks have to exit once one has exited 0; a rank still running then
+   * is stuck (the group fails, naming it). @default {32000}
+   */
+  stragglerMs?: number;
+  /** Address every rank listens on (`DCCL_BIND`). @default {"127.0.0.1"} */
+  bind?: string;
+  /** The transport linking the ranks (`DCCL_TRANSPORT`). @default {the registry's first} */
+  transport?: TransportName;
+  /**
+   * Ranks each process runs as workers sharing memory (`DCCL_THREADS`, a hierarchical group:
+   * hierarchy.ts): `size × threads` ranks, rank `process × threads + t`. @default {1}
+   */
+  threads?: number;
+}
+
+let live = 0;
+/** Child processes started by this module that are still running (for leak checks). */
+export function liveProcesses(): number {
+  return live;
+}
+
+/** Prints rank 0's stdout as is (the program's output) and prefixes every other line. */
+export function printLine(rank: number, stream: "stdout" | "stderr", line: string): void {
+  if (rank === 0 && stream === "stdout") console.log(line);
+  else if (stream === "stdout") console.log(`[rank ${rank}] ${line}`);
+  else console.error(`[rank ${rank}] ${line}`);
+}
+
+/**
+ * Runs `deno <denoArgs>` as ranks 0 … size−1; `results` resolves when all exit 0 (with each
+ * rank's stdout line marked as a result, if any) and rejects with a `RankFailedError` naming the
+ * rank that caused the failure (primitives/launch/verdict.ts), once every child has exited.
+ */
+export function runProcessRanks(
+  denoArgs: string[],
+  options: ProcessRanksOptions,
+): RankGroup<unknown> {
+  const size = checkSize(options.size);
+  const threads = checkSize(options.threads ?? 1);
+  if (threads > 1 && options.joinRank0) {
+    throw new RangeError("this process cannot be rank 0 of a group of processes × threads");
+  }
+  /** The ranks process `p` runs. */
+  const ranksOf = (p: number) => Array.from({ length: threads }, (_, t) => p * threads + t);
+  const masterAddr = options.masterAddr ?? "127.0.0.1";
+  const token = options.joinRank0?.token ?? randomToken();
+  const onLine = options.onLine ?? printLine;
+  const children: (Deno.ChildProcess | undefined)[] = [];
+  const results: unknown[] = new Array(size * threads).fill(undefined);
+  /** The first `error:` line each process printed on stderr (an uncaught error), for its blame. */
+  const firstError: (string | undefined)[] = new Array(size).fill(undefined);
+  const signalAll = (signal: Deno.Signal) => {
+    for (const c of children) {
+      try {
+        c?.kill(signal);
+      } catch { /* already gone */ }
+    }
+  };
+  // Every child must be gone before the group settles: no orphans.
+  let allExited!: () => void;
+  const exited = new Promise<void>((resolve) => allExited = resolve);
+  const supervisor = new Supervisor<unknown>(size * threads, {
+    graceMs: FAILURE_GRACE_MS,
+    stragglerMs: options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS,
+  }, {
+    // Children tell each other (their sockets close with the failed rank's code).
+    relay() {},
+    async stop() {
+      signalAll("SIGTERM");
+      // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
+      const hard = setTimeout(() => signalAll("SIGKILL"), 500);
+      await exited;
+      clearTimeout(hard);
+      options.signal?.removeEventListener("abort", onAbort);
+    },
+  });
+  const onAbort = () => supervisor.cancel(options.signal?.reason);
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  // Rank 0 binds an ephemeral port itself and announces it; only then do the others start.
+  // (Picking a free port here and handing it over would race with every other program.)
+  const exits: Promise<void>[] = [];
+  const start = (rank: number, port: number) => exits.push(runRank(rank, port));
+  const onPort = (port: number) => {
+    if (supervisor.judged) return;
+    for (let rank = 1; rank < size; rank++) start(rank, port);
+  };
+  const runRank = async (rank: number, port: number) => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: denoArgs,
+      env: {
+        ...options.env,
+        RANK: String(rank),
+        LOCAL_RANK: String(rank),
+        LOCAL_WORLD_SIZE: String(size),
+        WORLD_SIZE: String(size),
+        MASTER_ADDR: masterAddr,
+        MASTER_PORT: String(port),
+        DCCL_TOKEN: token,
+        DCCL_WATCH_PARENT: "1",
+        DCCL_TRANSPORT: options.transport ?? PROCESS_TRANSPORTS[0],
+        ...(options.bind ? { DCCL_BIND: options.bind } : {}),
+        ...(threads > 1 ? { DCCL_THREADS: String(threads) } : {}),
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    live++;
+    children[rank] = child;
+    const pumps = [
+      pump(child.stdout, (line) => {
+        const marked = parseMarked(line);
+        if (!marked) return onLine(rank, "stdout", line);
+        if (marked.kind === "port") return rank === 0 && onPort(marked.port);
+        // A process of several ranks names the rank; one of one rank is that rank.
+        const of = marked.rank ?? rank * threads;
+        if (marked.kind === "result") results[of] = marked.result;
+        else if (marked.kind === "returned") supervisor.returned(of);
+        else supervisor.ended(of, failedEnd(marked.failure));
+      }),
+      pump(child.stderr, (line) => {
+        const plain = stripAnsi(line);
+        if (/^error: /.test(plain)) firstError[rank] ??= plain.slice("error: ".length);
+        onLine(rank, "stderr", line);
+      }),
+    ];
+    const status = await child.status;
+    live--;
+    children[rank] = undefined;
+    await Promise.all(pumps);
+    // Each rank of the process ends as the process did, unless it reported otherwise.
+    const which = threads > 1
+      ? `process ${rank} (ranks ${ranksOf(rank).join(", ")})`
+      : `rank ${rank}`;
+    for (const r of ranksOf(rank)) {
+      if (status.success) supervisor.ended(r, { status: "ok", result: results[r] });
+      else if (status.signal) {
+        supervisor.ended(r, {
+          status: "killed",
+          reason: `${which} was killed by ${status.signal}`,
+        });
+      } else {
+        const why = firstError[rank] ? `: ${firstError[rank]}` : "";
+        supervisor.ended(r, {
+          status: "failed",
+          reason: `${which} exited with code ${status.code}${why}`,
+        });
+      }
+    }
+  };
+  if (options.joinRank0) onPort(options.joinRank0.port);
+  else start(0, 0);
+  (async () => {
+    // Rank 0's output is read before its exit counts, so the others have started by then.
+    for (let waited = 0; waited < exits.length;) {
+      waited = exits.length;
+      await Promise.all(exits);
+    }
+    allExited();
+    await supervisor.judge();
+  })();
+
+  return {
+    results: supervisor.results,
+    kill(rank: number) {
+      children[Math.floor(rank / threads)]?.kill("SIGKILL");
+    },
+  };
+}
+
+function stripAnsi(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+/** A fresh secret for one run's connections. */
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop()!;
+    lines.forEach(onLine);
+  }
+  if (rest) onLine(rest);
+}
+
+/** Options of {@linkcode launchProcesses}. */
+export interface ProcessesOptions
+  extends
+    Omit<GroupOptions, "transport">,
+    Omit<ProcessRanksOptions, "size" | "transport" | "stragglerMs"> {
+  /** The transport linking the ranks. @default {the table's first processes transport} */
+  transport?: TransportName;
+}
+
+/**
+ * Runs `module`'s `run(comm, args)` on `size` local subprocesses linked by a processes transport
+ * (the registry's first unless told); each rank's result comes back as JSON.
+ *
+ * @example
+ * ```ts ignore
+ * const group = launchProcesses(new URL("./rank_main.ts", import.meta.url), { size: 4 });
+ * const sums = await group.results;
+ * ```
+ */
+export function launchProcesses<T = unknown>(
+  module: URL | string,
+  options: ProcessesOptions,
+): RankGroup<T> {
+  const entry = new URL("./process_rank.ts", import.meta.url).href;
+  // Arguments go through a file: environment strings are limited to 128 KiB on Linux.
+  const argsFile = Deno.makeTempFileSync({ prefix: "dccl-args-", suffix: ".json" });
+  Deno.writeTextFileSync(argsFile, JSON.stringify(options.args ?? null));
+  const group = runProcessRanks(["run", "-A", entry], {
+    ...options,
+    env: {
+      ...options.env,
+      DCCL_MODULE: module.toString(),
+      DCCL_ARGS_FILE: argsFile,
+      DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      DCCL_GPU: options.gpu ? "1" : "0",
+    },
+    stragglerMs: deadlines(options).stragglerMs,
+  });
+  group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
+  return group as RankGroup<T>;
+}
+
+/**
+ * Makes this process rank 0 of a group over a processes transport (the registry's first unless
+ * told) and starts ranks 1 … size−1 as subprocesses running `module`'s `run(comm, args)`;
+ * resolves once all are connected. `others` settles when they exit, which is once rank 0 has
+ * closed too (closing waits for every rank's goodbye).
+ *
+ * @example
+ * ```ts ignore
+ * const { comm, others } = await joinAsRank0(new URL("./rank_main.ts", import.meta.url), {
+ *   size: 4,
+ * });
+ * await comm.allreduce(buf); // rank 0's part, here
+ * await comm[Symbol.asyncDispose]();
+ * await others.results;
+ * ```
+ */
+export async function joinAsRank0(
+  module: URL | string,
+  options: ProcessesOptions,
+): Promise<{ comm: Communicator; others: RankGroup<unknown> }> {
+  const token = randomToken();
+  let others: RankGroup<unknown> | undefined;
+  const transport = options.transport ?? PROCESS_TRANSPORTS[0];
+  const connected = await TRANSPORT_TABLE.launchedAs(transport, "processes").connect({
+    ...{ rank: 0, size: options.size, masterAddr: "127.0.0.1", masterPort: 0, token },
+    timeoutMs: options.timeoutMs,
+    onListening: (port) => {
+      others = launchProcesses(module, { ...options, transport, joinRank0: { port, token } });
+      // A rank that fails closes its sockets too, so rank 0's operations fail, naming it.
+      others.results.catch(() => {});
+    },
+  });
+  const comm = new Communicator(connected, new RankMemory(new RankHeap(createHeapMemory())));
+  return { comm: await calibrated(comm, connected), others: others! };
+}

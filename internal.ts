@@ -1,0 +1,73 @@
+/**
+ * dccl's internals, for programs that build on more than the communicator (the trainer's kernels,
+ * tools that read the registry): the algorithm registry and `auto`, transport facts, the rank
+ * heap, the WebGPU device and kernels, and element conversions. Runtime-neutral, as web.ts; the
+ * Deno-only parts (the transport table with processes, the process launcher) are `./deno`.
+ * They may change between minor versions.
+ *
+ * @example What `auto` picks for an allreduce of 1 MiB on 4 shm ranks
+ * ```ts
+ * import { autoAlgorithm, WEB_TRANSPORTS } from "./internal.ts";
+ *
+ * const shm = WEB_TRANSPORTS.byName.shm;
+ * console.log(autoAlgorithm("allreduce", { transport: shm, bytes: 2 ** 20, size: 4 })); // shm_direct
+ * ```
+ * @module
+ */
+
+export {
+  ALGORITHM_LIST,
+  ALGORITHM_NAMES,
+  ALGORITHMS,
+  AlgorithmTable,
+  TransportTable,
+  WEB_TRANSPORTS,
+} from "./primitives/registry.ts";
+export type { Indexed, WebTransportName } from "./primitives/registry.ts";
+export {
+  algorithmsFor,
+  autoAlgorithm,
+  CROSSOVERS,
+  offersOf,
+  pickAlgorithm,
+  runnable,
+} from "./primitives/auto.ts";
+export type { AutoQuery, PickQuery } from "./primitives/auto.ts";
+export type {
+  Algorithm,
+  AlgorithmOf,
+  DeviceAlgorithm,
+  HostAlgorithm,
+  PricedCall,
+} from "./primitives/collectives/algorithm.ts";
+export type { CollectiveContext, Signatures } from "./primitives/collectives/context.ts";
+export { needsDevice, sideOfMemory } from "./primitives/transports/transport.ts";
+export type {
+  ProcessesTransport,
+  ThreadTransport,
+  Transport,
+  TransportDescriptor,
+  TransportFacts,
+  WorkersTransport,
+} from "./primitives/transports/transport.ts";
+export type {
+  AlgorithmNeed,
+  CollectiveName,
+  Crossovers,
+  KernelOp,
+  LinkCosts,
+  Side,
+  TypedArray,
+} from "./primitives/types.ts";
+export { DEVICE_MEMORY, DTYPES, MEMORY_KINDS, REDUCE_OPS } from "./primitives/types.ts";
+export { RankHeap } from "./primitives/memory/heap.ts";
+export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
+export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
+export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";
+export type { MigrationCount } from "./primitives/memory/managed.ts";
+export { GpuKernels } from "./kernels/gpu_kernels.ts";
+export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
+export { launchThread } from "./primitives/launch/thread.ts";
+export { launchWorkers } from "./primitives/launch/workers.ts";
+export { installPlatform, platform } from "./primitives/platform.ts";
+export type { Platform, SchedulerCalls } from "./primitives/platform.ts";

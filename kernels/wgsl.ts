@@ -1,0 +1,71 @@
+/**
+ * The WGSL side of the device kernels: their sources (kernels/*.wgsl, imported as text so that
+ * bundles carry them), the WGSL type of each dtype, and the filling in of their `{{…}}` parts.
+ * @module
+ */
+
+import REDUCE_WGSL from "./reduce.wgsl" with { type: "text" };
+import SCALE_WGSL from "./scale.wgsl" with { type: "text" };
+import REDUCE_HALF_WGSL from "./reduce_half.wgsl" with { type: "text" };
+import HALF_F16_WGSL from "./half_f16.wgsl" with { type: "text" };
+import HALF_BF16_WGSL from "./half_bf16.wgsl" with { type: "text" };
+import type { Dtype } from "./elements.ts";
+
+/** The WGSL sources, kernels/*.wgsl. */
+export interface KernelSources {
+  /** `reduce.wgsl`. */
+  reduce: string;
+  /** `scale.wgsl`. */
+  scale: string;
+  /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements. */
+  half: string;
+  /** `half_f16.wgsl` and `half_bf16.wgsl`: each type's conversions, for `half`. */
+  f16: string;
+  bf16: string;
+}
+
+/** The WGSL sources beside this module, imported as text (bundles carry them). */
+export const KERNEL_SOURCES: KernelSources = {
+  reduce: REDUCE_WGSL,
+  scale: SCALE_WGSL,
+  half: REDUCE_HALF_WGSL,
+  f16: HALF_F16_WGSL,
+  bf16: HALF_BF16_WGSL,
+};
+
+const WGSL_TYPE: Partial<Record<Dtype, string>> = {
+  f32: "f32",
+  i32: "i32",
+  f16: "u32",
+  bf16: "u32",
+};
+
+/**
+ * The WGSL type of a dtype (`u32` words of two 16-bit elements for f16 and bf16). Refused: `f64`
+ * (WGSL has no 64-bit floats).
+ */
+export function wgslType(dtype: Dtype): string {
+  const type = WGSL_TYPE[dtype];
+  if (!type) {
+    const why = deviceRefusal(dtype)!;
+    throw new TypeError(why[0].toUpperCase() + why.slice(1));
+  }
+  return type;
+}
+
+/** Why device kernels refuse `dtype` (one line), or undefined when they take it. */
+export function deviceRefusal(dtype: Dtype): string | undefined {
+  return WHY[dtype] && `device kernels work on f32, i32, f16 and bf16, not ${dtype}: ${WHY[dtype]}`;
+}
+
+const WHY: Partial<Record<Dtype, string>> = {
+  f64: "WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
+};
+
+/** `template` with every `{{NAME}}` replaced. */
+export function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+    if (!(name in values)) throw new Error(`Internal error: no value for {{${name}}}`);
+    return values[name];
+  });
+}

@@ -1,0 +1,68 @@
+/**
+ * What every algorithm file exports: one descriptor that holds all its facts — its name, the
+ * collective it computes, what it needs of a transport, how it runs and what it costs between
+ * hosts — as gloo keeps `allreduce_ring.h` whole and NCCL a transport in one table row. The
+ * registry only lists descriptors; `auto` reads their needs and prices their costs.
+ * @module
+ */
+
+import type { GpuBuffer } from "../memory/gpu.ts";
+import type { AlgorithmNeed, CollectiveName, LinkCosts, Side, TypedArray } from "../types.ts";
+import type { Signatures } from "./context.ts";
+
+/** Needs whose algorithms work on host views. */
+export type HostNeed = "messages" | "shared" | "hierarchy";
+/** Needs whose algorithms work on device buffers (device views, or buffers they stage). */
+export type DeviceNeed = "device" | "staging";
+
+/** The call an algorithm is priced for: `bytes` per rank (the whole buffer) on `size` ranks. */
+export interface PricedCall {
+  bytes: number;
+  size: number;
+}
+
+/** The facts every descriptor states. */
+interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
+  /** Its name in its collective (the CLI's `--algorithm`). */
+  readonly name: string;
+  /** The collective it computes. */
+  readonly collective: C;
+  /** What the transport must offer (a capability, never a transport's name). */
+  readonly needs: N;
+  /**
+   * Microseconds of one call between hosts whose links cost `links` (Hockney's α–β model with a
+   * reduction term γ, docs/auto.md "Between hosts"). `auto` takes the cheapest priced algorithm
+   * the transport can run there; one without a cost is never picked between hosts.
+   */
+  cost?(links: LinkCosts, call: PricedCall): number;
+}
+
+/** An algorithm on host buffers: it runs on host views. */
+export interface HostAlgorithm<C extends CollectiveName = CollectiveName>
+  extends Facts<C, HostNeed> {
+  readonly run: Signatures<TypedArray>[C];
+}
+
+/** An algorithm on device buffers: it runs on the buffers themselves. */
+export interface DeviceAlgorithm<C extends CollectiveName = CollectiveName>
+  extends Facts<C, DeviceNeed> {
+  readonly run: Signatures<GpuBuffer>[C];
+}
+
+/** One algorithm of collective `C`. */
+export type AlgorithmOf<C extends CollectiveName> = HostAlgorithm<C> | DeviceAlgorithm<C>;
+
+/** An algorithm of any collective. */
+export type Algorithm = AlgorithmOf<CollectiveName>;
+
+/** The side of memory an algorithm with these needs works on. */
+export function sideOfNeed(need: AlgorithmNeed): Side {
+  return need === "device" || need === "staging" ? "device" : "host";
+}
+
+/** Whether `algorithm` works on host views. */
+export function onHost<C extends CollectiveName>(
+  algorithm: AlgorithmOf<C>,
+): algorithm is HostAlgorithm<C> {
+  return sideOfNeed(algorithm.needs) === "host";
+}

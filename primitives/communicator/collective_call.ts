@@ -1,0 +1,84 @@
+/**
+ * A collective call once its arguments are checked: the one form every collective of the
+ * Communicator takes, and how it becomes a call the runner runs — stamped, on host views or device
+ * buffers as the picked algorithm works, with what it does on one rank and after the algorithm.
+ * @module
+ */
+
+import { type AlgorithmOf, onHost } from "../collectives/algorithm.ts";
+import type { CollectiveContext, Completion, Signatures } from "../collectives/context.ts";
+import type { CommBuffer } from "../memory/comm_buffer.ts";
+import type { GpuBuffer } from "../memory/gpu.ts";
+import type { Indexed } from "../registry.ts";
+import type { CollectiveName, KernelOp, ReduceOp, TypedArray } from "../types.ts";
+import type { Call, Keep } from "./collective_runner.ts";
+import { DEVICE, HOST, type OperandSide } from "./operands.ts";
+import { callStamp } from "./stamp.ts";
+
+/** A collective call whose arguments are checked. */
+export interface CheckedCall<C extends CollectiveName> {
+  collective: C;
+  /** Input and output, each with whether the call writes it (a bcast's buffer twice). */
+  buffers: [[CommBuffer, boolean], [CommBuffer, boolean]];
+  /** The buffer whose dtype and length the stamp carries: equal on every rank. */
+  block: CommBuffer;
+  /** Bytes `auto` picks by. @default {the block's} */
+  bytes?: number;
+  op?: ReduceOp;
+  root?: number;
+  algorithm?: string;
+  /** A call on host buffers to keep (a loop of small collectives). */
+  keep?: Keep;
+  /** With `avg`, whether this rank divides its output (a reduce's root only). @default {true} */
+  divides?: boolean;
+}
+
+/** Runs collective `C`'s algorithm `run` on operands `a` and `b` with the call's op and root. */
+type Invoke<C extends CollectiveName> = <B>(
+  run: Signatures<B>[C],
+  ctx: CollectiveContext,
+  a: B,
+  b: B,
+  op: KernelOp,
+  root: number,
+) => Completion;
+
+/** How each collective's algorithms take a call's operands, op and root. */
+const INVOKE: { [C in CollectiveName]: Invoke<C> } = {
+  allreduce: (run, ctx, a, b, op) => run(ctx, a, b, op),
+  bcast: (run, ctx, a, _b, _op, root) => run(ctx, a, root),
+  reduce: (run, ctx, a, b, op, root) => run(ctx, a, b, op, root),
+  allgather: (run, ctx, a, b) => run(ctx, a, b),
+  reduceScatter: (run, ctx, a, b, op) => run(ctx, a, b, op),
+  alltoall: (run, ctx, a, b) => run(ctx, a, b),
+  gather: (run, ctx, a, b, _op, root) => run(ctx, a, b, root),
+  scatter: (run, ctx, a, b, _op, root) => run(ctx, a, b, root),
+};
+
+/** The call the runner runs for `call` with its algorithm `picked`, on `size` ranks. */
+export function planCall<C extends CollectiveName>(
+  picked: Indexed<AlgorithmOf<C>>,
+  call: CheckedCall<C>,
+  size: number,
+): { onHost: true; call: Call<TypedArray> } | { onHost: false; call: Call<GpuBuffer> } {
+  const { collective, op = "sum", root = 0 } = call;
+  const stamp = callStamp(collective, call.block.dtype, call.block.length, op, root, picked.index);
+  const invoke: Invoke<C> = INVOKE[collective], kop = kernelOp(op);
+  const divides = op === "avg" && (call.divides ?? true);
+  const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): Call<B> => ({
+    stamp,
+    side,
+    run: (ctx, a, b) => invoke(run, ctx, a, b, kop, root),
+    // A bcast on one rank has nothing to do: its buffer is its result.
+    alone: collective === "bcast" ? undefined : side.copy,
+    after: divides ? (_, out) => side.divide(out, size) : undefined,
+  });
+  return onHost(picked)
+    ? { onHost: true, call: made(HOST, picked.run) }
+    : { onHost: false, call: made(DEVICE, picked.run) };
+}
+
+/** The kernel that reduces for `op` (avg sums, then divides). */
+export function kernelOp(op: ReduceOp): KernelOp {
+  return op === "avg" ? "sum" : op;
+}

@@ -1,0 +1,150 @@
+/**
+ * A training run's epochs and totals as every runtime shows them: the row of one epoch, its CSV
+ * columns, the aligned line the CLI prints, the progress bar's text and the run's summary. Deno
+ * prints and writes them (deno/trainer/train_writer.ts); a browser tab draws them.
+ * @module
+ */
+
+/** One epoch, aggregated over ranks. */
+export interface EpochRow {
+  epoch: number;
+  /** The epoch's training loop, seconds, slowest rank. */
+  time_s: number;
+  /** Computation (forward, backward, update, batch gathering), seconds, most of any rank. */
+  compute_s: number;
+  /** Communication (collectives and the copies around them), seconds, most of any rank. */
+  comm_s: number;
+  /** Communication beyond the least any rank spent: waiting for others, seconds, most of any rank. */
+  wait_s: number;
+  /** Mean training cross-entropy over the epoch. */
+  loss: number;
+  /** Training accuracy over the epoch (as the model went), fraction. */
+  train_acc: number;
+  /** Test accuracy after the epoch, fraction. */
+  test_acc: number;
+  /** Mean test cross-entropy after the epoch. */
+  test_loss: number;
+  /** Training rows per second of `time_s`, all ranks together. */
+  samples_per_s: number;
+  /** Parameter server, asynchronous: mean and largest staleness of the epoch's pushes. */
+  staleness_mean?: number;
+  staleness_max?: number;
+}
+
+/** CSV columns, in order (the issue's first eight, then extras). */
+export const EPOCH_COLUMNS: (keyof EpochRow)[] = [
+  "epoch",
+  "time_s",
+  "compute_s",
+  "comm_s",
+  "wait_s",
+  "loss",
+  "train_acc",
+  "test_acc",
+  "test_loss",
+  "samples_per_s",
+  "staleness_mean",
+  "staleness_max",
+];
+
+/** The run's totals, returned to the launcher and stored in the JSON sidecar. */
+export interface TrainSummary {
+  epochs: EpochRow[];
+  /** Sum of the epochs' `time_s`. */
+  train_s: number;
+  final_test_acc: number;
+  /** Per step of one rank, milliseconds: the split of the slowest rank's time. */
+  step_ms: { compute: number; comm: number; wait: number };
+  /** Floating-point operations (2 per multiply-add) per second of computation, per computing rank. */
+  gflops_per_rank: number;
+  kernels: string;
+  /** Allreduce calls rank 0 made to synchronise (a resumed run counts its own part). */
+  allreduce_calls: number;
+}
+
+const TABLE: [keyof EpochRow, string, number, (v: number) => string][] = [
+  ["epoch", "epoch", 5, (v) => String(v)],
+  ["loss", "loss", 8, (v) => v.toFixed(4)],
+  ["train_acc", "train", 8, (v) => `${(100 * v).toFixed(2)}%`],
+  ["test_acc", "test", 8, (v) => `${(100 * v).toFixed(2)}%`],
+  ["time_s", "time_s", 8, (v) => v.toFixed(3)],
+  ["compute_s", "compute_s", 10, (v) => v.toFixed(3)],
+  ["comm_s", "comm_s", 8, (v) => v.toFixed(3)],
+  ["wait_s", "wait_s", 8, (v) => v.toFixed(3)],
+];
+
+/**
+ * The progress bar's text: `[###....] epoch 2/10, step 40/120, loss 0.3127, ETA 1m05s` (`elapsedMs`
+ * since the first step; no ETA before there is a pace to go by).
+ */
+export function progressLine(
+  epoch: number,
+  step: number,
+  steps: number,
+  epochs: number,
+  loss: number | undefined,
+  elapsedMs: number,
+): string {
+  const width = 30, filled = Math.round((step / steps) * width);
+  const done = (epoch + step / steps) / epochs;
+  const left = done > 0 && elapsedMs > 0
+    ? Math.round((elapsedMs * (1 - done)) / done / 1000)
+    : undefined;
+  const eta = left === undefined
+    ? ""
+    : `, ETA ${
+      left >= 60 ? `${Math.floor(left / 60)}m${String(left % 60).padStart(2, "0")}s` : `${left}s`
+    }`;
+  return `[${"#".repeat(filled)}${".".repeat(width - filled)}] epoch ${epoch + 1}/${epochs}, ` +
+    `step ${step}/${steps}${loss === undefined ? "" : `, loss ${loss.toFixed(4)}`}${eta}`;
+}
+
+/** The epoch table's title line. */
+export function epochTitle(): string {
+  return TABLE.map(([, t, w]) => t.padStart(w)).join(" ");
+}
+
+/** One epoch's line of the table (with the staleness of asynchronous parameter servers). */
+export function epochLine(row: EpochRow): string {
+  const cells = TABLE.map(([key, , w, f]) => f(row[key] as number).padStart(w));
+  const stale = row.staleness_mean === undefined
+    ? ""
+    : `  staleness mean ${row.staleness_mean.toFixed(2)} max ${row.staleness_max}`;
+  return cells.join(" ") + stale;
+}
+
+/** One epoch's CSV values, in {@linkcode EPOCH_COLUMNS}' order. */
+export function epochValues(row: EpochRow): (number | string)[] {
+  return EPOCH_COLUMNS.map((c) => {
+    const v = row[c];
+    return v === undefined ? "" : Number.isInteger(v) ? v : Number(v.toPrecision(6));
+  });
+}
+
+/** The summary's closing lines: throughput, accuracy and the split of a step. */
+export function summaryLines(summary: TrainSummary): string[] {
+  const samples = summary.epochs.reduce((s, r) => s + r.samples_per_s * r.time_s, 0);
+  const { compute, comm, wait } = summary.step_ms;
+  return [
+    `trained ${summary.epochs.length} epochs in ${summary.train_s.toFixed(2)} s ` +
+    `(${Math.round(samples / summary.train_s)} samples/s); test accuracy ` +
+    `${(100 * summary.final_test_acc).toFixed(2)}%`,
+    `per step: compute ${compute.toFixed(3)} ms, communication ${comm.toFixed(3)} ms ` +
+    `(waiting ${wait.toFixed(3)} ms); computation at ${summary.gflops_per_rank.toFixed(1)} ` +
+    `GFLOP/s per rank (${summary.kernels} kernels)`,
+  ];
+}
+
+/** What rank 0's runtime does with a run's progress (prints it, writes it, draws it). */
+export interface TrainObserver {
+  /** Before the first epoch. */
+  start(): void;
+  /** Progress through an epoch; `loss` gives the running loss when asked. */
+  progress(epoch: number, step: number, steps: number, loss?: () => number | undefined): void;
+  /** A remark above the next epoch's line. */
+  note(text: string): void;
+  /** An epoch ended. */
+  add(row: EpochRow): void;
+  /** The run ended. */
+  finish(summary: TrainSummary): void;
+}

@@ -1,0 +1,34 @@
+/**
+ * dccl's data-parallel trainer: an MLP on WebAssembly SIMD or WebGPU kernels whose ranks
+ * synchronise over dccl's collectives (gradient buckets allreduced during the backward pass,
+ * local SGD, a parameter server), the run's epochs and summary, and MNIST from any source of its
+ * IDX files. Runtime-neutral: `train` runs on any rank a runtime gives it data and an observer
+ * for (Deno's rank program is deno/trainer/rank.ts; `deno task train` runs it).
+ *
+ * @example The layout of the trainer's default model
+ * ```ts
+ * import { MlpLayout } from "./mod.ts";
+ *
+ * const layout = new MlpLayout([784, 256, 10]);
+ * console.log(layout.size); // 203530 parameters: 784 × 256 + 256 + 256 × 10 + 10
+ * ```
+ * @module
+ */
+
+export { train } from "./rank.ts";
+export type { RunCheckpoints, RunPosition, TrainIo, TrainRankResult } from "./rank.ts";
+export type { CheckpointOptions, TrainConfig } from "./config.ts";
+export {
+  EPOCH_COLUMNS,
+  epochLine,
+  epochTitle,
+  progressLine,
+  summaryLines,
+} from "./epochs.ts";
+export type { EpochRow, TrainObserver, TrainSummary } from "./epochs.ts";
+export { DataError, loadMnist, MNIST_CLASSES } from "./mnist.ts";
+export type { ImageSet, Mnist, MnistSource } from "./mnist.ts";
+export { ACTIVATIONS, MlpLayout } from "./model.ts";
+export type { Activation } from "./model.ts";
+export { GRAD_DTYPES } from "./sync/compression.ts";
+export type { GradDtype } from "./sync/compression.ts";
