@@ -23,7 +23,7 @@ export {
   TransportTable,
   WEB_TRANSPORTS,
 } from "./primitives/registry.ts";
-export type { Indexed, WebTransportName } from "./primitives/registry.ts";
+export type { Indexed, Launching, WebTransportName } from "./primitives/registry.ts";
 export {
   algorithmsFor,
   autoAlgorithm,
@@ -37,17 +37,42 @@ export type {
   Algorithm,
   AlgorithmOf,
   DeviceAlgorithm,
+  DeviceNeed,
+  Facts,
   HostAlgorithm,
+  HostNeed,
   PricedCall,
 } from "./primitives/collectives/algorithm.ts";
-export type { CollectiveContext, Signatures } from "./primitives/collectives/context.ts";
+export type {
+  AllgatherAlgorithm,
+  AllreduceAlgorithm,
+  AlltoallAlgorithm,
+  BcastAlgorithm,
+  CollectiveContext,
+  Completion,
+  GatherAlgorithm,
+  HostPicker,
+  ReduceAlgorithm,
+  ReduceScatterAlgorithm,
+  ScatterAlgorithm,
+  Signatures,
+} from "./primitives/collectives/context.ts";
 export { needsDevice, sideOfMemory } from "./primitives/transports/transport.ts";
 export type {
+  CallCheck,
+  CallSummary,
+  DeviceAccess,
+  DeviceOps,
+  HierarchyAccess,
+  MeshOptions,
+  PreparedGroup,
   ProcessesTransport,
+  SharedAccess,
   ThreadTransport,
   Transport,
   TransportDescriptor,
   TransportFacts,
+  WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
 export type {
@@ -68,6 +93,10 @@ export type { MigrationCount } from "./primitives/memory/managed.ts";
 export { GpuKernels } from "./kernels/gpu_kernels.ts";
 export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
 export { launchThread } from "./primitives/launch/thread.ts";
+export type { ThreadOptions } from "./primitives/launch/thread.ts";
 export { launchWorkers } from "./primitives/launch/workers.ts";
+export type { HostPart } from "./primitives/launch/workers.ts";
+export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
+export type { FailureReport, RankReport } from "./primitives/launch/report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";

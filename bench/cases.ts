@@ -38,10 +38,15 @@ export type PrimitiveName =
 
 /** Options one run of a primitive takes. */
 export interface CaseOptions {
+  /** Element type (`--dtype`). */
   dtype: Dtype;
+  /** Memory kind of the buffers (`--memory`). */
   memory: MemoryKind;
+  /** Reduce op (`--op`); ignored by primitives without one. */
   op: ReduceOp;
+  /** Root rank (`--root`); ignored by primitives without one. */
   root: number;
+  /** An algorithm's name, or `auto`. */
   algorithm: string;
   /** Managed memory: touch the buffers on this side before every operation (OMB's `-d managed`). */
   touch?: Side;
@@ -78,11 +83,13 @@ export interface PreparedCase {
 
 /** What the harness needs to know about a primitive. */
 export interface PrimitiveSpec {
+  /** Its name as the CLI and CSV spell it. */
   name: PrimitiveName;
   /** Registry name for algorithm choice; undefined for point-to-point. */
   collective?: CollectiveName;
-  /** Whether it takes a reduce op (`--op`) and a root (`--root`). */
+  /** Whether it takes a reduce op (`--op`). */
   reduces: boolean;
+  /** Whether it takes a root (`--root`). */
   rooted: boolean;
   /**
    * Whether it has an in-place form beside the out-of-place one (nccl-tests' second set of

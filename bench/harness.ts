@@ -21,6 +21,7 @@ export const TIMINGS: readonly Timing[] = ["back-to-back", "per-iter"];
 
 /** What one sweep measures. */
 export interface SweepOptions extends CaseOptions {
+  /** The primitive measured. */
   primitive: PrimitiveName;
   /** The transport's name (the rows carry it). */
   transport: string;
@@ -30,6 +31,7 @@ export interface SweepOptions extends CaseOptions {
   iters?: number;
   /** Untimed iterations per size; adaptive when undefined. */
   warmup?: number;
+  /** How iterations are timed. */
   timing: Timing;
   /** Time budget per size for adaptive iterations, ms. @default {200} */
   budgetMs?: number;
@@ -39,6 +41,7 @@ export interface SweepOptions extends CaseOptions {
 
 /** One size's row plus its per-iteration samples (µs). */
 export interface SizeResult {
+  /** The size's row. */
   row: ResultRow;
   /**
    * `per-iter`: each iteration's time, the slowest rank's. `back-to-back`: the mean time per op of
@@ -73,8 +76,8 @@ interface Timed {
 }
 
 /**
- * Measures every size on this rank; calls `onResult` on rank 0 after each size and resolves with
- * the wrong elements summed over sizes and ranks (0 on other ranks).
+ * Measures every size on this rank; calls `options.onResult` on rank 0 after each size and
+ * resolves with the wrong elements summed over sizes and ranks (0 on other ranks).
  *
  * Ranks with a device finish every timed loop with `comm.synchronize()` before the last timestamp:
  * calls on device buffers return once their work is enqueued (NCCL's semantics), so the loop
@@ -82,9 +85,9 @@ interface Timed {
  */
 export async function measureSweep(
   comm: Communicator,
-  options: SweepOptions,
-  onResult: (result: SizeResult) => void | Promise<void>,
+  options: SweepOptions & { onResult?: (result: SizeResult) => void | Promise<void> },
 ): Promise<number> {
+  const onResult = options.onResult ?? (() => {});
   const spec = PRIMITIVES[options.primitive];
   if (options.counts.length === 0) return 0;
   const prepared = spec.prepare(comm, Math.max(...options.counts), options);

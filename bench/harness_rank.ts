@@ -12,7 +12,9 @@ import type { ReportOptions, SweepSink } from "./report_format.ts";
 
 /** What the launcher hands every rank. */
 export interface HarnessArgs {
+  /** What every rank measures. */
   sweep: SweepOptions;
+  /** What rank 0 reports with it. */
   report: ReportOptions;
 }
 
@@ -33,16 +35,15 @@ function describeLinks(links: LinkCosts): string {
 }
 
 /**
- * Runs the sweep on this rank; rank 0 reports it to the sink `sinkOf` makes from the report's
+ * Runs the sweep on this rank; rank 0 reports it to the sink `args.sink` makes from the report's
  * options (with the run's measured facts in its metadata).
  */
 export async function runSweep(
   comm: Communicator,
-  args: HarnessArgs,
-  sinkOf: (report: ReportOptions) => SweepSink,
+  args: HarnessArgs & { sink: (report: ReportOptions) => SweepSink },
 ): Promise<HarnessSummary> {
   if (comm.rank !== 0) {
-    await measureSweep(comm, args.sweep, () => {});
+    await measureSweep(comm, args.sweep);
     return { wrong: 0, rows: 0 };
   }
   // The device's facts (adapter, backend, limits) and Deno's completion floor go in the sidecar,
@@ -57,13 +58,16 @@ export async function runSweep(
       ...(links && { links }),
     },
   };
-  const reporter = sinkOf(report);
+  const reporter = args.sink(report);
   reporter.start();
   let rows = 0;
   try {
-    const wrong = await measureSweep(comm, args.sweep, (result) => {
-      reporter.add(result);
-      rows++;
+    const wrong = await measureSweep(comm, {
+      ...args.sweep,
+      onResult: (result) => {
+        reporter.add(result);
+        rows++;
+      },
     });
     return { wrong, rows };
   } finally {

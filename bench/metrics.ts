@@ -6,13 +6,21 @@
 
 /** One row of results: the CSV columns of docs/design.md, in order, then the appended extras. */
 export interface ResultRow {
+  /** The primitive measured. */
   primitive: string;
+  /** The transport's name. */
   transport: string;
+  /** Memory kind of the buffers. */
   memory: string;
+  /** The algorithm asked for (`auto` or a name). */
   algorithm: string;
+  /** Ranks. */
   procs: number;
+  /** Elements of the buffer (`count` in the CSV). */
   floats: number;
+  /** Bytes of the buffer (the whole buffer for the block primitives). */
   bytes: number;
+  /** Timed iterations. */
   iters: number;
   /** Sum over ranks of each rank's total time / (ranks × iters), µs. */
   time_us: number;
@@ -30,8 +38,9 @@ export interface ResultRow {
   wrong: number;
   /** `back-to-back` or `per-iter`. */
   timing: string;
-  /** Median and 99th percentile of the per-iteration samples, µs. */
+  /** Median of the per-iteration samples, µs. */
   p50_us: number;
+  /** 99th percentile of the per-iteration samples, µs. */
   p99_us: number;
   /** The algorithm that ran (what `auto` picked at this size). */
   picked: string;
@@ -50,13 +59,17 @@ export interface ResultRow {
   /** The root rank (`--root`); −1 where the primitive has none. */
   root: number;
   /**
-   * The in-place form's time, Gb/s, algbw, busbw and wrong elements, as the out-of-place ones
+   * The in-place form's time per op, as the out-of-place one
    * above; absent where the primitive has none or `--out-of-place-only` left it out.
    */
   inplace_time_us?: number;
+  /** The in-place form's Gb/s. */
   inplace_gbps?: number;
+  /** The in-place form's algbw. */
   inplace_algbw_gbs?: number;
+  /** The in-place form's busbw. */
   inplace_busbw_gbs?: number;
+  /** The in-place form's wrong elements. */
   inplace_wrong?: number;
 }
 
@@ -113,8 +126,11 @@ export const FIELD_OF_COLUMN: Readonly<Record<string, keyof ResultRow>> = {
 export interface Measured {
   /** Each rank's total time over the timed iterations, µs. */
   rankTotalsUs: number[];
+  /** Timed iterations. */
   iters: number;
+  /** Bytes of the buffer. */
   bytes: number;
+  /** The primitive's bus factor on these ranks. */
   busFactor: number;
 }
 

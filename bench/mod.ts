@@ -21,11 +21,12 @@
 
 export {
   type CaseOptions,
+  type PreparedCase,
   type PrimitiveName,
   PRIMITIVES,
   type PrimitiveSpec,
+  type SizedCase,
 } from "./cases.ts";
-export { expectedReduction, inputValue } from "./exact_inputs.ts";
 export {
   measureSweep,
   type SizeResult,
@@ -34,7 +35,7 @@ export {
   TIMINGS,
 } from "./harness.ts";
 export { type HarnessArgs, type HarnessSummary, runSweep } from "./harness_rank.ts";
-export { CSV_COLUMNS, metrics, type ResultRow } from "./metrics.ts";
+export { CSV_COLUMNS, type Measured, metrics, type ResultRow } from "./metrics.ts";
 export {
   CSV_HEADER,
   csvValues,
@@ -48,10 +49,12 @@ export {
 export { type Point, readResults, type ResultFile, ResultFormatError } from "./compare/results.ts";
 export {
   type Crossover,
+  type CrossoverOptions,
   crossovers,
   type Curve,
   type CurveSet,
   formatCrossovers,
   toCurves,
+  type WrongResults,
 } from "./compare/crossover.ts";
-export { chartSpec, htmlPage, renderSvg } from "./compare/chart.ts";
+export { htmlPage, renderSvg } from "./compare/chart.ts";

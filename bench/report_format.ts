@@ -12,13 +12,21 @@ import type { LinkCosts } from "../primitives/types.ts";
 
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
+  /** The tool and its version. */
   tool: string;
+  /** Deno's version (or the browser's, in a tab). */
   deno: string;
+  /** V8's version. */
   v8: string;
+  /** Operating system and architecture. */
   os: string;
+  /** The CPU's model. */
   cpu: string;
+  /** Logical CPUs. */
   cpus: number;
+  /** Physical memory, bytes. */
   memoryBytes: number;
+  /** The WebGPU adapter, or null when there is none. */
   gpuAdapter: string | null;
   /**
    * The ranks' device, when they have one: adapter, backend, limits and Deno's completion floor
@@ -27,8 +35,11 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
+  /** When the run began (ISO 8601). */
   date: string;
+  /** The command line. */
   command: string[];
+  /** Every option as the run resolved it. */
   options: Record<string, unknown>;
 }
 
@@ -40,10 +51,13 @@ export interface ReportOptions {
   table: boolean;
   /** Also print the p50/p99 columns (per-iteration timing, as OMB users expect). */
   percentiles?: boolean;
+  /** The CSV file to write, if any. */
   csv?: string;
+  /** The JSON sidecar to write, if any. */
   json?: string;
   /** Element counts in the order they are measured, for the progress bar. */
   counts: number[];
+  /** Where the run came from. */
   metadata: RunMetadata;
 }
 

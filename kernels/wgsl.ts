@@ -19,8 +19,9 @@ export interface KernelSources {
   scale: string;
   /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements. */
   half: string;
-  /** `half_f16.wgsl` and `half_bf16.wgsl`: each type's conversions, for `half`. */
+  /** `half_f16.wgsl`: f16's conversions, for `half`. */
   f16: string;
+  /** `half_bf16.wgsl`: bf16's conversions, for `half`. */
   bf16: string;
 }
 

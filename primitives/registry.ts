@@ -167,7 +167,7 @@ export function algorithmName(collective: string, index: number): string | undef
 }
 
 /** The descriptors of a transport table of one launch kind. */
-type Launching<L extends TransportDescriptor["launch"]> = Extract<
+export type Launching<L extends TransportDescriptor["launch"]> = Extract<
   TransportDescriptor,
   { launch: L }
 >;

@@ -164,13 +164,22 @@ Deno.test("one epoch on 20000 MNIST images reaches 90% test accuracy", async () 
 Deno.test("the progress bar shows the running loss and the time left at the pace so far", () => {
   // A quarter of the run (epoch 1 of 2, half its steps) took 10 s: 30 s are left.
   assertEquals(
-    progressLine(0, 50, 100, 2, 0.31234, 10_000),
+    progressLine({ epoch: 0, step: 50, steps: 100, epochs: 2, loss: 0.31234, elapsedMs: 10_000 }),
     "[###############...............] epoch 1/2, step 50/100, loss 0.3123, ETA 30s",
   );
-  assertEquals(progressLine(1, 10, 100, 2, undefined, 55_000).endsWith("ETA 45s"), true);
-  assertEquals(progressLine(0, 1, 1000, 10, 2.3, 1_000).endsWith("loss 2.3000, ETA 166m39s"), true);
   assertEquals(
-    progressLine(0, 0, 100, 1, undefined, 0),
+    progressLine({ epoch: 1, step: 10, steps: 100, epochs: 2, elapsedMs: 55_000 }).endsWith(
+      "ETA 45s",
+    ),
+    true,
+  );
+  assertEquals(
+    progressLine({ epoch: 0, step: 1, steps: 1000, epochs: 10, loss: 2.3, elapsedMs: 1_000 })
+      .endsWith("loss 2.3000, ETA 166m39s"),
+    true,
+  );
+  assertEquals(
+    progressLine({ epoch: 0, step: 0, steps: 100, epochs: 1, elapsedMs: 0 }),
     `[${".".repeat(30)}] epoch 1/1, step 0/100`,
   );
 });

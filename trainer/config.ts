@@ -14,8 +14,12 @@ export const SYNC_STRATEGIES = ["allreduce", "local-sgd", "ps"] as const;
 export type SyncName = typeof SYNC_STRATEGIES[number];
 /** Parameter-server modes. */
 export const PS_MODES = ["sync", "async"] as const;
+/** A parameter-server mode. */
+export type PsMode = typeof PS_MODES[number];
 /** Where the model computes. */
 export const DEVICES = ["cpu", "gpu"] as const;
+/** Where the model computes. */
+export type Device = typeof DEVICES[number];
 
 /**
  * Where a run keeps its checkpoint and how often it writes one: every `every` batches (at the
@@ -23,33 +27,47 @@ export const DEVICES = ["cpu", "gpu"] as const;
  * every epoch only.
  */
 export interface CheckpointOptions {
+  /** The folder the checkpoints live in. */
   dir: string;
+  /** Batches between checkpoints, or only after every epoch. */
   every: number | "epoch";
 }
 
 /** Everything a rank needs to know about the run (`T`: the names of its runtime's transports). */
 export interface TrainConfig<T extends string = string> {
+  /** Ranks in all. */
   procs: number;
+  /** The transport's name. */
   transport: T;
   /** Memory kind of the slabs collectives use. */
   memory: MemoryKind;
+  /** The synchronisation strategy. */
   sync: SyncName;
+  /** Batches between synchronisations, or once per epoch. */
   syncEvery: SyncEvery;
-  psMode: typeof PS_MODES[number];
+  /** Parameter server: synchronous or asynchronous pushes. */
+  psMode: PsMode;
   /** Rows per batch on each computing rank. */
   batch: number;
+  /** Epochs to train. */
   epochs: number;
+  /** Learning rate. */
   lr: number;
+  /** SGD momentum (0: none). */
   momentum: number;
   /** Widths, inputs first. */
   layers: number[];
+  /** Hidden layers' activation. */
   activation: Activation;
+  /** Bytes per gradient bucket allreduced during the backward pass. */
   bucketBytes: number;
   /** The element type gradients travel in (allreduce; compression.ts). */
   gradDtype: GradDtype;
   /** With a half-precision `gradDtype`: carry each rank's rounding error into its next step. */
   errorFeedback: boolean;
-  device: typeof DEVICES[number];
+  /** Where the model computes. */
+  device: Device;
+  /** Seed of the parameters and the data order. */
   seed: number;
   /** Train on the first N training images only (quick runs). */
   trainSamples?: number;

@@ -16,9 +16,12 @@ import type { ImageSet } from "./mnist.ts";
  * copy to and from, as a program must when its tensors live elsewhere (pageable memory, say).
  */
 export class SyncedSlab {
+  /** The slab where the model keeps it. */
   readonly local: CommBuffer;
+  /** The slab collectives use (`local` itself, or a buffer of the asked kind). */
   readonly comm: CommBuffer;
 
+  /** The slab `local`, synchronised through `comm`. */
   constructor(local: CommBuffer, comm: CommBuffer) {
     this.local = local;
     this.comm = comm;
@@ -65,7 +68,9 @@ export interface Engine {
   readonly device: "cpu" | "gpu";
   /** Which kernels compute (`relaxed`, `plain`, `js`, `wgsl`). */
   readonly kernels: string;
+  /** The parameters. */
   readonly params: SyncedSlab;
+  /** The gradients. */
   readonly grads: SyncedSlab;
   /** Elements `[start, end)` of the slabs that layer `l` occupies. */
   span(layer: number): [number, number];

@@ -7,6 +7,7 @@
 
 /** One epoch, aggregated over ranks. */
 export interface EpochRow {
+  /** The epoch, from 1. */
   epoch: number;
   /** The epoch's training loop, seconds, slowest rank. */
   time_s: number;
@@ -26,8 +27,9 @@ export interface EpochRow {
   test_loss: number;
   /** Training rows per second of `time_s`, all ranks together. */
   samples_per_s: number;
-  /** Parameter server, asynchronous: mean and largest staleness of the epoch's pushes. */
+  /** Parameter server, asynchronous: the mean staleness of the epoch's pushes. */
   staleness_mean?: number;
+  /** Parameter server, asynchronous: the largest staleness of the epoch's pushes. */
   staleness_max?: number;
 }
 
@@ -49,14 +51,17 @@ export const EPOCH_COLUMNS: (keyof EpochRow)[] = [
 
 /** The run's totals, returned to the launcher and stored in the JSON sidecar. */
 export interface TrainSummary {
+  /** Every epoch's row. */
   epochs: EpochRow[];
   /** Sum of the epochs' `time_s`. */
   train_s: number;
+  /** Test accuracy after the last epoch. */
   final_test_acc: number;
   /** Per step of one rank, milliseconds: the split of the slowest rank's time. */
   step_ms: { compute: number; comm: number; wait: number };
   /** Floating-point operations (2 per multiply-add) per second of computation, per computing rank. */
   gflops_per_rank: number;
+  /** The kernels that computed (WebAssembly with relaxed SIMD, or WGSL). */
   kernels: string;
   /** Allreduce calls rank 0 made to synchronise (a resumed run counts its own part). */
   allreduce_calls: number;
@@ -73,18 +78,27 @@ const TABLE: [keyof EpochRow, string, number, (v: number) => string][] = [
   ["wait_s", "wait_s", 8, (v) => v.toFixed(3)],
 ];
 
+/** Where a run is, for the progress bar. */
+export interface Progress {
+  /** The epoch, from 0, of `epochs`. */
+  epoch: number;
+  /** Epochs in the run. */
+  epochs: number;
+  /** Steps done of the epoch's `steps`. */
+  step: number;
+  /** Steps in the epoch. */
+  steps: number;
+  /** The epoch's running loss, where there is one. */
+  loss?: number;
+  /** Milliseconds since the first step. */
+  elapsedMs: number;
+}
+
 /**
- * The progress bar's text: `[###....] epoch 2/10, step 40/120, loss 0.3127, ETA 1m05s` (`elapsedMs`
- * since the first step; no ETA before there is a pace to go by).
+ * The progress bar's text: `[###....] epoch 2/10, step 40/120, loss 0.3127, ETA 1m05s` (no ETA
+ * before there is a pace to go by).
  */
-export function progressLine(
-  epoch: number,
-  step: number,
-  steps: number,
-  epochs: number,
-  loss: number | undefined,
-  elapsedMs: number,
-): string {
+export function progressLine({ epoch, epochs, step, steps, loss, elapsedMs }: Progress): string {
   const width = 30, filled = Math.round((step / steps) * width);
   const done = (epoch + step / steps) / epochs;
   const left = done > 0 && elapsedMs > 0

@@ -10,8 +10,11 @@
 export interface ImageSet {
   /** The images, row after row, in `memory`. */
   images: Uint8Array;
+  /** The labels, one byte each. */
   labels: Uint8Array;
+  /** Images in the split. */
   count: number;
+  /** Pixels per image. */
   pixels: number;
   /** The shared memory `images` lives in. */
   memory: WebAssembly.Memory;
@@ -19,7 +22,9 @@ export interface ImageSet {
 
 /** The training and test splits, and where they came from. */
 export interface Mnist {
+  /** The training split. */
   train: ImageSet;
+  /** The test split. */
   test: ImageSet;
   /** Where the files were read from (a folder, an address). */
   dir: string;
@@ -46,6 +51,7 @@ export const MNIST_CLASSES = 10;
 
 /** A data folder that cannot be used: what is wrong with it, in one line. */
 export class DataError extends Error {
+  /** Always `DataError`. */
   override name = "DataError";
 }
 

@@ -15,7 +15,9 @@ export const ACTIVATIONS: readonly Activation[] = ["relu", "sigmoid"];
 
 /** Where one layer's tensors sit in a slab, in elements. */
 export interface LayerSlots {
+  /** Its input width. */
   inputs: number;
+  /** Its output width. */
   outputs: number;
   /** Offset of the weight (inputs × outputs). */
   weight: number;
@@ -41,6 +43,7 @@ export class MlpLayout {
   /** Elements in a parameter (or gradient) slab. */
   readonly size: number;
 
+  /** The layout of an MLP of `widths`, inputs first. */
   constructor(widths: readonly number[]) {
     if (widths.length < 2 || widths.some((w) => !Number.isInteger(w) || w < 1)) {
       throw new RangeError(`An MLP needs at least two positive integer widths, got ${widths}`);

@@ -33,7 +33,9 @@ const EVAL_ROWS = 500;
 
 /** Where a run stands: `step` steps of epoch `epoch` done (0: the epoch has not begun). */
 export interface RunPosition {
+  /** The epoch, from 0. */
   epoch: number;
+  /** Steps of it done. */
   step: number;
 }
 
@@ -56,6 +58,8 @@ export interface RunCheckpoints {
 
 /** What a rank's runtime gives a training run. */
 export interface TrainIo {
+  /** The run's settings (the same on every rank). */
+  config: TrainConfig;
   /** The data. */
   data: Mnist;
   /** Rank 0's observer of the run (other ranks: none). */
@@ -71,7 +75,9 @@ export interface TrainIo {
 
 /** What a rank returns: rank 0's summary (others: undefined), and its parameters if asked. */
 export interface TrainRankResult {
+  /** Rank 0's summary of the run (other ranks: none). */
   summary?: TrainSummary;
+  /** The rank's final parameters, when asked for. */
   params?: number[];
 }
 
@@ -107,12 +113,9 @@ export async function createEngine(
     : new CpuEngine(comm, layout, options);
 }
 
-/** Trains on this rank with `config`, as `io` gives the data and takes the results. */
-export async function train(
-  comm: Communicator,
-  config: TrainConfig,
-  io: TrainIo,
-): Promise<TrainRankResult> {
+/** Trains on this rank with `io.config`, as `io` gives the data and takes the results. */
+export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankResult> {
+  const { config } = io;
   const mnist = io.data;
   const trainSet = firstRows(mnist.train, config.trainSamples);
   const test = firstRows(mnist.test, config.testSamples);

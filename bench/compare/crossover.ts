@@ -12,7 +12,9 @@ import type { Point } from "./results.ts";
 export interface Curve {
   /** Shortest name that tells this curve apart from the others being compared. */
   label: string;
+  /** The primitive it measures. */
   primitive: string;
+  /** Ranks it ran on. */
   procs: number;
   /** Points by size in floats. */
   points: Map<number, Point>;
@@ -20,10 +22,15 @@ export interface Curve {
 
 /** One size range with one fastest curve. */
 export interface Crossover {
+  /** The primitive compared. */
   primitive: string;
+  /** Ranks compared. */
   procs: number;
+  /** First size of the range, in 4-byte floats. */
   fromFloats: number;
+  /** Last size of the range, in 4-byte floats. */
   toFloats: number;
+  /** The label of the fastest curve over the range. */
   fastest: string;
   /**
    * Other curves level with it: their median over the range of (their time / its time) is within
@@ -104,8 +111,11 @@ export function toCurves(points: Iterable<Point>): Curve[] {
 
 /** Sizes of one curve whose results had wrong elements: never compared. */
 export interface WrongResults {
+  /** The primitive measured. */
   primitive: string;
+  /** Ranks it ran on. */
   procs: number;
+  /** The curve's label. */
   curve: string;
   /** The sizes, in floats, and the wrong elements at each. */
   sizes: [number, number][];

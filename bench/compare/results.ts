@@ -15,10 +15,15 @@ import { CSV_COLUMNS } from "../metrics.ts";
 export interface Point {
   /** File the point came from (its base name). */
   source: string;
+  /** The primitive measured. */
   primitive: string;
+  /** Ranks it ran on. */
   procs: number;
+  /** Transport (or the tool, for OSU and nccl-tests). */
   transport: string;
+  /** Memory kind. */
   memory: string;
+  /** Algorithm (or the test's name). */
   algorithm: string;
   /** Ranks per process of a hierarchical group (1 for a one-level group and other tools). */
   threads: number;
@@ -29,7 +34,9 @@ export interface Point {
    * reader's unit, so curves of other element types and other tools line up at equal bytes.
    */
   floats: number;
+  /** Time per operation, µs. */
   time_us: number;
+  /** Payload Gb/s. */
   gbps: number;
   /** Elements that differed from the exact result (0 where the tool does not say). */
   wrong: number;
@@ -37,6 +44,7 @@ export interface Point {
 
 /** A file `compare` cannot read: one line saying which and why. */
 export class ResultFormatError extends Error {
+  /** Always `ResultFormatError`. */
   override name = "ResultFormatError";
 }
 
@@ -48,7 +56,9 @@ type Format = "json" | "csv" | "sweep-index" | "osu" | "nccl-tests";
 
 /** A file of results: its name (a path, or what a page was handed) and its bytes. */
 export interface ResultFile {
+  /** A path, or the name a page was handed. */
   readonly name: string;
+  /** The file's bytes, from the start. */
   stream(): ReadableStream<Uint8Array>;
 }
 

@@ -10,5 +10,5 @@ import { SweepWriter } from "./sweep_writer.ts";
 
 /** Runs the sweep on this rank. */
 export function run(comm: Communicator, args: HarnessArgs): Promise<HarnessSummary> {
-  return runSweep(comm, args, (report) => new SweepWriter(report));
+  return runSweep(comm, { ...args, sink: (report) => new SweepWriter(report) });
 }

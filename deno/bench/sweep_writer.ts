@@ -24,6 +24,7 @@ export class SweepWriter implements SweepSink {
   #results: SizeResult[] = [];
   #bar: boolean;
 
+  /** A writer of the sweep `options` describe. */
   constructor(options: ReportOptions) {
     this.#o = options;
     this.#table = tableLayout(options.percentiles);

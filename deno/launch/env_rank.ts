@@ -142,9 +142,15 @@ export interface JoinOptions {
  * Joins the group the environment describes and returns a Communicator over its transport.
  *
  * @example
- * ```ts ignore
- * // RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 DCCL_TOKEN=secret deno run -A main.ts
- * await using comm = await joinFromEnv({ bind: "0.0.0.0" });
+ * ```ts
+ * import { joinFromEnv } from "./env_rank.ts";
+ *
+ * // What torchrun or mpirun would export; MASTER_PORT 0 lets rank 0 of a one-rank group pick one.
+ * const env = { RANK: "0", WORLD_SIZE: "1", MASTER_PORT: "0", DCCL_TOKEN: "a secret" };
+ * await using comm = await joinFromEnv({ env });
+ * const one = Float32Array.of(comm.rank + 1);
+ * await comm.allreduce(one);
+ * console.log(comm.size, one[0]); // 1 1
  * ```
  */
 export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicator> {
@@ -166,7 +172,7 @@ export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicat
 }
 
 /** Options of {@linkcode launchFromEnv}. */
-export interface EnvGroupOptions extends Omit<JoinOptions, "env"> {
+export interface EnvGroupOptions extends JoinOptions {
   /** Ranks this process runs (a hierarchical group: hierarchy.ts). */
   threads: number;
   /** Passed to every rank's function. */
@@ -184,19 +190,23 @@ export interface EnvGroupOptions extends Omit<JoinOptions, "env"> {
  * what each of them returns.
  *
  * @example
- * ```ts ignore
- * // under: mpirun -np 4 -x DCCL_TOKEN deno run -A main.ts  (16 ranks)
- * const sums = await launchFromEnv(new URL("./rank_main.ts", import.meta.url), { threads: 4 }).results;
+ * ```ts
+ * import { launchFromEnv } from "./env_rank.ts";
+ *
+ * // Process 0 of 1 (as mpirun -np 1 would export), running 2 ranks as workers sharing memory.
+ * const env = { RANK: "0", WORLD_SIZE: "1", MASTER_PORT: "0", DCCL_TOKEN: "a secret" };
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * console.log(await launchFromEnv<number>(module, { threads: 2, env }).results); // [3, 3]
  * ```
  */
 export function launchFromEnv<T = unknown>(
   module: URL | string,
   options: EnvGroupOptions,
 ): RankGroup<T> {
-  const me = rankFromEnv();
+  const me = rankFromEnv(options.env);
   const part = hostPartOf(me, options.threads, options.transport ?? me.transport, options.bind);
   const group = { ...options, size: options.threads, runtime: RANK_RUNTIME, placement: cpuForSlot };
-  return launchWorkers<T>(module, group, part);
+  return launchWorkers<T>(module, { ...group, host: part });
 }
 
 /**

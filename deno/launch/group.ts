@@ -32,12 +32,13 @@ export interface LaunchOptions extends GroupOptions {
  * ranks; `results` resolves with what each rank returns.
  *
  * @example
- * ```ts ignore
- * const group = launchGroup(new URL("./rank_main.ts", import.meta.url), {
- *   size: 4,
- *   transport: "ws",
- * });
- * const sums = await group.results;
+ * ```ts
+ * import { launchGroup } from "./group.ts";
+ *
+ * // Two Deno processes linked over WebSocket, each running examples/allreduce_rank.ts.
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * const group = launchGroup<number>(module, { size: 2, transport: "ws" });
+ * console.log(await group.results); // [3, 3]
  * ```
  */
 export function launchGroup<T = unknown>(
@@ -72,8 +73,11 @@ export function launchGroup<T = unknown>(
  * {@linkcode launchGroup}).
  *
  * @example
- * ```ts ignore
- * const sums = await spawnRanks(new URL("./rank_main.ts", import.meta.url), { size: 4 });
+ * ```ts
+ * import { spawnRanks } from "./group.ts";
+ *
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * console.log(await spawnRanks<number>(module, { size: 4 })); // [10, 10, 10, 10]
  * ```
  */
 export function spawnRanks<T = unknown>(

@@ -32,11 +32,14 @@ if (threads > 1) {
     runtime: RANK_RUNTIME,
     placement: cpuForSlot,
   };
-  const group = launchWorkers(env.DCCL_MODULE!, options, {
-    ...hostPartOf(me, threads, me.transport, env.DCCL_BIND),
-    onReport: (rank, report) => printReport(report, rank),
-    // The launcher starts the other processes once rank 0 says where it listens.
-    onPort: (port) => console.log(PORT_MARK + port),
+  const group = launchWorkers(env.DCCL_MODULE!, {
+    ...options,
+    host: {
+      ...hostPartOf(me, threads, me.transport, env.DCCL_BIND),
+      onReport: (rank, report) => printReport(report, rank),
+      // The launcher starts the other processes once rank 0 says where it listens.
+      onPort: (port) => console.log(PORT_MARK + port),
+    },
   });
   ok = await group.results.then(() => true, () => false);
 } else {

@@ -248,9 +248,12 @@ export interface ProcessesOptions
  * (the registry's first unless told); each rank's result comes back as JSON.
  *
  * @example
- * ```ts ignore
- * const group = launchProcesses(new URL("./rank_main.ts", import.meta.url), { size: 4 });
- * const sums = await group.results;
+ * ```ts
+ * import { launchProcesses } from "./processes.ts";
+ *
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * const group = launchProcesses<number>(module, { size: 2, transport: "tcp" });
+ * console.log(await group.results); // [3, 3]
  * ```
  */
 export function launchProcesses<T = unknown>(
@@ -283,13 +286,17 @@ export function launchProcesses<T = unknown>(
  * closed too (closing waits for every rank's goodbye).
  *
  * @example
- * ```ts ignore
- * const { comm, others } = await joinAsRank0(new URL("./rank_main.ts", import.meta.url), {
- *   size: 4,
- * });
+ * ```ts
+ * import { joinAsRank0 } from "./processes.ts";
+ *
+ * // This process is rank 0; ranks 1 and 2 run examples/allreduce_rank.ts in processes of their own.
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * const { comm, others } = await joinAsRank0(module, { size: 3 });
+ * const buf = comm.alloc(1 << 20, { memory: "shared" });
+ * buf.view.fill(comm.rank + 1);
  * await comm.allreduce(buf); // rank 0's part, here
  * await comm[Symbol.asyncDispose]();
- * await others.results;
+ * console.log(buf.view[0], await others.results); // 6 [undefined, 6, 6]
  * ```
  */
 export async function joinAsRank0(

@@ -16,7 +16,9 @@ import type { RunCheckpoints, RunPosition } from "../../trainer/rank.ts";
 
 /** The committed set: `checkpoint.json`. */
 export interface CheckpointMeta extends RunPosition {
+  /** The format's version. */
   format: 1;
+  /** Which generation of rank files the set names. */
   generation: number;
   /** The settings that decide the arithmetic; a resumed run must match them. */
   fingerprint: Record<string, unknown>;

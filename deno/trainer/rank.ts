@@ -29,7 +29,8 @@ export interface TrainRankArgs {
 export async function run(comm: Communicator, args: TrainRankArgs): Promise<TrainRankResult> {
   const { config } = args;
   const checkpoint = config.checkpoint;
-  return train(comm, config, {
+  return train(comm, {
+    config,
     data: args.mnist ?? await loadMnistFolder(args.dataDir),
     observer: comm.rank === 0
       ? new TrainReporter({ ...args.report, epochs: config.epochs })

@@ -22,8 +22,11 @@ import {
 export interface TrainReportOptions {
   /** Lines printed (each after `# `) before the first epoch. */
   header: string[];
+  /** Epochs the run trains. */
   epochs: number;
+  /** The CSV file to write, if any. */
   csv?: string;
+  /** The JSON sidecar to write, if any. */
   json?: string;
   /** Where the run came from (machine, date, flags): written into the JSON as given. */
   metadata: object;
@@ -41,6 +44,7 @@ export class TrainReporter implements TrainObserver {
   /** When the first epoch began, for the progress bar's ETA. */
   #startedAt = 0;
 
+  /** A writer of the run `options` describe. */
   constructor(options: TrainReportOptions) {
     this.#o = options;
     this.#print = options.print ?? true;
@@ -68,7 +72,14 @@ export class TrainReporter implements TrainObserver {
     if (now - this.#barDrawn < 100 && step < steps) return;
     this.#barDrawn = now;
     const line = `\r\x1b[2K${
-      progressLine(epoch, step, steps, this.#o.epochs, loss?.(), now - this.#startedAt)
+      progressLine({
+        epoch,
+        epochs: this.#o.epochs,
+        step,
+        steps,
+        loss: loss?.(),
+        elapsedMs: now - this.#startedAt,
+      })
     }`;
     Deno.stderr.writeSync(new TextEncoder().encode(line));
   }

@@ -15,14 +15,16 @@ export type HostNeed = "messages" | "shared" | "hierarchy";
 /** Needs whose algorithms work on device buffers (device views, or buffers they stage). */
 export type DeviceNeed = "device" | "staging";
 
-/** The call an algorithm is priced for: `bytes` per rank (the whole buffer) on `size` ranks. */
+/** The call an algorithm is priced for. */
 export interface PricedCall {
+  /** Bytes of the buffer on each rank (the whole buffer for the block collectives). */
   bytes: number;
+  /** Ranks. */
   size: number;
 }
 
 /** The facts every descriptor states. */
-interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
+export interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
   /** Its name in its collective (the CLI's `--algorithm`). */
   readonly name: string;
   /** The collective it computes. */
@@ -40,12 +42,14 @@ interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
 /** An algorithm on host buffers: it runs on host views. */
 export interface HostAlgorithm<C extends CollectiveName = CollectiveName>
   extends Facts<C, HostNeed> {
+  /** Runs one call on host views. */
   readonly run: Signatures<TypedArray>[C];
 }
 
 /** An algorithm on device buffers: it runs on the buffers themselves. */
 export interface DeviceAlgorithm<C extends CollectiveName = CollectiveName>
   extends Facts<C, DeviceNeed> {
+  /** Runs one call on device buffers. */
   readonly run: Signatures<GpuBuffer>[C];
 }
 

@@ -260,13 +260,21 @@ export type ScatterAlgorithm<B = TypedArray> = (
 
 /** Each collective's algorithm signature over operands of type `B`. */
 export interface Signatures<B> {
+  /** {@linkcode AllreduceAlgorithm}. */
   allreduce: AllreduceAlgorithm<B>;
+  /** {@linkcode BcastAlgorithm}. */
   bcast: BcastAlgorithm<B>;
+  /** {@linkcode ReduceAlgorithm}. */
   reduce: ReduceAlgorithm<B>;
+  /** {@linkcode AllgatherAlgorithm}. */
   allgather: AllgatherAlgorithm<B>;
+  /** {@linkcode ReduceScatterAlgorithm}. */
   reduceScatter: ReduceScatterAlgorithm<B>;
+  /** {@linkcode AlltoallAlgorithm}. */
   alltoall: AlltoallAlgorithm<B>;
+  /** {@linkcode GatherAlgorithm}. */
   gather: GatherAlgorithm<B>;
+  /** {@linkcode ScatterAlgorithm}. */
   scatter: ScatterAlgorithm<B>;
 }
 

@@ -44,12 +44,16 @@ export { MAX_TAG };
  * their order per peer and tag.
  *
  * @example Allreduce in place
- * ```ts ignore
- * export async function run(comm: Communicator) {
- *   const buf = comm.alloc(1024);
- *   buf.view.fill(comm.rank + 1);
- *   await comm.allreduce(buf, { op: "sum" });
- * }
+ * ```ts
+ * import { spawnRanks } from "../../web.ts";
+ *
+ * // examples/allreduce_rank.ts, which every rank runs:
+ * //   const buf = comm.alloc(1 << 20, { memory: "shared" });
+ * //   buf.view.fill(comm.rank + 1);
+ * //   await comm.allreduce(buf, { op: "sum" });
+ * //   return buf.view[0];
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * console.log(await spawnRanks<number>(module, { size: 3 })); // [6, 6, 6]
  * ```
  */
 export class Communicator implements AsyncDisposable {

@@ -33,8 +33,11 @@ export const PORT_MARK = "\u0001dccl-port ";
 
 /** The error a rank failed with, as it reports it. */
 export interface FailureReport {
+  /** The error's name. */
   name: string;
+  /** The error's message. */
   message: string;
+  /** Its stack, where the runtime gives one. */
   stack?: string;
   /** The rank the error names as the cause. */
   failedRank?: number;

@@ -30,8 +30,12 @@ export interface ThreadOptions extends GroupOptions {
  * first unless told).
  *
  * @example
- * ```ts ignore
- * const sums = await launchThread(new URL("./rank_main.ts", import.meta.url), { size: 4 }).results;
+ * ```ts
+ * import { launchThread } from "./thread.ts";
+ *
+ * // 4 logical ranks on this machine's GPU (a software adapter will do: CI has one)
+ * const module = new URL("../../examples/device_rank.ts", import.meta.url);
+ * console.log(await launchThread<number>(module, { size: 4 }).results); // [10, 10, 10, 10]
  * ```
  */
 export function launchThread<T = unknown>(

@@ -21,9 +21,13 @@ import { loadRuntime, type RankRuntime } from "./runtime.ts";
  * meeting the other processes' ranks at `mesh`.
  */
 export interface HierarchyPlan {
+  /** Processes (or hosts) in the group. */
   hosts: number;
+  /** Ranks per process. */
   threads: number;
+  /** This process's index. */
   host: number;
+  /** Where the processes meet (rank 0's address and port) and the run's token. */
   mesh: { masterAddr: string; masterPort: number; token: string; bind?: string };
   /** Ranks this machine runs in all, when the launcher says (every process's threads). */
   machineRanks?: number;

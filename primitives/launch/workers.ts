@@ -48,6 +48,7 @@ export function countWorker(delta: number): void {
  * sharing memory, linked to the other processes' ranks over `transport` (a processes transport).
  */
 export interface HostPart extends HierarchyPlan {
+  /** The processes transport linking the processes. */
   transport: string;
   /** Where these ranks sit among the ranks this machine runs, when the launcher says it. */
   cpus?: { first: number; of: number };
@@ -59,20 +60,23 @@ export interface HostPart extends HierarchyPlan {
 
 /**
  * Runs `module`'s `run(comm, args)` on `size` ranks of a workers transport (the table's first
- * unless told), or, with `host`, on this process's `host.threads` ranks of a hierarchical group
- * (which share memory over the table's first transport that offers it).
+ * unless told), or, with `options.host`, on this process's `host.threads` ranks of a hierarchical
+ * group (which share memory over the table's first transport that offers it).
  *
  * @example
- * ```ts ignore
- * const group = launchWorkers(new URL("./rank_main.ts", import.meta.url), { size: 4 });
- * const sums = await group.results;
+ * ```ts
+ * import { launchWorkers } from "./workers.ts";
+ *
+ * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
+ * const group = launchWorkers<number>(module, { size: 4, transport: "worker" });
+ * console.log(await group.results); // [10, 10, 10, 10]
  * ```
  */
 export function launchWorkers<T = unknown>(
   module: URL | string,
-  options: GroupOptions,
-  host?: HostPart,
+  options: GroupOptions & { host?: HostPart },
 ): RankGroup<T> {
+  const host = options.host;
   const size = checkSize(host?.threads ?? options.size);
   // Rank of worker w: w, or its rank in the hierarchical group.
   const rankOf = (w: number) => host ? host.host * host.threads + w : w;

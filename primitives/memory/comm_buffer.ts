@@ -51,9 +51,15 @@ export abstract class CommBuffer {
  * rank's heap: zero-copy between `shm` ranks, like pinned memory). Its bytes are `view`.
  *
  * @example
- * ```ts ignore
- * const buf = comm.alloc(1024); // a HostBuffer in the rank's heap
- * buf.view.fill(comm.rank);
+ * ```ts
+ * import { HostBuffer } from "./comm_buffer.ts";
+ *
+ * // What comm.alloc(4, { memory: "host" }) returns; a plain typed array wraps the same way.
+ * const buf = new HostBuffer(new Float32Array(4));
+ * await buf.write(Float32Array.of(1, 2, 3, 4));
+ * const out = new Float32Array(2);
+ * await buf.read(out, 2);
+ * console.log(out); // Float32Array [3, 4]
  * ```
  */
 export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {

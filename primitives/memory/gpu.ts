@@ -14,10 +14,13 @@ import type { GpuDevice } from "./gpu_device.ts";
  * Elements of a device buffer.
  *
  * @example
- * ```ts ignore
- * const buf = comm.alloc(1 << 20, { memory: "gpu" }); // needs a group started with { gpu: true }
- * await buf.write(new Float32Array(1 << 20).fill(comm.rank));
- * await comm.allreduce(buf);
+ * ```ts
+ * import { spawnRanks } from "../../web.ts";
+ *
+ * // examples/device_rank.ts writes rank + 1 into comm.alloc(n, { memory: "gpu" }), allreduces it
+ * // and reads element 0 back; its group opens a device in every rank.
+ * const module = new URL("../../examples/device_rank.ts", import.meta.url);
+ * console.log(await spawnRanks<number>(module, { size: 2, gpu: true, args: "gpu" })); // [3, 3]
  * ```
  */
 export class GpuBuffer extends CommBuffer implements DeviceView {

@@ -36,10 +36,13 @@ class Pages {
  * A managed buffer (or a window of one).
  *
  * @example
- * ```ts ignore
- * const buf = comm.alloc(1 << 20, { memory: "managed" }); // needs { gpu: true }
- * await buf.write(data);        // lands on the host copy
- * await buf.prefetch("device"); // migrates it now rather than at first use
+ * ```ts
+ * import { spawnRanks } from "../../web.ts";
+ *
+ * // examples/device_rank.ts on managed memory: written on the host, reduced there (shm's
+ * // algorithms run on the host copy), read back on the host.
+ * const module = new URL("../../examples/device_rank.ts", import.meta.url);
+ * console.log(await spawnRanks<number>(module, { size: 2, gpu: true, args: "managed" })); // [3, 3]
  * ```
  */
 export class ManagedBuffer extends CommBuffer {

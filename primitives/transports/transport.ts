@@ -59,6 +59,7 @@ export interface CallCheck {
  * stamps in order. Ranks whose summaries differ made different calls.
  */
 export interface CallSummary {
+  /** Collective calls it made. */
   calls: number;
   /** An unsigned 32-bit digest. */
   digest: number;
@@ -206,10 +207,13 @@ export interface DeviceOps {
  * host (NCCL's channels: every local rank drives its own share of the links between hosts).
  */
 export interface HierarchyAccess {
+  /** Processes (or hosts) in the group. */
   readonly hosts: number;
+  /** Ranks per process. */
   readonly threads: number;
-  /** This rank's host and its index among its host's ranks. */
+  /** This rank's host. */
   readonly host: number;
+  /** This rank's index among its host's ranks. */
   readonly local: number;
   /** The ranks of this host, numbered 0 … threads−1 (with `shared` access). */
   readonly group: Transport;
@@ -275,6 +279,7 @@ export interface TransportFacts {
 
 /** A transport whose ranks are workers of the launching process. */
 export interface WorkersTransport extends TransportFacts {
+  /** Its ranks are workers of the launching process. */
   readonly launch: "workers";
   /** In the launcher, once per group: what its ranks share. */
   prepare(size: number): PreparedGroup;
@@ -286,8 +291,9 @@ export interface WorkersTransport extends TransportFacts {
 export interface WorkersJoin {
   /** What the launcher handed this rank (`PreparedGroup.forRank`). */
   handed: unknown;
-  /** Every rank's heap memory, and this rank's heap. */
+  /** Every rank's heap memory, by rank. */
   heaps: WebAssembly.Memory[];
+  /** This rank's heap. */
   heap: RankHeap;
   /** Milliseconds a wait may go without progress. */
   timeoutMs: number;
@@ -310,7 +316,9 @@ export interface PreparedGroup {
 
 /** Where a rank of a processes transport meets the others (the rendezvous at rank 0). */
 export interface MeshOptions {
+  /** This rank. */
   rank: number;
+  /** Ranks in the group. */
   size: number;
   /** Rank 0's host, as the other ranks reach it. */
   masterAddr: string;
@@ -333,6 +341,7 @@ export interface MeshOptions {
 
 /** A transport whose ranks are processes (or hosts) that meet at a rendezvous. */
 export interface ProcessesTransport extends TransportFacts {
+  /** Its ranks are processes (or hosts). */
   readonly launch: "processes";
   /** Connects this rank to the others. */
   connect(options: MeshOptions): Promise<Transport>;
@@ -340,6 +349,7 @@ export interface ProcessesTransport extends TransportFacts {
 
 /** A transport whose ranks are logical ranks in one thread, sharing one device. */
 export interface ThreadTransport extends TransportFacts {
+  /** Its ranks are logical ranks in one thread. */
   readonly launch: "thread";
   /** The transports of a group of `size` ranks on `gpu`, by rank. */
   group(gpu: GpuDevice, size: number, timeoutMs: number): Transport[];

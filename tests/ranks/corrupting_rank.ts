@@ -25,8 +25,7 @@ export async function run(comm: Communicator): Promise<number[]> {
     warmup: 0,
     timing: "back-to-back",
     inPlace: true,
-  }, (r) => {
-    wrong.push(r.row.wrong, r.row.inplace_wrong!);
+    onResult: (r) => void wrong.push(r.row.wrong, r.row.inplace_wrong!),
   });
   return wrong;
 }

@@ -65,9 +65,18 @@ let noData: WebAssembly.Memory | undefined;
  * memory holding the data set's images).
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+ * import { WasmMlpKernels } from "./mlp.ts";
+ *
+ * const heap = new RankHeap(createHeapMemory());
  * const kernels = new WasmMlpKernels(heap);
- * kernels.gemm(h, x, w1, 64, 256, 784, { bias: b1, relu: true });
+ * const [m, n, k] = [2, 3, 4];
+ * const a = heap.alloc("f32", m * k).fill(1) as Float32Array;
+ * const b = heap.alloc("f32", k * n).fill(0.5) as Float32Array;
+ * const c = heap.alloc("f32", m * n) as Float32Array;
+ * kernels.gemm(c, a, b, m, n, k);
+ * console.log(c); // every element 4 × 1 × 0.5 = 2
  * ```
  */
 export class WasmMlpKernels implements MlpKernels {

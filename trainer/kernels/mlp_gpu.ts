@@ -60,15 +60,6 @@ interface CallFields {
 
 /**
  * The trainer's device kernels on one `GPUDevice`.
- *
- * @example
- * ```ts ignore
- * const k = await GpuMlpKernels.create(device);
- * const call = k.gemm(h, x, w1, 64, 256, 784, { bias: b1, relu: true });
- * const pass = encoder.beginComputePass();
- * k.record(pass, [call]);
- * pass.end();
- * ```
  */
 export class GpuMlpKernels {
   readonly #device: GPUDevice;
