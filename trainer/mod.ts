@@ -23,7 +23,7 @@ export type { SyncEvery } from "./sync/strategy.ts";
 export type { Engine, Score, SyncedSlab } from "./engine.ts";
 export type { LayerSlots } from "./model.ts";
 export { EPOCH_COLUMNS, epochLine, epochTitle, progressLine, summaryLines } from "./epochs.ts";
-export type { EpochRow, TrainObserver, TrainSummary } from "./epochs.ts";
+export type { EpochRow, Progress, TrainObserver, TrainSummary } from "./epochs.ts";
 export { DataError, loadMnist, MNIST_CLASSES } from "./mnist.ts";
 export type { ImageSet, Mnist, MnistSource } from "./mnist.ts";
 export { ACTIVATIONS, MlpLayout } from "./model.ts";
