@@ -97,6 +97,6 @@ export type { ThreadOptions } from "./primitives/launch/thread.ts";
 export { launchWorkers } from "./primitives/launch/workers.ts";
 export type { HostPart } from "./primitives/launch/workers.ts";
 export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
-export type { FailureReport, RankReport } from "./primitives/launch/report.ts";
+export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";

@@ -58,11 +58,9 @@ const MIN_ITERS = 2;
 const MAX_ITERS = 10_000;
 const WARMUP_MS = 50;
 /**
- * The first size also warms the code every later size shares, through the JIT's tiers. V8's
- * optimizing compiler runs on threads that compete with polling ranks for cores: on 2 vCPUs small
- * ops over `tcp` stall for milliseconds at a time until about a second into the run, and with
- * more ranks than cores (a 2 × 2 simulated cluster) a 1 s warm-up still left the first size at
- * 73–79 µs against 40–48 µs after 3 s (docs/measuring.md).
+ * The first size also warms the code every later size shares, through the JIT's tiers: V8's
+ * optimizing compiler runs on threads that compete with polling ranks for cores, and a shorter
+ * warm-up left a crowded run's first size slow (docs/measuring.md, "Adaptive iterations").
  */
 const FIRST_WARMUP_MS = 3000;
 

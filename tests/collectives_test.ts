@@ -9,8 +9,12 @@ import { schedulerCalls } from "../deno/platform/scheduler_calls.ts";
 import { heavyFence } from "../deno/platform/heavy_fence.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
+import { TRANSPORT_TABLE } from "../deno/registry.ts";
 
-for (const transport of ["shm", "worker"] as const) {
+/** Where membarrier and sched_yield exist (and so are used): Linux on x86-64. */
+const LINUX_X86 = Deno.build.os === "linux" && Deno.build.arch === "x86_64";
+
+for (const transport of TRANSPORT_TABLE.launching("workers")) {
   for (const size of [1, 2, 3, 4, 7, 8]) {
     Deno.test(`every primitive, algorithm, op and count is exact: ${transport}, ${size} ranks`, async () => {
       const cases = matrix(transport, size);
@@ -100,7 +104,12 @@ for (const transport of ["shm", "worker"] as const) {
   });
 }
 
-Deno.test("shm publishes small calls with plain stores here, and readers never see them early", async () => {
+Deno.test({
+  name: `shm publishes small calls with plain stores${
+    LINUX_X86 ? "" : " (ignored: plain stores publish on Linux x86-64 only)"
+  }, and readers never see them early`,
+  ignore: !LINUX_X86,
+}, async () => {
   // On x86-64 Linux with FFI, publications are plain stores and sleepers run membarrier
   // (heavy_fence.ts); 3 × 50 000 calls with fresh values would show a reordering as stale data.
   assert_(heavyFence() !== undefined, "membarrier is available on Linux x86-64 with FFI");
@@ -111,7 +120,12 @@ Deno.test("shm publishes small calls with plain stores here, and readers never s
   }
 });
 
-Deno.test("shm waits can hand their core over (sched_yield) and see their CPU here", () => {
+Deno.test({
+  name: `shm waits can hand their core over (sched_yield) and see their CPU${
+    LINUX_X86 ? "" : " (ignored: the calls are Linux x86-64's)"
+  }`,
+  ignore: !LINUX_X86,
+}, () => {
   const calls = schedulerCalls();
   assert_(calls !== undefined, "FFI is granted and the C library is known on Linux");
   calls.yieldCore();

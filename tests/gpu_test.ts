@@ -13,7 +13,7 @@ import { launchGroup } from "../deno/launch/group.ts";
 import { launchThread } from "../primitives/launch/thread.ts";
 import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import type { TransportName } from "../deno/registry.ts";
+import { TRANSPORT_TABLE, type TransportName } from "../deno/registry.ts";
 
 const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
 
@@ -30,25 +30,30 @@ async function check(
   assertEquals([liveWorkers(), liveProcesses()], [0, 0]);
 }
 
+/** The transport whose ranks share one device, and the workers and processes transports. */
+const [DEVICE] = TRANSPORT_TABLE.launching("thread");
+const WORKERS = TRANSPORT_TABLE.launching("workers");
+const [PROCESSES] = TRANSPORT_TABLE.launching("processes");
+
 for (const size of [1, 2, 3, 4]) {
   gpuTest(
-    `gpu: every primitive, algorithm, op and count is exact, ${size} logical ranks`,
-    () => check("gpu", size, matrix("gpu", size)),
+    `${DEVICE}: every primitive, algorithm, op and count is exact, ${size} logical ranks`,
+    () => check(DEVICE, size, matrix(DEVICE, size)),
   );
 }
 
 gpuTest(
-  "gpu: managed memory on the gpu transport is exact, 3 logical ranks",
-  () => check("gpu", 3, matrix("gpu", 3, "managed").filter((c) => c.op === "sum")),
+  `${DEVICE}: managed memory on the device transport is exact, 3 logical ranks`,
+  () => check(DEVICE, 3, matrix(DEVICE, 3, "managed").filter((c) => c.op === "sum")),
 );
 
-gpuTest("gpu: buffers past one binding window (a 4 KiB window, 65537 floats)", () => {
-  const big = matrix("gpu", 3).filter((c) => c.count === 65537 && c.algorithm !== "auto");
+gpuTest(`${DEVICE}: buffers past one binding window (a 4 KiB window, 65537 floats)`, () => {
+  const big = matrix(DEVICE, 3).filter((c) => c.count === 65537 && c.algorithm !== "auto");
   assert_(big.length >= 10, `${big.length} cases`);
-  return check("gpu", 3, big, 4096);
+  return check(DEVICE, 3, big, 4096);
 });
 
-for (const transport of ["shm", "worker"] as const) {
+for (const transport of WORKERS) {
   for (const memory of ["gpu", "managed"] as MemoryKind[]) {
     gpuTest(
       `gpu: ${memory} memory staged over ${transport} is exact, 3 ranks`,
@@ -57,19 +62,22 @@ for (const transport of ["shm", "worker"] as const) {
   }
 }
 
-gpuTest("gpu: pipelined staging over several segments (2^21 + 3 floats), shm and ws", async () => {
-  const cases: CheckCase[] = (["allreduce", "bcast", "reduce"] as const).map((primitive) => ({
-    primitive,
-    algorithm: "pipelined",
-    count: 2 ** 21 + 3,
-    op: "sum",
-    dtype: "f32",
-    memory: "gpu",
-    root: 1,
-  }));
-  await check("shm", 2, cases);
-  await check("ws", 2, [cases[0]]);
-});
+gpuTest(
+  `gpu: pipelined staging over several segments (2^21 + 3 floats), ${WORKERS[0]} and ${PROCESSES}`,
+  async () => {
+    const cases: CheckCase[] = (["allreduce", "bcast", "reduce"] as const).map((primitive) => ({
+      primitive,
+      algorithm: "pipelined",
+      count: 2 ** 21 + 3,
+      op: "sum",
+      dtype: "f32",
+      memory: "gpu",
+      root: 1,
+    }));
+    await check(WORKERS[0], 2, cases);
+    await check(PROCESSES, 2, [cases[0]]);
+  },
+);
 
 gpuTest("gpu: managed buffers migrate page runs on demand and count them", async () => {
   const managed = new URL("./ranks/managed_rank.ts", import.meta.url);

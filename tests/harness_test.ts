@@ -1,6 +1,7 @@
 // A small real sweep per primitive and transport, end to end through the harness and reporter:
 // every size a row, every row exact; and a corrupted result shows up in `wrong`.
 import { parse } from "csv-parse/sync";
+import { TRANSPORT_TABLE } from "../deno/registry.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
@@ -24,7 +25,7 @@ const metadata: RunMetadata = {
   options: {},
 };
 
-for (const transport of ["shm", "worker"] as const) {
+for (const transport of TRANSPORT_TABLE.launching("workers")) {
   for (const timing of ["back-to-back", "per-iter"] as const) {
     Deno.test(`harness: every primitive over ${transport}, ${timing}, rows exact`, async () => {
       const dir = Deno.makeTempDirSync();

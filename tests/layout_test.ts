@@ -31,7 +31,10 @@ const LAYERS: [string, RegExp][] = [
   ["deno/registry.ts", /^deno\/registry\.ts$/],
   ["deno/launch", /^deno\/launch\//],
   ["mod.ts", /^mod\.ts$/],
-  ["deno/bench, deno/trainer, deno/build", /^deno\/(bench|trainer|build)\//],
+  [
+    "deno/bench, deno/trainer, deno/build, deno/mod.ts",
+    /^deno\/((bench|trainer|build)\/|mod\.ts$)/,
+  ],
   ["scripts", /^scripts\//],
 ];
 const WEB_LINE = LAYERS.findIndex(([name]) => name === "deno/platform");

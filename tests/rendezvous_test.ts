@@ -2,7 +2,7 @@
 // rendezvous crashes nothing and the real run completes; a message that arrives before its
 // receiver has a communicator is still judged against the receiver's calls.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
-import { PORT_MARK, RESULT_MARK } from "../primitives/launch/report.ts";
+import { PORT_MARK, RESULT_MARK } from "../primitives/launch/rank_report.ts";
 import { TRANSPORT_TABLE } from "../deno/registry.ts";
 import { type TransportName } from "../deno/registry.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";

@@ -4,7 +4,7 @@
 import type { IncomingMessage } from "node:http";
 import { WebSocket, WebSocketServer } from "ws";
 import { assert_, assertEquals } from "./_assert.ts";
-import { RESULT_MARK } from "../primitives/launch/report.ts";
+import { RESULT_MARK } from "../primitives/launch/rank_report.ts";
 import { WS_HEADER_BYTES, WsWire } from "../deno/transports/ws.ts";
 import { TCP_WIRE } from "../deno/transports/tcp.ts";
 import type { Frame } from "../deno/transports/stream_wire.ts";

@@ -15,7 +15,7 @@ import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import "../platform/install.ts";
 import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
 import { bindRankThread, cpuForSlot } from "../platform/cpu_binding.ts";
-import { PORT_MARK } from "../../primitives/launch/report.ts";
+import { PORT_MARK } from "../../primitives/launch/rank_report.ts";
 import type { RankGroup } from "../../primitives/launch/supervisor.ts";
 import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";

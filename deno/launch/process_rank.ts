@@ -9,7 +9,12 @@
 
 import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
 import { hostPartOf, joinFromEnv, rankFromEnv, watchParent } from "./env_rank.ts";
-import { PORT_MARK, printReport, rankFunction, runRank } from "../../primitives/launch/report.ts";
+import {
+  PORT_MARK,
+  printReport,
+  rankFunction,
+  runRank,
+} from "../../primitives/launch/rank_report.ts";
 import { launchWorkers } from "../../primitives/launch/workers.ts";
 import { cpuForSlot } from "../platform/cpu_binding.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";

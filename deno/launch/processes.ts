@@ -14,7 +14,7 @@ import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import "../platform/install.ts";
 import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
-import { failedEnd, parseMarked } from "../../primitives/launch/report.ts";
+import { failedEnd, parseMarked } from "../../primitives/launch/rank_report.ts";
 import {
   checkSize,
   deadlines,

@@ -106,7 +106,7 @@ export class CollectiveContext {
     const bytes = count * DTYPE_INFO[dtype].bytes;
     let region = this.#scratch[slot];
     if (!region || region.byteLength < bytes) {
-      if (region) this.heap.free(region as unknown as TypedArray);
+      if (region) this.heap.free(region);
       const grown = Math.max(bytes, (region?.byteLength ?? 0) * 2, 4096);
       const f = this.heap.alloc("f64", Math.ceil(grown / 8));
       region = this.#scratch[slot] = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);

@@ -8,7 +8,7 @@
 
 import { WEB_TRANSPORTS } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { reportEnd } from "./report.ts";
+import { reportEnd } from "./rank_report.ts";
 import {
   checkSize,
   deadlines,

@@ -19,7 +19,7 @@ import {
   type RankProgram,
   type RankReport,
   runRank,
-} from "./report.ts";
+} from "./rank_report.ts";
 import { loadRuntime } from "./runtime.ts";
 
 /** Launcher → thread: everything the group needs. */

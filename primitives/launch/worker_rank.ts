@@ -13,7 +13,7 @@ import { RankMemory } from "../memory/rank_memory.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
 import { joinHierarchy } from "../transports/hierarchy.ts";
-import { rankFunction, type RankProgram, type RankReport, runRank } from "./report.ts";
+import { rankFunction, type RankProgram, type RankReport, runRank } from "./rank_report.ts";
 import { loadRuntime, type RankRuntime } from "./runtime.ts";
 
 /**

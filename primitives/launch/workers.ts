@@ -10,7 +10,7 @@
 import { createHeapMemory } from "../memory/heap.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { failureReport, type RankReport, reportEnd } from "./report.ts";
+import { failureReport, type RankReport, reportEnd } from "./rank_report.ts";
 import {
   checkSize,
   deadlines,

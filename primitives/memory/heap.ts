@@ -59,7 +59,7 @@ export class RankHeap {
   }
 
   /** Returns a buffer from {@linkcode alloc} to the heap. */
-  free(view: TypedArray): void {
+  free(view: ArrayBufferView): void {
     const bytes = this.#used.get(view.byteOffset);
     if (bytes === undefined) return;
     this.#used.delete(view.byteOffset);
@@ -126,7 +126,7 @@ export function heapBuffer(memory: WebAssembly.Memory): SharedArrayBuffer {
 /**
  * A zero-filled view of `count` × `dtype` over a private WebAssembly.Memory of its own, sized to
  * fit and never grown: its buffer is a plain fixed-length ArrayBuffer (JS reads it as fast as any;
- * a resizable one, which a growing memory would need, made a JS loop 3–7× slower here) that the
+ * a resizable one, which a growing memory would need, is slower to read: docs/memory.md) that the
  * SIMD kernels take too, and the garbage collector frees with the view. Undefined when no memory
  * that large can be made.
  */
