@@ -35,6 +35,11 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
+  /**
+   * A browser tab's facts (web/environment.ts): user agent, cores, isolation, timer resolution,
+   * the WebGPU adapter and whether it is a fallback.
+   */
+  browser?: object;
   /** When the run began (ISO 8601). */
   date: string;
   /** The command line. */

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { countsBetween } from "../bench/sizes.ts";
 import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
@@ -187,11 +188,7 @@ export function planRun(
     notes.push(`--max lowered to ${max} floats: ${DEFAULT_MAX} needs ${problem}`);
   }
 
-  const counts: number[] = [];
-  for (let c = min; c <= max; c *= factor) {
-    const fitted = spec.fit(c, procs);
-    if (fitted > 0 && fitted !== counts.at(-1)) counts.push(fitted);
-  }
+  const counts = countsBetween(min, max, { factor, fit: (c) => spec.fit(c, procs) });
   if (counts.length === 0) {
     throw new UsageError(
       `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} floats`,

@@ -4,10 +4,11 @@
  * @module
  */
 
+import { countForms, countOf } from "../bench/sizes.ts";
 import { isIP } from "node:net";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { type Dtype, DTYPE_INFO, MAX_BYTES } from "../primitives/types.ts";
+import type { Dtype } from "../primitives/types.ts";
 
 /** Bad command-line input. */
 export class UsageError extends Error {
@@ -246,32 +247,14 @@ function probe(folder: string, refuse: (why: string) => Error): void {
   Deno.removeSync(file);
 }
 
-const SUFFIX: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };
-
 /**
  * A buffer size in elements: `2^20`, `1M` (= 2^20), `4K`, `1G` or a plain integer, from 1 to the
- * largest buffer of `dtype` (1 GiB).
+ * largest buffer of `dtype` (1 GiB), or bytes with a `B` suffix (bench/sizes.ts).
  */
 export function size(flag: string, value: string, dtype: Dtype): number {
-  const width = DTYPE_INFO[dtype].bytes, limit = MAX_BYTES / width;
-  const inBytes = value.match(/^(.*?)B$/i);
-  const written = inBytes ? inBytes[1] : value;
-  const power = written.match(/^(\d+)\^(\d+)$/);
-  const suffixed = written.match(/^(\d+)([KMG])$/i);
-  const given = power
-    ? Number(power[1]) ** Number(power[2])
-    : suffixed
-    ? Number(suffixed[1]) * SUFFIX[suffixed[2].toUpperCase()]
-    : /^\d+$/.test(written)
-    ? Number(written)
-    : NaN;
-  const n = inBytes ? given / width : given;
-  if (!Number.isSafeInteger(n) || n < 1 || n > limit) {
-    throw new UsageError(
-      `--${flag} ${value} is not accepted: expected a size from 1 to ${limit} ${dtype} elements ` +
-        `(1 GiB), written like 2^20, 1M, 4K or 1048576, or in bytes with a B suffix (${width}B, ` +
-        `4KB, 128MB: whole ${dtype} elements)`,
-    );
+  const n = countOf(value, dtype);
+  if (n === undefined) {
+    throw new UsageError(`--${flag} ${value} is not accepted: expected ${countForms(dtype)}`);
   }
   return n;
 }

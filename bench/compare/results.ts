@@ -9,7 +9,7 @@
  */
 
 import { parse } from "csv-parse/stream";
-import { CSV_COLUMNS } from "../metrics.ts";
+import { CSV_COLUMNS, type ResultRow } from "../metrics.ts";
 
 /** One measured size of one curve. */
 export interface Point {
@@ -59,7 +59,7 @@ export interface ResultFile {
   /** A path, or the name a page was handed. */
   readonly name: string;
   /** The file's bytes, from the start. */
-  stream(): ReadableStream<Uint8Array>;
+  stream(): ReadableStream<Uint8Array<ArrayBuffer>>;
 }
 
 /**
@@ -126,7 +126,7 @@ async function* lines(text: ReadableStream<string>): AsyncGenerator<string> {
 
 async function* readDcclCsv(
   source: string,
-  bytes: ReadableStream<Uint8Array>,
+  bytes: ReadableStream<Uint8Array<ArrayBuffer>>,
 ): AsyncGenerator<Point> {
   const rows = bytes.pipeThrough(parse({ columns: true, skip_empty_lines: true }));
   let first = true;
@@ -161,6 +161,25 @@ function readDcclJson(source: string, text: string): Point[] {
   return doc.rows.map((r) => dcclPoint(source, r));
 }
 
+/** The point of a row just measured (a page draws its sweep's rows as they come). */
+export function pointOfRow(source: string, row: ResultRow): Point {
+  return checked({
+    source,
+    primitive: row.primitive,
+    procs: row.procs,
+    transport: row.transport,
+    memory: row.memory,
+    algorithm: row.algorithm,
+    threads: row.threads,
+    type: row.dtype,
+    floats: row.bytes / 4,
+    time_us: row.time_us,
+    gbps: row.gbps,
+    wrong: row.wrong,
+  });
+}
+
+/** The point of one dccl row (a CSV row's fields, or a sidecar's row) from `source`. */
 function dcclPoint(source: string, r: Record<string, unknown>): Point {
   const point = {
     source,

@@ -33,26 +33,23 @@ export interface CheckedCall<C extends CollectiveName> {
   divides?: boolean;
 }
 
-/** Runs collective `C`'s algorithm `run` on operands `a` and `b` with the call's op and root. */
-type Invoke<C extends CollectiveName> = <B>(
+/** Collective `C`'s algorithm `run` as a call on operands `a` and `b`, with the call's op and root. */
+type Bind<C extends CollectiveName> = <B>(
   run: Signatures<B>[C],
-  ctx: CollectiveContext,
-  a: B,
-  b: B,
   op: KernelOp,
   root: number,
-) => Completion;
+) => (ctx: CollectiveContext, a: B, b: B) => Completion;
 
 /** How each collective's algorithms take a call's operands, op and root. */
-const INVOKE: { [C in CollectiveName]: Invoke<C> } = {
-  allreduce: (run, ctx, a, b, op) => run(ctx, a, b, op),
-  bcast: (run, ctx, a, _b, _op, root) => run(ctx, a, root),
-  reduce: (run, ctx, a, b, op, root) => run(ctx, a, b, op, root),
-  allgather: (run, ctx, a, b) => run(ctx, a, b),
-  reduceScatter: (run, ctx, a, b, op) => run(ctx, a, b, op),
-  alltoall: (run, ctx, a, b) => run(ctx, a, b),
-  gather: (run, ctx, a, b, _op, root) => run(ctx, a, b, root),
-  scatter: (run, ctx, a, b, _op, root) => run(ctx, a, b, root),
+const BIND: { [C in CollectiveName]: Bind<C> } = {
+  allreduce: (run, op) => (ctx, a, b) => run(ctx, a, b, op),
+  bcast: (run, _op, root) => (ctx, a) => run(ctx, a, root),
+  reduce: (run, op, root) => (ctx, a, b) => run(ctx, a, b, op, root),
+  allgather: (run) => (ctx, a, b) => run(ctx, a, b),
+  reduceScatter: (run, op) => (ctx, a, b) => run(ctx, a, b, op),
+  alltoall: (run) => (ctx, a, b) => run(ctx, a, b),
+  gather: (run, _op, root) => (ctx, a, b) => run(ctx, a, b, root),
+  scatter: (run, _op, root) => (ctx, a, b) => run(ctx, a, b, root),
 };
 
 /** The call the runner runs for `call` with its algorithm `picked`, on `size` ranks. */
@@ -63,12 +60,12 @@ export function planCall<C extends CollectiveName>(
 ): { onHost: true; call: Call<TypedArray> } | { onHost: false; call: Call<GpuBuffer> } {
   const { collective, op = "sum", root = 0 } = call;
   const stamp = callStamp(collective, call.block.dtype, call.block.length, op, root, picked.index);
-  const invoke: Invoke<C> = INVOKE[collective], kop = kernelOp(op);
+  const bind: Bind<C> = BIND[collective], kop = kernelOp(op);
   const divides = op === "avg" && (call.divides ?? true);
   const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): Call<B> => ({
     stamp,
     side,
-    run: (ctx, a, b) => invoke(run, ctx, a, b, kop, root),
+    run: bind(run, kop, root),
     // A bcast on one rank has nothing to do: its buffer is its result.
     alone: collective === "bcast" ? undefined : side.copy,
     after: divides ? (_, out) => side.divide(out, size) : undefined,

@@ -41,6 +41,17 @@ export interface GroupOptions {
    * ranks to CPUs (it hands the rank that CPU; the runtime binds it). @default {none}
    */
   placement?: (slot: number, slots: number) => number | undefined;
+  /**
+   * Where the ranks' entry modules are: the worker that runs a workers transport's rank, and the
+   * one that runs a thread transport's group (a page serves them bundled). @default {the modules
+   * beside the launchers, worker_rank.ts and thread_rank.ts}
+   */
+  rankEntries?: {
+    /** What a workers transport's rank runs (worker_rank.ts). */
+    workers: URL | string;
+    /** What runs a thread transport's logical ranks (thread_rank.ts). */
+    thread: URL | string;
+  };
 }
 
 /** A running group of ranks. */

@@ -43,10 +43,8 @@ export function launchThread<T = unknown>(
   options: ThreadOptions,
 ): RankGroup<T> {
   const size = checkSize(options.size);
-  let worker: Worker | undefined = new Worker(
-    new URL("./thread_rank.ts", import.meta.url),
-    { type: "module" },
-  );
+  const entry = options.rankEntries?.thread ?? new URL("./thread_rank.ts", import.meta.url);
+  let worker: Worker | undefined = new Worker(entry, { type: "module" });
   countWorker(+1);
   const supervisor = new Supervisor<T>(size, deadlines(options), {
     // The ranks share a thread: the group itself fails them all.

@@ -111,7 +111,8 @@ export function launchWorkers<T = unknown>(
   const picksPort = host !== undefined && host.host === 0 && host.mesh.masterPort === 0;
   const start = (w: number, masterPort?: number) => {
     const rank = rankOf(w);
-    const worker = new Worker(new URL("./worker_rank.ts", import.meta.url), { type: "module" });
+    const entry = options.rankEntries?.workers ?? new URL("./worker_rank.ts", import.meta.url);
+    const worker = new Worker(entry, { type: "module" });
     live++;
     workers[w] = worker;
     worker.onmessage = (e: MessageEvent<RankReport | PortMessage>) => {

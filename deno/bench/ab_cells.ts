@@ -1,0 +1,70 @@
+/**
+ * Before/after cells as alternating pairs: runs one benchmark task in two checkouts of dccl, one
+ * after the other, `--pairs` times, and prints each size's median time and Gb/s in both with their
+ * ratio (after / before, > 1: faster after), as docs/measuring.md asks of a cell that moved more
+ * than noise. Run from this checkout:
+ *
+ *   deno run -A deno/bench/ab_cells.ts --before ../base --after . --pairs 10 -- \
+ *     allreduce --procs 2 --transport shm --min 1 --max 4M --out-of-place-only
+ * @module
+ */
+
+import { parse } from "csv-parse/sync";
+
+const args = Deno.args;
+const split = args.indexOf("--");
+const own = split < 0 ? args : args.slice(0, split), task = split < 0 ? [] : args.slice(split + 1);
+const option = (name: string, fallback?: string) => {
+  const i = own.indexOf(`--${name}`);
+  const value = i < 0 ? fallback : own[i + 1];
+  if (value === undefined) throw new Error(`--${name} is required`);
+  return value;
+};
+const before = option("before"), after = option("after");
+const pairs = Number(option("pairs", "10"));
+if (task.length === 0 || !(pairs >= 1)) {
+  console.error("usage: ab_cells.ts --before DIR --after DIR [--pairs N] -- <task> <flags>");
+  Deno.exit(2);
+}
+
+/** One run of the task in `dir`: time and Gb/s per count. */
+async function once(dir: string): Promise<Map<number, [number, number]>> {
+  const csv = await Deno.makeTempFile({ suffix: ".csv" });
+  try {
+    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "--quiet", ...task.slice(0, 1), ...task.slice(1), "--csv", csv],
+      cwd: dir,
+      stdout: "null",
+    }).output();
+    if (!success) throw new Error(`${dir}: ${new TextDecoder().decode(stderr).trim()}`);
+    const rows = parse(await Deno.readTextFile(csv), { columns: true }) as Record<string, string>[];
+    return new Map(
+      rows.map((r) => [Number(r.count ?? r.floats), [Number(r.time_us), Number(r.gbps)]]),
+    );
+  } finally {
+    await Deno.remove(csv).catch(() => {});
+    await Deno.remove(csv.replace(/\.csv$/, ".json")).catch(() => {});
+  }
+}
+
+const median = (v: number[]) => v.toSorted((a, b) => a - b)[Math.floor((v.length - 1) / 2)];
+const runs = {
+  before: [] as Map<number, [number, number]>[],
+  after: [] as Map<number, [number, number]>[],
+};
+for (let p = 0; p < pairs; p++) {
+  // Alternate which goes first, so a drift of the machine falls on both alike.
+  const order = p % 2 === 0 ? ["before", "after"] as const : ["after", "before"] as const;
+  for (const side of order) runs[side].push(await once(side === "before" ? before : after));
+}
+console.log(`# ${task.join(" ")}: ${pairs} alternating pairs, medians; ratio = after / before`);
+console.log("count        before_us  after_us  before_Gb/s  after_Gb/s  ratio");
+for (const count of runs.before[0].keys()) {
+  const at = (side: "before" | "after", i: 0 | 1) =>
+    median(runs[side].map((m) => m.get(count)![i]));
+  const [bt, at_, bg, ag] = [at("before", 0), at("after", 0), at("before", 1), at("after", 1)];
+  console.log(
+    `${String(count).padEnd(12)} ${bt.toFixed(2).padStart(9)} ${at_.toFixed(2).padStart(9)} ` +
+      `${bg.toFixed(2).padStart(12)} ${ag.toFixed(2).padStart(11)}  ${(bt / at_).toFixed(2)}x`,
+  );
+}

@@ -1,0 +1,120 @@
+/**
+ * `deno task browser <task> [flags]`: a primitive's benchmark (`allreduce`, `bcast`, …) or `train`
+ * run inside headless Chromium, with the task's own flags; its table printed here as the CLI
+ * prints it, its CSV and JSON written here (docs/browser.md). Chromium missing: one line naming
+ * the Debian package.
+ * @module
+ */
+
+import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { WEB_TRANSPORTS } from "../primitives/registry.ts";
+import { sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
+import { describe, stoppedRun } from "./_benchmark.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
+import { givenFlags, UsageError } from "./_flags.ts";
+import { describeTraining, planTraining, TRAIN_FLAGS, type TrainPlan } from "./_training_plan.ts";
+import { removeIfPresent, type Task, taskMain } from "./_task.ts";
+
+/** The sweep's largest buffer in a tab unless `--max` says: a tab's heaps share one renderer. */
+const TAB_MAX = "16M";
+
+/** The transport of a run in a tab: one whose ranks a web page can start. */
+function webTransport(transport: string, launcher: string, threads: number) {
+  if (!WEB_TRANSPORTS.has(transport)) {
+    throw new UsageError(
+      `--transport ${transport} is not accepted in a browser tab: expected ${
+        WEB_TRANSPORTS.names.join(", ")
+      } (a tab's workers or its GPU)`,
+    );
+  }
+  if (launcher !== "local" || threads > 1) {
+    throw new UsageError("--launcher env and --threads are not accepted in a browser tab");
+  }
+  return transport;
+}
+
+const TAB_HEADER =
+  "in headless Chromium: ranks are the tab's workers (or logical ranks on its GPU)";
+
+/** `deno task browser <primitive>`. */
+function benchmarkInTab(primitive: PrimitiveName): Task<RunPlan> {
+  return {
+    name: `browser ${primitive}`,
+    synopsis: `browser ${primitive}`,
+    summary: `Measures ${primitive} over a size sweep inside headless Chromium.`,
+    flags: BENCHMARK_FLAGS,
+    plan(values, _, argv) {
+      const given = givenFlags(argv);
+      if (!given.has("max")) values.max = TAB_MAX;
+      const plan = planRun(primitive, values, { given });
+      webTransport(plan.transport, plan.launcher, plan.threads);
+      return plan;
+    },
+    notes: (plan) => plan.notes,
+    async run(plan, signal, argv) {
+      const transport = webTransport(plan.transport, plan.launcher, plan.threads);
+      const wrong = await sweepInTab({
+        sweep: plan.sweep,
+        procs: plan.procs,
+        transport,
+        gpu: plan.device,
+        timeoutMs: plan.timeoutMs,
+        header: [...describe(plan), TAB_HEADER],
+        csv: plan.csv,
+        json: plan.json,
+        command: ["deno", "task", "browser", primitive, ...argv],
+      }, signal);
+      if (wrong === 0) return 0;
+      console.error(`dccl browser ${primitive}: ${wrong} wrong elements; see the wrong column`);
+      return 1;
+    },
+    stopped: stoppedRun,
+  };
+}
+
+/** `deno task browser train`. */
+const TRAIN_IN_TAB: Task<TrainPlan> = {
+  name: "browser train",
+  synopsis: "browser train",
+  summary: "Trains the MNIST MLP on a browser tab's workers, inside headless Chromium.",
+  flags: TRAIN_FLAGS,
+  async plan(values, _, argv) {
+    const plan = await planTraining(values, undefined, givenFlags(argv));
+    webTransport(plan.config.transport, plan.launcher, plan.threads);
+    if (plan.config.checkpoint || plan.maxRestarts > 0) {
+      throw new UsageError("--checkpoint and --max-restarts are not accepted in a browser tab");
+    }
+    return plan;
+  },
+  async run(plan, signal, argv) {
+    const transport = webTransport(plan.config.transport, plan.launcher, plan.threads);
+    await trainInTab({
+      config: { ...plan.config, transport },
+      report: {
+        header: [...describeTraining(plan), TAB_HEADER],
+        csv: plan.csv,
+        json: plan.json,
+        metadata: { command: ["deno", "task", "browser", "train", ...argv] },
+      },
+    }, signal);
+    return 0;
+  },
+  stopped(plan) {
+    if (plan.json) removeIfPresent(`${plan.json}.tmp`);
+    return undefined;
+  },
+};
+
+const [task, ...rest] = Deno.args;
+const tasks = [...Object.keys(PRIMITIVES), "train"];
+const isPrimitive = (name: string): name is PrimitiveName => Object.hasOwn(PRIMITIVES, name);
+if (task !== "train" && !(task !== undefined && isPrimitive(task))) {
+  console.error(
+    `dccl browser: ${task === undefined ? "no task given" : `unknown task ${task}`}: expected ` +
+      `${tasks.join(", ")} (deno task browser allreduce --procs 4 --transport shm)`,
+  );
+  Deno.exit(2);
+}
+Deno.exit(
+  await (isPrimitive(task) ? taskMain(benchmarkInTab(task), rest) : taskMain(TRAIN_IN_TAB, rest)),
+);

@@ -1,0 +1,27 @@
+/**
+ * `deno task serve [--port P]`: serves the page (web/index.html and its bundle) on 127.0.0.1,
+ * cross-origin isolated, until Ctrl-C; prints the address (docs/browser.md).
+ * @module
+ */
+
+import { servePage } from "../deno/browser/page_server.ts";
+import { integer } from "./_flags.ts";
+import { type Task, taskMain } from "./_task.ts";
+
+const SERVE: Task<{ port: number }> = {
+  name: "serve",
+  summary: "Serves the page that runs dccl in a browser tab, on 127.0.0.1.",
+  flags: {
+    port: { help: "port on 127.0.0.1 (0: any free one)", default: "8000" },
+  },
+  plan: (values) => ({ port: integer("port", values.port!, 0, 65535) }),
+  async run({ port }, signal) {
+    const server = await servePage({ port });
+    console.log(`dccl serve: ${server.url} (Ctrl-C stops)`);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    await server.close();
+    throw signal.reason;
+  },
+};
+
+Deno.exit(await taskMain(SERVE, Deno.args));

@@ -1,0 +1,305 @@
+/// <reference lib="dom" />
+/**
+ * The page (web/index.html): a benchmark whose table and chart fill in as the sweep runs, with the
+ * CSV and JSON in the CLI's schema to download; the trainer on the tab's workers with its loss and
+ * accuracy drawn as it trains; and a results page that compares dropped CSVs as `deno task
+ * compare` does. It also offers `globalThis.dccl` to `deno task browser`, which drives it over the
+ * DevTools protocol.
+ * @module
+ */
+
+import { stringify } from "csv-stringify/sync";
+import { CSV_HEADER, csvValues, sidecar, tableLayout } from "../../bench/report_format.ts";
+import type { SizeResult } from "../../bench/harness.ts";
+import { type Point, pointOfRow, readResults } from "../../bench/compare/results.ts";
+import {
+  crossovers,
+  formatCrossovers,
+  toCurves,
+  wrongResults,
+} from "../../bench/compare/crossover.ts";
+import { renderSvg, specToSvg } from "../../bench/compare/chart.ts";
+import { PRIMITIVES } from "../../bench/cases.ts";
+import { WEB_TRANSPORTS, type WebTransportName } from "../../primitives/registry.ts";
+import { DTYPES, REDUCE_OPS } from "../../primitives/types.ts";
+import { loadMnist, type Mnist } from "../../trainer/mnist.ts";
+import type { TrainConfig } from "../../trainer/config.ts";
+import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";
+import { limits, type TabEnvironment, tabEnvironment, tabMetadata } from "../environment.ts";
+import { formAlgorithms, formMemories, planSweep, planTraining } from "../forms.ts";
+import { runGroup, runSweep, runTraining, type SweepOutcome, type SweepRequest } from "../runs.ts";
+
+const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const say = (id: string, text: string) => byId(id).textContent = text;
+
+/**
+ * Hands `message` to the DevTools binding `name` where `deno task browser` set one up (it writes
+ * the table and files as the CLI does).
+ */
+function forward(name: "dcclSweep" | "dcclTrain", message: unknown): void {
+  const binding = (globalThis as Record<string, unknown>)[name];
+  if (typeof binding === "function") binding(JSON.stringify(message));
+}
+
+/** The values of `form`'s fields (unchecked boxes as "false"). */
+function valuesOf(form: HTMLFormElement): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const element of Array.from(form.elements)) {
+    const field = element as HTMLInputElement;
+    if (!field.name) continue;
+    values[field.name] = field.type === "checkbox" ? String(field.checked) : field.value;
+  }
+  return values;
+}
+
+/** Fills `select` with `options`, keeping its value where it is still one of them. */
+function fill(select: HTMLSelectElement, options: readonly string[]): void {
+  const kept = select.value;
+  select.replaceChildren(...options.map((o) => new Option(o, o)));
+  if (options.includes(kept)) select.value = kept;
+}
+
+/** Lets the user save `text` as `name`. */
+function download(name: string, text: string, type: string): void {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type }));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
+/** The points of a run's results, for the compare chart. */
+const pointsOf = (results: SizeResult[]) => results.map((r) => pointOfRow("tab", r.row));
+
+let environment: TabEnvironment;
+let last: SweepOutcome | undefined;
+
+/** A sweep the page runs: the tab's own metadata unless given. */
+type PageSweep = Omit<SweepRequest, "metadata"> & { metadata?: SweepRequest["metadata"] };
+
+/** Runs a sweep, filling the table and chart as it goes. */
+async function sweep(request: PageSweep): Promise<SweepOutcome> {
+  const metadata = request.metadata ?? tabMetadata(environment, { ...request.sweep });
+  const layout = tableLayout(request.sweep.timing === "per-iter");
+  const table = byId<HTMLPreElement>("table");
+  table.textContent = "";
+  say("chart", "");
+  const results: SizeResult[] = [];
+  let drawing = Promise.resolve();
+  const outcome = await runSweep({ ...request, metadata }, {
+    onStart(report) {
+      forward("dcclSweep", { type: "start", report });
+      table.textContent = report.header.map((l) => `# ${l}`).join("\n") + `\n${layout.title}\n`;
+    },
+    onRow(result) {
+      forward("dcclSweep", { type: "row", result });
+      results.push(result);
+      table.textContent += layout.line(result.row) + "\n";
+      drawing = drawing.then(async () => {
+        byId("chart").innerHTML = await renderSvg(toCurves(pointsOf(results)));
+      });
+    },
+  });
+  await drawing;
+  last = outcome;
+  for (const id of ["download-csv", "download-json"]) byId<HTMLButtonElement>(id).disabled = false;
+  return outcome;
+}
+
+/** The CSV of the last run, as the CLI writes it. */
+function lastCsv(): string {
+  return stringify([CSV_HEADER, ...(last?.results ?? []).map((r) => csvValues(r.row))]);
+}
+
+/** The JSON sidecar of the last run, as the CLI writes it. */
+function lastJson(): string {
+  const metadata = last?.report?.metadata ?? tabMetadata(environment, {});
+  return JSON.stringify(sidecar(metadata, last?.results ?? []), null, 1);
+}
+
+/** MNIST as the local server serves it. */
+function fetchMnist(): Promise<Mnist> {
+  return loadMnist({
+    where: new URL("/mnist/", location.href).href,
+    async read(name) {
+      const response = await fetch(`/mnist/${name}`);
+      return response.ok ? new Uint8Array(await response.arrayBuffer()) : undefined;
+    },
+  });
+}
+
+/** The trainer's chart: running loss by progress through the run, test accuracy by epoch. */
+function trainSpec(losses: [number, number][], epochs: EpochRow[]) {
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: "training in the tab",
+    hconcat: [
+      {
+        width: 360,
+        height: 200,
+        data: { values: losses.map(([x, loss]) => ({ x, loss })) },
+        mark: "line" as const,
+        encoding: {
+          x: { field: "x", type: "quantitative" as const, title: "epochs" },
+          y: { field: "loss", type: "quantitative" as const, title: "running loss" },
+        },
+      },
+      {
+        width: 200,
+        height: 200,
+        data: { values: epochs.map((e) => ({ epoch: e.epoch, accuracy: 100 * e.test_acc })) },
+        mark: { type: "line" as const, point: true },
+        encoding: {
+          x: { field: "epoch", type: "ordinal" as const },
+          y: {
+            field: "accuracy",
+            type: "quantitative" as const,
+            title: "test accuracy (%)",
+            scale: { zero: false },
+          },
+        },
+      },
+    ],
+  };
+}
+
+/** Trains as `config` says, drawing the loss and accuracy as it goes. */
+async function train(config: TrainConfig<WebTransportName>): Promise<TrainSummary> {
+  say("train-status", "reading MNIST from the server …");
+  const mnist = await fetchMnist();
+  const losses: [number, number][] = [], epochs: EpochRow[] = [];
+  let drawn = 0;
+  const draw = async () => {
+    drawn = performance.now();
+    byId("train-chart").innerHTML = await specToSvg(trainSpec(losses, epochs));
+  };
+  const summary = await runTraining({ config, mnist }, {
+    onProgress(epoch, step, steps, loss) {
+      forward("dcclTrain", { type: "progress", epoch, step, steps, loss });
+      say("train-status", `epoch ${epoch + 1}/${config.epochs}, step ${step}/${steps}`);
+      if (loss !== undefined) losses.push([epoch + step / steps, loss]);
+      if (performance.now() - drawn > 500) draw();
+    },
+    onEpoch(row) {
+      forward("dcclTrain", { type: "epoch", row });
+      epochs.push(row);
+      draw();
+    },
+  });
+  await draw();
+  say(
+    "train-status",
+    `trained ${summary.epochs.length} epochs in ${summary.train_s.toFixed(2)} s; test accuracy ` +
+      `${(100 * summary.final_test_acc).toFixed(2)}%`,
+  );
+  return summary;
+}
+
+/** Compares dropped result files as `deno task compare` does. */
+async function compare(files: File[]): Promise<string> {
+  const points: Point[] = [];
+  for (const file of files) for await (const p of readResults(file)) points.push(p);
+  const curves = toCurves(points);
+  byId("results-chart").innerHTML = await renderSvg(curves);
+  const text = formatCrossovers(crossovers(curves), wrongResults(curves));
+  say("results-table", text);
+  return text;
+}
+
+/** Keeps the benchmark form's choices consistent with each other and the tab. */
+function refreshChoices(form: HTMLFormElement): void {
+  const v = valuesOf(form);
+  const select = (name: string) => form.elements.namedItem(name) as HTMLSelectElement;
+  const transport = v.transport as WebTransportName;
+  fill(select("memory"), formMemories(transport, environment.adapter !== null));
+  const memory = select("memory").value as Parameters<typeof formAlgorithms>[2];
+  fill(
+    select("algorithm"),
+    formAlgorithms(v.primitive as keyof typeof PRIMITIVES, transport, memory),
+  );
+}
+
+/** Reports a run's failure in one line where the run's status goes. */
+function failed(status: string, e: unknown): void {
+  const error = e instanceof Error ? e : new Error(String(e));
+  say(status, `${error.name}: ${error.message.split("\n")[0]}`);
+}
+
+async function main(): Promise<TabEnvironment> {
+  environment = await tabEnvironment();
+  const adapter = environment.adapter;
+  say(
+    "environment",
+    `${navigator.userAgent}; ${environment.cores} cores; cross-origin isolated: ` +
+      `${environment.crossOriginIsolated}; timer resolution ${environment.timerResolutionUs} µs; ` +
+      `WebGPU: ${adapter ? `${adapter.description || adapter.vendor}` : "none"}`,
+  );
+  say("limits", limits(environment).join(" "));
+  const form = byId<HTMLFormElement>("sweep-form");
+  const select = (name: string) => form.elements.namedItem(name) as HTMLSelectElement;
+  fill(select("primitive"), Object.keys(PRIMITIVES));
+  select("primitive").value = "allreduce";
+  fill(
+    select("transport"),
+    WEB_TRANSPORTS.names.filter((t) => adapter || !WEB_TRANSPORTS.byName[t].needsDevice),
+  );
+  fill(select("dtype"), DTYPES);
+  fill(select("op"), REDUCE_OPS);
+  refreshChoices(form);
+  form.addEventListener("change", () => refreshChoices(form));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const planned = planSweep(valuesOf(form), adapter !== null);
+      say("sweep-status", "running …");
+      const outcome = await sweep(planned);
+      say("sweep-status", `done: ${outcome.results.length} sizes, ${outcome.wrong} wrong elements`);
+    } catch (e) {
+      failed("sweep-status", e);
+    }
+  });
+  byId("download-csv").addEventListener("click", () => download("dccl.csv", lastCsv(), "text/csv"));
+  byId("download-json").addEventListener(
+    "click",
+    () => download("dccl.json", lastJson(), "application/json"),
+  );
+  const trainForm = byId<HTMLFormElement>("train-form");
+  trainForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    try {
+      train(planTraining(valuesOf(trainForm))).catch((e) => failed("train-status", e));
+    } catch (e) {
+      failed("train-status", e);
+    }
+  });
+  const files = byId<HTMLInputElement>("results-files");
+  files.addEventListener("change", () => {
+    compare(Array.from(files.files ?? [])).catch((e) => failed("results-status", e));
+  });
+  const drop = byId("results-drop");
+  drop.addEventListener("dragover", (e) => e.preventDefault());
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    const dropped = Array.from(e.dataTransfer?.files ?? []);
+    compare(dropped).catch((err) => failed("results-status", err));
+  });
+  for (const button of form.querySelectorAll("button")) {
+    button.disabled = !environment.crossOriginIsolated;
+  }
+  for (const button of trainForm.querySelectorAll("button")) {
+    button.disabled = !environment.crossOriginIsolated;
+  }
+  return environment;
+}
+
+/** What `deno task browser` drives. */
+const dccl = {
+  ready: main(),
+  sweep,
+  train,
+  compare,
+  group: runGroup,
+  csv: lastCsv,
+  json: lastJson,
+};
+Object.assign(globalThis, { dccl });

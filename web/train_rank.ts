@@ -1,0 +1,53 @@
+/**
+ * The rank program of training in a browser tab: the run of trainer/rank.ts on the data the page
+ * read and handed over, rank 0 posting its progress and every epoch on the run's
+ * BroadcastChannel, where the page draws them. A tab keeps no checkpoints.
+ * @module
+ */
+
+import type { Communicator } from "../web.ts";
+import type { TrainConfig } from "../trainer/config.ts";
+import type { EpochRow, TrainObserver } from "../trainer/epochs.ts";
+import type { Mnist } from "../trainer/mnist.ts";
+import { train, type TrainRankResult } from "../trainer/rank.ts";
+
+/** What the page hands every rank. */
+export interface WebTrainArgs {
+  config: TrainConfig;
+  mnist: Mnist;
+  /** The name of the run's BroadcastChannel. */
+  channel: string;
+}
+
+/** What rank 0 posts on the run's channel. */
+export type TrainMessage =
+  | { type: "progress"; epoch: number; step: number; steps: number; loss?: number }
+  | { type: "epoch"; row: EpochRow };
+
+/** Progress through an epoch is posted at most this often, ms. */
+const PROGRESS_EVERY_MS = 100;
+
+/** An observer that posts on the BroadcastChannel named `name`. */
+function channelObserver(name: string): TrainObserver {
+  const channel = new BroadcastChannel(name);
+  const post = (message: TrainMessage) => channel.postMessage(message);
+  let posted = -Infinity;
+  return {
+    start() {},
+    progress(epoch, step, steps, loss) {
+      const now = performance.now();
+      if (now - posted < PROGRESS_EVERY_MS && step < steps) return;
+      posted = now;
+      post({ type: "progress", epoch, step, steps, loss: loss?.() });
+    },
+    note() {},
+    add: (row) => post({ type: "epoch", row }),
+    finish: () => channel.close(),
+  };
+}
+
+/** Trains on this rank. */
+export function run(comm: Communicator, args: WebTrainArgs): Promise<TrainRankResult> {
+  const observer = comm.rank === 0 ? channelObserver(args.channel) : undefined;
+  return train(comm, { config: args.config, data: args.mnist, observer });
+}
