@@ -76,6 +76,12 @@ export async function tabEnvironment(): Promise<TabEnvironment> {
   };
 }
 
+/** The adapter as one name: its description where it gives one, else vendor and architecture. */
+export function adapterName(adapter: AdapterFacts): string {
+  const name = adapter.description || `${adapter.vendor} ${adapter.architecture}`.trim();
+  return adapter.isFallbackAdapter ? `${name} (fallback)` : name;
+}
+
 /** What the tab cannot run, in one line each (empty when it runs everything). */
 export function limits(env: TabEnvironment): string[] {
   const lines: string[] = [];
@@ -92,8 +98,7 @@ export function limits(env: TabEnvironment): string[] {
     );
   } else if (env.adapter.isFallbackAdapter) {
     lines.push(
-      `WebGPU runs on a fallback adapter (${env.adapter.description || env.adapter.vendor}): ` +
-        "exact, not fast.",
+      `WebGPU runs on a fallback adapter (${adapterName(env.adapter)}): exact, not fast.`,
     );
   }
   return lines;
@@ -111,10 +116,7 @@ export function tabMetadata(env: TabEnvironment, options: Record<string, unknown
     cpu: "unknown (a tab does not say)",
     cpus: env.cores,
     memoryBytes: memory === undefined ? 0 : memory * 2 ** 30,
-    gpuAdapter: env.adapter &&
-      `${env.adapter.description || env.adapter.device || env.adapter.vendor}${
-        env.adapter.isFallbackAdapter ? " (fallback)" : ""
-      }`,
+    gpuAdapter: env.adapter && adapterName(env.adapter),
     browser: env,
     date: new Date().toISOString(),
     command: [location.href],

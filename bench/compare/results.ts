@@ -8,7 +8,7 @@
  * @module
  */
 
-import { parse } from "csv-parse/stream";
+import { csvRecords } from "./csv_records.ts";
 import { CSV_COLUMNS, type ResultRow } from "../metrics.ts";
 
 /** One measured size of one curve. */
@@ -128,10 +128,9 @@ async function* readDcclCsv(
   source: string,
   bytes: ReadableStream<Uint8Array<ArrayBuffer>>,
 ): AsyncGenerator<Point> {
-  const rows = bytes.pipeThrough(parse({ columns: true, skip_empty_lines: true }));
   let first = true;
   try {
-    for await (const row of rows as ReadableStream<Record<string, string>>) {
+    for await (const row of csvRecords(lines(bytes.pipeThrough(new TextDecoderStream())))) {
       if (first) {
         // Older CSVs call the element count `floats`, newer ones `count`.
         const missing = CSV_COLUMNS.filter((c) =>

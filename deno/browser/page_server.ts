@@ -16,7 +16,7 @@ const ROOT = new URL("../../", import.meta.url);
 
 /** What the bundle holds: the page, the ranks' entries and the rank programs the page starts. */
 export const PAGE_ENTRIES: readonly string[] = [
-  "web/page.ts",
+  "web/page/page.ts",
   "web/harness_rank.ts",
   "web/train_rank.ts",
   "primitives/launch/worker_rank.ts",

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { stringify } from "csv-stringify/sync";
+import { stringify } from "csv-stringify/browser/esm/sync";
 import { CSV_HEADER, csvValues, sidecar, tableLayout } from "../../bench/report_format.ts";
 import type { SizeResult } from "../../bench/harness.ts";
 import { type Point, pointOfRow, readResults } from "../../bench/compare/results.ts";
@@ -20,12 +20,20 @@ import {
 } from "../../bench/compare/crossover.ts";
 import { renderSvg, specToSvg } from "../../bench/compare/chart.ts";
 import { PRIMITIVES } from "../../bench/cases.ts";
+import { type GpuSplit, gpuSplit } from "../../bench/gpu_split.ts";
+import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
 import { WEB_TRANSPORTS, type WebTransportName } from "../../primitives/registry.ts";
 import { DTYPES, REDUCE_OPS } from "../../primitives/types.ts";
 import { loadMnist, type Mnist } from "../../trainer/mnist.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";
-import { limits, type TabEnvironment, tabEnvironment, tabMetadata } from "../environment.ts";
+import {
+  adapterName,
+  limits,
+  type TabEnvironment,
+  tabEnvironment,
+  tabMetadata,
+} from "../environment.ts";
 import { formAlgorithms, formMemories, planSweep, planTraining } from "../forms.ts";
 import { runGroup, runSweep, runTraining, type SweepOutcome, type SweepRequest } from "../runs.ts";
 
@@ -206,12 +214,22 @@ async function compare(files: File[]): Promise<string> {
   return text;
 }
 
-/** Keeps the benchmark form's choices consistent with each other and the tab. */
+/** The transport the memory choices were last made for. */
+let memoriesFor: string | undefined;
+
+/**
+ * Keeps the benchmark form's choices consistent with each other and the tab: a new transport
+ * starts at its best memory kind, as the CLI does.
+ */
 function refreshChoices(form: HTMLFormElement): void {
   const v = valuesOf(form);
   const select = (name: string) => form.elements.namedItem(name) as HTMLSelectElement;
   const transport = v.transport as WebTransportName;
   fill(select("memory"), formMemories(transport, environment.adapter !== null));
+  if (memoriesFor !== transport) {
+    select("memory").value = WEB_TRANSPORTS.byName[transport].bestMemory;
+  }
+  memoriesFor = transport;
   const memory = select("memory").value as Parameters<typeof formAlgorithms>[2];
   fill(
     select("algorithm"),
@@ -232,7 +250,7 @@ async function main(): Promise<TabEnvironment> {
     "environment",
     `${navigator.userAgent}; ${environment.cores} cores; cross-origin isolated: ` +
       `${environment.crossOriginIsolated}; timer resolution ${environment.timerResolutionUs} µs; ` +
-      `WebGPU: ${adapter ? `${adapter.description || adapter.vendor}` : "none"}`,
+      `WebGPU: ${adapter ? adapterName(adapter) : "none"}`,
   );
   say("limits", limits(environment).join(" "));
   const form = byId<HTMLFormElement>("sweep-form");
@@ -292,8 +310,21 @@ async function main(): Promise<TabEnvironment> {
   return environment;
 }
 
+/** The tab's device allreduce split into upload, kernel and readback, at each of `counts`. */
+async function gpuSplits(counts: number[], ranks: number): Promise<GpuSplit[]> {
+  const gpu = await GpuDevice.open();
+  try {
+    const splits: GpuSplit[] = [];
+    for (const count of counts) splits.push(await gpuSplit(gpu, { count, ranks }));
+    return splits;
+  } finally {
+    gpu.destroy();
+  }
+}
+
 /** What `deno task browser` drives. */
 const dccl = {
+  gpuSplits,
   ready: main(),
   sweep,
   train,
