@@ -15,6 +15,7 @@ import { parse } from "csv-parse/sync";
 import { type GpuSplit, gpuSplit } from "../../bench/gpu_split.ts";
 import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
 import { withTab } from "../browser/tab_run.ts";
+import { TRANSPORT_TABLE } from "../registry.ts";
 
 const out = Deno.args[0];
 if (!out) {
@@ -52,7 +53,8 @@ say("## Chromium against Deno (Gb/s; ratio = Chromium / Deno)\n");
 say("| transport | primitive | ranks | floats | Deno | Chromium | ratio |");
 say("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
 let turn = 0;
-for (const transport of ["shm", "worker"]) {
+const WORKERS = TRANSPORT_TABLE.launching("workers");
+for (const transport of WORKERS) {
   for (const primitive of ["allreduce", "bcast", "reduce"]) {
     for (const procs of ["2", "4"]) {
       const flags = [primitive, "--procs", procs, "--transport", transport, "--min", "64K"];
@@ -83,7 +85,7 @@ for (const transport of ["shm", "worker"]) {
 say("\n## 1000 floats among 8 workers of the tab (mpi.js: ~0.03 Gb/s, ~2 ms)\n");
 say("| transport | time (µs) | Gb/s | × mpi.js |");
 say("| --- | ---: | ---: | ---: |");
-for (const transport of ["worker", "shm"]) {
+for (const transport of WORKERS) {
   const csv = `${out}/chromium_anchor_${transport}.csv`;
   await task([
     "browser",

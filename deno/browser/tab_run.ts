@@ -83,6 +83,7 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
       gpu: run.gpu,
       timeoutMs: run.timeoutMs,
       header: run.header,
+      live: false,
     });
     try {
       const outcome = await page.evaluate<{ wrong: number }>(

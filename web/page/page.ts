@@ -82,8 +82,18 @@ const pointsOf = (results: SizeResult[]) => results.map((r) => pointOfRow("tab",
 let environment: TabEnvironment;
 let last: SweepOutcome | undefined;
 
-/** A sweep the page runs: the tab's own metadata unless given. */
-type PageSweep = Omit<SweepRequest, "metadata"> & { metadata?: SweepRequest["metadata"] };
+/**
+ * A sweep the page runs: the tab's own metadata unless given; `live: false` draws the chart once
+ * at the end instead of after every size (the drawing runs on the page's thread, a core the ranks
+ * would use: `deno task browser` measures without it).
+ */
+type PageSweep = Omit<SweepRequest, "metadata"> & {
+  metadata?: SweepRequest["metadata"];
+  live?: boolean;
+};
+
+/** The chart is redrawn at most this often while a sweep runs, ms. */
+const REDRAW_MS = 2000;
 
 /** Runs a sweep, filling the table and chart as it goes. */
 async function sweep(request: PageSweep): Promise<SweepOutcome> {
@@ -93,7 +103,12 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
   table.textContent = "";
   say("chart", "");
   const results: SizeResult[] = [];
-  let drawing = Promise.resolve();
+  let drawing = Promise.resolve(), drawn = -Infinity;
+  const draw = () =>
+    drawing = drawing.then(async () => {
+      drawn = performance.now();
+      byId("chart").innerHTML = await renderSvg(toCurves(pointsOf(results)));
+    });
   const outcome = await runSweep({ ...request, metadata }, {
     onStart(report) {
       forward("dcclSweep", { type: "start", report });
@@ -103,12 +118,10 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
       forward("dcclSweep", { type: "row", result });
       results.push(result);
       table.textContent += layout.line(result.row) + "\n";
-      drawing = drawing.then(async () => {
-        byId("chart").innerHTML = await renderSvg(toCurves(pointsOf(results)));
-      });
+      if (request.live !== false && performance.now() - drawn > REDRAW_MS) draw();
     },
   });
-  await drawing;
+  await draw();
   last = outcome;
   for (const id of ["download-csv", "download-json"]) byId<HTMLButtonElement>(id).disabled = false;
   return outcome;
