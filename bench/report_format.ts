@@ -134,9 +134,17 @@ export function tableLayout(percentiles = false): {
 /** The CSV's columns, in order. */
 export const CSV_HEADER: readonly string[] = [...CSV_COLUMNS, ...EXTRA_COLUMNS];
 
-/** The JSON sidecar of a sweep: its metadata, columns, units and every row with its samples. */
-export function sidecar(metadata: RunMetadata, results: readonly SizeResult[]): unknown {
+/**
+ * The JSON sidecar of a sweep: whether it measured every size it planned (`complete`), its
+ * metadata, columns, units and every row with its samples.
+ */
+export function sidecar(
+  metadata: RunMetadata,
+  results: readonly SizeResult[],
+  complete: boolean,
+): object {
   return {
+    complete,
     metadata,
     columns: CSV_HEADER,
     units: { time: "µs", gbps: "1e9 bits/s", algbw_gbs: "1e9 bytes/s", busbw_gbs: "1e9 bytes/s" },

@@ -31,5 +31,5 @@ export { RANK_RUNTIME } from "./launch/rank_runtime.ts";
 export { SweepWriter } from "./bench/sweep_writer.ts";
 export { readResultsFile, resultFile } from "./bench/result_files.ts";
 export { TrainReporter, type TrainReportOptions } from "./trainer/train_writer.ts";
-export { Checkpointer, type CheckpointMeta } from "./trainer/checkpoint.ts";
+export { Checkpointer, type CheckpointMeta, type RankFile } from "./trainer/checkpoint.ts";
 export { loadMnistFolder, mnistFolder, packagedMnistDir } from "./trainer/mnist_folder.ts";

@@ -15,7 +15,7 @@ import { TRANSPORTS } from "../deno/registry.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
-import { removeIfPresent, requireDevice, type Task, taskMain } from "./_task.ts";
+import { requireDevice, type Task, taskMain } from "./_task.ts";
 
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
@@ -99,9 +99,8 @@ export function checkDevice(plan: RunPlan): Promise<void> {
   return requireDevice(plan.device, what);
 }
 
-/** What a stopped run leaves: no half-written JSON; an interrupted one keeps its complete rows. */
+/** What a stopped run says it leaves: an interrupted one keeps its complete rows. */
 export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefined {
-  if (plan.json) removeIfPresent(`${plan.json}.tmp`);
   return interrupted && plan.csv ? `; ${plan.csv} holds the complete rows` : undefined;
 }
 

@@ -1,10 +1,12 @@
 /**
  * What every `deno task` of dccl shares: flags → a validated plan → a run → an exit code, and one
  * line on stderr for each way a task stops. Exit codes: 0 done, 1 failed (or wrong results), 2
- * bad input (nothing ran), 130 interrupted (Ctrl-C or SIGTERM; what finished is kept).
+ * bad input (nothing ran), 128 + the signal's number when a signal stopped it (130 Ctrl-C, 143
+ * SIGTERM, 129 SIGHUP; what finished is kept), as a shell reports a process a signal killed.
  * @module
  */
 
+import { RankFailedError } from "../primitives/errors.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import { expandAliases, type FlagSpec, parseFlags, usage, UsageError, userPath } from "./_flags.ts";
 
@@ -80,24 +82,52 @@ export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number
  */
 export function stoppedBy(command: string, e: unknown, kept = ""): number {
   if (!(e instanceof Error)) throw e;
-  console.error(`${command}: ${e.message.split("\n")[0]}${kept}`);
-  return e instanceof UsageError ? 2 : e instanceof Interrupted ? 130 : 1;
-}
-
-/** Why a run stopped early: Ctrl-C or SIGTERM. */
-export class Interrupted extends Error {
-  override name = "Interrupted";
+  console.error(`${command}: ${(outputFailure(e) ?? e.message).split("\n")[0]}${kept}`);
+  return e instanceof UsageError ? 2 : e instanceof Interrupted ? e.exitCode : 1;
 }
 
 /**
- * Aborts the signal `body` gets on SIGINT/SIGTERM; once one came, however `body` fails (a process
- * rank the same Ctrl-C killed, say), it rejects with the {@linkcode Interrupted} reason.
+ * What a rank said when it could not write an output file (`cannot write <file>: <why>`), for the
+ * user to read as such rather than as a rank's failure.
+ */
+function outputFailure(e: Error): string | undefined {
+  if (!(e instanceof RankFailedError)) return undefined;
+  const reason = e.outcomes[e.failedRank!]?.reason ?? "";
+  const prefix = "OutputError: ";
+  return reason.startsWith(prefix) ? reason.slice(prefix.length) : undefined;
+}
+
+/** The signals that stop a run, each with its number (the exit code is 128 + it). */
+const STOP_SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const;
+
+/** Why a run stopped early: Ctrl-C, SIGTERM or SIGHUP. */
+export class Interrupted extends Error {
+  override name = "Interrupted";
+  /** The signal that stopped it. */
+  readonly signal: keyof typeof STOP_SIGNALS;
+
+  /** Stopped by `signal`. */
+  constructor(signal: keyof typeof STOP_SIGNALS) {
+    super(`interrupted by ${signal}`);
+    this.signal = signal;
+  }
+
+  /** The exit code a shell gives a process `signal` killed. */
+  get exitCode(): number {
+    return 128 + STOP_SIGNALS[this.signal];
+  }
+}
+
+/**
+ * Aborts the signal `body` gets on SIGINT, SIGTERM or SIGHUP (a closed terminal); once one came,
+ * however `body` fails (a process rank the same Ctrl-C killed, say), it rejects with the
+ * {@linkcode Interrupted} reason.
  */
 export async function interruptible<T>(body: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  const signals = ["SIGINT", "SIGTERM"] as const;
+  const signals = Object.keys(STOP_SIGNALS) as (keyof typeof STOP_SIGNALS)[];
   const handlers = signals.map((s) => {
-    const h = () => controller.abort(new Interrupted(`interrupted by ${s}`));
+    const h = () => controller.abort(new Interrupted(s));
     Deno.addSignalListener(s, h);
     return [s, h] as const;
   });
@@ -115,13 +145,4 @@ export async function requireDevice(needed: boolean, what: string): Promise<void
   if (!needed) return;
   const why = await gpuUnavailable();
   if (why) throw new UsageError(`${what} needs a WebGPU device, and ${why}`);
-}
-
-/** Removes `path` if it exists (a half-written output). */
-export function removeIfPresent(path: string): void {
-  try {
-    Deno.removeSync(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
 }

@@ -11,12 +11,22 @@ import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { CommError } from "../primitives/errors.ts";
 import { TRANSPORTS } from "../deno/registry.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
-import { readCheckpoint } from "../deno/trainer/checkpoint.ts";
+import {
+  type CheckpointMeta,
+  readCheckpoint,
+  removeCheckpoints,
+  removeUncommitted,
+} from "../deno/trainer/checkpoint.ts";
 import type { Mnist } from "../trainer/mnist.ts";
 import type { TrainRankResult } from "../trainer/rank.ts";
 import type { TrainSummary } from "../trainer/epochs.ts";
 import { run as runTrainingRank, type TrainRankArgs } from "../deno/trainer/rank.ts";
-import { describeTraining, trainingNeedsDevice, type TrainPlan } from "./_training_plan.ts";
+import {
+  describeTraining,
+  resumable,
+  trainingNeedsDevice,
+  type TrainPlan,
+} from "./_training_plan.ts";
 
 export { planTraining, readData, TRAIN_FLAGS } from "./_training_plan.ts";
 export type { TrainPlan } from "./_training_plan.ts";
@@ -40,7 +50,12 @@ export interface TrainOutput {
  */
 export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
   const checkpoint = plan.config.checkpoint;
-  if (checkpoint) Deno.mkdirSync(checkpoint.dir, { recursive: true });
+  if (checkpoint) {
+    Deno.mkdirSync(checkpoint.dir, { recursive: true });
+    // No rank runs yet: what an earlier run left half-written goes (or all of it, told to).
+    if (plan.config.resume || !plan.overwriteCheckpoint) removeUncommitted(checkpoint.dir);
+    else removeCheckpoints(checkpoint.dir);
+  }
   if (plan.launcher === "local") return await withRestarts(plan, out);
   const { config } = plan;
   const options = {
@@ -81,12 +96,14 @@ async function withRestarts(plan: TrainPlan, out: TrainOutput): Promise<TrainRan
         throw e;
       }
       const dir = plan.config.checkpoint?.dir;
-      const found = dir === undefined ? undefined : readCheckpoint(dir, plan.config);
-      const resume = typeof found === "object";
+      if (dir !== undefined) removeUncommitted(dir);
+      const resume = dir === undefined ? undefined : resumable(dir, plan.config);
+      const found = resume && readCheckpoint(dir!, plan.config, resume) as CheckpointMeta;
       console.error(
         `dccl train: ${e.message.split("\n")[0]}; restart ${restarts + 1} of ${plan.maxRestarts} ` +
-          (resume
-            ? `from the checkpoint at epoch ${found.epoch + 1}, step ${found.step}`
+          (found
+            ? `from the ${resume === "previous" ? "checkpoint before the last, " : "checkpoint "}` +
+              `at epoch ${found.epoch + 1}, step ${found.step}`
             : "from the start (no checkpoint yet)"),
       );
       attempt = { ...plan, config: { ...plan.config, resume } };

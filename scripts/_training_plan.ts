@@ -12,7 +12,7 @@ import {
   SYNC_STRATEGIES,
   type TrainConfig,
 } from "../trainer/config.ts";
-import { readCheckpoint } from "../deno/trainer/checkpoint.ts";
+import { META_FILES, readCheckpoint } from "../deno/trainer/checkpoint.ts";
 import { DataError, type Mnist, MNIST_CLASSES } from "../trainer/mnist.ts";
 import { loadMnistFolder, packagedMnistDir } from "../deno/trainer/mnist_folder.ts";
 import { ACTIVATIONS } from "../trainer/model.ts";
@@ -96,6 +96,15 @@ export const TRAIN_FLAGS: Record<string, FlagSpec> = {
     help: "go on from --checkpoint's checkpoint, with the same settings, as if never stopped",
     boolean: true,
   },
+  "resume-previous": {
+    help:
+      "go on from the checkpoint before --checkpoint's latest (when the latest does not verify)",
+    boolean: true,
+  },
+  "overwrite-checkpoint": {
+    help: "start afresh in a --checkpoint folder that holds another run's checkpoint, replacing it",
+    boolean: true,
+  },
   "max-restarts": {
     help: "local launcher: when a rank fails, start the group again from the last checkpoint, " +
       "up to N times (torchrun's --max-restarts)",
@@ -123,6 +132,8 @@ export interface TrainPlan {
   bind: string;
   /** Times the local launcher starts a failed group again (from its checkpoint, if any). */
   maxRestarts: number;
+  /** Start afresh over another run's checkpoint in `config.checkpoint.dir`, removing it. */
+  overwriteCheckpoint: boolean;
   csv?: string;
   json?: string;
 }
@@ -213,18 +224,29 @@ export async function planTraining(
     device,
     timeoutMs,
     checkpoint,
-    resume: v.resume === "true",
+    resume: v.resume === "true"
+      ? "latest"
+      : v["resume-previous"] === "true"
+      ? "previous"
+      : undefined,
   };
   // A worker torchrun started again (its own --max-restarts) goes on from the checkpoint.
   const relaunched = launcher === "env" &&
     Number(Deno.env.get("TORCHELASTIC_RESTART_COUNT") ?? "0") > 0;
-  if (relaunched && checkpoint && typeof readCheckpoint(checkpoint.dir, config) === "object") {
-    config.resume = true;
-  }
+  if (relaunched && checkpoint) config.resume = resumable(checkpoint.dir, config);
   if (config.resume) {
-    const found = readCheckpoint(checkpoint!.dir, config);
-    if (typeof found === "string") throw new UsageError(`--resume: ${found}`);
-    if (!found) throw new UsageError(`--resume: ${checkpoint!.dir} holds no checkpoint`);
+    const flag = config.resume === "latest" ? "--resume" : "--resume-previous";
+    const found = readCheckpoint(checkpoint!.dir, config, config.resume);
+    if (typeof found === "string") throw new UsageError(`${flag}: ${found}`);
+    if (!found) throw new UsageError(`${flag}: ${checkpoint!.dir} holds no checkpoint`);
+  } else if (checkpoint && v["overwrite-checkpoint"] !== "true") {
+    const held = Object.values(META_FILES).find((f) => isFile(`${checkpoint.dir}/${f}`));
+    if (held) {
+      throw new UsageError(
+        `--checkpoint ${checkpoint.dir} holds another run's checkpoint (${held}): --resume goes ` +
+          `on from it; --overwrite-checkpoint starts afresh and replaces it`,
+      );
+    }
   }
   return {
     config,
@@ -233,6 +255,7 @@ export async function planTraining(
     threads,
     bind,
     maxRestarts,
+    overwriteCheckpoint: v["overwrite-checkpoint"] === "true",
     csv,
     json,
   };
@@ -352,20 +375,43 @@ function checkGradDtype(
   }
 }
 
-/** `--checkpoint`, `--checkpoint-every` and `--resume`, checked against each other. */
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The checkpoint set in `dir` a run with `config` can go on from: the latest if it verifies,
+ * else the one before it if that does; `undefined` when neither does.
+ */
+export function resumable(dir: string, config: TrainConfig): "latest" | "previous" | undefined {
+  return (["latest", "previous"] as const).find((which) =>
+    typeof readCheckpoint(dir, config, which) === "object"
+  );
+}
+
+/** The checkpoint flags, checked against each other. */
 function checkpointOptions(
   v: Record<string, string | undefined>,
   sync: TrainConfig<TransportName>["sync"],
   device: TrainConfig<TransportName>["device"],
 ): CheckpointOptions | undefined {
   const dir = v.checkpoint;
+  const flags = ["resume", "resume-previous", "overwrite-checkpoint", "checkpoint-every"] as const;
   if (dir === undefined) {
-    for (const flag of ["resume", "checkpoint-every"] as const) {
+    for (const flag of flags) {
       if (v[flag] !== TRAIN_FLAGS[flag].default) {
         throw new UsageError(`--${flag} is not accepted without --checkpoint DIR`);
       }
     }
     return undefined;
+  }
+  const given = flags.slice(0, 3).filter((f) => v[f] === "true");
+  if (given.length > 1) {
+    throw new UsageError(`--${given[0]} and --${given[1]} are not accepted together`);
   }
   const every = v["checkpoint-every"] === "epoch"
     ? "epoch"

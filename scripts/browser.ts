@@ -13,7 +13,7 @@ import { describe, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags, UsageError } from "./_flags.ts";
 import { describeTraining, planTraining, TRAIN_FLAGS, type TrainPlan } from "./_training_plan.ts";
-import { removeIfPresent, type Task, taskMain } from "./_task.ts";
+import { type Task, taskMain } from "./_task.ts";
 
 /** The sweep's largest buffer in a tab unless `--max` says: a tab's heaps share one renderer. */
 const TAB_MAX = "16M";
@@ -98,10 +98,6 @@ const TRAIN_IN_TAB: Task<TrainPlan> = {
       },
     }, signal);
     return 0;
-  },
-  stopped(plan) {
-    if (plan.json) removeIfPresent(`${plan.json}.tmp`);
-    return undefined;
   },
 };
 

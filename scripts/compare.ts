@@ -15,6 +15,7 @@ import {
 } from "../bench/compare/crossover.ts";
 import { ResultFormatError } from "../bench/compare/results.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
+import { writeTogether } from "../deno/files/atomic_file.ts";
 import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./_flags.ts";
 import { MAX_PROCS, type Task, taskMain } from "./_task.ts";
 
@@ -41,14 +42,20 @@ interface ComparePlan {
   tolerance: number;
 }
 
-/** Reads every file's curves; a file that cannot be read is a UsageError naming it. */
-async function readCurves(plan: ComparePlan): Promise<CurveSet> {
+/**
+ * Reads every file's curves until `signal` aborts; a file that cannot be read is a UsageError
+ * naming it.
+ */
+async function readCurves(plan: ComparePlan, signal: AbortSignal): Promise<CurveSet> {
   const set = new CurveSet();
   for (const file of plan.files) {
     try {
-      for await (const point of readResultsFile(file, plan.procs)) set.add(point);
+      for await (const point of readResultsFile(file, plan.procs)) {
+        signal.throwIfAborted();
+        set.add(point);
+      }
     } catch (e) {
-      if (!(e instanceof Error)) throw e;
+      if (!(e instanceof Error) || e === signal.reason) throw e;
       // A missing file or a folder: the system's words; a bad file: the reader's.
       const why = e instanceof ResultFormatError
         ? e.message
@@ -86,8 +93,8 @@ const COMPARE: Task<ComparePlan> = {
       tolerance: integer("tolerance", values.tolerance!, 0, 100) / 100,
     };
   },
-  async run(plan) {
-    const set = await readCurves(plan);
+  async run(plan, signal) {
+    const set = await readCurves(plan, signal);
     if (set.repeated > 0) {
       console.error(
         `dccl compare: note: ${set.repeated} rows repeated a curve at a size it already had; ` +
@@ -104,15 +111,14 @@ const COMPARE: Task<ComparePlan> = {
       );
     }
     const svg = await renderSvg(curves);
+    signal.throwIfAborted();
     const { out } = plan;
     const svgPath = out.replace(/\.html$/, ".svg");
-    try {
-      Deno.mkdirSync(dirname(out), { recursive: true });
-      Deno.writeTextFileSync(svgPath, svg);
-      Deno.writeTextFileSync(out, renderHtml(svg, rows, plan.files, plan.tolerance, wrong));
-    } catch (e) {
-      throw new UsageError(`--out ${out}: cannot write the report (${(e as Error).name})`);
-    }
+    Deno.mkdirSync(dirname(out), { recursive: true });
+    writeTogether([
+      [svgPath, () => svg],
+      [out, () => renderHtml(svg, rows, plan.files, plan.tolerance, wrong)],
+    ]);
     console.log(formatCrossovers(rows, wrong));
     console.log(`\nchart: ${svgPath}\nreport: ${out}`);
     return 0;

@@ -13,6 +13,7 @@ import { checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
+import { writeAtomically } from "../deno/files/atomic_file.ts";
 import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
 
 const PRIMITIVE_NAMES = Object.keys(PRIMITIVES) as PrimitiveName[];
@@ -104,9 +105,13 @@ const SWEEP: Task<SweepPlan> = {
   async run(sweep, signal, argv) {
     Deno.mkdirSync(sweep.out, { recursive: true });
     const indexPath = `${sweep.out}/index.csv`;
-    Deno.writeTextFileSync(indexPath, stringify([INDEX_COLUMNS]));
-    const index = (cells: (string | number)[]) =>
-      Deno.writeTextFileSync(indexPath, stringify([cells]), { append: true });
+    // The index is replaced (atomically) with every line so far as each cell ends.
+    const lines: (string | number)[][] = [INDEX_COLUMNS];
+    const index = (cells: (string | number)[]) => {
+      lines.push(cells);
+      writeAtomically(indexPath, stringify(lines));
+    };
+    writeAtomically(indexPath, stringify(lines));
     const machine = await collectMetadata(argv, {});
     let failed = 0;
     for (const primitive of sweep.primitives) {

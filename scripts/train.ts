@@ -6,7 +6,8 @@
 
 import { givenFlags } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
-import { removeIfPresent, type Task, taskMain } from "./_task.ts";
+import { type Task, taskMain } from "./_task.ts";
+import { removeUncommitted } from "../deno/trainer/checkpoint.ts";
 import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./_training.ts";
 
 const TRAIN: Task<TrainPlan> = {
@@ -21,7 +22,9 @@ const TRAIN: Task<TrainPlan> = {
     return 0;
   },
   stopped(plan, interrupted) {
-    if (plan.json) removeIfPresent(`${plan.json}.tmp`);
+    // The local group's ranks have all ended: a generation they left half-written goes.
+    const dir = plan.config.checkpoint?.dir;
+    if (dir && plan.launcher === "local") removeUncommitted(dir);
     return interrupted && plan.csv ? `; ${plan.csv} holds the finished epochs` : undefined;
   },
 };

@@ -159,3 +159,122 @@ function rankProcess(rank: number, dir: string): number {
   }
   throw new Error(`no process of rank ${rank}`);
 }
+
+/** Two epochs with a checkpoint after each (generations 1 and 2), momentum 0: files of 814 KB. */
+async function twoGenerations(dir: string): Promise<string[]> {
+  const flags = [...QUICK, "--momentum", "0", "--checkpoint", dir];
+  await runTraining(await plan([...flags, "--epochs", "2"]), { metadata: METADATA, print: false });
+  assertEquals([meta(dir)!.generation, meta(dir)!.epoch], [2, 2]);
+  return [...flags, "--epochs", "3"];
+}
+
+Deno.test("checkpoint: a damaged rank file is refused, naming it, and the set before it is offered", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = await twoGenerations(dir);
+    // 64 bytes flipped in the middle of rank 1's parameters.
+    const file = `${dir}/rank-1.g2.bin`;
+    const bytes = await Deno.readFile(file);
+    for (let i = 0; i < 64; i++) bytes[4096 + i] ^= 0xff;
+    await Deno.writeFile(file, bytes);
+    await assertRejects(() => plan([...flags, "--resume"]), {
+      name: "UsageError",
+      message: new RegExp(
+        `^--resume: ${dir}/rank-1\\.g2\\.bin does not match its SHA-256 recorded in ` +
+          `${dir}/checkpoint\\.json; the checkpoint before it \\(epoch 2, step 0\\) is whole: ` +
+          `--resume-previous goes on from it$`,
+      ),
+    });
+    // The set before it is whole: the run goes on from the end of epoch 1.
+    const out = await runTraining(await plan([...flags, "--resume-previous"]), {
+      metadata: METADATA,
+      print: false,
+    });
+    assertEquals(out[0].summary!.epochs.map((r) => r.epoch), [1, 2, 3]);
+    assertEquals([meta(dir)!.epoch, meta(dir)!.generation], [3, 3]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("checkpoint: fields that a run could not have written are refused in one line", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = await twoGenerations(dir);
+    const original = await Deno.readTextFile(`${dir}/checkpoint.json`);
+    const cases: [(m: Record<string, unknown>) => void, RegExp][] = [
+      [(m) => m.epoch = "2", /epoch "2" \(expected an integer ≥ 0\)/],
+      [(m) => m.step = -1, /step -1 \(expected an integer ≥ 0\)/],
+      [(m) => m.format = 1, /format 1 \(this version reads 2\)/],
+      [(m) => (m.rows as unknown[]).pop(), /1 rows for epoch 2/],
+      [(m) => (m.files as { bytes: number }[])[0].bytes = 7, /rank 0's file entry/],
+    ];
+    for (const [tamper, message] of cases) {
+      const m = JSON.parse(original);
+      tamper(m);
+      await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
+      await assertRejects(() => plan([...flags, "--resume"]), { name: "UsageError", message });
+    }
+    // A position past the epoch's steps: every rank refuses it before training a step.
+    const m = JSON.parse(original);
+    m.step = 999999;
+    await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
+    await assertRejects(
+      async () => runTraining(await plan([...flags, "--resume"]), { metadata: METADATA }),
+      { message: /step 999999 of epoch 3, is past the 30 steps of an epoch/ },
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("checkpoint: NaN parameters are refused even with a matching digest", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = await twoGenerations(dir);
+    const file = `${dir}/rank-0.g2.bin`;
+    const bytes = await Deno.readFile(file);
+    new Float32Array(bytes.buffer, 24, 16).fill(NaN);
+    await Deno.writeFile(file, bytes);
+    const m = JSON.parse(await Deno.readTextFile(`${dir}/checkpoint.json`));
+    m.files[0].sha256 = Array.from(
+      new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("");
+    await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
+    await assertRejects(
+      async () => runTraining(await plan([...flags, "--resume"]), { metadata: METADATA }),
+      { message: /rank-0\.g2\.bin holds NaN or infinite values/ },
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("checkpoint: a new run never replaces another's checkpoint unless told to", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = await twoGenerations(dir);
+    await assertRejects(() => plan(flags), {
+      name: "UsageError",
+      message: new RegExp(
+        `^--checkpoint ${dir} holds another run's checkpoint \\(checkpoint\\.json\\): --resume ` +
+          `goes on from it; --overwrite-checkpoint starts afresh and replaces it$`,
+      ),
+    });
+    await assertRejects(() => plan([...flags, "--resume", "--overwrite-checkpoint"]), {
+      name: "UsageError",
+      message: /--resume and --overwrite-checkpoint are not accepted together/,
+    });
+    const fresh = [...QUICK, "--momentum", "0", "--checkpoint", dir, "--epochs", "1"];
+    await runTraining(await plan([...fresh, "--overwrite-checkpoint"]), { metadata: METADATA });
+    // Only the new run's set: generation 1, no set before it.
+    assertEquals([...Deno.readDirSync(dir)].map((e) => e.name).sort(), [
+      "checkpoint.json",
+      "rank-0.g1.bin",
+      "rank-1.g1.bin",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -10,7 +10,12 @@ import {
 } from "../bench/compare/crossover.ts";
 import type { Point } from "../bench/compare/results.ts";
 import { readResultsFile as readResults } from "../deno/bench/result_files.ts";
-import { chartSpec, renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import {
+  CHART_POINTS_PER_CURVE,
+  chartSpec,
+  renderHtml,
+  renderSvg,
+} from "../bench/compare/chart.ts";
 import { CSV_COLUMNS } from "../bench/metrics.ts";
 
 const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
@@ -363,3 +368,110 @@ Deno.test("compare: the CLI reads several files given relative to the folder it 
   assert_(/worker host/.test(text) && /shm shared/.test(text), text);
   assert_(Deno.statSync(out).size > 0);
 });
+
+/** A dccl CSV of two curves over `sizes` distinct sizes whose lead changes every other size. */
+function alternatingCsv(sizes: number): string {
+  const lines = [CSV_COLUMNS.join(",")];
+  for (const [curve, transport] of ["shm", "worker"].entries()) {
+    for (let floats = 1; floats <= sizes; floats++) {
+      const us = (1 + floats / 1e3) * ((floats >> 1) % 2 === curve ? 1 : 1.5);
+      const cells: Record<string, string | number> = {
+        primitive: "allreduce",
+        transport,
+        memory: "host",
+        algorithm: "auto",
+        procs: 2,
+        count: floats,
+        bytes: 4 * floats,
+        iters: 10,
+        time_us: us,
+        min_us: us,
+        max_us: us,
+        gbps: (32 * floats) / us / 1e3,
+        algbw_gbs: (4 * floats) / us / 1e3,
+        busbw_gbs: (4 * floats) / us / 1e3,
+        wrong: 0,
+      };
+      lines.push(CSV_COLUMNS.map((c) => cells[c]).join(","));
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+Deno.test("compare: 200,000 distinct sizes whose lead changes every other size make a table and a chart of bounded size", async () => {
+  const csv = await Deno.makeTempFile({ suffix: ".csv" });
+  try {
+    await Deno.writeTextFile(csv, alternatingCsv(100_000));
+    const curves = toCurves(await Array.fromAsync(readResults(csv)));
+    const rows = crossovers(curves, { tolerance: 0.1 });
+    assert_(rows.length >= 50_000, `${rows.length} ranges`);
+    assertEquals(formatCrossovers(rows).split("\n").length, rows.length + 3);
+    const spec = chartSpec(curves) as unknown as { data: { values: unknown[] } };
+    // Two metrics of at most CHART_POINTS_PER_CURVE points per curve.
+    assert_(spec.data.values.length <= 2 * 2 * CHART_POINTS_PER_CURVE, "the chart is thinned");
+    assert_((await renderSvg(curves)).startsWith("<svg"));
+  } finally {
+    await Deno.remove(csv);
+  }
+});
+
+Deno.test("compare: a negative count or size is refused, naming it", async () => {
+  const csv = await Deno.makeTempFile({ suffix: ".csv" });
+  try {
+    for (const [count, bytes] of [[-4, 16], [4, -16]]) {
+      const lines = alternatingCsv(2).split("\n");
+      lines[1] = lines[1].replace(/^(([^,]*,){5})1,4,/, `$1${count},${bytes},`);
+      await Deno.writeTextFile(csv, lines.join("\n"));
+      await assertRejects(() => Array.fromAsync(readResults(csv)), {
+        name: "ResultFormatError",
+        message: /(count -4 \(expected an integer ≥ 0\)|floats -4 \(expected ≥ 0\))/,
+      });
+    }
+  } finally {
+    await Deno.remove(csv);
+  }
+});
+
+for (const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+  Deno.test(`compare: ${signal} ends a comparison in its middle within a second, exit ${code}`, async () => {
+    // A pipe fed without end: compare reads and parses rows until the signal comes.
+    const dir = await Deno.makeTempDir();
+    const fifo = `${dir}/endless.csv`;
+    try {
+      await new Deno.Command("mkfifo", { args: [fifo] }).output();
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "scripts/compare.ts", fifo, "--out", `${dir}/report.html`],
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      const pipe = await Deno.open(fifo, { write: true });
+      const rows = new TextEncoder().encode(alternatingCsv(20_000));
+      const header = CSV_COLUMNS.join(",").length + 1;
+      await pipe.write(rows.subarray(0, header));
+      const feeding = (async () => {
+        try {
+          for (;;) await pipe.write(rows.subarray(header));
+        } catch { /* the reader went away */ }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const sent = performance.now();
+      child.kill(signal);
+      // One that ignores the signal is killed, and fails the exit code's check.
+      const killer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      const { code: exit, stderr } = await child.output();
+      clearTimeout(killer);
+      const waited = performance.now() - sent;
+      try {
+        pipe.close();
+      } catch { /* closed by the failed write */ }
+      await feeding;
+      const err = new TextDecoder().decode(stderr);
+      assertEquals(exit, code, err);
+      assert_(waited < 1000, `it took ${waited.toFixed(0)} ms to stop`);
+      assert_(err.includes(`interrupted by ${signal}`), err);
+      assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), ["endless.csv"]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

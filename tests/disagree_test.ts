@@ -1,8 +1,8 @@
 // Ranks that disagree (issue: correct under any call pattern). Whatever the disagreement and
 // whichever rank only sends, every rank of the group fails with a MismatchError (its own or a
 // peer's notice) before its communicator closes, none waits out the timeout, and the launcher
-// names the rank that skipped a call. Then: a buffer of another rank is refused on every
-// transport.
+// names the rank that skipped a call — also when the others catch what they are told and return.
+// Then: a buffer of another rank is refused on every transport.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
@@ -49,6 +49,30 @@ for (const transport of TRANSPORT_NAMES) {
         const concerned = mode === "unreceived" || mode === "sent-after-close" ? 2 : 3;
         const learned = err.outcomes.slice(0, concerned).map((o) => o.status !== "ok");
         assertEquals(learned, learned.map(() => true), what);
+      }
+    }
+  });
+
+  test(`disagree: when the ranks catch what they are told and return, the blame still falls on a rank that failed: ${transport}`, async () => {
+    for (const [mode] of MODES) {
+      for (const count of mode === "skip" ? counts : [1]) {
+        const args: DisagreeArgs = { mode, count, caught: true };
+        const group = launchGroup<string>(DISAGREE, {
+          size: 3,
+          transport,
+          args,
+          timeoutMs: TIMEOUT_MS,
+        });
+        const err = await group.results.then(() => undefined, (e: RankFailedError) => e);
+        // Every rank may have caught its error (then there is nothing to blame).
+        if (!err) continue;
+        const what = `${mode}, ${count}: ${err.message}`;
+        assertEquals(err.name, "RankFailedError", what);
+        assert_(
+          err.outcomes[err.failedRank!].status !== "ok",
+          `${what}: it blames a rank that was ok`,
+        );
+        if (mode === "skip") assertEquals(err.failedRank, 1, `${what}: rank 1 skipped the call`);
       }
     }
   });

@@ -38,6 +38,7 @@ const LAYERS: [string, RegExp][] = [
   ["bench, trainer, examples", /^(bench|trainer|examples)\//],
   ["web", /^web\//],
   ["deno/platform", /^deno\/platform\//],
+  ["deno/files", /^deno\/files\//],
   ["deno/transports", /^deno\/transports\//],
   ["deno/registry.ts", /^deno\/registry\.ts$/],
   ["deno/launch", /^deno\/launch\//],

@@ -30,7 +30,7 @@ for (const transport of PROCESS_TRANSPORTS) {
   for (const [named, env] of ways(transport)) {
     Deno.test(`${transport}: allreduce of 2^24 floats and messages of many frames are exact, 2 processes${named}`, async () => {
       const large = { op: "sum", dtype: "f32", memory: "host", root: 0 } as const;
-      // 2^22 + 3 floats: 17 frames, the last one short (FRAGMENT_BYTES in stream.ts). A ring over
+      // 2^22 + 3 floats: 17 frames, the last one short (FRAGMENT_BYTES in stream_wire.ts). A ring over
       // 3·2^20 + 1 floats sends each step as segments whose last is short, all queued at once.
       const cases: CheckCase[] = [
         { ...large, primitive: "allreduce", algorithm: "auto", count: 2 ** 24 },

@@ -4,9 +4,8 @@
 // fails the transport, naming the peer.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { CommError } from "../primitives/errors.ts";
-import { FRAGMENT_BYTES } from "../deno/transports/stream.ts";
 import { writeAll } from "../deno/transports/stream_link.ts";
-import type { Frame } from "../deno/transports/stream_wire.ts";
+import { FRAGMENT_BYTES, type Frame } from "../deno/transports/stream_wire.ts";
 import { TCP_HEADER_BYTES, TCP_WIRE, TcpTransport } from "../deno/transports/tcp.ts";
 
 /** The engine's two ways of moving bytes: socket calls or not. */
@@ -184,5 +183,18 @@ test("a fragment that does not continue the message fails the transport", async 
     const received = transport.recv(1, new Uint8Array(12), 3);
     await writeAll(peer, framed({ kind: "data", tag: 3, length: 13, total: 12, stamp: 4 }));
     await assertRejects(() => received, { message: /a 13-byte fragment of a 12-byte message/ });
+  });
+});
+
+test("a frame longer than a fragment fails the transport at once, naming the limit", async (way) => {
+  await withRawPeer(way, async (transport, peer) => {
+    const total = 4 * FRAGMENT_BYTES, start = performance.now();
+    const received = transport.recv(1, new Uint8Array(total), 3);
+    // The head alone: a reader that waited for the payload would wait out the 5 s timeout.
+    await writeAll(peer, framed({ kind: "data", tag: 3, length: total, total, stamp: 4 }));
+    await assertRejects(() => received, {
+      message: new RegExp(`a ${total}-byte frame: frames carry at most ${FRAGMENT_BYTES} bytes`),
+    });
+    assert_(performance.now() - start < 2000, "it waited instead of refusing the head");
   });
 });

@@ -36,6 +36,30 @@ Deno.test("verdict: a rank that skipped a call is blamed, not the rank that noti
   }
 });
 
+Deno.test("verdict: a skipped call is blamed when the rank that noticed caught its error and returned", () => {
+  const skip = "Rank 0 called allreduce(sum, 1 × f32, ring) but rank 1 had closed its communicator";
+  const blamed = verdicts([
+    [0, { status: "ok", result: "caught MismatchError" }],
+    [
+      1,
+      failed(
+        "PeerFailedError",
+        `Rank 0 failed: it gave up on rank 1: MismatchError: ${skip}`,
+        0,
+        true,
+      ),
+    ],
+    [2, { status: "ok", result: "caught MismatchError" }],
+  ]);
+  for (const [rank, message] of blamed) {
+    assertEquals(rank, 1);
+    assertEquals(
+      message,
+      `Rank 1 failed: rank 0 found it at fault and went on: MismatchError: ${skip}`,
+    );
+  }
+});
+
 Deno.test("verdict: a skipped call is blamed when the skipper heard of it from a third rank", () => {
   // Rank 0 found the mismatch; rank 2 gave up on rank 1 because of it, and rank 1 heard rank 2's
   // notice first: ranks 1 and 2 name each other, but rank 0's check names rank 1.

@@ -77,6 +77,9 @@ export interface TrainConfig<T extends string = string> {
   timeoutMs: number;
   /** Where to keep checkpoints, and how often to write them. */
   checkpoint?: CheckpointOptions;
-  /** Go on from the checkpoint in `checkpoint.dir` instead of starting afresh. */
-  resume?: boolean;
+  /**
+   * Go on from the checkpoint in `checkpoint.dir` instead of starting afresh: its latest set, or
+   * the one before it (when the latest does not verify).
+   */
+  resume?: "latest" | "previous";
 }

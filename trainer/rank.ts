@@ -155,8 +155,18 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     reporter?.start();
     if (comm.rank === 0) await engine.initParams(config.seed);
     await strategy.start(ctx);
+    const computing = strategy.computing(comm.size).length;
     let first = { epoch: 0, step: 0 };
     const resumed = config.resume ? await checkpointer?.load(config) : undefined;
+    const epochSteps = Math.floor(trainSet.count / (config.batch * computing));
+    if (resumed && resumed.meta.step >= epochSteps) {
+      throw new RangeError(
+        `the checkpoint's position, step ${resumed.meta.step} of epoch ${
+          resumed.meta.epoch + 1
+        }, ` +
+          `is past the ${epochSteps} steps of an epoch of this run`,
+      );
+    }
     if (resumed) {
       first = resumed.meta;
       engine.addTrainScore?.(resumed.score);
@@ -168,7 +178,6 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
         `resumed from ${config.checkpoint!.dir} at epoch ${first.epoch + 1}, step ${first.step}`,
       );
     }
-    const computing = strategy.computing(comm.size).length;
     const totals = comm.alloc(8, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
     const mine = comm.alloc(4, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
     const all = comm.alloc(4 * comm.size, { dtype: "f64", memory: "host" }) as HostBuffer<
@@ -218,6 +227,13 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
           ? { staleness_mean: pushes > 0 ? stale / pushes : 0, staleness_max: Math.max(...per(3)) }
           : {}),
       };
+      if (!Number.isFinite(row.loss)) {
+        // Every rank sees the same sums: all stop here, before a checkpoint keeps the state.
+        throw new RangeError(
+          `the training loss is ${row.loss} after epoch ${epoch + 1}: the run diverged ` +
+            `(a lower --lr may help)`,
+        );
+      }
       rows.push(row);
       reporter?.add(row);
       await checkpointer?.afterEpoch(epoch, rows);

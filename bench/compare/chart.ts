@@ -7,6 +7,7 @@
 import * as vega from "vega";
 import * as vegaLite from "vega-lite";
 import type { Crossover, Curve, WrongResults } from "./crossover.ts";
+import type { Point } from "./results.ts";
 
 /** The two figures drawn for every point: bandwidth, and time per operation (small sizes). */
 const METRICS = [
@@ -21,8 +22,7 @@ const METRICS = [
  */
 export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   const values = curves.flatMap((c) =>
-    [...c.points.values()]
-      .filter((p) => p.gbps > 0 && p.floats > 0)
+    chartPoints(c)
       .flatMap((p) =>
         METRICS.map(([field, metric]) => ({
           panel: `${c.primitive}, ${c.procs} ranks`,
@@ -88,11 +88,41 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   };
 }
 
+/** Most points of one curve a chart draws (of each kind: right, and wrong results). */
+export const CHART_POINTS_PER_CURVE = 1000;
+
+/**
+ * The points of `c` the chart draws: all of them up to {@linkcode CHART_POINTS_PER_CURVE} of a
+ * kind; past that, one per bin of equal width on the log size axis (the bin's median time), so a
+ * curve of a million sizes draws as the same line in a chart of bounded size.
+ */
+export function chartPoints(c: Curve): Point[] {
+  const drawable = [...c.points.values()].filter((p) => p.gbps > 0 && p.floats > 0);
+  const right = drawable.filter((p) => p.wrong === 0), wrong = drawable.filter((p) => p.wrong > 0);
+  return [...thinned(right), ...thinned(wrong)];
+}
+
+function thinned(points: Point[]): Point[] {
+  if (points.length <= CHART_POINTS_PER_CURVE) return points;
+  points.sort((a, b) => a.floats - b.floats);
+  const lo = Math.log2(points[0].floats), span = Math.log2(points.at(-1)!.floats) - lo || 1;
+  const bins: Point[][] = Array.from({ length: CHART_POINTS_PER_CURVE }, () => []);
+  for (const p of points) {
+    const bin = Math.floor((Math.log2(p.floats) - lo) / span * (CHART_POINTS_PER_CURVE - 1));
+    bins[bin].push(p);
+  }
+  return bins.filter((b) => b.length > 0).map((b) =>
+    b.sort((x, y) => x.time_us - y.time_us)[Math.floor((b.length - 1) / 2)]
+  );
+}
+
 /** Powers of two across the sizes, every one or every few, for at most ~10 ticks. */
 function sizeTicks(floats: number[]): number[] {
   if (floats.length === 0) return [];
-  const lo = Math.floor(Math.log2(Math.min(...floats)));
-  const hi = Math.ceil(Math.log2(Math.max(...floats)));
+  // A loop, not a spread: a spread of a million sizes overflows the stack.
+  let min = Infinity, max = -Infinity;
+  for (const f of floats) [min, max] = [Math.min(min, f), Math.max(max, f)];
+  const lo = Math.floor(Math.log2(min)), hi = Math.ceil(Math.log2(max));
   const step = Math.max(1, Math.ceil((hi - lo) / 10));
   return Array.from({ length: Math.floor((hi - lo) / step) + 1 }, (_, k) => 2 ** (lo + k * step));
 }

@@ -146,7 +146,9 @@ export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Cro
   const panels = new Map<string, Curve[]>();
   for (const c of curves) {
     const k = `${c.primitive}\u0000${c.procs}`;
-    panels.set(k, [...(panels.get(k) ?? []), c]);
+    const panel = panels.get(k);
+    if (panel) panel.push(c);
+    else panels.set(k, [c]);
   }
   const out: Crossover[] = [];
   for (const panel of panels.values()) {
@@ -230,7 +232,10 @@ function joinBlips(ranges: LeadRange[]): LeadRange[] {
     const joins = before && blip && blip.rows.length === 1 && before.lead === r.lead &&
       !Number.isNaN(blip.rows[0].us[r.lead]);
     if (joins) {
-      out.splice(-2, 2, { lead: r.lead, rows: [...before.rows, ...blip.rows, ...r.rows] });
+      // Appended in place: a noisy curve of a million sizes joins that many times.
+      out.pop();
+      for (const row of blip.rows) before.rows.push(row);
+      for (const row of r.rows) before.rows.push(row);
     } else {
       out.push(r);
     }
@@ -239,7 +244,9 @@ function joinBlips(ranges: LeadRange[]): LeadRange[] {
 }
 
 function fastest(us: number[]): number {
-  return Math.min(...us.filter((t) => !Number.isNaN(t)));
+  let min = Infinity;
+  for (const t of us) if (t < min) min = t; // NaN compares false: skipped
+  return min;
 }
 
 /** The fastest time among the curves other than `lead`; NaN when none ran. */
@@ -268,13 +275,15 @@ export function formatCrossovers(rows: Crossover[], wrong: WrongResults[] = []):
     Number.isNaN(r.margin) ? "-" : `${r.margin.toFixed(2)}x`,
     r.level.join(", ") || "-",
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const widths = header.map((h, i) => cells.reduce((w, c) => Math.max(w, c[i].length), h.length));
   const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join("  ").trimEnd();
   const sentences: string[] = [];
   const panels = new Map<string, Crossover[]>();
   for (const r of rows) {
     const k = `${r.primitive} at ${r.procs} ranks`;
-    panels.set(k, [...(panels.get(k) ?? []), r]);
+    const panel = panels.get(k);
+    if (panel) panel.push(r);
+    else panels.set(k, [r]);
   }
   for (const [panel, ranges] of panels) {
     const parts = ranges.map((r, i) => {

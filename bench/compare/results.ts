@@ -69,36 +69,53 @@ export interface ResultFile {
 export async function* readResults(file: ResultFile, defaultProcs = 2): AsyncGenerator<Point> {
   const path = file.name;
   const source = path.split("/").at(-1)!;
-  const format = formatOf(path, await head(file));
-  if (format === "sweep-index") return;
+  // One stream, its first bytes looked at and then read again: a pipe can be read once.
+  const { head, bytes } = await sniffed(file.stream());
+  let format: Format;
+  try {
+    format = formatOf(path, head);
+  } catch (e) {
+    await bytes.cancel();
+    throw e;
+  }
+  if (format === "sweep-index") return void await bytes.cancel();
   if (format === "json") {
-    yield* readDcclJson(source, await new Response(file.stream()).text());
+    yield* readDcclJson(source, await new Response(bytes).text());
     return;
   }
-  const bytes = file.stream();
   if (format === "csv") return yield* readDcclCsv(source, bytes);
   const text = lines(bytes.pipeThrough(new TextDecoderStream()));
   if (format === "osu") yield* readOsu(source, text, defaultProcs);
   else yield* readNcclTests(source, text);
 }
 
-/** The first bytes of `file` (up to {@linkcode SNIFF_BYTES}), as text. */
-async function head(file: ResultFile): Promise<string> {
-  const reader = file.stream().getReader();
-  const bytes = new Uint8Array(SNIFF_BYTES);
-  let n = 0;
-  try {
-    while (n < SNIFF_BYTES) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const take = value.subarray(0, SNIFF_BYTES - n);
-      bytes.set(take, n);
-      n += take.length;
-    }
-  } finally {
-    await reader.cancel();
+/**
+ * The first bytes of `stream` (up to {@linkcode SNIFF_BYTES}) as text, and a stream of all its
+ * bytes from the start: those read first, then the rest.
+ */
+async function sniffed(
+  stream: ReadableStream<Uint8Array<ArrayBuffer>>,
+): Promise<{ head: string; bytes: ReadableStream<Uint8Array<ArrayBuffer>> }> {
+  const reader = stream.getReader();
+  const first: Uint8Array<ArrayBuffer>[] = [];
+  let n = 0, ended = false;
+  while (n < SNIFF_BYTES && !ended) {
+    const { value, done } = await reader.read();
+    if (value) first.push(value), n += value.byteLength;
+    ended = done;
   }
-  return new TextDecoder().decode(bytes.subarray(0, n));
+  const joined = new Uint8Array(n);
+  first.reduce((at, chunk) => (joined.set(chunk, at), at + chunk.byteLength), 0);
+  const head = new TextDecoder().decode(joined.subarray(0, SNIFF_BYTES));
+  const bytes = new ReadableStream<Uint8Array<ArrayBuffer>>({
+    async pull(controller) {
+      const next = first.shift() ?? (ended ? undefined : (await reader.read()).value);
+      if (next) controller.enqueue(next);
+      else controller.close();
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return { head, bytes };
 }
 
 function formatOf(path: string, start: string): Format {
@@ -200,7 +217,7 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
       `${source}: a row has non-numeric procs, count, time_us, gbps or wrong`,
     );
   }
-  if (!Number.isInteger(point.floats)) {
+  if (!Number.isInteger(point.floats) || point.floats < 0) {
     throw new ResultFormatError(
       `${source}: the ${point.primitive} row at ${point.floats} has count ${point.floats} ` +
         `(expected an integer ≥ 0)`,

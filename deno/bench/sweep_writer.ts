@@ -1,7 +1,9 @@
 /**
- * Rank 0's output of a sweep on Deno: the aligned table on stdout, the CSV (complete rows only,
- * appended as each size finishes), the JSON sidecar (rewritten atomically after each size) and a
- * progress bar on stderr when it is a terminal.
+ * Rank 0's output of a sweep on Deno: the aligned table on stdout, the CSV (the complete rows so
+ * far) and the JSON sidecar (`complete: false` until the last size), each replaced atomically
+ * after every size (deno/files/atomic_file.ts), and a progress bar on stderr when it is a
+ * terminal. A file that cannot be written ends the sweep with an `OutputError` naming it, and
+ * neither file is left behind.
  * @module
  */
 
@@ -16,6 +18,7 @@ import {
   type SweepSink,
   tableLayout,
 } from "../../bench/report_format.ts";
+import { writeTogether } from "../files/atomic_file.ts";
 
 /** Writes one sweep's results as they arrive. */
 export class SweepWriter implements SweepSink {
@@ -37,8 +40,7 @@ export class SweepWriter implements SweepSink {
       console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
       console.log(this.#table.title);
     }
-    if (this.#o.csv) Deno.writeTextFileSync(this.#o.csv, stringify([CSV_HEADER]));
-    this.#writeJson();
+    this.#writeFiles();
     this.#drawBar();
   }
 
@@ -49,10 +51,7 @@ export class SweepWriter implements SweepSink {
     if (this.#o.table) {
       console.log(this.#table.line(result.row));
     }
-    if (this.#o.csv) {
-      Deno.writeTextFileSync(this.#o.csv, stringify([csvValues(result.row)]), { append: true });
-    }
-    this.#writeJson();
+    this.#writeFiles();
     this.#drawBar();
   }
 
@@ -61,15 +60,16 @@ export class SweepWriter implements SweepSink {
     this.#clearBar();
   }
 
-  #writeJson(): void {
-    const path = this.#o.json;
-    if (!path) return;
-    // Write then rename, so the sidecar is always a complete document.
-    Deno.writeTextFileSync(
-      `${path}.tmp`,
-      JSON.stringify(sidecar(this.#o.metadata, this.#results), null, 1),
-    );
-    Deno.renameSync(`${path}.tmp`, path);
+  /** Replaces the CSV and the sidecar with every row so far. */
+  #writeFiles(): void {
+    const results = this.#results, complete = results.length === this.#o.counts.length;
+    writeTogether([
+      [this.#o.csv, () => stringify([CSV_HEADER, ...results.map((r) => csvValues(r.row))])],
+      [
+        this.#o.json,
+        () => JSON.stringify(sidecar(this.#o.metadata, results, complete), null, 1),
+      ],
+    ]);
   }
 
   #drawBar(): void {

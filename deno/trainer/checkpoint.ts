@@ -2,32 +2,59 @@
  * Checkpoints: what a run needs to go on as if it had never stopped — every rank's parameters,
  * optimizer state (momentum) and running training score, where the run stands (epoch, step: the
  * data order follows from the seed and the epoch), and the finished epochs' rows — kept in one
- * folder. Each rank writes its own file, then rank 0 commits the set by renaming
- * `checkpoint.json` into place, naming the files' generation; a crash at any moment leaves the
- * previous set whole.
+ * folder. Each rank writes its own file of a new generation; rank 0 then commits the set by
+ * replacing `checkpoint.json`, which names each rank's file with its size and SHA-256, after
+ * keeping the set it replaces as `checkpoint.previous.json`. Every file is written atomically and
+ * flushed (deno/files/atomic_file.ts): a crash at any moment leaves the last set whole. Nothing
+ * is trusted on the way back in: the fields are checked, every file's digest, and the numbers
+ * are finite (docs/training.md, "Checkpoints").
  * @module
  */
 
-import type { Communicator } from "../../web.ts";
+import { createHash } from "node:crypto";
+import type { Communicator, HostBuffer } from "../../web.ts";
 import type { CheckpointOptions, TrainConfig } from "../../trainer/config.ts";
 import type { Engine, Score } from "../../trainer/engine.ts";
 import type { EpochRow } from "../../trainer/epochs.ts";
 import type { RunCheckpoints, RunPosition } from "../../trainer/rank.ts";
+import { removeQuietly, writeAtomically } from "../files/atomic_file.ts";
 
-/** The committed set: `checkpoint.json`. */
+/** One rank's file of a generation, as the set names it. */
+export interface RankFile {
+  /** Its name in the checkpoint's folder. */
+  name: string;
+  /** Its size. */
+  bytes: number;
+  /** SHA-256 of its bytes, in hex. */
+  sha256: string;
+}
+
+/** A committed set: `checkpoint.json` (or the one before it, `checkpoint.previous.json`). */
 export interface CheckpointMeta extends RunPosition {
   /** The format's version. */
-  format: 1;
+  format: 2;
   /** Which generation of rank files the set names. */
   generation: number;
   /** The settings that decide the arithmetic; a resumed run must match them. */
   fingerprint: Record<string, unknown>;
   /** The finished epochs' rows. */
   rows: EpochRow[];
+  /** Each rank's file, by rank. */
+  files: RankFile[];
 }
 
-const META = "checkpoint.json";
+/** Which committed set: the last one, or the one before it. */
+export type Generation = "latest" | "previous";
+
+/** The files of each set. */
+export const META_FILES: Record<Generation, string> = {
+  latest: "checkpoint.json",
+  previous: "checkpoint.previous.json",
+};
 const rankFile = (generation: number, rank: number) => `rank-${rank}.g${generation}.bin`;
+const RANK_FILE = /^rank-(\d+)\.g(\d+)\.bin$/;
+/** Bytes before a rank file's floats: its running score (loss, correct, rows) as f64. */
+const SCORE_BYTES = 24;
 
 /** The settings a checkpoint holds a run to: everything that changes the arithmetic. */
 export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
@@ -51,36 +78,93 @@ export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
 }
 
 /**
- * The checkpoint in `dir`, or why a run with `config` cannot resume from it (one line), or
- * `undefined` when there is none.
+ * The set `which` in `dir`, checked whole — its fields, and every rank file's size and digest —
+ * or why a run with `config` cannot go on from it (one line), or `undefined` when there is none.
+ * When the latest set does not verify and the one before it does, the line says so.
  */
 export function readCheckpoint(
   dir: string,
   config: TrainConfig,
+  which: Generation = "latest",
 ): CheckpointMeta | string | undefined {
+  const found = readVerified(dir, config, which);
+  if (typeof found !== "string" || which === "previous") return found;
+  const before = readVerified(dir, config, "previous");
+  return typeof before === "object"
+    ? `${found}; the checkpoint before it (epoch ${before.epoch + 1}, step ${before.step}) is ` +
+      `whole: --resume-previous goes on from it`
+    : found;
+}
+
+function readVerified(
+  dir: string,
+  config: TrainConfig,
+  which: Generation,
+): CheckpointMeta | string | undefined {
+  const meta = readMeta(dir, config, which);
+  if (typeof meta !== "object") return meta;
+  for (const file of meta.files) {
+    let bytes: Uint8Array;
+    try {
+      bytes = Deno.readFileSync(`${dir}/${file.name}`);
+    } catch (e) {
+      return `${dir}/${file.name}, named by ${dir}/${META_FILES[which]}, cannot be read (${
+        e instanceof Deno.errors.NotFound ? "it is missing" : (e as Error).name
+      })`;
+    }
+    const problem = fileProblem(bytes, file);
+    if (problem) return `${dir}/${file.name} ${problem} in ${dir}/${META_FILES[which]}`;
+  }
+  return meta;
+}
+
+/** Why `bytes` are not the file `file` describes (its size, then its digest), if they are not. */
+function fileProblem(bytes: Uint8Array, file: RankFile): string | undefined {
+  if (bytes.byteLength !== file.bytes) {
+    return `has ${bytes.byteLength} bytes where ${file.bytes} are recorded`;
+  }
+  if (sha256(bytes) !== file.sha256) return "does not match its SHA-256 recorded";
+  return undefined;
+}
+
+/** SHA-256 of `bytes`. */
+function digestOf(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(createHash("sha256").update(bytes).digest());
+}
+
+const hex = (bytes: Uint8Array) =>
+  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+const sha256 = (bytes: Uint8Array) => hex(digestOf(bytes));
+
+/** The set's fields, checked (not its files), or why not, or `undefined` when there is none. */
+function readMeta(
+  dir: string,
+  config: TrainConfig,
+  which: Generation,
+): CheckpointMeta | string | undefined {
+  const path = `${dir}/${META_FILES[which]}`;
   let text: string;
   try {
-    text = Deno.readTextFileSync(`${dir}/${META}`);
+    text = Deno.readTextFileSync(path);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return undefined;
-    return `cannot read ${dir}/${META}: ${(e as Error).message}`;
+    return `cannot read ${path}: ${(e as Error).message}`;
   }
   let meta: CheckpointMeta;
   try {
     meta = JSON.parse(text);
   } catch {
-    return `${dir}/${META} is not a checkpoint (not JSON)`;
+    return `${path} is not a checkpoint (not JSON)`;
   }
-  if (meta?.format !== 1 || !Number.isInteger(meta.generation) || !Array.isArray(meta.rows)) {
-    return `${dir}/${META} is not a checkpoint of this version`;
-  }
+  const problem = fieldProblem(meta, config);
+  if (problem) return `${path} is not a checkpoint this run can trust: ${problem}`;
   const want = fingerprintOf(config);
   const differ = Object.keys(want).filter((k) =>
-    JSON.stringify(want[k]) !== JSON.stringify(meta.fingerprint?.[k])
+    JSON.stringify(want[k]) !== JSON.stringify(meta.fingerprint[k])
   );
   if (differ.length > 0) {
     const k = differ[0];
-    return `${dir} holds a run with ${k} ${JSON.stringify(meta.fingerprint?.[k])}; this run ` +
+    return `${dir} holds a run with ${k} ${JSON.stringify(meta.fingerprint[k])}; this run ` +
       `has ${JSON.stringify(want[k])} (resume with the same settings)`;
   }
   if (meta.epoch > config.epochs) {
@@ -89,17 +173,84 @@ export function readCheckpoint(
   return meta;
 }
 
+const isCount = (x: unknown, min = 0): x is number => Number.isInteger(x) && (x as number) >= min;
+
+/** The first field of `m` that a set written by this version could not hold, if any. */
+function fieldProblem(m: CheckpointMeta, config: TrainConfig): string | undefined {
+  const shown = (x: unknown) => JSON.stringify(x) ?? String(x);
+  if (typeof m !== "object" || m === null) return "not an object";
+  if (m.format !== 2) return `format ${shown(m.format)} (this version reads 2)`;
+  if (!isCount(m.generation, 1)) return `generation ${shown(m.generation)}`;
+  if (!isCount(m.epoch)) return `epoch ${shown(m.epoch)} (expected an integer ≥ 0)`;
+  if (!isCount(m.step)) return `step ${shown(m.step)} (expected an integer ≥ 0)`;
+  if (typeof m.fingerprint !== "object" || m.fingerprint === null) return "no fingerprint";
+  if (!Array.isArray(m.rows) || m.rows.length !== m.epoch) {
+    return `${Array.isArray(m.rows) ? m.rows.length : "no"} rows for epoch ${m.epoch}`;
+  }
+  const badRow = m.rows.findIndex((r, i) =>
+    typeof r !== "object" || r === null || r.epoch !== i + 1 ||
+    !Object.values(r).every((v) => typeof v === "number" && Number.isFinite(v))
+  );
+  if (badRow >= 0) return `row ${badRow + 1} ${shown(m.rows[badRow])}`;
+  if (!Array.isArray(m.files) || m.files.length !== config.procs) {
+    return `${Array.isArray(m.files) ? m.files.length : "no"} rank files for ${config.procs} ranks`;
+  }
+  const badFile = m.files.findIndex((f, r) =>
+    typeof f !== "object" || f === null || f.name !== rankFile(m.generation, r) ||
+    !isCount(f.bytes, SCORE_BYTES) || !/^[0-9a-f]{64}$/.test(String(f.sha256))
+  );
+  if (badFile >= 0) return `rank ${badFile}'s file entry ${shown(m.files[badFile])}`;
+  return undefined;
+}
+
+/**
+ * Removes what no committed set names from `dir`: rank files of generations that were never
+ * committed (a run that failed while writing one) and temporary files of writes that did not
+ * finish. Only while no rank of a run using `dir` is running.
+ */
+export function removeUncommitted(dir: string): void {
+  const named = new Set<string>();
+  for (const which of ["latest", "previous"] as const) {
+    try {
+      const meta = JSON.parse(Deno.readTextFileSync(`${dir}/${META_FILES[which]}`));
+      for (const f of Array.isArray(meta?.files) ? meta.files : []) named.add(String(f?.name));
+    } catch { /* none, or not a set: it names nothing */ }
+  }
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(dir)];
+  } catch {
+    return; // no folder yet
+  }
+  for (const { name, isFile } of entries) {
+    const ours = RANK_FILE.test(name) ||
+      /^\.(checkpoint(\.previous)?\.json|rank-\d+\.g\d+\.bin)\.[0-9a-f]+\.tmp$/.test(name);
+    if (isFile && ours && !named.has(name)) removeQuietly(`${dir}/${name}`);
+  }
+}
+
+/** Removes every checkpoint file from `dir` (a run told to start again over another's). */
+export function removeCheckpoints(dir: string): void {
+  for (const which of ["latest", "previous"] as const) removeQuietly(`${dir}/${META_FILES[which]}`);
+  removeUncommitted(dir);
+}
+
 /** One rank's side of a run's checkpoints. */
 export class Checkpointer implements RunCheckpoints {
   readonly #comm: Communicator;
   readonly #engine: Engine;
   readonly #o: CheckpointOptions;
   readonly #fingerprint: Record<string, unknown>;
+  readonly #extra: Float32Array;
+  /** The generation last committed or loaded (0: none). */
   #generation = 0;
+  /** Rank 0: the set last committed or loaded, kept as the previous one by the next commit. */
+  #committed?: CheckpointMeta;
   /** Steps since the last checkpoint. */
   #steps = 0;
-
-  readonly #extra: Float32Array;
+  /** This rank's file's digest (8 words) and size (2 words), and every rank's, for rank 0. */
+  readonly #mine: HostBuffer<Int32Array>;
+  readonly #all: HostBuffer<Int32Array>;
 
   /**
    * Checkpoints of `engine`'s parameters and optimizer state, and `extra` state beside them (the
@@ -117,27 +268,42 @@ export class Checkpointer implements RunCheckpoints {
     this.#o = options;
     this.#fingerprint = fingerprintOf(config);
     this.#extra = extra;
+    const words = { dtype: "i32", memory: "host" } as const;
+    this.#mine = comm.alloc(FILE_WORDS, words) as HostBuffer<Int32Array>;
+    this.#all = comm.alloc(FILE_WORDS * comm.size, words) as HostBuffer<Int32Array>;
   }
 
   /**
-   * Loads the committed checkpoint into this rank's engine and resolves with it (with the running
-   * training score it held); `undefined` when the folder holds none. Every rank calls it.
+   * Loads the set `config.resume` names (the latest, or the one before it) into this rank's
+   * engine, checking this rank's file against its size and digest and its numbers for NaN and
+   * infinities, and resolves with it (with the running training score it held); `undefined`
+   * when the folder holds none. Every rank calls it.
    */
   async load(config: TrainConfig): Promise<{ meta: CheckpointMeta; score: Score } | undefined> {
-    const meta = readCheckpoint(this.#o.dir, config);
+    const which = config.resume === "previous" ? "previous" : "latest";
+    const meta = readMeta(this.#o.dir, config, which);
     if (typeof meta === "string") throw new Error(meta);
     if (!meta) return undefined;
-    this.#generation = meta.generation;
-    const bytes = await Deno.readFile(
-      `${this.#o.dir}/${rankFile(meta.generation, this.#comm.rank)}`,
-    );
+    const rank = this.#comm.rank, file = meta.files[rank];
+    const path = `${this.#o.dir}/${file.name}`;
+    const bytes = await Deno.readFile(path);
+    const problem = fileProblem(bytes, file);
+    if (problem) throw new Error(`${path} ${problem} in ${this.#o.dir}/${META_FILES[which]}`);
     const { params, optimizer } = this.#state();
     const floats = params.length + optimizer.length + this.#extra.length;
-    if (bytes.byteLength !== 24 + 4 * floats) {
-      throw new Error(`${this.#o.dir}: rank ${this.#comm.rank}'s file has the wrong size`);
+    if (bytes.byteLength !== SCORE_BYTES + 4 * floats) {
+      throw new Error(
+        `${path} holds ${bytes.byteLength} bytes; this run's rank ${rank} needs ` +
+          `${SCORE_BYTES + 4 * floats}`,
+      );
     }
     const score = new Float64Array(bytes.buffer, 0, 3);
-    const state = new Float32Array(bytes.buffer, 24, floats);
+    const state = new Float32Array(bytes.buffer, SCORE_BYTES, floats);
+    if (!state.every(Number.isFinite) || !score.every(Number.isFinite)) {
+      throw new Error(`${path} holds NaN or infinite values: not a state to train on from`);
+    }
+    this.#generation = meta.generation;
+    this.#committed = meta;
     const extraAt = params.length + optimizer.length;
     await params.write(state.subarray(0, params.length));
     if (optimizer.length > 0) await optimizer.write(state.subarray(params.length, extraAt));
@@ -169,36 +335,58 @@ export class Checkpointer implements RunCheckpoints {
     await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });
   }
 
-  /** Writes every rank's state, then commits the set (collective). */
+  /**
+   * Writes every rank's state, then commits the set (collective). A write that fails fails the
+   * group; what it left is removed before the next run starts (removeUncommitted).
+   */
   async save(position: RunPosition, rows: EpochRow[], score?: Score): Promise<void> {
     this.#steps = 0;
+    const comm = this.#comm, dir = this.#o.dir;
     const generation = this.#generation + 1;
     const { params, optimizer } = this.#state();
     const extraAt = params.length + optimizer.length;
-    const bytes = new Uint8Array(24 + 4 * (extraAt + this.#extra.length));
+    const bytes = new Uint8Array(SCORE_BYTES + 4 * (extraAt + this.#extra.length));
     const s = score ?? { loss: 0, correct: 0, rows: 0 };
     new Float64Array(bytes.buffer, 0, 3).set([s.loss, s.correct, s.rows]);
-    const state = new Float32Array(bytes.buffer, 24);
+    const state = new Float32Array(bytes.buffer, SCORE_BYTES);
     await params.read(state.subarray(0, params.length));
     if (optimizer.length > 0) await optimizer.read(state.subarray(params.length, extraAt));
     state.set(this.#extra, extraAt);
-    const dir = this.#o.dir;
-    await writeAtomically(`${dir}/${rankFile(generation, this.#comm.rank)}`, bytes);
-    await this.#comm.barrier();
-    if (this.#comm.rank === 0) {
+    writeAtomically(`${dir}/${rankFile(generation, comm.rank)}`, bytes, { durable: true });
+    // Every rank's size and digest reach rank 0, which is also the sign every file is written.
+    packFile(this.#mine.view, bytes);
+    await comm.allgather(this.#mine, this.#all);
+    if (comm.rank === 0) {
       const meta: CheckpointMeta = {
-        format: 1,
+        format: 2,
         generation,
         ...position,
         fingerprint: this.#fingerprint,
-        rows,
+        rows: [...rows], // the run goes on adding to its own
+        files: Array.from({ length: comm.size }, (_, r) => ({
+          name: rankFile(generation, r),
+          ...unpackFile(this.#all.view.subarray(r * FILE_WORDS, (r + 1) * FILE_WORDS)),
+        })),
       };
-      await writeAtomically(`${dir}/${META}`, new TextEncoder().encode(JSON.stringify(meta)));
+      const commit = (which: Generation, set: CheckpointMeta) =>
+        writeAtomically(`${dir}/${META_FILES[which]}`, JSON.stringify(set), { durable: true });
+      if (this.#committed) commit("previous", this.#committed);
+      commit("latest", meta);
+      this.#committed = meta;
     }
-    await this.#comm.barrier();
-    // The new set is committed: this rank's file of the previous one goes.
-    await Deno.remove(`${dir}/${rankFile(this.#generation, this.#comm.rank)}`).catch(() => {});
+    await comm.barrier();
+    // The sets now name this generation and the one before: this rank's older files go.
+    this.#removeOwnFilesBut([this.#generation, generation]);
     this.#generation = generation;
+  }
+
+  #removeOwnFilesBut(generations: number[]): void {
+    for (const { name } of Deno.readDirSync(this.#o.dir)) {
+      const m = name.match(RANK_FILE);
+      if (m && Number(m[1]) === this.#comm.rank && !generations.includes(Number(m[2]))) {
+        removeQuietly(`${this.#o.dir}/${name}`);
+      }
+    }
   }
 
   #state() {
@@ -206,8 +394,16 @@ export class Checkpointer implements RunCheckpoints {
   }
 }
 
-/** Writes `bytes` to `path` through a temporary file and a rename, so `path` is whole or absent. */
-async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
-  await Deno.writeFile(`${path}.tmp`, bytes);
-  await Deno.rename(`${path}.tmp`, path);
+/** Words a rank file's record takes between ranks: its SHA-256 (8) and its size (2). */
+const FILE_WORDS = 10;
+
+function packFile(into: Int32Array, bytes: Uint8Array): void {
+  into.set(new Int32Array(digestOf(bytes).buffer));
+  into[8] = Math.floor(bytes.byteLength / 2 ** 32);
+  into[9] = bytes.byteLength >>> 0;
+}
+
+function unpackFile(words: Int32Array): { bytes: number; sha256: string } {
+  const digest = new Uint8Array(Int32Array.from(words.subarray(0, 8)).buffer);
+  return { bytes: words[8] * 2 ** 32 + (words[9] >>> 0), sha256: hex(digest) };
 }

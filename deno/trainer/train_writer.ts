@@ -1,7 +1,9 @@
 /**
  * Rank 0's output of a training run on Deno: a header, one aligned line per epoch on stdout, the
- * CSV (one complete row per epoch, appended as each ends), the JSON sidecar (rewritten
- * atomically), a progress bar on stderr when it is a terminal, and a closing summary.
+ * CSV (every finished epoch's row) and the JSON sidecar (`complete: false` until the summary),
+ * each replaced atomically as each epoch ends (deno/files/atomic_file.ts), a progress bar on
+ * stderr when it is a terminal, and a closing summary. A file that cannot be written ends the run
+ * with an `OutputError` naming it, and neither file is left behind.
  * @module
  */
 
@@ -17,6 +19,7 @@ import {
   type TrainObserver,
   type TrainSummary,
 } from "../../trainer/epochs.ts";
+import { writeTogether } from "../files/atomic_file.ts";
 
 /** What rank 0 needs to report. */
 export interface TrainReportOptions {
@@ -57,8 +60,7 @@ export class TrainReporter implements TrainObserver {
       console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
       console.log(epochTitle());
     }
-    if (this.#o.csv) Deno.writeTextFileSync(this.#o.csv, stringify([EPOCH_COLUMNS]));
-    this.#writeJson();
+    this.#writeFiles();
   }
 
   /**
@@ -94,32 +96,31 @@ export class TrainReporter implements TrainObserver {
     this.#rows.push(row);
     this.#clearBar();
     if (this.#print) console.log(epochLine(row));
-    if (this.#o.csv) {
-      Deno.writeTextFileSync(this.#o.csv, stringify([epochValues(row)]), { append: true });
-    }
-    this.#writeJson();
+    this.#writeFiles();
   }
 
   /** Prints and stores the summary. */
   finish(summary: TrainSummary): void {
     this.#clearBar();
-    this.#writeJson(summary);
+    this.#writeFiles(summary);
     if (!this.#print || summary.epochs.length === 0) return;
     for (const line of summaryLines(summary)) console.log(`# ${line}`);
   }
 
-  #writeJson(summary?: TrainSummary): void {
-    const path = this.#o.json;
-    if (!path) return;
-    const doc = {
+  /** Replaces the CSV and the sidecar with every epoch so far. */
+  #writeFiles(summary?: TrainSummary): void {
+    const sidecar = () => ({
+      complete: summary !== undefined,
       metadata: this.#o.metadata,
       columns: EPOCH_COLUMNS,
       units: { time: "s", accuracy: "fraction", loss: "nats per sample" },
       rows: this.#rows,
       summary: summary ?? null,
-    };
-    Deno.writeTextFileSync(`${path}.tmp`, JSON.stringify(doc, null, 1));
-    Deno.renameSync(`${path}.tmp`, path);
+    });
+    writeTogether([
+      [this.#o.csv, () => stringify([EPOCH_COLUMNS, ...this.#rows.map(epochValues)])],
+      [this.#o.json, () => JSON.stringify(sidecar(), null, 1)],
+    ]);
   }
 
   #clearBar(): void {

@@ -20,7 +20,13 @@ import { InboxTransport } from "../../primitives/transports/inbox_transport.ts";
 import { socketCalls, socketFd } from "./socket_calls.ts";
 import { COALESCE_BYTES, GONE, Link, type LinkEvents, writeAll } from "./stream_link.ts";
 import { SocketPump } from "./stream_pump.ts";
-import type { Connection, Frame, MeshConnection, Route } from "./stream_wire.ts";
+import {
+  type Connection,
+  FRAGMENT_BYTES,
+  type Frame,
+  type MeshConnection,
+  type Route,
+} from "./stream_wire.ts";
 import { copy } from "../../kernels/copy.ts";
 
 /** Options of {@linkcode StreamTransport}. */
@@ -33,12 +39,6 @@ export interface StreamTransportOptions {
   hosts?: readonly number[];
 }
 
-/**
- * Largest payload of one data frame: a larger message goes as several, so the two ways of an
- * exchange interleave; a ring's 1 MiB segments stay single frames (docs/transports/stream.md,
- * "Fragments").
- */
-export const FRAGMENT_BYTES = 1024 * 1024;
 /** Milliseconds a finishing or failing rank waits for its last frames to leave. */
 const FLUSH_MS = 2000;
 const BYE: Frame = { kind: "bye" };

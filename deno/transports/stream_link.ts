@@ -6,7 +6,7 @@
 
 import { copy } from "../../kernels/copy.ts";
 import type { Inbox } from "../../primitives/transports/inbox.ts";
-import type { Connection, Frame, Wire } from "./stream_wire.ts";
+import { type Connection, FRAGMENT_BYTES, type Frame, type Wire } from "./stream_wire.ts";
 
 /** Messages up to this size are copied behind their head and written in one call. */
 export const COALESCE_BYTES = 16 * 1024;
@@ -212,6 +212,9 @@ export class Link {
    * inbox, a later one goes on where the last ended. Why `f` cannot come next, if it cannot.
    */
   #dataFrame(f: Frame & { kind: "data" }, inbox: Inbox): string | undefined {
+    if (f.length > FRAGMENT_BYTES) {
+      return `a ${f.length}-byte frame: frames carry at most ${FRAGMENT_BYTES} bytes`;
+    }
     // Between frames `due` is 0, so `into[got, …)` is what later frames must bring.
     const left = this.into.byteLength - this.got;
     if (left === 0) {

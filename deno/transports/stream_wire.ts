@@ -7,6 +7,13 @@
 
 import type { Goodbye } from "../../primitives/transports/goodbyes.ts";
 
+/**
+ * Largest payload of one data frame: a larger message goes as several, so the two ways of an
+ * exchange interleave; a ring's 1 MiB segments stay single frames (docs/transports/stream.md,
+ * "Fragments"). A reader refuses a longer frame at its head rather than wait for its bytes.
+ */
+export const FRAGMENT_BYTES = 1024 * 1024;
+
 /** What a frame says, whatever the wire. */
 export type Frame =
   /**

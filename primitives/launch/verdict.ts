@@ -140,6 +140,16 @@ export class GroupEnds {
       [witness, blamed] = [blamed, e.blames!];
     }
     const why = this.#endOf(witness)!;
+    if (why.accused && !isFailure(this.#endOf(blamed))) {
+      // Its accuser caught its own error and went on (or is still going): the accusation, which
+      // names this rank, is the only evidence left.
+      return new RankFailedError(
+        witness,
+        `rank ${blamed} found it at fault and went on: ${accusation(why.reason ?? "")}`,
+        why,
+        outcomes,
+      );
+    }
     const how = why.name === "MismatchError" ? "found a mismatch with it" : "gave up on it";
     return new RankFailedError(blamed, `rank ${witness} ${how}: ${why.reason}`, why, outcomes);
   }
@@ -152,6 +162,14 @@ export class GroupEnds {
   #convicted(e: RankEnd): boolean {
     return e.accused === true && this.#endOf(e.blames!)?.name === "MismatchError";
   }
+}
+
+/**
+ * What an accuser said, from the accused rank's report of it (errors.ts, `noticeError`:
+ * `PeerFailedError: Rank <accuser> failed: it gave up on rank <accused>: <what it said>`).
+ */
+function accusation(reason: string): string {
+  return reason.replace(/^PeerFailedError: Rank \d+ failed: it gave up on rank \d+: /, "");
 }
 
 function isFailure(e: RankEnd | undefined): boolean {

@@ -12,6 +12,7 @@ import type { RunMetadata } from "../../bench/report_format.ts";
 import type { Breakdown } from "../../trainer/breakdown.ts";
 import type { Mnist } from "../../trainer/mnist.ts";
 import type { TrainSummary } from "../../trainer/epochs.ts";
+import { writeAtomically, writeTogether } from "../../deno/files/atomic_file.ts";
 
 /** A row of a study's table: column → value. */
 export type Row = Record<string, string | number>;
@@ -44,8 +45,8 @@ export interface StudyContext {
 export type Study = (ctx: StudyContext) => Promise<StudyResult>;
 
 /**
- * A study's files in `<out>/<study>`: the CSV gets each row as it is recorded and the JSON is
- * rewritten with every row so far (atomically), so an interrupted study keeps its finished runs;
+ * A study's files in `<out>/<study>`: the CSV and the JSON are replaced (atomically) with every row
+ * so far as each is recorded, so an interrupted study keeps its finished runs;
  * {@linkcode StudyFiles.finish} adds the notes, the chart (SVG) and the HTML report.
  */
 export class StudyFiles {
@@ -62,24 +63,19 @@ export class StudyFiles {
     for (const ext of ["csv", "json", "svg", "html"]) removeIfPresent(`${this.base}.${ext}`);
   }
 
-  /** Appends `row` to the CSV (after the header, the first time) and rewrites the JSON. */
+  /** Adds `row` to the CSV and the JSON. */
   record(row: Row): void {
-    const columns = Object.keys(this.rows[0] ?? row);
-    const lines = this.rows.length === 0 ? [columns] : [];
     this.rows.push(row);
-    Deno.writeTextFileSync(`${this.base}.csv`, stringify([...lines, columns.map((c) => row[c])]), {
-      append: true,
-    });
-    this.#writeJson([]);
+    this.#writeRows([]);
   }
 
   /** Writes the notes into the JSON, the chart as SVG and the HTML report. */
   async finish(result: StudyResult): Promise<void> {
-    this.#writeJson(result.notes);
+    this.#writeRows(result.notes);
     const svg = await specToSvg(result.chart(this.rows));
-    Deno.writeTextFileSync(`${this.base}.svg`, svg);
+    writeAtomically(`${this.base}.svg`, svg);
     const columns = Object.keys(this.rows[0] ?? {});
-    Deno.writeTextFileSync(
+    writeAtomically(
       `${this.base}.html`,
       htmlPage(
         `dccl train-study ${this.#study}`,
@@ -89,10 +85,16 @@ export class StudyFiles {
     );
   }
 
-  #writeJson(notes: string[]): void {
+  #writeRows(notes: string[]): void {
+    const columns = Object.keys(this.rows[0]);
     const doc = { metadata: this.#metadata, study: this.#study, rows: this.rows, notes };
-    Deno.writeTextFileSync(`${this.base}.json.tmp`, JSON.stringify(doc, null, 1));
-    Deno.renameSync(`${this.base}.json.tmp`, `${this.base}.json`);
+    writeTogether([
+      [
+        `${this.base}.csv`,
+        () => stringify([columns, ...this.rows.map((r) => columns.map((c) => r[c]))]),
+      ],
+      [`${this.base}.json`, () => JSON.stringify(doc, null, 1)],
+    ]);
   }
 }
 

@@ -15,9 +15,20 @@ export type DisagreeMode =
 export interface DisagreeArgs {
   mode: DisagreeMode;
   count: number;
+  /** Every rank catches what its call throws and returns as if all was well. */
+  caught?: boolean;
 }
 
-export async function run(comm: Communicator, { mode, count }: DisagreeArgs): Promise<string> {
+export async function run(comm: Communicator, args: DisagreeArgs): Promise<string> {
+  if (!args.caught) return await disagree(comm, args);
+  try {
+    return await disagree(comm, args);
+  } catch (e) {
+    return `caught ${(e as Error).name}`;
+  }
+}
+
+async function disagree(comm: Communicator, { mode, count }: DisagreeArgs): Promise<string> {
   const buf = comm.alloc(count, { memory: TRANSPORT_TABLE.facts(comm.transport).bestMemory });
   switch (mode) {
     case "all-roots":

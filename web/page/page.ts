@@ -135,7 +135,9 @@ function lastCsv(): string {
 /** The JSON sidecar of the last run, as the CLI writes it. */
 function lastJson(): string {
   const metadata = last?.report?.metadata ?? tabMetadata(environment, {});
-  return JSON.stringify(sidecar(metadata, last?.results ?? []), null, 1);
+  const results = last?.results ?? [];
+  const complete = results.length === last?.report?.counts.length;
+  return JSON.stringify(sidecar(metadata, results, complete), null, 1);
 }
 
 /** MNIST as the local server serves it. */
