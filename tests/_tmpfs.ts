@@ -27,7 +27,7 @@ async function unmount(dir: string): Promise<void> {
 }
 
 /** Runs `body` with a folder on a fresh tmpfs of `bytes`, unmounted afterwards. */
-export async function withTmpfs(bytes: number, body: (dir: string) => Promise<void>) {
+export async function withTmpfs(bytes: number, body: (dir: string) => void | Promise<void>) {
   const dir = await Deno.makeTempDir();
   try {
     if (!await mount(dir, bytes)) throw new Error(`cannot mount a tmpfs on ${dir}`);

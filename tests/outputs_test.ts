@@ -99,7 +99,7 @@ Deno.test({
   ignore: NO_TMPFS !== "",
 }, async (t) => {
   await t.step("an atomic write", () =>
-    withTmpfs(8192, async (dir) => {
+    withTmpfs(8192, (dir) => {
       let thrown: unknown;
       try {
         writeAtomically(`${dir}/big.bin`, new Uint8Array(64 * 1024));
