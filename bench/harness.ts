@@ -9,6 +9,8 @@
 
 import type { Communicator } from "../primitives/communicator/communicator.ts";
 import { sideOfMemory, type TransportFacts } from "../primitives/transports/transport.ts";
+import { pickAlgorithm } from "../primitives/auto.ts";
+import { sideOfNeed } from "../primitives/collectives/algorithm.ts";
 import { DEVICE_MEMORY, DTYPE_INFO } from "../primitives/types.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
@@ -383,37 +385,54 @@ function summarize(
 }
 
 /** What {@linkcode memoryNeeded} sizes: a primitive on a transport's ranks. */
-export interface FootprintQuery extends Pick<SweepOptions, "primitive" | "memory" | "dtype"> {
+export interface FootprintQuery
+  extends Pick<SweepOptions, "primitive" | "memory" | "dtype" | "algorithm"> {
   /** The transport's facts. */
   facts: TransportFacts;
   procs: number;
+  /** Ranks per process of a hierarchical group. @default {1} */
+  threads?: number;
   /** The largest count of the sweep. */
   maxCount: number;
 }
 
-/** Memory a sweep needs: its buffers plus scratch, for all ranks and per rank heap. */
+/**
+ * Memory a sweep needs at its largest count, for all ranks and per rank heap: the buffers, the
+ * scratch of the algorithm it runs there (its descriptor's `scratch`; `auto`'s pick), heap copies
+ * of the operands a shared-memory algorithm is given outside the heap, and, for algorithms of
+ * messages, a message that may arrive before its receive is posted (held whole until it is).
+ */
 export function memoryNeeded(
   o: FootprintQuery,
 ): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
   const { procs, maxCount } = o;
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
-  const buffers = PRIMITIVES[o.primitive].footprint(maxCount, procs) * elementBytes;
+  const spec = PRIMITIVES[o.primitive];
+  const buffers = spec.footprint(maxCount, procs) * elementBytes;
   const side = sideOfMemory(o.facts, o.memory);
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.
   const device = DEVICE_MEMORY.includes(o.memory) ? buffers : 0;
   const info = o.facts;
-  const onDevice = info.offers.includes("device");
   // Host copies of device buffers staged over a host transport live in the heap.
-  const staging = side === "device" && !onDevice ? buffers : 0;
-  // Direct shared-memory algorithms work in the heap buffers themselves, device algorithms on the
-  // device; everything else stages or accumulates through heap scratch as large as the buffer.
-  const direct = (info.offers.includes("shared") && (inHeap || staging > 0)) || onDevice;
-  const scratch = direct ? 0 : maxCount * elementBytes;
-  const heapBytesPerRank = (inHeap ? buffers : 0) + staging + scratch;
+  const staging = side === "device" && !info.offers.includes("device") ? buffers : 0;
+  const algorithm = spec.collective === undefined ? undefined : pickAlgorithm(spec.collective, {
+    transport: info,
+    bytes: maxCount * elementBytes,
+    size: procs,
+    side,
+    threads: o.threads,
+    algorithm: o.algorithm,
+  });
+  const onHost = algorithm !== undefined && sideOfNeed(algorithm.needs) === "host";
+  const scratch = onHost ? (algorithm.scratch?.(maxCount, procs) ?? 0) * elementBytes : 0;
+  const bounce = onHost && algorithm.needs === "shared" && !inHeap && staging === 0 ? buffers : 0;
+  // A collective without a descriptor (sendrecv, barrier) or one of messages.
+  const early = !algorithm || algorithm.needs !== "shared" ? maxCount * elementBytes : 0;
+  const heapBytesPerRank = (inHeap ? buffers : 0) + staging + scratch + bounce;
   const groupBytes = procs * info.rankBytes + info.groupBytes(procs);
   return {
-    totalBytes: procs * (heapBytesPerRank + (o.memory === "host" ? buffers : 0) + device) +
+    totalBytes: procs * (heapBytesPerRank + early + (o.memory === "host" ? buffers : 0) + device) +
       groupBytes,
     heapBytesPerRank,
     groupBytes,

@@ -135,13 +135,13 @@ export function tableLayout(percentiles = false): {
 export const CSV_HEADER: readonly string[] = [...CSV_COLUMNS, ...EXTRA_COLUMNS];
 
 /**
- * The JSON sidecar of a sweep: whether it measured every size it planned (`complete`), its
- * metadata, columns, units and every row with its samples.
+ * The JSON sidecar of a sweep: whether it measured every size it planned (`complete`, false
+ * unless said), its metadata, columns, units and every row with its samples.
  */
 export function sidecar(
   metadata: RunMetadata,
   results: readonly SizeResult[],
-  complete: boolean,
+  { complete = false }: { complete?: boolean } = {},
 ): object {
   return {
     complete,

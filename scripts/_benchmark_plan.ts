@@ -160,7 +160,7 @@ export function planRun(
   const { csv, json } = outputFiles(v);
 
   const notes: string[] = [];
-  const shape = { primitive, facts: info, memory, dtype, procs };
+  const shape = { primitive, facts: info, memory, dtype, procs, threads, algorithm };
   const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
   if (group > 0.9 * availableBytes) {
     throw new UsageError(
@@ -185,13 +185,13 @@ export function planRun(
     }
     while (max > min && !fits(max)) max = Math.floor(max / 2);
     if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
-    notes.push(`--max lowered to ${max} floats: ${DEFAULT_MAX} needs ${problem}`);
+    notes.push(`--max lowered to ${max} elements: ${DEFAULT_MAX} needs ${problem}`);
   }
 
   const counts = countsBetween(min, max, { factor, fit: (c) => spec.fit(c, procs) });
   if (counts.length === 0) {
     throw new UsageError(
-      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} floats`,
+      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} elements`,
     );
   }
   return {

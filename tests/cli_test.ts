@@ -2,6 +2,7 @@
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
+import type { PrimitiveName } from "../bench/cases.ts";
 import {
   expandAliases,
   givenFlags,
@@ -12,8 +13,8 @@ import {
 } from "../scripts/_flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 
-const plan = (argv: string[], available = 64e9) =>
-  planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv), {
+const plan = (argv: string[], available = 64e9, task: PrimitiveName = "allreduce") =>
+  planRun(task, parseFlags(BENCHMARK_FLAGS, argv), {
     given: givenFlags(argv),
     availableBytes: available,
   });
@@ -188,13 +189,19 @@ Deno.test("cli: sizes the machine cannot hold are refused, or the default lowere
   );
   const lowered = plan(["--procs", "4"], 400e6);
   assertEquals(lowered.sweep.counts.at(-1), 2 ** 23);
-  assert_(/--max lowered to 8388608 floats/.test(lowered.notes[0]));
+  assert_(/--max lowered to 8388608 elements/.test(lowered.notes[0]));
   // Host memory on a message transport also needs scratch as large as the buffer.
   assertThrows(
     () => plan(["--transport", "worker", "--max", "2^26"], 1e9),
     UsageError as ErrorConstructor,
     /does not fit/,
   );
+  // The sweep is sized by the algorithm it runs: binomial reduce holds two scratch buffers
+  // where the direct shared-memory reduce holds none.
+  const reduce = (algorithm: string) =>
+    plan(["--procs", "8", "--dtype", "i32", "--algorithm", algorithm], 12e9, "reduce");
+  assertEquals(reduce("binomial").sweep.counts.at(-1), 2 ** 25);
+  assertEquals(reduce("shm_direct").sweep.counts.at(-1), 2 ** 27);
 });
 
 // The folder is passed in: setting INIT_CWD here would move the relative paths of test files

@@ -67,7 +67,7 @@ export class SweepWriter implements SweepSink {
       [this.#o.csv, () => stringify([CSV_HEADER, ...results.map((r) => csvValues(r.row))])],
       [
         this.#o.json,
-        () => JSON.stringify(sidecar(this.#o.metadata, results, complete), null, 1),
+        () => JSON.stringify(sidecar(this.#o.metadata, results, { complete }), null, 1),
       ],
     ]);
   }

@@ -67,3 +67,8 @@ export function foldUs(links: LinkCosts, { bytes, size }: PricedCall): number {
   if (powerOfTwoBelow(size) === size) return 0;
   return 2 * (links.latencyUs + bytes * links.usPerByte) + bytes * links.reduceUsPerByte;
 }
+
+/** Scratch the fold takes (none on a power of two): the paired rank's buffer. */
+export function foldScratch(count: number, size: number): number {
+  return powerOfTwoBelow(size) === size ? 0 : count;
+}

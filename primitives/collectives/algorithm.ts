@@ -37,6 +37,12 @@ export interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
    * the transport can run there; one without a cost is never picked between hosts.
    */
   cost?(links: LinkCosts, call: PricedCall): number;
+  /**
+   * Elements of scratch the busiest rank holds through a call of `count` elements per rank (the
+   * whole buffer for the block collectives) on `size` ranks, beyond the call's own buffers: the
+   * benchmark sizes its sweeps by it (bench/harness.ts, `memoryNeeded`). None when absent.
+   */
+  scratch?(count: number, size: number): number;
 }
 
 /** An algorithm on host buffers: it runs on host views. */

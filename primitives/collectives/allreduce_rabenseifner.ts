@@ -1,6 +1,14 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext, viaOutput } from "./context.ts";
-import { foldIn, foldOf, foldOut, foldUs, powerOfTwoBelow, realRank } from "./_fold.ts";
+import {
+  foldIn,
+  foldOf,
+  foldOut,
+  foldScratch,
+  foldUs,
+  powerOfTwoBelow,
+  realRank,
+} from "./_fold.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
@@ -53,6 +61,8 @@ export const ALLREDUCE_RABENSEIFNER: HostAlgorithm<"allreduce"> = {
   name: "rabenseifner",
   collective: "allreduce",
   needs: "messages",
+  // Scratch: the half it keeps, and the fold.
+  scratch: (count, size) => count / 2 + foldScratch(count, size),
   run: viaOutput(allreduceRabenseifner),
   // Halving then doubling: 2 log2 p steps, (p−1)/p of the buffer sent twice and reduced once.
   cost: (links, call) => {

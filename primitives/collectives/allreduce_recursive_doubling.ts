@@ -1,6 +1,14 @@
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, viaOutput } from "./context.ts";
-import { foldIn, foldOf, foldOut, foldUs, powerOfTwoBelow, realRank } from "./_fold.ts";
+import {
+  foldIn,
+  foldOf,
+  foldOut,
+  foldScratch,
+  foldUs,
+  powerOfTwoBelow,
+  realRank,
+} from "./_fold.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
@@ -31,6 +39,8 @@ export const ALLREDUCE_RECURSIVE_DOUBLING: HostAlgorithm<"allreduce"> = {
   name: "recursive_doubling",
   collective: "allreduce",
   needs: "messages",
+  // Scratch: a peer's whole buffer, and the fold.
+  scratch: (count, size) => count + foldScratch(count, size),
   run: viaOutput(allreduceRecursiveDoubling),
   // log2 p rounds, each swapping and reducing the whole buffer.
   cost: (links, call) =>

@@ -31,6 +31,8 @@ export const ALLREDUCE_RING: HostAlgorithm<"allreduce"> = {
   name: "ring",
   collective: "allreduce",
   needs: "messages",
+  // Scratch: one chunk of a peer's.
+  scratch: (count, size) => Math.ceil(count / size),
   run: allreduceRing,
   // 2(p−1) steps of a chunk each; a segment is reduced while the next arrives, so only one
   // segment's reduction per step shows.

@@ -44,5 +44,7 @@ export const GATHER_BINOMIAL: HostAlgorithm<"gather"> = {
   name: "binomial",
   collective: "gather",
   needs: "messages",
+  // Scratch: a subtree's blocks.
+  scratch: (count) => count,
   run: gatherBinomial,
 };

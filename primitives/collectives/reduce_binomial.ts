@@ -38,6 +38,8 @@ export const REDUCE_BINOMIAL: HostAlgorithm<"reduce"> = {
   name: "binomial",
   collective: "reduce",
   needs: "messages",
+  // Scratch: a child's buffer and the running sum.
+  scratch: (count) => 2 * count,
   run: viaOutput(reduceBinomial),
   // The root receives and reduces the buffer ⌈log2 p⌉ times.
   cost: (links, { bytes, size }) =>

@@ -44,6 +44,8 @@ export const REDUCE_CHAIN: HostAlgorithm<"reduce"> = {
   name: "chain",
   collective: "reduce",
   needs: "messages",
+  // Scratch: the previous rank's buffer.
+  scratch: (count) => count,
   run: viaOutput(reduceChain),
   // Every rank receives, reduces and passes on the buffer once, a message per segment.
   cost: (links, { bytes }) =>

@@ -38,6 +38,8 @@ export const REDUCE_SCATTER_GATHER: HostAlgorithm<"reduce"> = {
   name: "scatter_gather",
   collective: "reduce",
   needs: "messages",
+  // Scratch: the buffer's copy, and one chunk of a peer's.
+  scratch: (count, size) => count + Math.ceil(count / size),
   run: viaOutput(reduceScatterGather),
   // A reduce-scatter ring and a gather: 2(p−1) messages, (p−1)/p of the buffer twice.
   cost: (links, { bytes, size: p }) =>

@@ -31,5 +31,7 @@ export const REDUCE_SCATTER_RING: HostAlgorithm<"reduceScatter"> = {
   name: "ring",
   collective: "reduceScatter",
   needs: "messages",
+  // Scratch: the send buffer's copy, and one chunk of a peer's.
+  scratch: (count, size) => count + Math.ceil(count / size),
   run: reduceScatterRing,
 };

@@ -45,5 +45,7 @@ export const SCATTER_BINOMIAL: HostAlgorithm<"scatter"> = {
   name: "binomial",
   collective: "scatter",
   needs: "messages",
+  // Scratch: a subtree's blocks.
+  scratch: (count) => count,
   run: scatterBinomial,
 };

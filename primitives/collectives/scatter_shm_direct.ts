@@ -29,5 +29,7 @@ export const SCATTER_SHM_DIRECT: HostAlgorithm<"scatter"> = {
   name: "shm_direct",
   collective: "scatter",
   needs: "shared",
+  // Scratch: the root's blocks.
+  scratch: (count) => count,
   run: scatterShmDirect,
 };

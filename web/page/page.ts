@@ -137,7 +137,7 @@ function lastJson(): string {
   const metadata = last?.report?.metadata ?? tabMetadata(environment, {});
   const results = last?.results ?? [];
   const complete = results.length === last?.report?.counts.length;
-  return JSON.stringify(sidecar(metadata, results, complete), null, 1);
+  return JSON.stringify(sidecar(metadata, results, { complete }), null, 1);
 }
 
 /** MNIST as the local server serves it. */
