@@ -44,6 +44,7 @@ export {
   sidecar,
   sizeName,
   type SweepSink,
+  type TableLayout,
   tableLayout,
 } from "./report_format.ts";
 export { type Point, readResults, type ResultFile, ResultFormatError } from "./compare/results.ts";

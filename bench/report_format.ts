@@ -56,6 +56,8 @@ export interface ReportOptions {
   table: boolean;
   /** Also print the p50/p99 columns (per-iteration timing, as OMB users expect). */
   percentiles?: boolean;
+  /** Print OSU's layout instead of nccl-tests' (`--format osu`; `full`: OSU's `-f`). */
+  osu?: { primitive: string; dtype: string; full: boolean };
   /** The CSV file to write, if any. */
   csv?: string;
   /** The JSON sidecar to write, if any. */
@@ -67,36 +69,76 @@ export interface ReportOptions {
 }
 
 interface Column {
+  /** Its group's name, its title and its unit: the header's three lines. */
+  group?: string;
   title: string;
+  unit?: string;
   width: number;
   cell: (r: ResultRow) => string;
   /** Shown only with {@linkcode ReportOptions.percentiles}. */
   percentile?: boolean;
 }
 
-/** An in-place cell: `-` where the in-place form was not timed. */
-const inPlaceCell = (v: number | undefined, digits: number) =>
-  v === undefined ? "-" : v.toFixed(digits);
+/** A time as nccl-tests prints it: fewer decimals as it grows, so it keeps to 8 characters. */
+export function timeCell(us: number): string {
+  return us.toFixed(us >= 10_000 ? 0 : us >= 100 ? 1 : 2);
+}
 
+/** An in-place cell: `-` where the in-place form was not timed. */
+const inPlace = (v: number | undefined, show: (v: number) => string) =>
+  v === undefined ? "-" : show(v);
+
+/** The columns of one form, out-of-place or in-place, in nccl-tests' order. */
+function form(
+  group: string,
+  get: (r: ResultRow) => {
+    time?: number;
+    algbw?: number;
+    busbw?: number;
+    wrong?: number;
+  },
+): Column[] {
+  return [
+    { group, title: "time", unit: "(us)", width: 8, cell: (r) => inPlace(get(r).time, timeCell) },
+    {
+      title: "algbw",
+      unit: "(GB/s)",
+      width: 6,
+      cell: (r) => inPlace(get(r).algbw, (v) => v.toFixed(2)),
+    },
+    {
+      title: "busbw",
+      unit: "(GB/s)",
+      width: 6,
+      cell: (r) => inPlace(get(r).busbw, (v) => v.toFixed(2)),
+    },
+    { title: "#wrong", width: 6, cell: (r) => inPlace(get(r).wrong, String) },
+  ];
+}
+
+// nccl-tests' columns, in its order, then OSU's percentiles (per-iteration timing) and the
+// algorithm that ran: 117 characters wide, 135 with the percentiles. The CSV has every field.
 const COLUMNS: Column[] = [
-  { title: "count", width: 11, cell: (r) => String(r.floats) },
-  { title: "bytes", width: 12, cell: (r) => String(r.bytes) },
-  { title: "iters", width: 6, cell: (r) => String(r.iters) },
-  { title: "time_us", width: 12, cell: (r) => r.time_us.toFixed(2) },
-  { title: "min_us", width: 12, cell: (r) => r.min_us.toFixed(2) },
-  { title: "max_us", width: 12, cell: (r) => r.max_us.toFixed(2) },
-  { title: "p50_us", width: 12, cell: (r) => r.p50_us.toFixed(2), percentile: true },
-  { title: "p99_us", width: 12, cell: (r) => r.p99_us.toFixed(2), percentile: true },
-  { title: "Gb/s", width: 9, cell: (r) => r.gbps.toFixed(2) },
-  { title: "algbw_GB/s", width: 11, cell: (r) => r.algbw_gbs.toFixed(3) },
-  { title: "busbw_GB/s", width: 11, cell: (r) => r.busbw_gbs.toFixed(3) },
-  { title: "wrong", width: 6, cell: (r) => String(r.wrong) },
-  // nccl-tests' second set: the in-place form's time, algbw, busbw and wrong elements.
-  { title: "ip_time_us", width: 12, cell: (r) => inPlaceCell(r.inplace_time_us, 2) },
-  { title: "ip_algbw", width: 9, cell: (r) => inPlaceCell(r.inplace_algbw_gbs, 3) },
-  { title: "ip_busbw", width: 9, cell: (r) => inPlaceCell(r.inplace_busbw_gbs, 3) },
-  { title: "ip_wrong", width: 8, cell: (r) => inPlaceCell(r.inplace_wrong, 0) },
-  { title: "algorithm", width: 0, cell: (r) => "  " + r.picked },
+  { title: "size", unit: "(B)", width: 10, cell: (r) => String(r.bytes) },
+  { title: "count", unit: "(elements)", width: 10, cell: (r) => String(r.floats) },
+  { title: "type", width: 4, cell: (r) => r.dtype },
+  { title: "redop", width: 5, cell: (r) => r.op },
+  { title: "root", width: 4, cell: (r) => String(r.root) },
+  ...form("out-of-place", (r) => ({
+    time: r.time_us,
+    algbw: r.algbw_gbs,
+    busbw: r.busbw_gbs,
+    wrong: r.wrong,
+  })),
+  ...form("in-place", (r) => ({
+    time: r.inplace_time_us,
+    algbw: r.inplace_algbw_gbs,
+    busbw: r.inplace_busbw_gbs,
+    wrong: r.inplace_wrong,
+  })),
+  { title: "p50", unit: "(us)", width: 8, cell: (r) => timeCell(r.p50_us), percentile: true },
+  { title: "p99", unit: "(us)", width: 8, cell: (r) => timeCell(r.p99_us), percentile: true },
+  { title: " algorithm", width: 0, cell: (r) => " " + r.picked },
 ];
 
 /** The row as CSV values: docs/design.md's columns, then the extras (empty where absent). */
@@ -119,15 +161,111 @@ export function sizeName(count: number): string {
   return String(count);
 }
 
-/** The table's title line and one line per row (`percentiles`: the p50/p99 columns too). */
-export function tableLayout(percentiles = false): {
+/** How a table prints: its header, each row, and what follows the last row. */
+export interface TableLayout {
+  /** The header's lines (joined). */
   title: string;
+  /** One row. */
   line(row: ResultRow): string;
-} {
+  /** The lines under the last row ("" for none). */
+  footer(rows: readonly ResultRow[]): string;
+}
+
+/** The layout `options` ask for: OSU's, or nccl-tests' (the default). */
+export function layoutOf(options: Pick<ReportOptions, "osu" | "percentiles">): TableLayout {
+  return options.osu
+    ? osuLayout(options.osu.primitive, options.osu)
+    : tableLayout(options.percentiles);
+}
+
+/**
+ * The table as nccl-tests prints it: three header lines (the forms, the titles, the units), one
+ * line per row, and the footer under the last row: the wrong elements of every form of every
+ * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`).
+ * `percentiles`: the p50/p99 columns too.
+ */
+export function tableLayout(percentiles = false): TableLayout {
   const columns = COLUMNS.filter((c) => !c.percentile || percentiles);
+  const headerLine = (text: (c: Column) => string) =>
+    "#" + columns.map((c) => text(c).padStart(c.width)).join(" ").slice(1).trimEnd();
+  // Each group's name is centred over its columns, as nccl-tests prints it.
+  let groups = "", at = 0;
+  columns.forEach((c, i) => {
+    if (c.group) {
+      const span = columns.slice(i, i + 4).reduce((w, d) => w + d.width + 1, 0) - 1;
+      groups = groups.padEnd(at) + c.group.padStart(Math.floor((span + c.group.length) / 2))
+        .padEnd(span);
+    }
+    at += c.width + 1;
+  });
   return {
-    title: "#" + columns.map((c) => c.title.padStart(c.width)).join(" ").slice(1),
+    title: ["#" + groups.slice(1), headerLine((c) => c.title), headerLine((c) => c.unit ?? "")]
+      .map((l) => l.trimEnd()).join("\n"),
     line: (row) => columns.map((c) => c.cell(row).padStart(c.width)).join(" "),
+    footer(rows) {
+      const wrong = rows.reduce((n, r) => n + r.wrong + (r.inplace_wrong ?? 0), 0);
+      const busbw = rows.flatMap((r) =>
+        r.inplace_busbw_gbs === undefined ? [r.busbw_gbs] : [r.busbw_gbs, r.inplace_busbw_gbs]
+      );
+      const mean = busbw.length ? busbw.reduce((a, b) => a + b, 0) / busbw.length : 0;
+      return `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}\n` +
+        `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`;
+    },
+  };
+}
+
+/** OSU's names of the tests, by primitive: `# OSU MPI <name> Latency Test`. */
+const OSU_NAMES: Record<string, string> = {
+  allreduce: "Allreduce",
+  bcast: "Broadcast",
+  reduce: "Reduce",
+  allgather: "Allgather",
+  reduce_scatter: "Reduce_scatter",
+  alltoall: "All-to-All",
+  gather: "Gather",
+  scatter: "Scatter",
+  sendrecv: "", // osu_latency's title: "# OSU MPI Latency Test"
+};
+
+/** MPI's names of the element types, for OSU's `# Datatype:` line. */
+const MPI_TYPES: Record<string, string> = {
+  f32: "MPI_FLOAT",
+  f64: "MPI_DOUBLE",
+  i32: "MPI_INT",
+  f16: "MPI_FLOAT16 (IEEE binary16)",
+  bf16: "bfloat16",
+};
+
+/**
+ * The table as the OSU micro-benchmarks print it (`--format osu`), so their plotting scripts read
+ * it: the test's title, its datatype, `# Size  Avg Latency(us)` and a row per size in bytes;
+ * `full` (OSU's `-f`) adds the fastest and slowest rank's latency and the iterations.
+ */
+export function osuLayout(
+  primitive: string,
+  options: { dtype: string; full?: boolean },
+): TableLayout {
+  const name = OSU_NAMES[primitive] ?? primitive;
+  const cells = (size: string, values: string[], iterations?: string) =>
+    size.padEnd(10) + values.map((v) => v.padStart(18)).join("") +
+    (iterations === undefined ? "" : iterations.padStart(12));
+  const titles = [
+    "Avg Latency(us)",
+    ...(options.full ? ["Min Latency(us)", "Max Latency(us)"] : []),
+  ];
+  return {
+    title: [
+      `# OSU MPI ${name ? `${name} ` : ""}Latency Test (dccl)`,
+      `# Datatype: ${MPI_TYPES[options.dtype] ?? options.dtype}.`,
+      cells("# Size", titles, options.full ? "Iterations" : undefined),
+    ].join("\n"),
+    line: (r) =>
+      cells(
+        String(r.bytes),
+        [r.time_us, ...(options.full ? [r.min_us, r.max_us] : [])].map((v) => v.toFixed(2)),
+        options.full ? String(r.iters) : undefined,
+      ),
+    footer: () => "",
   };
 }
 

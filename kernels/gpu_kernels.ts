@@ -45,6 +45,12 @@ const COMBINE: Record<KernelOp, string> = {
   max: "max(a, b)",
   min: "min(a, b)",
 };
+/** Floats' max and min order NaN and zeros as the host does (float_order.wgsl). */
+const FLOAT_COMBINE: Record<KernelOp, string> = {
+  ...COMBINE,
+  max: "ordered_max(a, b)",
+  min: "ordered_min(a, b)",
+};
 const WORKGROUP = 256;
 /** Bind groups kept before the cache starts over (each holds a small uniform buffer). */
 const MAX_BIND_GROUPS = 4096;
@@ -140,7 +146,7 @@ export class GpuKernels {
       bindings,
       out: slot(outs[0]),
       body,
-      combine: COMBINE[op],
+      combine: FLOAT_COMBINE[op],
     });
   }
 
@@ -258,7 +264,10 @@ export class GpuKernels {
       const pipeline = this.#pipeline(key, () =>
         fill(this.#sources.reduce, {
           TYPE: type,
-          COMBINE: COMBINE[op],
+          BITS: lanes === 4 ? "vec4<u32>" : "u32",
+          BOOLS: lanes === 4 ? "vec4<bool>" : "bool",
+          ORDER: dtype === "i32" ? "" : this.#sources.order,
+          COMBINE: (dtype === "i32" ? COMBINE : FLOAT_COMBINE)[op],
           SKIP_VECTORS: String(Math.ceil(bindings.length / 4)),
           BINDINGS: declarations,
           BODY: body,
@@ -303,6 +312,7 @@ export class GpuKernels {
         SKIP_VECTORS: String(Math.ceil(k.bindings.length / 4)),
         BINDINGS: declarations,
         CONVERSIONS: this.#sources[dtype],
+        ORDER: this.#sources.order,
         COMBINE: k.combine ?? "a",
         FINISH: k.finish ?? "x",
         OUT: String(k.out),

@@ -6,6 +6,8 @@
 // of outputs and inputs. Counts and skips are in elements of T.
 
 alias T = {{TYPE}};
+alias U = {{BITS}};
+alias B = {{BOOLS}};
 
 // count: elements of this window; skip[j]: elements between binding j+1's aligned start and the
 // window's first element (binding offsets must be aligned, views need not be).
@@ -20,6 +22,8 @@ struct Params {
 fn skip(j: u32) -> u32 {
   return params.skip[j / 4u][j % 4u];
 }
+
+{{ORDER}}
 
 fn combine(a: T, b: T) -> T {
   return {{COMBINE}};

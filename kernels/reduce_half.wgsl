@@ -33,6 +33,12 @@ fn narrow(x: f32) -> u32 {
   return narrow_bits(bitcast<u32>(x));
 }
 
+alias T = f32;
+alias U = u32;
+alias B = bool;
+
+{{ORDER}}
+
 fn combine(a: f32, b: f32) -> f32 {
   return {{COMBINE}};
 }

@@ -9,6 +9,7 @@ import SCALE_WGSL from "./scale.wgsl" with { type: "text" };
 import REDUCE_HALF_WGSL from "./reduce_half.wgsl" with { type: "text" };
 import HALF_F16_WGSL from "./half_f16.wgsl" with { type: "text" };
 import HALF_BF16_WGSL from "./half_bf16.wgsl" with { type: "text" };
+import FLOAT_ORDER_WGSL from "./float_order.wgsl" with { type: "text" };
 import type { Dtype } from "./elements.ts";
 
 /** The WGSL sources, kernels/*.wgsl. */
@@ -23,6 +24,8 @@ export interface KernelSources {
   f16: string;
   /** `half_bf16.wgsl`: bf16's conversions, for `half`. */
   bf16: string;
+  /** `float_order.wgsl`: max and min of floats as the host orders them, for `reduce` and `half`. */
+  order: string;
 }
 
 /** The WGSL sources beside this module, imported as text (bundles carry them). */
@@ -32,6 +35,7 @@ export const KERNEL_SOURCES: KernelSources = {
   half: REDUCE_HALF_WGSL,
   f16: HALF_F16_WGSL,
   bf16: HALF_BF16_WGSL,
+  order: FLOAT_ORDER_WGSL,
 };
 
 const WGSL_TYPE: Partial<Record<Dtype, string>> = {

@@ -14,6 +14,7 @@ import { launchGroup } from "../deno/launch/group.ts";
 import { TRANSPORTS } from "../deno/registry.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags } from "./_flags.ts";
+import { translateHabits } from "./_habits.ts";
 import { collectMetadata } from "./_metadata.ts";
 import { requireDevice, type Task, taskMain } from "./_task.ts";
 
@@ -27,20 +28,20 @@ export function describe(plan: RunPlan): string[] {
     ? `${plan.procs} ranks (${plan.processes} processes × ${plan.threads} threads)`
     : `${plan.procs} ranks`;
   const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
+  // Each line fits a 120-column terminal, as the table does.
   return [
-    `dccl ${s.primitive}: ${ranks}, transport ${s.transport}, memory ${s.memory}${touched}, ` +
+    `dccl ${s.primitive}: ${ranks}, transport ${s.transport}, memory ${s.memory}${touched}`,
     `algorithm ${s.algorithm}, op ${s.op}, dtype ${s.dtype}, root ${s.root}`,
     (s.timing === "per-iter"
       ? "timing per-iter: a barrier, then each op timed alone on every rank"
       : "timing back-to-back: after a barrier every rank times `iters` consecutive ops") +
-    (plan.device
-      ? ", to the device's completion (ops on device buffers return once enqueued)"
-      : ""),
+    (plan.device ? ", to the device's completion" : ""),
     `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
       s.warmup ?? "adaptive"
-    }; time_us = sum of rank times / (ranks * iters); min/max: fastest/slowest rank`,
-    `Gb/s = bytes*8/time/1e9; algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw * ${factor}; ` +
-    "wrong = elements != exact result, all ranks",
+    }; time = sum of rank times / (ranks × iters)`,
+    `algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${factor}; ` +
+    "#wrong = elements ≠ exact result, all ranks",
+    "the CSV adds iters, min/max (fastest/slowest rank), Gb/s = bytes × 8 / time / 1e9",
   ];
 }
 
@@ -59,6 +60,9 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       header: describe(plan),
       table: out.table,
       percentiles: plan.sweep.timing === "per-iter",
+      ...(plan.format === "osu"
+        ? { osu: { primitive: plan.sweep.primitive, dtype: plan.sweep.dtype, full: plan.full } }
+        : {}),
       csv: plan.csv,
       json: plan.json,
       counts: plan.sweep.counts,
@@ -110,6 +114,7 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
     name: primitive,
     summary: `Measures ${primitive} over a size sweep.`,
     flags: BENCHMARK_FLAGS,
+    habits: translateHabits,
     async plan(values, _, argv) {
       const plan = planRun(primitive, values, { given: givenFlags(argv) });
       await checkDevice(plan);

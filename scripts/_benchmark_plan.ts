@@ -40,9 +40,8 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
     bytes: true,
   },
   "step-factor": {
-    help: "each size is the previous one times this (nccl-tests -f)",
+    help: "each size is the previous one times this (nccl-tests' -f N)",
     default: "2",
-    aliases: ["-f"],
   },
   iters: {
     help: "timed iterations per size (default: adaptive, ~200 ms per size)",
@@ -67,8 +66,18 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   },
   timeout: {
     help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
-      "2 s past it after another finished is stuck",
+      "as long again after another finished is stuck",
     default: "30",
+  },
+  format: {
+    help: "the table: nccl-tests (its columns and footer) or osu (OSU's own layout, which its " +
+      "scripts read)",
+    default: "nccl-tests",
+  },
+  full: {
+    help: "OSU's -f: the fastest and slowest rank's latency and the iterations too (implies " +
+      "--format osu)",
+    boolean: true,
   },
   csv: { help: "write the rows to this CSV file", path: true },
   json: {
@@ -95,9 +104,16 @@ export interface RunPlan {
   bind: string;
   csv?: string;
   json?: string;
+  /** The table's layout (`--format`), and OSU's full output (`--full`). */
+  format: TableFormat;
+  full: boolean;
   /** Said on stderr before running (e.g. a lowered default --max). */
   notes: string[];
 }
+
+/** The layouts of the table (`--format`). */
+export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
+export type TableFormat = typeof TABLE_FORMATS[number];
 
 /** What {@linkcode planRun} knows besides the flag values. */
 export interface PlanOptions {
@@ -220,6 +236,10 @@ export function planRun(
     bind,
     csv,
     json,
+    format: v.full && !options.given?.has("format")
+      ? "osu"
+      : oneOf("format", v.format!, TABLE_FORMATS),
+    full: v.full === "true",
     notes,
   };
 }

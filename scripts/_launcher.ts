@@ -51,9 +51,10 @@ export interface Launch {
 }
 
 /**
- * The launch flags' values checked (`given`: the flags the command line named): under `env` the
- * transport defaults to the first processes transport and `--procs`, if given, must agree with
- * the launcher's group.
+ * The launch flags' values checked (`given`: the flags the command line named): under `env`, or
+ * with `--threads` above 1 (processes of threads, as nccl-tests' `-t`), the transport defaults to
+ * the first processes transport, and under `env` `--procs`, if given, must agree with the
+ * launcher's group.
  */
 export function planLaunch(
   v: Record<string, string | undefined>,
@@ -61,7 +62,8 @@ export function planLaunch(
 ): Launch {
   const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
   const env = launcher === "env";
-  const named = env && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport!;
+  const threaded = (v.threads ?? "1") !== "1";
+  const named = (env || threaded) && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport!;
   const transport = oneOf("transport", named, TRANSPORT_NAMES);
   const processes = TRANSPORTS[transport].launch === "processes";
   if (env && !processes) {

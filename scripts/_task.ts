@@ -24,6 +24,8 @@ export interface Task<P> {
   flags: Record<string, FlagSpec>;
   /** It takes positional arguments (files, a study). */
   positionals?: boolean;
+  /** Writes other tools' spellings as the task's own flags first (nccl-tests', OSU's). */
+  habits?(argv: readonly string[]): string[];
   /**
    * Turns flag values (paths as the user meant them), positionals and the command line into a
    * plan; a UsageError for anything not accepted.
@@ -53,7 +55,7 @@ export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number
   let plan: P;
   try {
     const positionals: string[] = [];
-    argv = expandAliases(task.flags, argv);
+    argv = expandAliases(task.flags, task.habits?.(argv) ?? argv);
     const values = parseFlags(task.flags, argv, task.positionals ? positionals : undefined);
     if (values.help) {
       console.log(usage(task.synopsis ?? task.name, task.summary, task.flags));

@@ -17,8 +17,9 @@ import {
   clusterHosts,
   clusterProblem,
   clusterUp,
+  holdCluster,
 } from "../deno/bench/cluster.ts";
-import { runOnCluster } from "../deno/bench/cluster_run.ts";
+import { firstFailure, howItEnded, runOnCluster } from "../deno/bench/cluster_run.ts";
 import { type FlagSpec, integer, UsageError } from "./_flags.ts";
 import { type Task, taskMain } from "./_task.ts";
 
@@ -100,7 +101,10 @@ const CLUSTER: Task<ClusterPlan> = {
     };
   },
   async run(plan, signal) {
+    let hold;
     try {
+      // One process at a time makes, runs on or removes a cluster of one name.
+      hold = holdCluster(plan.name, `cluster ${plan.action}`);
       if (plan.action === "down") {
         await clusterDown(plan.name);
         return 0;
@@ -125,10 +129,12 @@ const CLUSTER: Task<ClusterPlan> = {
           procsPerHost: plan.procsPerHost,
           signal,
         });
-        const failed = ends.find((e) => e.code !== 0);
+        const failed = firstFailure(ends);
         if (failed && !signal.aborted) {
+          const others = ends.filter((e) => e.code !== 0 && e !== failed).length;
           console.error(
-            `dccl cluster: rank ${failed.rank} on ${failed.host} exited ${failed.code}`,
+            `dccl cluster: rank ${failed.rank} on ${failed.host} ${howItEnded(failed)} first` +
+              (others ? ` (${others} more failed after it)` : ""),
           );
         }
         signal.throwIfAborted();
@@ -138,6 +144,8 @@ const CLUSTER: Task<ClusterPlan> = {
       }
     } catch (e) {
       throw e instanceof ClusterError ? new Error(e.message) : e;
+    } finally {
+      hold?.release();
     }
   },
 };

@@ -3,6 +3,7 @@
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
 import type { PrimitiveName } from "../bench/cases.ts";
+import { translateHabits } from "../scripts/_habits.ts";
 import {
   expandAliases,
   givenFlags,
@@ -94,7 +95,12 @@ Deno.test("cli: sizes in bytes, a step factor, and nccl-tests' and OSU's short f
   for (const bad of ["6B", "2B", "0B", "B"]) {
     assertThrows(() => size("min", bad, "f32"), UsageError as ErrorConstructor, /whole f32/);
   }
-  const short = (argv: string[]) => plan(expandAliases(BENCHMARK_FLAGS, argv));
+  const short = (argv: string[]) =>
+    plan(expandAliases(BENCHMARK_FLAGS, translateHabits(argv)), 64e9);
+  // OSU: -m sizes in bytes, -x warm-up, -f full output in OSU's layout.
+  const osu = short(["-m", "4:1024", "-x", "3", "-f"]);
+  assertEquals([osu.sweep.counts[0], osu.sweep.counts.at(-1), osu.sweep.warmup], [1, 256, 3]);
+  assertEquals([osu.format, osu.full], ["osu", true]);
   // nccl-tests: -b 8 -e 128M -f 2 -n 20 -w 5 (sizes in bytes).
   const p = short(["-b", "8", "-e", "128M", "-f", "4", "-n", "20", "-w5"]);
   assertEquals([p.sweep.counts[0], p.sweep.counts.at(-1), p.sweep.counts[1]], [2, 2 ** 25, 8]);
@@ -251,12 +257,15 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(r.stderr, ""); // no progress bar when stderr is not a terminal
   const lines = r.stdout.trim().split("\n");
   assert_(lines[0].startsWith("# dccl allreduce: 3 ranks, transport shm"), lines[0]);
-  const columns = lines.find((l) => l.startsWith("#     count"))!;
-  assert_(columns.includes("busbw_GB/s") && !columns.includes("p50_us"), columns);
-  assert_(columns.includes("ip_time_us") && columns.includes("ip_wrong"), columns);
+  const columns = lines.find((l) => /^#\s+size\s+count/.test(l))!.slice(1).trim().split(/\s+/);
+  assertEquals(columns.slice(5, 9), ["time", "algbw", "busbw", "#wrong"]); // out of place
+  assertEquals(columns.slice(9, 13), ["time", "algbw", "busbw", "#wrong"]); // in place
+  assert_(!columns.includes("p50"), columns.join(" "));
   const table = lines.filter((l) => !l.startsWith("#"));
   assertEquals(table.length, 7); // 1 … 64 floats
-  assertEquals(table.map((l) => Number(l.trim().split(/\s+/)[0])), [1, 2, 4, 8, 16, 32, 64]);
+  assertEquals(table.map((l) => Number(l.trim().split(/\s+/)[1])), [1, 2, 4, 8, 16, 32, 64]);
+  assertEquals(lines.slice(-2), ["# Out of bounds values : 0 OK", lines.at(-1)]);
+  assert_(/^# Avg bus bandwidth {4}: \d+\.\d+$/.test(lines.at(-1)!), lines.at(-1));
   const csv = Deno.readTextFileSync(`${dir}/a.csv`).trim().split("\n");
   assertEquals(
     csv[0],
@@ -295,10 +304,10 @@ Deno.test("cli: per-iteration timing adds p50 and p99 to the table", async () =>
   const r = await task(["--timing", "per-iter", "--max", "4", "--iters", "20", "--warmup", "1"]);
   assertEquals(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n");
-  const columns = lines.find((l) => l.startsWith("#     count"))!.slice(1).trim().split(/\s+/);
-  assertEquals(columns.slice(3, 8), ["time_us", "min_us", "max_us", "p50_us", "p99_us"]);
+  const columns = lines.find((l) => /^#\s+size\s+count/.test(l))!.slice(1).trim().split(/\s+/);
+  assertEquals(columns.slice(13, 15), ["p50", "p99"]);
   for (const row of lines.filter((l) => !l.startsWith("#"))) {
-    const [p50, p99] = row.trim().split(/\s+/).slice(6, 8).map(Number);
+    const [p50, p99] = row.trim().split(/\s+/).slice(13, 15).map(Number);
     assert_(p50 > 0 && p50 <= p99, row);
   }
 });

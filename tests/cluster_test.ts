@@ -34,11 +34,11 @@ async function cluster(...args: string[]) {
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
 
-/** The data rows of a benchmark table: [floats, wrong]. */
+/** The data rows of a benchmark table: [count, #wrong]. */
 function rows(stdout: string): [number, number][] {
   return stdout.split("\n").filter((l) => /^\s+\d/.test(l)).map((l) => {
     const cells = l.trim().split(/\s+/);
-    return [Number(cells[0]), Number(cells[9])];
+    return [Number(cells[1]), Number(cells[8])];
   });
 }
 
@@ -119,4 +119,78 @@ test("cluster: up, down, and one-line errors for what cannot be done", async () 
     assertEquals(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
     assert_(message.test(r.stderr) && r.stderr.trim().split("\n").length === 1, r.stderr);
   }
+});
+
+/** A cluster task started in the background: its output so far, and when a table row came. */
+function started(...args: string[]) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLUSTER, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out = { stdout: "", stderr: "" };
+  let row!: () => void;
+  const measuring = new Promise<void>((resolve) => row = resolve);
+  const read = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
+    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+      out[key] += text;
+      if (rows(out.stdout).length > 0) row();
+    }
+  };
+  const done = Promise.all([read(child.stdout, "stdout"), read(child.stderr, "stderr")])
+    .then(() => child.status).then((s) => ({ ...out, code: s.code }));
+  return { child, measuring, done };
+}
+
+/** A run still measuring seconds after its first row (the tests stop it, or wait). */
+const LONG_RUN = "allreduce --transport tcp --min 256K --max 2M --iters 100".split(" ");
+
+test("cluster: a second run of one name refuses in one line while the first runs", async () => {
+  const first = started("run", "--name", NAME, "--hosts", "2", "--", ...LONG_RUN);
+  await first.measuring;
+  const second = await cluster("run", "--name", NAME, "--hosts", "2", "--", "allreduce");
+  assertEquals(second.code, 1, second.stderr);
+  assert_(
+    new RegExp(
+      `^dccl cluster: cluster ${NAME} is in use by process ${first.child.pid} \\(cluster run\\): ` +
+        `wait for it to end, or give another --name\\n$`,
+    ).test(second.stderr),
+    second.stderr,
+  );
+  const { code, stdout, stderr } = await first.done;
+  assertEquals(code, 0, stderr);
+  assertEquals(rows(stdout).filter(([, wrong]) => wrong !== 0), []);
+});
+
+for (const [signal, code] of [["SIGHUP", 129], ["SIGTERM", 143]] as const) {
+  test(`cluster: ${signal} during a run removes the cluster and its ranks, exit ${code}`, async () => {
+    const run = started("run", "--name", NAME, "--hosts", "2", "--", ...LONG_RUN);
+    await run.measuring;
+    run.child.kill(signal);
+    const end = await run.done;
+    assertEquals(end.code, code, end.stderr);
+    assertEquals(await clusterLeftovers(NAME), []);
+    const ranks = await new Deno.Command("pgrep", {
+      args: ["-f", `${CLUSTER}|--bind 10\\.212\\.0\\.`],
+    })
+      .output();
+    assertEquals(new TextDecoder().decode(ranks.stdout), "", "a rank or the task survived");
+  });
+}
+
+test("cluster: a process killed with SIGKILL is named as the one that failed first, and how", async () => {
+  await clusterUp({ name: NAME, hosts: 2 });
+  const run = started("run", "--name", NAME, "--", ...LONG_RUN);
+  await run.measuring;
+  const pids = await new Deno.Command("ip", { args: ["netns", "pids", `${NAME}h1`] }).output();
+  for (const pid of new TextDecoder().decode(pids.stdout).split("\n").filter(Boolean)) {
+    Deno.kill(Number(pid), "SIGKILL");
+  }
+  const end = await run.done;
+  assertEquals(end.code, 1, end.stderr);
+  assert_(
+    new RegExp(`^dccl cluster: rank 1 on ${NAME}h1 was killed by SIGKILL first`, "m")
+      .test(end.stderr),
+    end.stderr,
+  );
 });

@@ -19,6 +19,7 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       masterAddr: "10.0.0.1",
       masterPort: 1234,
       token: "x",
+      tokenFrom: "DCCL_TOKEN",
       source: "torchrun",
       transport: "ws",
       local: undefined,
@@ -53,7 +54,10 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
   for (
     const [env, message] of [
       [{ ...base }, /no rank in the environment/],
-      [{ RANK: "0", WORLD_SIZE: "2" }, /DCCL_TOKEN is not set/],
+      [
+        { RANK: "0", WORLD_SIZE: "2", TORCHELASTIC_RUN_ID: "none" },
+        /^DCCL_TOKEN is not set and the launcher shares no run id \(OMPI_MCA_ess_base_jobid, .*\): export/,
+      ],
       [{ ...base, RANK: "2", WORLD_SIZE: "2" }, /RANK=2 is not a rank from 0 to 1/],
       [{ ...base, RANK: "0", WORLD_SIZE: "2", MASTER_PORT: "99999" }, /MASTER_PORT=99999/],
       [{ ...base, RANK: "1", WORLD_SIZE: "2", MASTER_PORT: "0" }, /only works for rank 0/],
@@ -105,4 +109,22 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
       assert_(message.test((e as Error).message), (e as Error).message);
     }
   }
+});
+
+Deno.test("processes: the token comes from the run id the launcher shares, DCCL_TOKEN overrides it", () => {
+  const of = (env: Record<string, string>) => rankFromEnv({ RANK: "0", WORLD_SIZE: "2", ...env });
+  const mpi = of({ OMPI_MCA_ess_base_jobid: "1275461633" });
+  assertEquals(mpi.tokenFrom, "OMPI_MCA_ess_base_jobid");
+  assert_(/^[0-9a-f]{64}$/.test(mpi.token), mpi.token);
+  // Every rank of the run derives the same token; another run, another one.
+  assertEquals(of({ OMPI_MCA_ess_base_jobid: "1275461633" }).token, mpi.token);
+  assert_(of({ OMPI_MCA_ess_base_jobid: "1275461634" }).token !== mpi.token);
+  assertEquals(of({ PMIX_NAMESPACE: "prterun-a-1@1" }).tokenFrom, "PMIX_NAMESPACE");
+  const slurm = (step: string) => of({ SLURM_JOB_ID: "88", SLURM_STEP_ID: step }).token;
+  assert_(slurm("0") !== slurm("1"), "each job step is a run of its own");
+  assertEquals(of({ TORCHELASTIC_RUN_ID: "job7" }).tokenFrom, "TORCHELASTIC_RUN_ID");
+  assertEquals(of({ TORCHELASTIC_RUN_ID: "job7", DCCL_TOKEN: "s" }), {
+    ...of({ DCCL_TOKEN: "s" }),
+  });
+  assertEquals(of({ OMPI_MCA_ess_base_jobid: "1", DCCL_TOKEN: "s" }).token, "s");
 });

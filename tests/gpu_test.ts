@@ -92,6 +92,13 @@ gpuTest(
   },
 );
 
+gpuTest("gpu: max and min keep NaN and order −0 below +0 as the host kernels do", async () => {
+  const order = new URL("./ranks/order_device_rank.ts", import.meta.url);
+  const [cases] = await launchGroup<number>(order, { size: 1, transport: "shm", gpu: true })
+    .results;
+  assertEquals(cases, 3 * 2 * (4 * 49 + 3));
+});
+
 gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
   const err = await assertRejects(
     () =>
@@ -124,6 +131,38 @@ gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
       "communicator that allocated it",
   );
 });
+
+gpuTest(
+  "gpu: workers holding devices close them before they end; the process exits cleanly",
+  async () => {
+    // The command that once aborted with glibc's "corrupted size vs. prev_size": the launcher
+    // terminated workers whose devices were still tearing down.
+    for (let run = 0; run < 2; run++) {
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../scripts/bcast.ts", import.meta.url).pathname,
+          "--transport",
+          "worker",
+          "--memory",
+          "gpu",
+          "--procs",
+          "3",
+          "--max",
+          "4K",
+          "--iters",
+          "2",
+        ],
+        stdin: "null",
+      }).output();
+      const text = new TextDecoder();
+      assertEquals([code, text.decode(stderr)], [0, ""], `run ${run}`);
+      const rows = text.decode(stdout).split("\n").filter((l) => /^\s+\d/.test(l));
+      assertEquals(rows.length, 13, text.decode(stdout));
+    }
+  },
+);
 
 Deno.test("gpu: device memory where no device was opened, or no adapter exists, is a clear error", async () => {
   // A rank started without a device cannot allocate device memory.

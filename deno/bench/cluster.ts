@@ -36,6 +36,68 @@ export class ClusterError extends Error {
 
 const NAME = /^[a-z][a-z0-9]{0,7}$/;
 const HOSTS_MARK = "# dccl cluster";
+/** Where a cluster's lock lives: a root-owned folder, so no other user can plant it. */
+const LOCK_DIR = "/run";
+
+/** A cluster name held by this process (see {@linkcode holdCluster}). */
+export interface ClusterHold {
+  /** Lets the name go. */
+  release(): void;
+}
+
+/**
+ * Holds cluster `name` for `what` (an action, for the message others get): one process at a time
+ * makes, runs on or removes a cluster of one name. The lock is a file made exclusively in /run
+ * holding this process's id; one whose process is gone is taken over. A name held by a running
+ * process is a ClusterError naming it.
+ */
+export function holdCluster(name: string, what: string): ClusterHold {
+  const path = `${LOCK_DIR}/dccl-cluster-${name}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      Deno.writeTextFileSync(path, `${Deno.pid} ${what}\n`, { createNew: true, mode: 0o644 });
+      return {
+        release: () => {
+          try {
+            Deno.removeSync(path);
+          } catch { /* already gone */ }
+        },
+      };
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) {
+        throw new ClusterError(`cannot lock cluster ${name} (${path}): ${(e as Error).message}`);
+      }
+    }
+    const [pid, ...holder] = readLock(path).split(" ");
+    if (pid && alive(Number(pid))) {
+      throw new ClusterError(
+        `cluster ${name} is in use by process ${pid} (${holder.join(" ") || "cluster"}): ` +
+          `wait for it to end, or give another --name`,
+      );
+    }
+    try {
+      Deno.removeSync(path); // its process is gone
+    } catch { /* another process took it over first */ }
+  }
+  throw new ClusterError(`cannot lock cluster ${name}: ${path} keeps coming back`);
+}
+
+function readLock(path: string): string {
+  try {
+    return Deno.readTextFileSync(path).trim();
+  } catch {
+    return "";
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    Deno.statSync(`/proc/${pid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Why clusters cannot be made here (one line), or undefined when they can. */
 export async function clusterProblem(): Promise<string | undefined> {

@@ -26,6 +26,20 @@ export interface ClusterRankEnd {
   rank: number;
   host: string;
   code: number;
+  /** The signal that killed it, if one did. */
+  signal: Deno.Signal | null;
+  /** When it exited (`performance.now()`): who failed first. */
+  at: number;
+}
+
+/** The process whose failure came first, if any did. */
+export function firstFailure(ends: readonly ClusterRankEnd[]): ClusterRankEnd | undefined {
+  return ends.filter((e) => e.code !== 0).sort((a, b) => a.at - b.at)[0];
+}
+
+/** How a process ended, as a shell would say it: `exited 1`, `was killed by SIGKILL`. */
+export function howItEnded(end: ClusterRankEnd): string {
+  return end.signal ? `was killed by ${end.signal}` : `exited ${end.code}`;
 }
 
 /**
@@ -72,11 +86,18 @@ export async function runOnCluster(
         stderr: "piped",
       }).spawn();
       children.push(child);
+      const status = child.status.then((s) => ({ ...s, at: performance.now() }));
       ends.push(
         Promise.all([
           lines(child.stdout, (l) => onLine(rank, "stdout", l)),
           lines(child.stderr, (l) => onLine(rank, "stderr", l)),
-        ]).then(() => child.status).then((s) => ({ rank, host: host.name, code: s.code })),
+        ]).then(() => status).then((s) => ({
+          rank,
+          host: host.name,
+          code: s.code,
+          signal: s.signal,
+          at: s.at,
+        })),
       );
     }
     return await Promise.all(ends);

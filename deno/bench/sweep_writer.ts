@@ -12,32 +12,34 @@ import type { SizeResult } from "../../bench/harness.ts";
 import {
   CSV_HEADER,
   csvValues,
+  layoutOf,
   type ReportOptions,
   sidecar,
   sizeName,
   type SweepSink,
-  tableLayout,
+  type TableLayout,
 } from "../../bench/report_format.ts";
 import { writeTogether } from "../files/atomic_file.ts";
 
 /** Writes one sweep's results as they arrive. */
 export class SweepWriter implements SweepSink {
   #o: ReportOptions;
-  #table: ReturnType<typeof tableLayout>;
+  #table: TableLayout;
   #results: SizeResult[] = [];
   #bar: boolean;
 
   /** A writer of the sweep `options` describe. */
   constructor(options: ReportOptions) {
     this.#o = options;
-    this.#table = tableLayout(options.percentiles);
+    this.#table = layoutOf(options);
     this.#bar = Deno.stderr.isTerminal();
   }
 
   /** Prints the header and creates the files (the CSV with its header row). */
   start(): void {
     if (this.#o.table) {
-      console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
+      // OSU's scripts read its own header alone; the JSON sidecar says what ran.
+      if (!this.#o.osu) console.log(this.#o.header.map((l) => `# ${l}`).join("\n"));
       console.log(this.#table.title);
     }
     this.#writeFiles();
@@ -55,9 +57,11 @@ export class SweepWriter implements SweepSink {
     this.#drawBar();
   }
 
-  /** Removes the progress bar. */
+  /** Removes the progress bar and prints the table's footer. */
   finish(): void {
     this.#clearBar();
+    const footer = this.#table.footer(this.#results.map((r) => r.row));
+    if (this.#o.table && this.#results.length > 0 && footer) console.log(footer);
   }
 
   /** Replaces the CSV and the sidecar with every row so far. */

@@ -1,9 +1,9 @@
 /**
  * Joining a group over a processes transport from an existing launcher's environment: torchrun
  * (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`), Open MPI (`OMPI_COMM_WORLD_RANK`/`_SIZE`),
- * PMI (`PMI_RANK`/`PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), plus
- * `DCCL_TOKEN` and, optionally, `DCCL_TRANSPORT` (the registry's first processes transport unless
- * told).
+ * PMI (`PMI_RANK`/`PMI_SIZE`, MPICH and Intel MPI) or Slurm (`SLURM_PROCID`/`SLURM_NTASKS`), the
+ * group's token (`DCCL_TOKEN`, or one derived from the run id the launcher shares) and, optionally,
+ * `DCCL_TRANSPORT` (the registry's first processes transport unless told).
  * @module
  */
 
@@ -19,6 +19,7 @@ import { PORT_MARK } from "../../primitives/launch/rank_report.ts";
 import type { RankGroup } from "../../primitives/launch/supervisor.ts";
 import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
+import { createHash } from "node:crypto";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -30,8 +31,10 @@ export interface EnvRank {
   masterAddr: string;
   /** Rank 0's rendezvous port (`MASTER_PORT`); 0 on rank 0 lets the OS pick one. */
   masterPort: number;
-  /** The run's secret (`DCCL_TOKEN`). */
+  /** The run's token (`DCCL_TOKEN`, or derived from the launcher's run id: `tokenFrom`). */
   token: string;
+  /** Where the token came from: `DCCL_TOKEN`, or the launcher's variable it was derived from. */
+  tokenFrom: string;
   /** Which convention supplied rank and size. */
   source: string;
   /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
@@ -46,6 +49,37 @@ const LOCAL_CONVENTIONS: [string, string][] = [
   ["OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"],
   ["MPI_LOCALRANKID", "MPI_LOCALNRANKS"],
 ];
+
+/**
+ * Run ids launchers share with every rank of one run (and no other): Open MPI 4's job id, a PMIx
+ * namespace (Open MPI 5, PRRTE), Slurm's job (with its step), torchrun's rendezvous id (`none`
+ * when it was not given one: no id).
+ */
+const RUN_IDS: readonly string[] = [
+  "OMPI_MCA_ess_base_jobid",
+  "PMIX_NAMESPACE",
+  "SLURM_JOB_ID",
+  "TORCHELASTIC_RUN_ID",
+];
+
+/**
+ * The group's token: `DCCL_TOKEN` when set, else a digest of the first run id the launcher
+ * shares, so ranks of one run accept each other and ranks of another run are refused (a run id
+ * is no secret from other users of the machine: DCCL_TOKEN is for networks one does not trust).
+ */
+function tokenOf(env: Record<string, string | undefined>): { token: string; tokenFrom: string } {
+  if (env.DCCL_TOKEN) return { token: env.DCCL_TOKEN, tokenFrom: "DCCL_TOKEN" };
+  const from = RUN_IDS.find((v) => env[v] && env[v] !== "none");
+  if (!from) {
+    throw new Error(
+      `DCCL_TOKEN is not set and the launcher shares no run id (${RUN_IDS.join(", ")}): ` +
+        `export the same secret as DCCL_TOKEN for every rank of the run`,
+    );
+  }
+  const id = from === "SLURM_JOB_ID" ? `${env[from]}.${env.SLURM_STEP_ID ?? ""}` : env[from];
+  const token = createHash("sha256").update(`dccl run ${from}=${id}`).digest("hex");
+  return { token, tokenFrom: from };
+}
 
 const CONVENTIONS: [string, string, string][] = [
   ["torchrun", "RANK", "WORLD_SIZE"],
@@ -95,13 +129,9 @@ export function rankFromEnv(
         `rank ${rank} needs the port rank 0 picked`,
     );
   }
-  const token = env.DCCL_TOKEN;
-  if (!token) {
-    throw new Error("DCCL_TOKEN is not set: export the same secret for every rank of the run");
-  }
   const transport = processTransport(env.DCCL_TRANSPORT ?? PROCESS_TRANSPORTS[0]);
   return {
-    ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, token },
+    ...{ rank, size, masterAddr: env.MASTER_ADDR ?? "127.0.0.1", masterPort, ...tokenOf(env) },
     ...{ source, transport, local: localPlace(env) },
   };
 }

@@ -49,6 +49,9 @@ if (threads > 1) {
   ok = await group.results.then(() => true, () => false);
 } else {
   const connect = () => joinFromEnv({ timeoutMs, bind: env.DCCL_BIND, gpu });
-  ok = await runRank(connect, () => rankFunction(env.DCCL_MODULE!, "run"), args, printReport);
+  ok = await runRank(
+    { connect, fn: () => rankFunction(env.DCCL_MODULE!, "run"), args },
+    printReport,
+  );
 }
 Deno.exit(ok ? 0 : 1);

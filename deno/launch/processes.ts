@@ -18,7 +18,6 @@ import { failedEnd, parseMarked } from "../../primitives/launch/rank_report.ts";
 import {
   checkSize,
   deadlines,
-  FAILURE_GRACE_MS,
   type GroupOptions,
   type RankGroup,
   Supervisor,
@@ -42,8 +41,13 @@ export interface ProcessRanksOptions {
    */
   joinRank0?: { port: number; token: string };
   /**
+   * The ranks' timeout: once one has failed, the others have this long to exit before they are
+   * stopped. @default {30000}
+   */
+  timeoutMs?: number;
+  /**
    * Milliseconds the other ranks have to exit once one has exited 0; a rank still running then
-   * is stuck (the group fails, naming it). @default {32000}
+   * is stuck (the group fails, naming it). @default {2 × timeoutMs}
    */
   stragglerMs?: number;
   /** Address every rank listens on (`DCCL_BIND`). @default {"127.0.0.1"} */
@@ -103,10 +107,7 @@ export function runProcessRanks(
   // Every child must be gone before the group settles: no orphans.
   let allExited!: () => void;
   const exited = new Promise<void>((resolve) => allExited = resolve);
-  const supervisor = new Supervisor<unknown>(size * threads, {
-    graceMs: FAILURE_GRACE_MS,
-    stragglerMs: options.stragglerMs ?? DEFAULT_TIMEOUT_MS + FAILURE_GRACE_MS,
-  }, {
+  const supervisor = new Supervisor<unknown>(size * threads, deadlines(options), {
     // Children tell each other (their sockets close with the failed rank's code).
     relay() {},
     async stop() {
@@ -273,7 +274,6 @@ export function launchProcesses<T = unknown>(
       DCCL_TIMEOUT_MS: String(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
       DCCL_GPU: options.gpu ? "1" : "0",
     },
-    stragglerMs: deadlines(options).stragglerMs,
   });
   group.results.finally(() => Deno.removeSync(argsFile)).catch(() => {});
   return group as RankGroup<T>;

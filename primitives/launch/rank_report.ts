@@ -140,29 +140,45 @@ export async function rankFunction(
   return fn;
 }
 
+/** What {@linkcode runRank} runs. */
+export interface RankRun {
+  /** Makes the rank's communicator. */
+  connect: () => Promise<Communicator>;
+  /** The rank's function. */
+  fn: () => Promise<(comm: Communicator, args: unknown) => unknown>;
+  /** Its second argument. */
+  args: unknown;
+  /**
+   * Releases what the rank holds beyond its communicator (its WebGPU device) before the last
+   * report: a launcher may terminate a worker once it has reported how it ended.
+   */
+  release?: () => Promise<void>;
+}
+
 /**
  * Runs a rank: the communicator `connect` makes, the function `fn` on it, then the communicator's
  * close (which waits for the peers'); tells the launcher through `report` that the function
- * returned, and then how the rank ended. On a failure the peers learn why at once (unless this
- * rank failed because of one of them). Resolves whether the rank succeeded.
+ * returned, and then, once `release` is done, how the rank ended. On a failure the peers learn
+ * why at once (unless this rank failed because of one of them). Resolves whether the rank
+ * succeeded.
  */
 export async function runRank(
-  connect: () => Promise<Communicator>,
-  fn: () => Promise<(comm: Communicator, args: unknown) => unknown>,
-  args: unknown,
+  { connect, fn, args, release }: RankRun,
   report: (r: RankReport) => void,
 ): Promise<boolean> {
   let comm: Communicator | undefined;
+  let end: RankReport;
   try {
     comm = await connect();
     const result = await (await fn())(comm, args);
     report({ type: "returned" });
     await comm[Symbol.asyncDispose]();
-    report({ type: "done", result });
-    return true;
+    end = { type: "done", result };
   } catch (err) {
     await comm?.abort(err).catch(() => {});
-    report({ type: "error", ...failureReport(err) });
-    return false;
+    end = { type: "error", ...failureReport(err) };
   }
+  await release?.().catch(() => {});
+  report(end);
+  return end.type === "done";
 }

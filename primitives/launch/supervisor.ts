@@ -20,7 +20,7 @@ export interface GroupOptions {
   /**
    * Milliseconds the other ranks have to finish once one has returned; a rank still running then
    * is stuck (the group fails, naming it). The default outlasts the ranks' own timeouts, so a
-   * rank waiting for one that skipped a call reports that first. @default {timeoutMs + 2000}
+   * rank waiting for one that skipped a call reports that first. @default {2 × timeoutMs}
    */
   stragglerMs?: number;
   /** Passed to every rank's function (structured-cloned for workers, JSON for processes). */
@@ -73,20 +73,18 @@ export function checkSize(size: number): number {
   return size;
 }
 
-/** The supervisor's deadlines for a group started with `options`. */
-export function deadlines(options: GroupOptions): { graceMs: number; stragglerMs: number } {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  return {
-    graceMs: Math.min(FAILURE_GRACE_MS, timeoutMs),
-    stragglerMs: options.stragglerMs ?? timeoutMs + FAILURE_GRACE_MS,
-  };
-}
-
 /**
- * Milliseconds a launcher waits, once a rank has failed, for the others to report before it
- * judges and stops them: ranks that fail because of it usually report first.
+ * The supervisor's deadlines for a group started with `options`. Once a rank has failed, the
+ * others have the group's timeout to report (those that fail because of it usually report at
+ * once; survivors that catch it may go on working, slowly on a loaded machine) before they are
+ * judged and stopped: a rank that makes no progress for that long would time out by itself.
  */
-export const FAILURE_GRACE_MS = 2000;
+export function deadlines(
+  options: Pick<GroupOptions, "timeoutMs" | "stragglerMs">,
+): { graceMs: number; stragglerMs: number } {
+  const graceMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return { graceMs, stragglerMs: options.stragglerMs ?? 2 * graceMs };
+}
 
 /** How a launcher acts on its ranks. */
 export interface SupervisorHooks {

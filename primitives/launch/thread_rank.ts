@@ -70,7 +70,10 @@ async function runGroup(init: ThreadInit): Promise<void> {
       Promise.resolve(
         new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu)),
       );
-    return runRank(connect, () => fn, init.args, (r) => scope.postMessage({ ...r, rank }));
+    return runRank(
+      { connect, fn: () => fn, args: init.args },
+      (r) => scope.postMessage({ ...r, rank }),
+    );
   }));
   await gpu.synchronize().catch(() => {});
 }

@@ -69,6 +69,7 @@ const scope = self as unknown as {
 };
 
 let transport: Transport | undefined;
+let gpu: GpuDevice | undefined;
 
 scope.onmessage = ({ data }) => {
   if (data.type === "abort") transport?.abort(new PeerFailedError(data.failedRank, data.reason));
@@ -77,7 +78,7 @@ scope.onmessage = ({ data }) => {
       const runtime = await loadRuntime(data.runtime);
       runtime.start?.(data.cpu);
       const heap = new RankHeap(data.heaps[data.slot]);
-      const gpu = data.gpu ? await GpuDevice.open() : undefined;
+      gpu = data.gpu ? await GpuDevice.open() : undefined;
       const { rank, handed, heaps, timeoutMs } = data;
       transport = data.hierarchy
         ? await joinHostRank(data, data.hierarchy, heap, runtime)
@@ -90,7 +91,13 @@ scope.onmessage = ({ data }) => {
       const comm = new Communicator(transport, new RankMemory(heap, gpu));
       return data.hierarchy ? calibrated(comm, transport) : comm;
     };
-    runRank(connect, () => rankFunction(data.module, data.entry), data.args, scope.postMessage);
+    runRank({
+      connect,
+      fn: () => rankFunction(data.module, data.entry),
+      args: data.args,
+      // The launcher may terminate this worker once it has reported: its device must be idle.
+      release: async () => await gpu?.synchronize(),
+    }, scope.postMessage);
   }
 };
 

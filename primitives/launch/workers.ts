@@ -23,7 +23,9 @@ import type { HierarchyPlan, PortMessage, RankInit } from "./worker_rank.ts";
 /**
  * Milliseconds to keep the process alive after terminating workers that hold WebGPU devices: on
  * Mesa's GL backend a process that exits while a terminated worker still tears its device down
- * corrupts the heap (docs/design.md, "WebGPU").
+ * corrupts the heap, and Deno says nothing when a terminated worker's thread has ended; a worker
+ * cannot destroy its device first either, while others hold theirs (docs/design.md, "WebGPU").
+ * Workers that report have waited for their devices to finish, so the teardown is short.
  */
 export const GPU_TEARDOWN_MS = 250;
 

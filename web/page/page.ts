@@ -122,6 +122,8 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
     },
   });
   await draw();
+  const footer = layout.footer(results.map((r) => r.row));
+  if (results.length > 0) table.textContent += footer + "\n";
   last = outcome;
   for (const id of ["download-csv", "download-json"]) byId<HTMLButtonElement>(id).disabled = false;
   return outcome;

@@ -1,0 +1,184 @@
+/*
+ * Open MPI's side of `deno task vs-mpi` (deno/bench/vs_mpi.ts builds it with mpicc): the
+ * collectives dccl measures, timed and checked the way dccl's harness does, written as rows of
+ * dccl's own CSV so that `deno task compare` reads both.
+ *
+ *   per size (1, 2, 4, ... max floats): warm-up, then R repeats of (barrier, I timed ops);
+ *   a repeat's time per op = sum over ranks of each rank's loop time / (ranks * I), and time_us
+ *   is the median repeat; min_us / max_us are the fastest and slowest rank's in that repeat.
+ *   Inputs are small integers, so every sum is exact whatever order MPI adds in; wrong counts
+ *   the elements, over all ranks, that differ from the exact result after the timed loop.
+ *
+ *   sendrecv  ranks 0 and 1 exchange (MPI_Sendrecv): both send and receive at once, as dccl's
+ *   bcast     MPI_Bcast from rank 0
+ *   reduce    MPI_Reduce, sum, to rank 0
+ *   allreduce MPI_Allreduce, sum
+ *
+ * usage: mpi_coll -m MAX_FLOATS -p prim,prim -t SECONDS_PER_SIZE -r REPEATS
+ * output (rank 0): the CSV header, then a row per primitive and size.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size;
+
+/* What rank r holds at element i: small integers, so sums over ranks are exact in f32. */
+static float input(int r, long i) { return (float)((r + 1) * ((i % 1021) + 1)); }
+
+static void fill(float *buf, long n, int r)
+{
+    for (long i = 0; i < n; i++) buf[i] = r < 0 ? -1.0f : input(r, i);
+}
+
+/* Elements of buf that differ from rank `from`'s input, or from the sum over ranks (from < 0). */
+static long wrong_in(const float *buf, long n, int from)
+{
+    const float ranks = (float)size * (size + 1) / 2.0f;
+    long wrong = 0;
+    for (long i = 0; i < n; i++) {
+        float want = from >= 0 ? input(from, i) : ranks * (float)((i % 1021) + 1);
+        wrong += buf[i] != want;
+    }
+    return wrong;
+}
+
+typedef enum { SENDRECV, BCAST, REDUCE, ALLREDUCE } prim_t;
+static const char *NAMES[] = {"sendrecv", "bcast", "reduce", "allreduce"};
+
+static void op(prim_t p, float *send, float *recv, int n)
+{
+    switch (p) {
+    case SENDRECV:
+        if (rank < 2) {
+            int peer = 1 - rank;
+            MPI_Sendrecv(send, n, MPI_FLOAT, peer, 7, recv, n, MPI_FLOAT, peer, 7, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+        }
+        break;
+    case BCAST:
+        MPI_Bcast(rank == 0 ? send : recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        break;
+    case REDUCE:
+        MPI_Reduce(send, recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+        break;
+    case ALLREDUCE:
+        MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    }
+}
+
+/* Wrong elements on this rank after `p` (summed over ranks by the caller). */
+static long check(prim_t p, const float *recv, long n)
+{
+    switch (p) {
+    case SENDRECV: return rank < 2 ? wrong_in(recv, n, 1 - rank) : 0;
+    case BCAST: return rank == 0 ? 0 : wrong_in(recv, n, 0);
+    case REDUCE: return rank == 0 ? wrong_in(recv, n, -1) : 0;
+    default: return wrong_in(recv, n, -1);
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One repeat: the loop time of every rank, reduced to [sum, min, max]. */
+static void timed(prim_t p, float *send, float *recv, int n, int iters, double out[3])
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) op(p, send, recv, n);
+    double t = MPI_Wtime() - t0;
+    MPI_Reduce(&t, &out[0], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&t, &out[1], 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&t, &out[2], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    long max = 1L << 22;
+    double per_size = 0.2;
+    int repeats = 3, c;
+    char prims[256] = "allreduce,bcast,reduce";
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    while ((c = getopt(argc, argv, "m:p:t:r:")) != -1) {
+        if (c == 'm') max = atol(optarg);
+        else if (c == 'p') snprintf(prims, sizeof prims, "%s", optarg);
+        else if (c == 't') per_size = atof(optarg);
+        else if (c == 'r') repeats = atoi(optarg) < 1 ? 1 : atoi(optarg) > 15 ? 15 : atoi(optarg);
+        else MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    float *send = malloc(sizeof(float) * max), *recv = malloc(sizeof(float) * max);
+    if (!send || !recv) {
+        fprintf(stderr, "rank %d: cannot allocate 2 x %ld floats\n", rank, max);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    fill(send, max, rank);
+    if (rank == 0) {
+        printf("primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,"
+               "gbps,algbw_gbs,busbw_gbs,wrong\n");
+    }
+    char *rest, *name;
+    for (name = strtok_r(prims, ",", &rest); name; name = strtok_r(NULL, ",", &rest)) {
+        prim_t p;
+        for (p = SENDRECV; p <= ALLREDUCE && strcmp(name, NAMES[p]); p++) {}
+        if (p > ALLREDUCE || (p == SENDRECV && size != 2)) {
+            if (rank == 0) fprintf(stderr, "mpi_coll: %s is not measured on %d ranks\n", name, size);
+            continue;
+        }
+        double bus = p == ALLREDUCE ? 2.0 * (size - 1) / size : 1.0;
+        for (long n = 1; n <= max; n *= 2) {
+            fill(recv, n, -1);
+            /* Iterations: as many as fill per_size seconds, timed from batches that double until
+             * one takes 10 ms (16 ops at least), going by the fastest batch per op (a batch the scheduler
+             * interrupted says nothing of the op); rank 0 decides for all. */
+            double guess = 1e30;
+            for (int k = 1;; k *= 2) {
+                double t[3];
+                timed(p, send, recv, (int)n, k, t);
+                if (t[0] / size / k < guess) guess = t[0] / size / k;
+                int more = (t[0] / size < 0.01 || k < 16) && k < 65536;
+                MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                if (!more) break;
+            }
+            MPI_Bcast(&guess, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            long it = guess > 0 ? (long)(per_size / repeats / guess) : 10000;
+            int iters = it < 2 ? 2 : it > 10000 ? 10000 : (int)it;
+            for (int i = 0; i < iters / 10 + 1; i++) op(p, send, recv, (int)n);
+            double sums[15], mins[15], maxs[15];
+            for (int r = 0; r < repeats; r++) {
+                double t[3];
+                timed(p, send, recv, (int)n, iters, t);
+                sums[r] = t[0];
+                mins[r] = t[1];
+                maxs[r] = t[2];
+            }
+            long wrong = check(p, recv, n), total = 0;
+            MPI_Reduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank != 0) continue;
+            /* The median repeat, and its fastest and slowest rank. */
+            double sorted[15];
+            memcpy(sorted, sums, sizeof(double) * repeats);
+            qsort(sorted, repeats, sizeof(double), by_value);
+            int median = 0;
+            while (sums[median] != sorted[repeats / 2]) median++;
+            double us = sums[median] / ((double)size * iters) * 1e6;
+            double bytes = (double)n * 4, algbw = bytes / us / 1e3;
+            printf("%s,mpi,host,open-mpi,%d,%ld,%.0f,%d,%.4f,%.4f,%.4f,%.6f,%.6f,%.6f,%ld\n",
+                   name, size, n, bytes, iters, us, mins[median] / iters * 1e6,
+                   maxs[median] / iters * 1e6, algbw * 8, algbw, algbw * bus, total);
+            fflush(stdout);
+        }
+    }
+    free(send);
+    free(recv);
+    MPI_Finalize();
+    return 0;
+}
