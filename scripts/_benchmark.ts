@@ -21,7 +21,14 @@ import { requireDevice, type Task, taskMain } from "./_task.ts";
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
   const s = plan.sweep;
-  const factor = PRIMITIVES[s.primitive].busFormula;
+  const spec = PRIMITIVES[s.primitive], factor = spec.busFormula;
+  // Only what this primitive takes: sendrecv names no op and no root.
+  const takes = [
+    `algorithm ${s.algorithm}`,
+    ...(spec.reduces ? [`op ${s.op}`] : []),
+    `dtype ${s.dtype}`,
+    ...(spec.rooted ? [`root ${s.root}`] : []),
+  ].join(", ");
   const ranks = TRANSPORTS[plan.transport].launch === "thread"
     ? `${plan.procs} logical ranks on 1 device`
     : plan.threads > 1
@@ -31,7 +38,7 @@ export function describe(plan: RunPlan): string[] {
   // Each line fits a 120-column terminal, as the table does.
   return [
     `dccl ${s.primitive}: ${ranks}, transport ${s.transport}, memory ${s.memory}${touched}`,
-    `algorithm ${s.algorithm}, op ${s.op}, dtype ${s.dtype}, root ${s.root}`,
+    takes,
     (s.timing === "per-iter"
       ? "timing per-iter: a barrier, then each op timed alone on every rank"
       : "timing back-to-back: after a barrier every rank times `iters` consecutive ops") +

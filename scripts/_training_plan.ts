@@ -136,6 +136,8 @@ export interface TrainPlan {
   overwriteCheckpoint: boolean;
   csv?: string;
   json?: string;
+  /** Said on stderr before the run (a `--resume` with nothing to resume, say). */
+  notes: string[];
 }
 
 /** A learning rate or similar: a positive decimal, plain or with an exponent. */
@@ -234,11 +236,18 @@ export async function planTraining(
   const relaunched = launcher === "env" &&
     Number(Deno.env.get("TORCHELASTIC_RESTART_COUNT") ?? "0") > 0;
   if (relaunched && checkpoint) config.resume = resumable(checkpoint.dir, config);
+  const notes: string[] = [];
   if (config.resume) {
     const flag = config.resume === "latest" ? "--resume" : "--resume-previous";
     const found = readCheckpoint(checkpoint!.dir, config, config.resume);
     if (typeof found === "string") throw new UsageError(`${flag}: ${found}`);
-    if (!found) throw new UsageError(`${flag}: ${checkpoint!.dir} holds no checkpoint`);
+    // Nothing to go on from: the first run of a job that always says --resume (torchrun's way).
+    if (!found && config.resume === "latest") {
+      notes.push(`--resume: ${checkpoint!.dir} holds no checkpoint yet; starting fresh`);
+      config.resume = undefined;
+    } else if (!found) {
+      throw new UsageError(`${flag}: ${checkpoint!.dir} holds no checkpoint`);
+    }
   } else if (checkpoint && v["overwrite-checkpoint"] !== "true") {
     const held = Object.values(META_FILES).find((f) => isFile(`${checkpoint.dir}/${f}`));
     if (held) {
@@ -258,6 +267,7 @@ export async function planTraining(
     overwriteCheckpoint: v["overwrite-checkpoint"] === "true",
     csv,
     json,
+    notes,
   };
 }
 

@@ -26,7 +26,8 @@ const FLAGS: Record<string, FlagSpec> = {
     path: true,
   },
   procs: {
-    help: "ranks of OSU collective inputs (their output does not say; point-to-point ones are 2)",
+    help: "ranks of OSU collective inputs whose name does not say (osu_allreduce_p4.txt, " +
+      "_np4, -n4) and that carry no :RANKS suffix (osu.txt:4); point-to-point ones are 2",
     default: "2",
   },
   tolerance: {
@@ -35,8 +36,14 @@ const FLAGS: Record<string, FlagSpec> = {
   },
 };
 
+/** An input file, and its ranks where the command line or its name says them (OSU's do not). */
+interface InputFile {
+  path: string;
+  procs?: number;
+}
+
 interface ComparePlan {
-  files: string[];
+  files: InputFile[];
   out: string;
   procs: number;
   tolerance: number;
@@ -48,22 +55,51 @@ interface ComparePlan {
  */
 async function readCurves(plan: ComparePlan, signal: AbortSignal): Promise<CurveSet> {
   const set = new CurveSet();
-  for (const file of plan.files) {
+  // OSU collective files whose ranks nothing said, by primitive: two of them may be two groups.
+  const unsaid = new Map<string, string>();
+  for (const { path, procs } of plan.files) {
     try {
-      for await (const point of readResultsFile(file, plan.procs)) {
+      // NaN asks the reader to mark points whose ranks the file does not say.
+      for await (const point of readResultsFile(path, procs ?? NaN)) {
         signal.throwIfAborted();
+        if (Number.isNaN(point.procs)) {
+          const other = unsaid.get(point.primitive);
+          if (other !== undefined && other !== path) {
+            throw new UsageError(
+              `${other} and ${path}: OSU output does not say its ranks, and two runs of ` +
+                `${point.primitive} may be two group sizes; give each its ranks (${other}:2 ` +
+                `${path}:4) or name them so (osu_${point.primitive}_p4.txt)`,
+            );
+          }
+          unsaid.set(point.primitive, path);
+          point.procs = plan.procs;
+        }
         set.add(point);
       }
     } catch (e) {
-      if (!(e instanceof Error) || e === signal.reason) throw e;
+      if (!(e instanceof Error) || e === signal.reason || e instanceof UsageError) throw e;
       // A missing file or a folder: the system's words; a bad file: the reader's.
       const why = e instanceof ResultFormatError
         ? e.message
-        : `${file}: cannot read it (${e.name}${e.name === "IsADirectory" ? ": pass files" : ""})`;
+        : `${path}: cannot read it (${e.name}${e.name === "IsADirectory" ? ": pass files" : ""})`;
       throw new UsageError(why.split("\n")[0]);
     }
   }
   return set;
+}
+
+/**
+ * `path` with its ranks: a `:RANKS` suffix (`osu.txt:4`), else a rank count its name gives
+ * (`osu_allreduce_p4.txt`, `_np4`, `-n4`, `_4ranks`), else none.
+ */
+function inputFile(given: string): InputFile {
+  const suffix = given.match(/^(.+):(\d+)$/);
+  const path = userPath(suffix ? suffix[1] : given);
+  const named = path.split("/").at(-1)!.match(
+    /(?:[_-](?:n?p|n)(\d+)|[_-](\d+)[_-]?ranks?)(?=[._-]|$)/i,
+  );
+  const procs = suffix ? suffix[2] : named?.[1] ?? named?.[2];
+  return { path, procs: procs === undefined ? undefined : integer("procs", procs, 1, MAX_PROCS) };
 }
 
 const COMPARE: Task<ComparePlan> = {
@@ -74,9 +110,10 @@ const COMPARE: Task<ComparePlan> = {
   positionals: true,
   plan(values, positionals) {
     // A run's CSV and its JSON sidecar hold the same rows (as `dir/*` passes them): read one.
-    const inputs = positionals.map((p) => userPath(p));
-    const files = inputs.filter((f) =>
-      !(/\.json$/i.test(f) && inputs.includes(f.replace(/\.json$/i, ".csv")))
+    const inputs = positionals.map(inputFile);
+    const paths = inputs.map((f) => f.path);
+    const files = inputs.filter(({ path }) =>
+      !(/\.json$/i.test(path) && paths.includes(path.replace(/\.json$/i, ".csv")))
     );
     if (files.length === 0) {
       throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
@@ -117,7 +154,7 @@ const COMPARE: Task<ComparePlan> = {
     Deno.mkdirSync(dirname(out), { recursive: true });
     writeTogether([
       [svgPath, () => svg],
-      [out, () => renderHtml(svg, rows, plan.files, plan.tolerance, wrong)],
+      [out, () => renderHtml(svg, rows, plan.files.map((f) => f.path), plan.tolerance, wrong)],
     ]);
     console.log(formatCrossovers(rows, wrong));
     console.log(`\nchart: ${svgPath}\nreport: ${out}`);

@@ -13,7 +13,11 @@ import { checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
-import { writeAtomically } from "../deno/files/atomic_file.ts";
+import { writeAtomically, writeTogether } from "../deno/files/atomic_file.ts";
+import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import { crossovers, CurveSet, wrongResults } from "../bench/compare/crossover.ts";
+import { timeLeft } from "../bench/progress.ts";
+import { readResultsFile } from "../deno/bench/result_files.ts";
 import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
 
 const PRIMITIVE_NAMES = Object.keys(PRIMITIVES) as PrimitiveName[];
@@ -114,10 +118,16 @@ const SWEEP: Task<SweepPlan> = {
     writeAtomically(indexPath, stringify(lines));
     const machine = await collectMetadata(argv, {});
     let failed = 0;
+    const measured: string[] = [];
+    const cells = sweep.primitives.length * sweep.transports.length * sweep.memory.length *
+      sweep.procs.length;
+    const started = performance.now();
+    let cell = 0;
     for (const primitive of sweep.primitives) {
       for (const transport of sweep.transports) {
         for (const memory of sweep.memory) {
           for (const procs of sweep.procs) {
+            cell++;
             const name = `${primitive}-${transport}-${memory}-${procs}`;
             const axes = [primitive, transport, memory, procs];
             const plan = await combination(sweep, name, primitive, transport, memory, procs);
@@ -127,17 +137,19 @@ const SWEEP: Task<SweepPlan> = {
               continue;
             }
             const metadata = { ...machine, options: { ...plan.sweep, procs } };
-            const started = performance.now();
+            const began = performance.now();
             try {
               const summary = await runPlan(plan, { table: false, metadata, signal });
-              const seconds = ((performance.now() - started) / 1000).toFixed(1);
+              const seconds = ((performance.now() - began) / 1000).toFixed(1);
               const status = summary.wrong > 0 ? "wrong" : "ok";
               if (summary.wrong > 0) failed++;
+              const eta = cell < cells ? timeLeft(performance.now() - started, cell / cells) : "";
               console.log(
                 `${status.padEnd(5)} ${name}: ${summary.rows} sizes, ${summary.wrong} wrong, ` +
-                  `${seconds} s → ${plan.csv}`,
+                  `${seconds} s → ${plan.csv} (${cell}/${cells}${eta ? `, ${eta}` : ""})`,
               );
               index([...axes, status, summary.rows, summary.wrong, plan.csv!, ""]);
+              measured.push(plan.csv!);
             } catch (e) {
               // After Ctrl-C, whatever failed failed because of it.
               const why = signal.aborted ? signal.reason : e;
@@ -152,8 +164,27 @@ const SWEEP: Task<SweepPlan> = {
       }
     }
     console.log(`index: ${indexPath}`);
+    if (measured.length > 0) {
+      const { svg, html } = await drawSweep(measured, sweep.out);
+      console.log(`chart: ${svg}\nreport: ${html}`);
+    }
     return failed > 0 ? 1 : 0;
   },
 };
+
+/**
+ * The sweep's own chart and report beside its CSVs (`chart.svg`, `report.html`), drawn by the
+ * same code as `deno task compare` over every CSV it measured.
+ */
+async function drawSweep(csvs: string[], out: string): Promise<{ svg: string; html: string }> {
+  const set = new CurveSet();
+  for (const csv of csvs) for await (const point of readResultsFile(csv)) set.add(point);
+  const curves = set.curves();
+  const svg = await renderSvg(curves);
+  const html = renderHtml(svg, crossovers(curves), csvs, 0.1, wrongResults(curves));
+  const paths = { svg: `${out}/chart.svg`, html: `${out}/report.html` };
+  writeTogether([[paths.svg, () => svg], [paths.html, () => html]]);
+  return paths;
+}
 
 Deno.exit(await taskMain(SWEEP, Deno.args));

@@ -15,6 +15,7 @@ const TRAIN: Task<TrainPlan> = {
   summary: "Trains an MNIST MLP data-parallel over dccl's primitives.",
   flags: TRAIN_FLAGS,
   plan: (values, _, argv) => planTraining(values, undefined, givenFlags(argv)),
+  notes: (plan) => plan.notes,
   async run(plan, signal, argv) {
     const { mnist: _, ...options } = plan;
     const metadata = await collectMetadata(argv, { ...options.config, csv: plan.csv });

@@ -57,6 +57,10 @@ for (const [sync, extra] of RUNS) {
       await assertRejects(() => group.results, { name: "RankFailedError" });
       const at = meta(dir)!;
       assertEquals([at.epoch, at.step % 4, at.rows.length], [1, 0, 1]);
+      // Each rank file carries the ms its rank had spent in the epoch (after the score).
+      const head = await Deno.readFile(`${dir}/${at.files[0].name}`);
+      const carried = new Float64Array(head.buffer, 0, 4)[3];
+      assert_(carried > 0, `the epoch's time so far: ${carried} ms`);
 
       const resumed = await runTraining(await plan([...saving, "--resume"]), out);
       // Counted, not diffed: a diff of two 200k-element arrays takes minutes to print.
@@ -65,6 +69,8 @@ for (const [sync, extra] of RUNS) {
         assertEquals(differ, 0, `rank ${r}: parameters that differ from the run never stopped`);
       }
       const [a, b] = [whole[0].summary!.epochs, resumed[0].summary!.epochs];
+      // The resumed epoch's time covers it whole, the part before the checkpoint included.
+      assert_(b[1].time_s * 1000 >= carried, `${b[1].time_s} s < ${carried} ms carried`);
       assertEquals(b.map((r) => [r.loss, r.test_acc]), a.map((r) => [r.loss, r.test_acc]));
     } finally {
       await Deno.remove(dir, { recursive: true });
@@ -80,7 +86,11 @@ Deno.test("checkpoint: bad checkpoint flags and checkpoints of another run are o
     };
     await refused(["--resume"], /--resume is not accepted without --checkpoint DIR/);
     await refused(["--checkpoint-every", "5"], /without --checkpoint/);
-    await refused(["--checkpoint", dir, "--resume"], /--resume: .* holds no checkpoint/);
+    // torchrun's habit: a job that always says --resume starts fresh the first time, saying so.
+    const fresh = await plan([...QUICK, "--checkpoint", dir, "--resume"]);
+    assertEquals(fresh.config.resume, undefined);
+    assertEquals(fresh.notes, [`--resume: ${dir} holds no checkpoint yet; starting fresh`]);
+    await refused(["--checkpoint", dir, "--resume-previous"], /--resume-previous: .* holds no/);
     await refused(
       ["--checkpoint", dir, "--checkpoint-every", "5", "--sync", "ps", "--procs", "3"],
       /--checkpoint-every 5 is not accepted with --sync ps/,

@@ -437,6 +437,10 @@ Deno.test("cli: sweep runs the matrix and says which combinations it skipped and
   assert_(csv.slice(1).every((l) => l.split(",")[14] === "0"), "wrong = 0 on every row");
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/allreduce-shm-host-3.json`));
   assertEquals([json.metadata.options.procs, json.rows.length], [3, 7]);
+  // Its own chart and report beside the CSVs, and where it stands as it goes.
+  assert_(r.stdout.includes(`chart: ${dir}/chart.svg\nreport: ${dir}/report.html`), r.stdout);
+  assert_(Deno.readTextFileSync(`${dir}/chart.svg`).startsWith("<svg"), "an SVG");
+  assert_(/→ \S+allreduce-shm-host-2\.csv \(\d+\/16, ETA \d+s\)/.test(r.stdout), r.stdout);
 
   // compare reads what sweep wrote (a CSV and its sidecar are one run) and writes the chart and
   // the report.

@@ -17,6 +17,7 @@ import {
   renderSvg,
 } from "../bench/compare/chart.ts";
 import { CSV_COLUMNS } from "../bench/metrics.ts";
+import { twoCurves } from "./_curves.ts";
 
 const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
 
@@ -64,25 +65,6 @@ Deno.test("compare: crossover table from dccl CSVs", async () => {
   const html = renderHtml(svg, rows, ["a.csv"], 0.1);
   assert_(html.startsWith("<!doctype html>") && html.includes("<td>worker host</td>"));
 });
-
-/** Curves A and B at 1, 2, 4, … floats with these µs per op. */
-function twoCurves(a: number[], b: number[]) {
-  const point = (transport: string, us: number, i: number) => ({
-    source: "t.csv",
-    primitive: "allreduce",
-    procs: 2,
-    transport,
-    memory: "host",
-    algorithm: "auto",
-    threads: 1,
-    type: "f32",
-    floats: 2 ** i,
-    time_us: us,
-    gbps: 1,
-    wrong: 0,
-  });
-  return toCurves([...a.map((us, i) => point("A", us, i)), ...b.map((us, i) => point("B", us, i))]);
-}
 
 const ranges = (curves: ReturnType<typeof toCurves>, tolerance?: number) =>
   crossovers(curves, { tolerance }).map((r) => `${r.fastest}:${r.fromFloats}-${r.toFloats}`);

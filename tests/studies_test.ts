@@ -1,5 +1,5 @@
-// The speedup study's arithmetic and chart: Amdahl's serial fraction fitted only over runs with a
-// core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer rank ticks.
+// The speedup study's arithmetic and chart: Amdahl's serial fraction fitted only over two or more
+// runs with a core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer rank ticks.
 import { assert_, assertEquals } from "./_assert.ts";
 import { amdahlFit, speedupChart } from "../scripts/studies/speedup.ts";
 import { accuracyScale } from "../scripts/studies/study.ts";
@@ -11,13 +11,15 @@ const amdahl = (f: number, t1 = 10): [number, number][] =>
 
 Deno.test("speedup: Amdahl's fit recovers the serial fraction, over ranks with a core each", () => {
   assertEquals(Number(amdahlFit(amdahl(0.2), 8)!.toFixed(6)), 0.2);
-  // 8 ranks on 2 cores ran 4x slower than Amdahl: ignored when the machine has 2 cores.
-  const crowded = amdahl(0.2).map(([p, t]) => [p, p > 2 ? t * 4 : t] as [number, number]);
-  assertEquals(Number(amdahlFit(crowded, 2)!.toFixed(6)), 0.2);
+  // 8 ranks on 4 cores ran 4x slower than Amdahl: ignored when the machine has 4 cores.
+  const crowded = amdahl(0.2).map(([p, t]) => [p, p > 4 ? t * 4 : t] as [number, number]);
+  assertEquals(Number(amdahlFit(crowded, 4)!.toFixed(6)), 0.2);
   assert_(amdahlFit(crowded, 8)! > 0.5, "fitted over the crowded runs too, it would be far off");
+  // One rank count with a core per rank fits any fraction: no fit (2 cores: only 2 ranks).
+  assertEquals(amdahlFit(crowded, 2), undefined);
   // Superlinear runs would give a negative fraction, slow ones more than 1: held to [0, 1].
-  assertEquals(amdahlFit([[1, 10], [2, 4]], 2), 0);
-  assertEquals(amdahlFit([[1, 10], [2, 30]], 2), 1);
+  assertEquals(amdahlFit([[1, 10], [2, 4], [4, 2]], 4), 0);
+  assertEquals(amdahlFit([[1, 10], [2, 30], [4, 30]], 4), 1);
   assertEquals(amdahlFit([[1, 10], [4, 3]], 2), undefined);
 });
 

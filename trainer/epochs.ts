@@ -104,13 +104,15 @@ export function progressLine({ epoch, epochs, step, steps, loss, elapsedMs }: Pr
   const left = done > 0 && elapsedMs > 0
     ? Math.round((elapsedMs * (1 - done)) / done / 1000)
     : undefined;
+  // The same words as the benchmark's bar (bench/progress.ts; bench and trainer stay apart).
   const eta = left === undefined
     ? ""
-    : `, ETA ${
+    : `ETA ${
       left >= 60 ? `${Math.floor(left / 60)}m${String(left % 60).padStart(2, "0")}s` : `${left}s`
     }`;
   return `[${"#".repeat(filled)}${".".repeat(width - filled)}] epoch ${epoch + 1}/${epochs}, ` +
-    `step ${step}/${steps}${loss === undefined ? "" : `, loss ${loss.toFixed(4)}`}${eta}`;
+    `step ${step}/${steps}${loss === undefined ? "" : `, loss ${loss.toFixed(4)}`}` +
+    (eta ? `, ${eta}` : "");
 }
 
 /** The epoch table's title line. */

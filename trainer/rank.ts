@@ -44,7 +44,11 @@ export interface RunCheckpoints {
   /** The last checkpoint loaded into the engine, if there is one. */
   load(
     config: TrainConfig,
-  ): Promise<{ meta: RunPosition & { rows: EpochRow[] }; score: Score } | undefined>;
+  ): Promise<
+    { meta: RunPosition & { rows: EpochRow[] }; score: Score; epochMs: number } | undefined
+  >;
+  /** An epoch's loop starts now, `carriedMs` into it (a resumed epoch's time before the resume). */
+  startEpoch(carriedMs?: number): void;
   /** After a step of an epoch of `steps`: writes a checkpoint when one is due. */
   afterStep(
     position: RunPosition,
@@ -189,7 +193,10 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
       ctx.staleness = { pushes: 0, total: 0, max: 0 };
       await comm.barrier();
       ctx.watch.reset();
-      const start = performance.now();
+      // A resumed epoch's time covers it whole: the part before the checkpoint counts too.
+      const carried = epoch === first.epoch ? resumed?.epochMs ?? 0 : 0;
+      checkpointer?.startEpoch(carried);
+      const start = performance.now() - carried;
       await strategy.epoch(ctx, epoch);
       await engine.synchronize();
       ctx.watch.lap("compute");

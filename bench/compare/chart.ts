@@ -73,7 +73,14 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
           transform: [{ filter: "datum.wrong == 0" }],
           mark: { type: "line", point: true },
           encoding: {
-            color: { field: "curve", type: "nominal", title: null },
+            // Twenty colours before one repeats; dashes and markers repeat at other lengths, so
+            // no two curves of a chart look alike.
+            color: {
+              field: "curve",
+              type: "nominal",
+              title: null,
+              scale: { scheme: "category20" },
+            },
             strokeDash: { field: "curve", type: "nominal", title: null },
             shape: { field: "curve", type: "nominal", title: null },
           },
@@ -85,6 +92,8 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
       ],
     },
     resolve: { scale: { y: "independent" } },
+    // Legend labels whole: they are what tells the curves apart.
+    config: { legend: { labelLimit: 0 } },
   };
 }
 
@@ -127,7 +136,10 @@ function sizeTicks(floats: number[]): number[] {
   return Array.from({ length: Math.floor((hi - lo) / step) + 1 }, (_, k) => 2 ** (lo + k * step));
 }
 
-/** A Vega expression writing a power of two as the CLI's sizes: 512, 4K, 16M, 1G. */
+/**
+ * A Vega expression writing a power of two as the CLI's sizes: 512, 4K, 16M, 1G, and sizes below
+ * one float (other tools' 1- and 2-byte messages) in bytes: 1B, 2B.
+ */
 const BINARY_SIZE = [
   [2 ** 30, "G"],
   [2 ** 20, "M"],
@@ -135,7 +147,7 @@ const BINARY_SIZE = [
 ].reduceRight(
   (rest, [unit, suffix]) =>
     `datum.value >= ${unit} ? format(datum.value / ${unit}, "d") + "${suffix}" : ${rest}`,
-  'format(datum.value, "d")',
+  'datum.value < 1 ? format(datum.value * 4, "d") + "B" : format(datum.value, "d")',
 );
 
 /** Renders the chart to an SVG document. */

@@ -164,9 +164,18 @@ export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Cro
     let ranges = leadRanges(rows, tolerance);
     if (tolerance > 0) ranges = joinBlips(ranges);
     for (const r of ranges) {
-      const ratios = panel.map((_, i) =>
-        i === r.lead ? NaN : median(r.rows.map((row) => row.us[i] / row.us[r.lead]))
-      );
+      const ratiosTo = (lead: number) =>
+        panel.map((_, i) =>
+          i === lead ? NaN : median(r.rows.map((row) => row.us[i] / row.us[lead]))
+        );
+      let ratios = ratiosTo(r.lead);
+      // The fastest is never slower at the median than another curve over its range: a curve
+      // ahead of it there leads instead (the log-average pick can differ on skewed ranges).
+      for (let turn = 0; turn < panel.length && smallest(ratios).value < 1; turn++) {
+        r.lead = smallest(ratios).index;
+        ratios = ratiosTo(r.lead);
+      }
+      const margin = smallest(ratios).value;
       out.push({
         primitive: panel[0].primitive,
         procs: panel[0].procs,
@@ -174,10 +183,7 @@ export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Cro
         toFloats: r.rows.at(-1)!.floats,
         fastest: panel[r.lead].label,
         level: panel.flatMap((c, i) => ratios[i] <= 1 + tolerance ? [c.label] : []),
-        margin: ratios.reduce(
-          (m, x) => Number.isNaN(x) ? m : Number.isNaN(m) ? x : Math.min(m, x),
-          NaN,
-        ),
+        margin,
       });
     }
   }
@@ -241,6 +247,15 @@ function joinBlips(ranges: LeadRange[]): LeadRange[] {
     }
   }
   return out;
+}
+
+/** The smallest of `values` that is a number, and where it is (NaN, −1 when none is). */
+function smallest(values: number[]): { value: number; index: number } {
+  let value = NaN, index = -1;
+  values.forEach((x, i) => {
+    if (!Number.isNaN(x) && !(x >= value)) [value, index] = [x, i];
+  });
+  return { value, index };
 }
 
 function fastest(us: number[]): number {

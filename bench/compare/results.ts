@@ -64,7 +64,8 @@ export interface ResultFile {
 
 /**
  * Reads one file's points, recognising its format from its first bytes. A sweep's `index.csv`
- * holds no points (it lists the sweep's files) and yields none.
+ * holds no points (it lists the sweep's files) and yields none. `defaultProcs` is the ranks of
+ * OSU collective output, which does not say them (NaN: leave them NaN, for the caller to decide).
  */
 export async function* readResults(file: ResultFile, defaultProcs = 2): AsyncGenerator<Point> {
   const path = file.name;
@@ -233,7 +234,8 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
  * where another tool measured bytes), times and rates > 0.
  */
 function checked(p: Point): Point {
-  const problem = !Number.isInteger(p.procs) || p.procs < 1
+  // NaN ranks: a file that does not say them, where the caller asked to be told (readResults).
+  const problem = !(Number.isNaN(p.procs) || (Number.isInteger(p.procs) && p.procs >= 1))
     ? `procs ${p.procs} (expected an integer ≥ 1)`
     : !(p.floats >= 0)
     ? `floats ${p.floats} (expected ≥ 0)`

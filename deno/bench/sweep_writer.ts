@@ -20,6 +20,7 @@ import {
   type TableLayout,
 } from "../../bench/report_format.ts";
 import { writeTogether } from "../files/atomic_file.ts";
+import { timeLeft } from "../../bench/progress.ts";
 
 /** Writes one sweep's results as they arrive. */
 export class SweepWriter implements SweepSink {
@@ -27,6 +28,7 @@ export class SweepWriter implements SweepSink {
   #table: TableLayout;
   #results: SizeResult[] = [];
   #bar: boolean;
+  #startedAt = performance.now();
 
   /** A writer of the sweep `options` describe. */
   constructor(options: ReportOptions) {
@@ -81,8 +83,9 @@ export class SweepWriter implements SweepSink {
     const done = this.#results.length, counts = this.#o.counts, width = 30;
     const filled = Math.round((done / Math.max(counts.length, 1)) * width);
     const bar = "#".repeat(filled) + ".".repeat(width - filled);
-    const next = done < counts.length ? `, measuring ${sizeName(counts[done])} floats` : "";
-    const line = `\r\x1b[2K[${bar}] ${done}/${counts.length} sizes${next}`;
+    const next = done < counts.length ? `, measuring ${sizeName(counts[done])} elements` : "";
+    const eta = timeLeft(performance.now() - this.#startedAt, done / counts.length);
+    const line = `\r\x1b[2K[${bar}] ${done}/${counts.length} sizes${next}${eta ? `, ${eta}` : ""}`;
     Deno.stderr.writeSync(new TextEncoder().encode(line));
   }
 

@@ -24,6 +24,11 @@ export interface LaunchOptions extends GroupOptions {
    * hierarchical group of `size × threads` ranks. @default {1}
    */
   threads?: number;
+  /**
+   * Where process ranks' output lines go (workers print to this process's console). @default
+   * {rank 0's stdout as it is, every other line prefixed `[rank r]`}
+   */
+  onLine?: (rank: number, stream: "stdout" | "stderr", line: string) => void;
 }
 
 /**
@@ -46,7 +51,7 @@ export function launchGroup<T = unknown>(
   options: LaunchOptions,
 ): RankGroup<T> {
   const transport = options.transport ?? TRANSPORT_NAMES[0];
-  const { bind, threads, ...given } = { ...options, transport };
+  const { bind, threads, onLine, ...given } = { ...options, transport };
   // Deno's ranks install its platform offers and are placed on CPUs as Open MPI binds them.
   const common = { runtime: RANK_RUNTIME, placement: cpuForSlot, ...given };
   const launch = TRANSPORTS[transport].launch;
@@ -63,6 +68,7 @@ export function launchGroup<T = unknown>(
     ...common,
     bind,
     threads,
+    onLine,
     // Ranks listening on every interface are reached on this machine through loopback.
     masterAddr: bind === undefined || bind === "0.0.0.0" || bind === "::" ? "127.0.0.1" : bind,
   });

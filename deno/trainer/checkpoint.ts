@@ -53,8 +53,11 @@ export const META_FILES: Record<Generation, string> = {
 };
 const rankFile = (generation: number, rank: number) => `rank-${rank}.g${generation}.bin`;
 const RANK_FILE = /^rank-(\d+)\.g(\d+)\.bin$/;
-/** Bytes before a rank file's floats: its running score (loss, correct, rows) as f64. */
-const SCORE_BYTES = 24;
+/**
+ * Bytes before a rank file's floats, as f64: its running score (loss, correct, rows) and the ms
+ * this rank had spent in the epoch (so a resumed epoch's time covers all of it).
+ */
+const SCORE_BYTES = 32;
 
 /** The settings a checkpoint holds a run to: everything that changes the arithmetic. */
 export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
@@ -252,6 +255,9 @@ export class Checkpointer implements RunCheckpoints {
   readonly #mine: HostBuffer<Int32Array>;
   readonly #all: HostBuffer<Int32Array>;
 
+  /** When this rank's current epoch began, less the time it had run before a resume. */
+  #epochStartedAt = performance.now();
+
   /**
    * Checkpoints of `engine`'s parameters and optimizer state, and `extra` state beside them (the
    * gradient hook's error-feedback residual).
@@ -279,7 +285,9 @@ export class Checkpointer implements RunCheckpoints {
    * infinities, and resolves with it (with the running training score it held); `undefined`
    * when the folder holds none. Every rank calls it.
    */
-  async load(config: TrainConfig): Promise<{ meta: CheckpointMeta; score: Score } | undefined> {
+  async load(
+    config: TrainConfig,
+  ): Promise<{ meta: CheckpointMeta; score: Score; epochMs: number } | undefined> {
     const which = config.resume === "previous" ? "previous" : "latest";
     const meta = readMeta(this.#o.dir, config, which);
     if (typeof meta === "string") throw new Error(meta);
@@ -297,7 +305,7 @@ export class Checkpointer implements RunCheckpoints {
           `${SCORE_BYTES + 4 * floats}`,
       );
     }
-    const score = new Float64Array(bytes.buffer, 0, 3);
+    const score = new Float64Array(bytes.buffer, 0, 4);
     const state = new Float32Array(bytes.buffer, SCORE_BYTES, floats);
     if (!state.every(Number.isFinite) || !score.every(Number.isFinite)) {
       throw new Error(`${path} holds NaN or infinite values: not a state to train on from`);
@@ -308,7 +316,11 @@ export class Checkpointer implements RunCheckpoints {
     await params.write(state.subarray(0, params.length));
     if (optimizer.length > 0) await optimizer.write(state.subarray(params.length, extraAt));
     this.#extra.set(state.subarray(extraAt));
-    return { meta, score: { loss: score[0], correct: score[1], rows: score[2] } };
+    return {
+      meta,
+      score: { loss: score[0], correct: score[1], rows: score[2] },
+      epochMs: score[3],
+    };
   }
 
   /**
@@ -330,8 +342,14 @@ export class Checkpointer implements RunCheckpoints {
     return this.save(position, rows, this.#engine.runningScore?.());
   }
 
+  /** An epoch's loop starts now (after `carriedMs` of it before a resume). */
+  startEpoch(carriedMs = 0): void {
+    this.#epochStartedAt = performance.now() - carriedMs;
+  }
+
   /** After an epoch: writes a checkpoint at the start of the next one. */
   async afterEpoch(epoch: number, rows: EpochRow[]): Promise<void> {
+    this.#epochStartedAt = performance.now();
     await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });
   }
 
@@ -347,7 +365,8 @@ export class Checkpointer implements RunCheckpoints {
     const extraAt = params.length + optimizer.length;
     const bytes = new Uint8Array(SCORE_BYTES + 4 * (extraAt + this.#extra.length));
     const s = score ?? { loss: 0, correct: 0, rows: 0 };
-    new Float64Array(bytes.buffer, 0, 3).set([s.loss, s.correct, s.rows]);
+    const epochMs = performance.now() - this.#epochStartedAt;
+    new Float64Array(bytes.buffer, 0, 4).set([s.loss, s.correct, s.rows, epochMs]);
     const state = new Float32Array(bytes.buffer, SCORE_BYTES);
     await params.read(state.subarray(0, params.length));
     if (optimizer.length > 0) await optimizer.read(state.subarray(params.length, extraAt));

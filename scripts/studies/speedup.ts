@@ -13,6 +13,7 @@ const TRANSPORTS = [TRANSPORT_TABLE.launching("workers")[0], PROCESS_TRANSPORTS[
 
 export async function speedup(ctx: StudyContext): Promise<StudyResult> {
   const notes: string[] = [];
+  let slower = false;
   for (const transport of TRANSPORTS) {
     const times: [number, number][] = [];
     for (const procs of [1, 2, 4, 8]) {
@@ -22,6 +23,11 @@ export async function speedup(ctx: StudyContext): Promise<StudyResult> {
       );
       times.push([procs, s.train_s]);
       const t1 = times[0][1], sp = t1 / s.train_s;
+      // Karp–Flatt's serial fraction is a fraction only where the ranks sped the run up.
+      const karpFlatt = procs > 1 && sp >= 1
+        ? round((1 / sp - 1 / procs) / (1 - 1 / procs), 3)
+        : "";
+      if (procs > 1 && sp < 1) slower = true;
       ctx.record({
         transport,
         launch: transport === TRANSPORTS[0] ? "threads (workers)" : "processes",
@@ -29,17 +35,26 @@ export async function speedup(ctx: StudyContext): Promise<StudyResult> {
         time_s: round(s.train_s, 2),
         speedup: round(sp, 2),
         efficiency: round(sp / procs, 2),
-        karp_flatt: procs > 1 ? round((1 / sp - 1 / procs) / (1 - 1 / procs), 3) : "",
+        karp_flatt: karpFlatt,
         test_acc_pct: pct(s.final_test_acc),
       });
     }
     const cores = navigator.hardwareConcurrency;
     const f = amdahlFit(times, cores);
+    const fitted = times.filter(([p]) => p > 1 && p <= cores).map(([p]) => p);
     notes.push(
       f === undefined
-        ? `${transport}: no Amdahl fit (it needs a run on 2 to ${cores} ranks, one per core)`
-        : `${transport}: Amdahl fit over 2–${cores} ranks (one per core): serial fraction ` +
-          `${round(f, 3)}, max speedup ${f > 0 ? `${round(1 / f, 1)}×` : "unbounded"}`,
+        ? `${transport}: no Amdahl fit: it needs runs on at least two rank counts from 2 to ` +
+          `${cores} (one rank per core; beyond that time slicing, not a serial part, slows the ` +
+          `runs), and this machine's ${cores} cores allow ${fitted.join(", ") || "none"}`
+        : `${transport}: Amdahl fit over ${fitted.join(", ")} ranks (one per core): serial ` +
+          `fraction ${round(f, 3)}, max speedup ${f > 0 ? `${round(1 / f, 1)}×` : "unbounded"}`,
+    );
+  }
+  if (slower) {
+    notes.push(
+      "karp_flatt is left empty where more ranks were slower than one (speedup below 1): the " +
+        "metric then exceeds 1, which measures the ranks' overhead, not a serial fraction",
     );
   }
   return { notes, chart: speedupChart };
@@ -48,7 +63,8 @@ export async function speedup(ctx: StudyContext): Promise<StudyResult> {
 /**
  * Amdahl's serial fraction f from `[ranks, time]` pairs (ranks 1 first): T(p)/T1 = f + (1 − f)/p,
  * least squares in f over the runs on 2 to `cores` ranks — beyond one rank per core, time slicing
- * slows runs down and the model no longer applies — held to [0, 1]. `undefined` without such runs.
+ * slows runs down and the model no longer applies — held to [0, 1]. `undefined` with fewer than
+ * two such runs: one point fits any serial fraction.
  */
 export function amdahlFit(times: [number, number][], cores: number): number | undefined {
   const t1 = times.find(([p]) => p === 1)?.[1];
@@ -56,7 +72,7 @@ export function amdahlFit(times: [number, number][], cores: number): number | un
   const fit = times.filter(([p]) => p > 1 && p <= cores).map((
     [p, t],
   ) => [1 - 1 / p, t / t1 - 1 / p]);
-  if (fit.length === 0) return undefined;
+  if (fit.length < 2) return undefined;
   const f = fit.reduce((s, [x, y]) => s + x * y, 0) / fit.reduce((s, [x]) => s + x * x, 0);
   return Math.min(1, Math.max(0, f));
 }
