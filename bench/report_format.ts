@@ -184,7 +184,8 @@ export function layoutOf(options: Pick<ReportOptions, "osu" | "percentiles">): T
  * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`).
  * `percentiles`: the p50/p99 columns too.
  */
-export function tableLayout(percentiles = false): TableLayout {
+export function tableLayout(percentiles?: boolean): TableLayout {
+  percentiles ??= false;
   const columns = COLUMNS.filter((c) => !c.percentile || percentiles);
   const headerLine = (text: (c: Column) => string) =>
     "#" + columns.map((c) => text(c).padStart(c.width)).join(" ").slice(1).trimEnd();
@@ -279,10 +280,10 @@ export const CSV_HEADER: readonly string[] = [...CSV_COLUMNS, ...EXTRA_COLUMNS];
 export function sidecar(
   metadata: RunMetadata,
   results: readonly SizeResult[],
-  { complete = false }: { complete?: boolean } = {},
+  options?: { complete?: boolean },
 ): object {
   return {
-    complete,
+    complete: options?.complete ?? false,
     metadata,
     columns: CSV_HEADER,
     units: { time: "µs", gbps: "1e9 bits/s", algbw_gbs: "1e9 bytes/s", busbw_gbs: "1e9 bytes/s" },

@@ -99,8 +99,9 @@ export class GpuKernels {
     op: KernelOp,
     outs: DeviceView[],
     ins: DeviceView[],
-    accumulate = false,
+    accumulate?: boolean,
   ): void {
+    accumulate ??= false;
     const n = outs[0].length;
     if (n === 0) return;
     // 16-bit elements are written a whole word at a time, so one output per dispatch; the other

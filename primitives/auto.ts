@@ -50,7 +50,8 @@ export interface PickQuery extends AutoQuery {
 }
 
 /** What a group of `transport` offers algorithms (the hierarchy's levels with `threads`). */
-export function offersOf(transport: TransportFacts, threads = 1): readonly AlgorithmNeed[] {
+export function offersOf(transport: TransportFacts, threads?: number): readonly AlgorithmNeed[] {
+  threads ??= 1;
   return threads > 1 ? [...transport.offers, "hierarchy"] : transport.offers;
 }
 

@@ -20,9 +20,16 @@ interface DocParam {
   optional?: boolean;
   left?: DocParam;
 }
+interface DocMethod {
+  name: string;
+  functionDef: { params: DocParam[] };
+}
 interface DocSymbol {
   name: string;
-  declarations: { kind: string; def: { params?: DocParam[] } }[];
+  declarations: {
+    kind: string;
+    def: { params?: DocParam[]; methods?: DocMethod[]; constructors?: DocMethod[] };
+  }[];
 }
 
 /** Each entry's exported symbols, from `deno doc --json`. */
@@ -69,6 +76,28 @@ Deno.test("api: exported functions take at most two positional arguments and an 
     }
   }
   assertEquals(wide, []);
+});
+
+Deno.test("api: a parameter with a default reads as optional in deno doc", () => {
+  // deno doc prints `options: X = {}` as `options: X`: a user reads it as required.
+  const defaulted: string[] = [];
+  for (const [entry, symbols] of EXPORTS) {
+    for (const symbol of symbols) {
+      for (const { kind, def } of symbol.declarations) {
+        const signatures: [string, DocParam[]][] = kind === "function"
+          ? [[symbol.name, def.params ?? []]]
+          : kind === "class"
+          ? (def.methods ?? []).map((m) => [`${symbol.name}.${m.name}`, m.functionDef.params])
+          : [];
+        for (const [name, params] of signatures) {
+          for (const p of params) {
+            if (p.kind === "assign") defaulted.push(`${entry}: ${name}(${p.left?.name} = …)`);
+          }
+        }
+      }
+    }
+  }
+  assertEquals(defaulted, []);
 });
 
 Deno.test("api: no JSDoc example is skipped", () => {

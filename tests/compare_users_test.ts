@@ -28,8 +28,10 @@ Deno.test("compare: OSU files of different rank counts never merge; unsaid ones 
   await osu("b.txt", 5);
   const compare = async (...files: string[]) => {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", new URL("../scripts/compare.ts", import.meta.url).pathname, ...files],
-      cwd: dir,
+      args: [
+        ...["run", "-A", new URL("../scripts/compare.ts", import.meta.url).pathname],
+        ...files.map((f) => f.startsWith("-") ? f : `${dir}/${f}`),
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();

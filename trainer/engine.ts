@@ -33,12 +33,16 @@ export class SyncedSlab {
   }
 
   /** Copies elements `[start, end)` from the model's buffer to the collectives' one. */
-  async toComm(start = 0, end = this.local.length): Promise<void> {
+  async toComm(start?: number, end?: number): Promise<void> {
+    start ??= 0;
+    end ??= this.local.length;
     if (!this.direct) await copy(this.local.subarray(start, end), this.comm.subarray(start, end));
   }
 
   /** Copies elements `[start, end)` from the collectives' buffer back to the model's. */
-  async fromComm(start = 0, end = this.local.length): Promise<void> {
+  async fromComm(start?: number, end?: number): Promise<void> {
+    start ??= 0;
+    end ??= this.local.length;
     if (!this.direct) await copy(this.comm.subarray(start, end), this.local.subarray(start, end));
   }
 }

@@ -141,7 +141,8 @@ export function wrongResults(curves: Curve[]): WrongResults[] {
  * size led by another curve between two ranges of the same curve is taken for noise and joins
  * them.
  */
-export function crossovers(curves: Curve[], options: CrossoverOptions = {}): Crossover[] {
+export function crossovers(curves: Curve[], options?: CrossoverOptions): Crossover[] {
+  options ??= {};
   const tolerance = options.tolerance ?? 0.1;
   const panels = new Map<string, Curve[]>();
   for (const c of curves) {
@@ -271,7 +272,8 @@ function median(values: number[]): number {
 }
 
 /** The crossovers as an aligned text table plus one sentence per primitive and rank count. */
-export function formatCrossovers(rows: Crossover[], wrong: WrongResults[] = []): string {
+export function formatCrossovers(rows: Crossover[], wrong?: WrongResults[]): string {
+  wrong ??= [];
   const header = [
     "primitive",
     "procs",

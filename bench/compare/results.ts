@@ -67,7 +67,8 @@ export interface ResultFile {
  * holds no points (it lists the sweep's files) and yields none. `defaultProcs` is the ranks of
  * OSU collective output, which does not say them (NaN: leave them NaN, for the caller to decide).
  */
-export async function* readResults(file: ResultFile, defaultProcs = 2): AsyncGenerator<Point> {
+export async function* readResults(file: ResultFile, defaultProcs?: number): AsyncGenerator<Point> {
+  defaultProcs ??= 2;
   const path = file.name;
   const source = path.split("/").at(-1)!;
   // One stream, its first bytes looked at and then read again: a pipe can be read once.

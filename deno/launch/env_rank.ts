@@ -93,8 +93,9 @@ const CONVENTIONS: [string, string, string][] = [
  * that is not a plain decimal integer, or two launchers' variables that disagree.
  */
 export function rankFromEnv(
-  env: Record<string, string | undefined> = Deno.env.toObject(),
+  env?: Record<string, string | undefined>,
 ): EnvRank {
+  env ??= Deno.env.toObject();
   const present = CONVENTIONS.filter(([, r, s]) => env[r] !== undefined && env[s] !== undefined);
   if (present.length === 0) {
     throw new Error(
@@ -183,7 +184,8 @@ export interface JoinOptions {
  * console.log(comm.size, one[0]); // 1 1
  * ```
  */
-export async function joinFromEnv(options: JoinOptions = {}): Promise<Communicator> {
+export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> {
+  options ??= {};
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();

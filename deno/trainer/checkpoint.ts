@@ -343,7 +343,8 @@ export class Checkpointer implements RunCheckpoints {
   }
 
   /** An epoch's loop starts now (after `carriedMs` of it before a resume). */
-  startEpoch(carriedMs = 0): void {
+  startEpoch(carriedMs?: number): void {
+    carriedMs ??= 0;
     this.#epochStartedAt = performance.now() - carriedMs;
   }
 

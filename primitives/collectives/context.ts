@@ -102,7 +102,8 @@ export class CollectiveContext {
    * A heap-backed scratch array of `count` elements, reused across calls (no allocation in the
    * steady state). Different `slot`s never overlap; the same slot is overwritten by the next call.
    */
-  scratch(dtype: Dtype, count: number, slot = 0): TypedArray {
+  scratch(dtype: Dtype, count: number, slot?: number): TypedArray {
+    slot ??= 0;
     const bytes = count * DTYPE_INFO[dtype].bytes;
     let region = this.#scratch[slot];
     if (!region || region.byteLength < bytes) {

@@ -127,7 +127,8 @@ export class Communicator implements AsyncDisposable {
   alloc(count: number, options?: AllocOptions & { memory?: "host" | "shared" }): HostBuffer;
   /** Allocates a buffer of any memory kind the transport carries. */
   alloc(count: number, options: AllocOptions): CommBuffer;
-  alloc(count: number, options: AllocOptions = {}): CommBuffer {
+  alloc(count: number, options?: AllocOptions): CommBuffer {
+    options ??= {};
     this.#checkOpen();
     const dtype = options.dtype ?? "f32";
     const memory = options.memory ?? "shared";
@@ -146,7 +147,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  send(buf: BufferLike, peer: number, options: TagOptions = {}): Promise<void> {
+  send(buf: BufferLike, peer: number, options?: TagOptions): Promise<void> {
+    options ??= {};
     try {
       const cb = this.#check(buf, "send");
       this.#args.peer(peer, "send to");
@@ -164,7 +166,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  recv(buf: BufferLike, peer: number | "any", options: TagOptions = {}): Promise<number> {
+  recv(buf: BufferLike, peer: number | "any", options?: TagOptions): Promise<number> {
+    options ??= {};
     try {
       const cb = this.#check(buf, "receive into");
       if (peer !== "any") this.#args.peer(peer, "receive from");
@@ -183,7 +186,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions = {}): Promise<void> {
+  bcast(buf: BufferLike, options?: RootOptions & AlgorithmOptions): Promise<void> {
+    options ??= {};
     return this.#runner.repeat("bcast", buf, options) ??
       this.#collective(() => this.#args.bcast(buf, options));
   }
@@ -194,7 +198,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  allreduce(buf: BufferLike, options: ReduceOptions = {}): Promise<void> {
+  allreduce(buf: BufferLike, options?: ReduceOptions): Promise<void> {
+    options ??= {};
     return this.#runner.repeat("allreduce", buf, options) ??
       this.#collective(() => this.#args.allreduce(buf, options));
   }
@@ -205,7 +210,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  reduce(buf: BufferLike, options: ReduceOptions & RootOptions = {}): Promise<void> {
+  reduce(buf: BufferLike, options?: ReduceOptions & RootOptions): Promise<void> {
+    options ??= {};
     return this.#runner.repeat("reduce", buf, options) ??
       this.#collective(() => this.#args.reduce(buf, options));
   }
@@ -217,7 +223,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  allgather(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
+  allgather(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
+    options ??= {};
     return this.#collective(() => this.#args.allgather(send, recv, options));
   }
 
@@ -231,8 +238,9 @@ export class Communicator implements AsyncDisposable {
   reduceScatter(
     send: BufferLike,
     recv: BufferLike,
-    options: Omit<ReduceOptions, "out"> = {},
+    options?: Omit<ReduceOptions, "out">,
   ): Promise<void> {
+    options ??= {};
     return this.#collective(() => this.#args.reduceScatter(send, recv, options));
   }
 
@@ -244,7 +252,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
    * @throws {CommError} a peer failed, a call differs between ranks, or the timeout passed
    */
-  alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions = {}): Promise<void> {
+  alltoall(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
+    options ??= {};
     return this.#collective(() => this.#args.alltoall(send, recv, options));
   }
 
@@ -259,8 +268,9 @@ export class Communicator implements AsyncDisposable {
   gather(
     send: BufferLike,
     recv: BufferLike | undefined,
-    options: RootOptions & AlgorithmOptions = {},
+    options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
+    options ??= {};
     return this.#collective(() => this.#args.rootBlocks("gather", send, recv, options));
   }
 
@@ -275,8 +285,9 @@ export class Communicator implements AsyncDisposable {
   scatter(
     send: BufferLike | undefined,
     recv: BufferLike,
-    options: RootOptions & AlgorithmOptions = {},
+    options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
+    options ??= {};
     return this.#collective(() => this.#args.rootBlocks("scatter", recv, send, options));
   }
 
@@ -343,7 +354,8 @@ export class Communicator implements AsyncDisposable {
    * rank failed, and why (`reason`'s message), so they fail fast instead of timing out. Then
    * closes the communicator.
    */
-  async abort(reason: unknown = new Error("aborted")): Promise<void> {
+  async abort(reason?: unknown): Promise<void> {
+    reason ??= new Error("aborted");
     if (!this.#broken) {
       const { failedRank, reason: why } = failureNotice(reason, this.rank);
       this.#broke(new PeerFailedError(failedRank, why));
@@ -355,7 +367,8 @@ export class Communicator implements AsyncDisposable {
    * The algorithm `auto` picks for a collective on a buffer of `bytes` of `memory` (for
    * reports).
    */
-  autoAlgorithm(collective: CollectiveName, bytes: number, memory: MemoryKind = "host"): string {
+  autoAlgorithm(collective: CollectiveName, bytes: number, memory?: MemoryKind): string {
+    memory ??= "host";
     return this.#pick(collective, "auto", bytes, sideOfMemory(this.#transport.facts, memory)).name;
   }
 

@@ -89,13 +89,15 @@ export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {
   }
 
   /** Copies elements from `offset` on into `into` (at once). */
-  read(into: TypedArray, offset = 0): Promise<void> {
+  read(into: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     into.set(this.view.subarray(offset, offset + into.length));
     return Promise.resolve();
   }
 
   /** Copies `from` in at element `offset` (at once). */
-  write(from: TypedArray, offset = 0): Promise<void> {
+  write(from: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     this.view.set(from, offset);
     return Promise.resolve();
   }

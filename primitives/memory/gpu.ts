@@ -62,7 +62,8 @@ export class GpuBuffer extends CommBuffer implements DeviceView {
   }
 
   /** Elements `[start, end)` of this window. */
-  subarray(start: number, end = this.length): GpuBuffer {
+  subarray(start: number, end?: number): GpuBuffer {
+    end ??= this.length;
     const s = clamp(start, this.length), e = Math.max(s, clamp(end, this.length));
     const bytes = DTYPE_INFO[this.dtype].bytes;
     const offset = this.byteOffset + s * bytes;
@@ -70,7 +71,8 @@ export class GpuBuffer extends CommBuffer implements DeviceView {
   }
 
   /** Reads elements from `offset` on into `into`, after all work enqueued before. */
-  read(into: TypedArray, offset = 0): Promise<void> {
+  read(into: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     return this.gpu.read(
       this.buffer,
       this.byteOffset + offset * DTYPE_INFO[this.dtype].bytes,
@@ -79,7 +81,8 @@ export class GpuBuffer extends CommBuffer implements DeviceView {
   }
 
   /** Writes `from` at element `offset`; work enqueued before sees the old contents. */
-  write(from: TypedArray, offset = 0): Promise<void> {
+  write(from: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     this.gpu.write(this.buffer, this.byteOffset + offset * DTYPE_INFO[this.dtype].bytes, from);
     return Promise.resolve();
   }

@@ -123,7 +123,8 @@ export class GpuDevice {
   }
 
   /** Opens the adapter's device with its limits; throws `TypeError` when there is no adapter. */
-  static async open(options: GpuDeviceOptions = {}): Promise<GpuDevice> {
+  static async open(options?: GpuDeviceOptions): Promise<GpuDevice> {
+    options ??= {};
     const adapter = await navigator.gpu?.requestAdapter();
     if (!adapter) {
       throw new TypeError(
@@ -296,7 +297,8 @@ export class GpuDevice {
    * Deno's completion floor on this device: the median time, ms, of awaiting an empty queue
    * (~11 ms on every GPU: its wait loop sleeps 10 ms). Per-iteration timing cannot go below it.
    */
-  async completionFloorMs(samples = 5): Promise<number> {
+  async completionFloorMs(samples?: number): Promise<number> {
+    samples ??= 5;
     await this.synchronize();
     const times: number[] = [];
     for (let i = 0; i < samples; i++) {

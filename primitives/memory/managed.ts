@@ -103,7 +103,8 @@ export class ManagedBuffer extends CommBuffer {
   async acquire(side: "host", write?: boolean): Promise<HostBuffer>;
   /** This window on the device (see the host overload). */
   async acquire(side: "device", write?: boolean): Promise<GpuBuffer>;
-  async acquire(side: Side, write = false): Promise<HostBuffer | GpuBuffer> {
+  async acquire(side: Side, write?: boolean): Promise<HostBuffer | GpuBuffer> {
+    write ??= false;
     await this.#migrate(side);
     if (write) this.#mark(side);
     return side === "host" ? this.host : this.device;
@@ -143,13 +144,15 @@ export class ManagedBuffer extends CommBuffer {
   }
 
   /** Reads from the host copy (migrating what the device made newer first). */
-  async read(into: TypedArray, offset = 0): Promise<void> {
+  async read(into: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     await this.subarray(offset, offset + into.length).#migrate("host");
     into.set(this.host.view.subarray(offset, offset + into.length));
   }
 
   /** Writes into the host copy; the device copy of those pages becomes stale. */
-  async write(from: TypedArray, offset = 0): Promise<void> {
+  async write(from: TypedArray, offset?: number): Promise<void> {
+    offset ??= 0;
     const range = this.subarray(offset, offset + from.length);
     await range.#migrate("host"); // pages the write covers only partly keep the device's data
     this.host.view.set(from, offset);
