@@ -127,8 +127,9 @@ const VS_MPI: Task<VsMpiPlan> = {
   async run(plan, signal, argv) {
     Deno.mkdirSync(plan.out, { recursive: true });
     const binary = await buildHarness(plan.out);
-    const stopLoops = busyLoops(plan.load);
+    // The cluster's name first: a refusal leaves no busy loop behind.
     const hold = plan.cluster ? holdCluster(CLUSTER_NAME, "vs-mpi") : undefined;
+    const stopLoops = busyLoops(plan.load);
     try {
       const hosts = plan.cluster
         ? await clusterUp({ name: CLUSTER_NAME, ...plan.cluster, signal })
