@@ -7,6 +7,7 @@
  * @module
  */
 
+import { DTYPES } from "../primitives/types.ts";
 import { UsageError } from "./_flags.ts";
 
 /** nccl-tests' type names (`-d`) and OSU's (`-T`), as this project's dtypes. */
@@ -19,7 +20,6 @@ const NCCL_TYPES: Record<string, string> = {
   int: "i32",
 };
 const OSU_TYPES: Record<string, string> = { mpi_float: "f32", mpi_int: "i32", mpi_double: "f64" };
-const DTYPES = ["f32", "f16", "bf16", "f64", "i32"];
 
 /** One habit: what `-x value` becomes here (flags of this project), or a UsageError. */
 type Habit = (value: string) => string[];
@@ -30,7 +30,7 @@ const refuse = (flag: string, meaning: string, why: string): never => {
 
 /** A type name of nccl-tests, OSU or this project, as a dtype. */
 function dtypeOf(flag: string, value: string, names: Record<string, string>): string[] {
-  const dtype = names[value.toLowerCase()] ?? (DTYPES.includes(value) ? value : undefined);
+  const dtype = names[value.toLowerCase()] ?? DTYPES.find((d) => d === value);
   if (dtype) return ["--dtype", dtype];
   return refuse(
     `${flag} ${value}`,

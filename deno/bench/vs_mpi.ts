@@ -53,7 +53,7 @@ export interface MpiRun {
   csv: string;
   /** Over TCP (as dccl's processes transports) rather than Open MPI's shared memory. */
   tcp: boolean;
-  /** The cluster's hosts to spread the ranks over (round robin), if any. */
+  /** The cluster's hosts to place the ranks on (as many on each, in rank order), if any. */
   hosts?: readonly ClusterHost[];
   signal?: AbortSignal;
 }
@@ -93,7 +93,11 @@ export async function runMpi(run: MpiRun): Promise<void> {
       : ["mpirun", ...args];
     const child = new Deno.Command(command, { args: rest, stdout: "piped", stderr: "piped" })
       .spawn();
-    const stop = () => child.kill("SIGTERM");
+    const stop = () => {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* it has exited */ }
+    };
     run.signal?.addEventListener("abort", stop, { once: true });
     const out = await child.output();
     run.signal?.removeEventListener("abort", stop);
