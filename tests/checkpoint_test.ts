@@ -244,7 +244,7 @@ Deno.test("checkpoint: NaN parameters are refused even with a matching digest", 
     const flags = await twoGenerations(dir);
     const file = `${dir}/rank-0.g2.bin`;
     const bytes = await Deno.readFile(file);
-    new Float32Array(bytes.buffer, 24, 16).fill(NaN);
+    new Float32Array(bytes.buffer, 32, 16).fill(NaN); // past the score and the epoch's ms
     await Deno.writeFile(file, bytes);
     const m = JSON.parse(await Deno.readTextFile(`${dir}/checkpoint.json`));
     m.files[0].sha256 = Array.from(

@@ -257,29 +257,34 @@ Deno.test("compare: unreadable input is a one-line error", async () => {
 });
 
 /** A dccl CSV of `rows` rows cycling through 4 curves of 29 sizes; `wrong(i)` per row. */
+/** One CSV row of a 2-rank host allreduce on `transport`: `floats` elements in `us` µs. */
+function csvRow(transport: string, floats: number, us: number, wrong: number): string {
+  const cells: Record<string, string | number> = {
+    primitive: "allreduce",
+    transport,
+    memory: "host",
+    algorithm: "auto",
+    procs: 2,
+    count: floats,
+    bytes: 4 * floats,
+    iters: 10,
+    time_us: us,
+    min_us: us,
+    max_us: us,
+    gbps: (32 * floats) / us / 1e3,
+    algbw_gbs: (4 * floats) / us / 1e3,
+    busbw_gbs: (4 * floats) / us / 1e3,
+    wrong,
+  };
+  return CSV_COLUMNS.map((c) => cells[c]).join(",");
+}
+
 function bigCsv(rows: number, wrong: (i: number) => number = () => 0): string {
   const lines = [CSV_COLUMNS.join(",")];
   for (let i = 0; i < rows; i++) {
     const floats = 2 ** (i % 29), curve = (i / 29 | 0) % 4;
     const us = (1 + curve) * (1 + floats / 1e5);
-    const cells: Record<string, string | number> = {
-      primitive: "allreduce",
-      transport: ["shm", "worker", "ws", "tcp"][curve],
-      memory: "host",
-      algorithm: "auto",
-      procs: 2,
-      count: floats,
-      bytes: 4 * floats,
-      iters: 10,
-      time_us: us,
-      min_us: us,
-      max_us: us,
-      gbps: (32 * floats) / us / 1e3,
-      algbw_gbs: (4 * floats) / us / 1e3,
-      busbw_gbs: (4 * floats) / us / 1e3,
-      wrong: wrong(i),
-    };
-    lines.push(CSV_COLUMNS.map((c) => cells[c]).join(","));
+    lines.push(csvRow(["shm", "worker", "ws", "tcp"][curve], floats, us, wrong(i)));
   }
   return lines.join("\n") + "\n";
 }
@@ -357,24 +362,7 @@ function alternatingCsv(sizes: number): string {
   for (const [curve, transport] of ["shm", "worker"].entries()) {
     for (let floats = 1; floats <= sizes; floats++) {
       const us = (1 + floats / 1e3) * ((floats >> 1) % 2 === curve ? 1 : 1.5);
-      const cells: Record<string, string | number> = {
-        primitive: "allreduce",
-        transport,
-        memory: "host",
-        algorithm: "auto",
-        procs: 2,
-        count: floats,
-        bytes: 4 * floats,
-        iters: 10,
-        time_us: us,
-        min_us: us,
-        max_us: us,
-        gbps: (32 * floats) / us / 1e3,
-        algbw_gbs: (4 * floats) / us / 1e3,
-        busbw_gbs: (4 * floats) / us / 1e3,
-        wrong: 0,
-      };
-      lines.push(CSV_COLUMNS.map((c) => cells[c]).join(","));
+      lines.push(csvRow(transport, floats, us, 0));
     }
   }
   return lines.join("\n") + "\n";

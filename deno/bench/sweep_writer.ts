@@ -62,8 +62,9 @@ export class SweepWriter implements SweepSink {
   /** Removes the progress bar and prints the table's footer. */
   finish(): void {
     this.#clearBar();
+    if (!this.#o.table || this.#results.length === 0) return;
     const footer = this.#table.footer(this.#results.map((r) => r.row));
-    if (this.#o.table && this.#results.length > 0 && footer) console.log(footer);
+    if (footer) console.log(footer);
   }
 
   /** Replaces the CSV and the sidecar with every row so far. */
