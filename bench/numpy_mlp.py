@@ -8,8 +8,8 @@ uses):
 
 OpenBLAS at its best: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are dropped before numpy loads (the
 development machine's environment forces an older core type with them, 1.7x slower), and the
-kernel OpenBLAS runs is printed (with threadpoolctl, where it is installed). Prints one line per
-epoch and the training loop's total seconds.
+kernel OpenBLAS runs is printed (by threadpoolctl where it sees the library, else by OpenBLAS's own
+get_corename). Prints one line per epoch and the training loop's total seconds.
 """
 import gzip
 import os
@@ -25,14 +25,33 @@ import numpy as np  # noqa: E402
 
 
 def blas_kernel():
-    """What OpenBLAS runs, as threadpoolctl reports it."""
+    """What OpenBLAS runs: as threadpoolctl reports it, else as the loaded library says itself
+    (threadpoolctl before 3.5 does not know numpy 2's scipy-openblas)."""
     try:
         from threadpoolctl import threadpool_info
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     except ImportError:
-        return "unknown (pip install threadpoolctl to see it)"
-    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    return ", ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}, "
-                     f"{i.get('num_threads')} threads" for i in blas) or "none found"
+        blas = []
+    if blas:
+        return ", ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}, "
+                         f"{i.get('num_threads')} threads (threadpoolctl)" for i in blas)
+    return openblas_corename() or "unknown (threadpoolctl finds no BLAS)"
+
+
+def openblas_corename():
+    """The core type the OpenBLAS this process loaded runs, from its own get_corename."""
+    import ctypes
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line and ".so" in line}
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for name in ("openblas_get_corename", "openblas_get_corename64_",
+                     "scipy_openblas_get_corename64_", "scipy_openblas_get_corename"):
+            if hasattr(lib, name):
+                getter = getattr(lib, name)
+                getter.restype = ctypes.c_char_p
+                return f"{os.path.basename(path)} core {getter().decode()} (its get_corename)"
+    return None
 
 
 def idx(path):

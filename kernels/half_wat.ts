@@ -1,9 +1,11 @@
 /**
  * The WebAssembly text of the half-precision reduction kernels (`f16`, `bf16`), for
  * reduce_wat.ts. WebAssembly has no 16-bit float arithmetic: each v128 of eight 16-bit words is
- * widened to two f32x4 halves, reduced in f32 and rounded back to nearest-even, so a step rounds
+ * widened to two f32x4 vectors, reduced in f32 and rounded back to nearest-even, so a step rounds
  * once, as a native half-precision add would (f32 holds more than twice either type's
- * precision, so rounding first to f32 never changes the result).
+ * precision, so rounding first to f32 never changes the result). A reduction splits a vector into
+ * its even and odd words (its i32 lanes' bottom and top halves), which a shift or a mask widens in
+ * place; the conversions of whole arrays (`to_`, `from_`) keep the words in order instead.
  * @module
  */
 
@@ -31,22 +33,23 @@ function constants(body: string): { locals: string; setup: string } {
 }
 const get = (name: string) => `(local.get $${name})`;
 
-/** f32 lanes in `$f` from the 16-bit words zero-extended in the i32 lanes of `$w` (uses `$t`). */
+/**
+ * f32 lanes in `$f` from the 16-bit words in the top half of the i32 lanes of `$w`; the bottom
+ * halves are ignored.
+ */
 const WIDEN: Record<HalfDtype, string> = {
-  bf16: `(local.set $f (i32x4.shl ${get("w")} (i32.const 16)))`,
+  bf16: `(local.set $f (v128.and ${get("w")} ${splat(0xffff0000)}))`,
   // Sign, exponent and mantissa moved to f32's places and scaled by 2^112: the scale re-biases
   // normals and subnormals alike; exponent 31 (infinity, NaN) then gets 112 more, f32's 255.
-  f16: `(local.set $t (v128.and
-        (i32x4.shr_s (i32x4.shl ${get("w")} (i32.const 16)) (i32.const 3))
-        ${splat(0x8fffffff)}))
+  f16: `(local.set $t (v128.and (i32x4.shr_s ${get("w")} (i32.const 3)) ${splat(0x8fffe000)}))
       (local.set $f (i32x4.add
         (f32x4.mul ${get("t")} ${splat(0x77800000)})
         (v128.and
-          (i32x4.eq (v128.and ${get("w")} ${splat(0x7c00)}) ${splat(0x7c00)})
+          (i32x4.eq (v128.and ${get("w")} ${splat(0x7c000000)}) ${splat(0x7c000000)})
           ${splat(0x38000000)})))`,
 };
 
-/** The 16-bit words nearest the f32 lanes of `$f`, in the i32 lanes of `$w` (uses `$t`). */
+/** The 16-bit words nearest the f32 lanes of `$f`, in the bottom halves of `$w` (uses `$t`). */
 const NARROW: Record<HalfDtype, string> = {
   // Round to nearest even by adding 0x7fff plus the kept part's low bit; NaNs stay quiet NaNs.
   bf16: `(local.set $t (i32x4.shr_u ${get("f")} (i32.const 16)))
@@ -76,6 +79,68 @@ const NARROW: Record<HalfDtype, string> = {
         (i32x4.shr_u (v128.and ${get("f")} ${splat(0x80000000)}) (i32.const 16))))`,
 };
 
+/** bf16 words rounded to nearest even from f32 lanes `f`, in the top halves of its i32 lanes. */
+const roundBf16 = (f: string) =>
+  `(i32x4.add ${f} (i32x4.add ${splat(0x7fff)} (v128.and (i32x4.shr_u ${f} (i32.const 16)) ${
+    splat(1)
+  })))`;
+
+/**
+ * The f16 conversions for words known to be finite: no infinity or NaN to carry across, so a
+ * widening is a scale alone, and a result (finite, or past f16's range) is rounded by f32's own
+ * adder: adding 2^13 times its f16 exponent's unit (2^-14's at least, for subnormals) drops every
+ * bit below f16's precision, to nearest even; a scale by 2^-112 then puts the f16 bits in place
+ * (an f32 subnormal for an f16 one), and a cap at 0x7c00 turns overflow into infinity.
+ */
+const WIDEN_FINITE_F16 = `(local.set $f (f32x4.mul
+        (v128.and (i32x4.shr_s ${get("w")} (i32.const 3)) ${splat(0x8fffe000)})
+        ${splat(0x77800000)}))`;
+const roundedF16 = `(f32x4.sub (f32x4.add ${get("t")} ${get("c")}) ${get("c")})`;
+const NARROW_FINITE_F16 = `(local.set $t (v128.and ${get("f")} ${splat(0x7fffffff)}))
+      (local.set $c (i32x4.add
+        (i32x4.max_s (v128.and ${get("t")} ${splat(0x7f800000)}) ${splat(0x38800000)})
+        ${splat(13 << 23)}))
+      (local.set $w (v128.or
+        (i32x4.min_u
+          (i32x4.shr_u
+            (f32x4.mul ${roundedF16} ${splat(0x07800000)})
+            (i32.const 13))
+          ${splat(0x7c00)})
+        (i32x4.shr_u (v128.and ${get("f")} ${splat(0x80000000)}) (i32.const 16))))`;
+
+/**
+ * `$w` ← eight words from `$fe` (even) and `$fo` (odd) by `narrow`, which leaves a word in each
+ * i32 lane's bottom half (uses `$x`).
+ */
+const pairOf = (narrow: string) =>
+  `(local.set $f ${get("fo")})
+      ${narrow}
+      (local.set $x (i32x4.shl ${get("w")} (i32.const 16)))
+      (local.set $f ${get("fe")})
+      ${narrow}
+      (local.set $w (v128.or ${get("w")} ${get("x")}))`;
+
+/**
+ * How a reduction widens words (`$w` → `$f`) and narrows pairs: `$w` ← eight words, the even
+ * ones nearest the f32 lanes of `$fe`, the odd ones nearest `$fo`.
+ */
+interface Codec {
+  widen: string;
+  narrowPair: string;
+}
+const CODEC: Record<HalfDtype, Codec> = {
+  // No NaN step: a reduction's operands came from bf16 words, so a NaN result (an operand's
+  // payload, or the canonical NaN) has a zero bottom half, which rounding leaves alone.
+  bf16: {
+    widen: WIDEN.bf16,
+    narrowPair: `(local.set $w (v128.or
+        (i32x4.shr_u ${roundBf16(get("fe"))} (i32.const 16))
+        (v128.and ${roundBf16(get("fo"))} ${splat(0xffff0000)})))`,
+  },
+  f16: { widen: WIDEN.f16, narrowPair: pairOf(NARROW.f16) },
+};
+const FINITE_F16: Codec = { widen: WIDEN_FINITE_F16, narrowPair: pairOf(NARROW_FINITE_F16) };
+
 const F32_OP: Record<KernelOp, string> = {
   sum: "f32x4.add",
   prod: "f32x4.mul",
@@ -84,28 +149,51 @@ const F32_OP: Record<KernelOp, string> = {
 };
 
 const LOCALS = "(local $i i32) " +
-  ["va", "vb", "w", "f", "t", "x", "lo", "kv"].map((v) => `(local $${v} v128)`).join(" ");
+  ["va", "vb", "w", "f", "t", "x", "lo", "kv", "fe", "fo", "c"].map((v) => `(local $${v} v128)`)
+    .join(" ");
 
-const low = (v: string) => `(i32x4.extend_low_i16x8_u ${get(v)})`;
-const high = (v: string) => `(i32x4.extend_high_i16x8_u ${get(v)})`;
+/** The even words of the v128 `v` (its i32 lanes' bottom halves), moved to the top halves. */
+const even = (v: string) => `(i32x4.shl ${v} (i32.const 16))`;
+const low = (v: string) => even(`(i32x4.extend_low_i16x8_u ${get(v)})`);
+const high = (v: string) => even(`(i32x4.extend_high_i16x8_u ${get(v)})`);
 
-/** `$w` ← the words nearest `a op b` for the words `a` and `b` (i32 lanes). */
-function reduceLanes(dtype: HalfDtype, op: KernelOp, a: string, b: string): string {
-  return `(local.set $w ${a})
-      ${WIDEN[dtype]}
+/** `$f` ← the f32 lanes of the words in the top halves of the i32 lanes `w`. */
+const widen = (widening: string, w: string) =>
+  `(local.set $w ${w})
+      ${widening}`;
+
+/** `$w` ← the words nearest `a op b` for the words of `$va` and `$vb`, even and odd apart. */
+function reduceWords(codec: Codec, op: KernelOp): string {
+  const pair = (part: (v: string) => string, into: string) =>
+    `${widen(codec.widen, part(get("va")))}
       (local.set $x ${get("f")})
-      (local.set $w ${b})
-      ${WIDEN[dtype]}
-      (local.set $f (${F32_OP[op]} ${get("x")} ${get("f")}))
-      ${NARROW[dtype]}`;
+      ${widen(codec.widen, part(get("vb")))}
+      (local.set $${into} (${F32_OP[op]} ${get("x")} ${get("f")}))`;
+  return `${pair(even, "fe")}
+      ${pair((v) => v, "fo")}
+      ${codec.narrowPair}`;
 }
 
-/** `$w` ← the words nearest `w / $kv` for the words `w` (i32 lanes). */
-function divideLanes(dtype: HalfDtype, w: string): string {
-  return `(local.set $w ${w})
-      ${WIDEN[dtype]}
-      (local.set $f (f32x4.div ${get("f")} ${get("kv")}))
-      ${NARROW[dtype]}`;
+/** `$w` ← the words nearest `a / $kv` for the words of `$va`, even and odd apart. */
+function divideWords(codec: Codec): string {
+  return `${widen(codec.widen, even(get("va")))}
+      (local.set $fe (f32x4.div ${get("f")} ${get("kv")}))
+      ${widen(codec.widen, get("va"))}
+      (local.set $fo (f32x4.div ${get("f")} ${get("kv")}))
+      ${codec.narrowPair}`;
+}
+
+/**
+ * `work` in the dtype's codec; for f16 in the finite one unless one of `words` (v128s of eight)
+ * is infinite or NaN, which is rare enough to decide once per eight elements.
+ */
+function byWords(dtype: HalfDtype, words: string[], work: (codec: Codec) => string): string {
+  if (dtype === "bf16") return work(CODEC.bf16);
+  const largest = words.map((w) => `(v128.and ${w} ${splat(0x7fff7fff)})`)
+    .reduce((a, b) => `(i16x8.max_u ${a} ${b})`);
+  return `(if (v128.any_true (i16x8.gt_s ${largest} ${splat(0x7bff7bff)}))
+        (then ${work(CODEC.f16)})
+        (else ${work(FINITE_F16)}))`;
 }
 
 /** A pointer parameter and how far it moves per element (its element's bytes). */
@@ -136,13 +224,14 @@ function loops(pointers: Pointer[], vector: string, scalar: string): string {
       (br $loop1)))`;
 }
 
+/** One word at `pointer`, in every i32 lane (an even word, as the scalar tails read it). */
 const word = (memory: string, pointer: string) =>
   `(i32x4.splat (i32.load16_u $${memory}_mem (local.get $${pointer})))`;
-/** Stores the eight words in `$lo` (low four) and `$w` (high four) at `$d`. */
+/** Stores the eight words in the bottom halves of `$lo` (low four) and `$w` (high four) at `$d`. */
 const storeWords = `(v128.store $dst_mem (local.get $d) (i16x8.narrow_i32x4_u ${get("lo")} ${
   get("w")
 }))`;
-/** Stores lane 0 of `$w` as a word at `$d`. */
+/** Stores the bottom half of lane 0 of `$w` (an even word) at `$d`. */
 const storeWord = `(i32.store16 $dst_mem (local.get $d) (i32x4.extract_lane 0 ${get("w")}))`;
 
 /** A function `name(params…)` of `body`, with the locals and constants it uses. */
@@ -156,16 +245,15 @@ function func(name: string, params: string, body: string, setup = ""): string {
 
 /** `<op>_<dtype>(dst, a, b, n)`: `dst[i] = a[i] op b[i]`, in f32, rounded back. */
 export function halfReduceFunc(op: KernelOp, dtype: HalfDtype): string {
-  const lanes = (a: string, b: string) => reduceLanes(dtype, op, a, b);
   const body = loops(
     [["d", 2], ["a", 2], ["b", 2]],
     `(local.set $va (v128.load $a_mem (local.get $a)))
       (local.set $vb (v128.load $b_mem (local.get $b)))
-      ${lanes(low("va"), low("vb"))}
-      (local.set $lo ${get("w")})
-      ${lanes(high("va"), high("vb"))}
-      ${storeWords}`,
-    `${lanes(word("a", "a"), word("b", "b"))}
+      ${byWords(dtype, [get("va"), get("vb")], (codec) => reduceWords(codec, op))}
+      (v128.store $dst_mem (local.get $d) ${get("w")})`,
+    `(local.set $va ${word("a", "a")})
+      (local.set $vb ${word("b", "b")})
+      ${reduceWords(CODEC[dtype], op)}
       ${storeWord}`,
   );
   return func(
@@ -180,11 +268,10 @@ export function halfDivFunc(dtype: HalfDtype): string {
   const body = loops(
     [["d", 2]],
     `(local.set $va (v128.load $dst_mem (local.get $d)))
-      ${divideLanes(dtype, low("va"))}
-      (local.set $lo ${get("w")})
-      ${divideLanes(dtype, high("va"))}
-      ${storeWords}`,
-    `${divideLanes(dtype, word("dst", "d"))}
+      ${byWords(dtype, [get("va")], divideWords)}
+      (v128.store $dst_mem (local.get $d) ${get("w")})`,
+    `(local.set $va ${word("dst", "d")})
+      ${divideWords(CODEC[dtype])}
       ${storeWord}`,
   );
   return func(
@@ -209,7 +296,7 @@ function narrowLanes(
       (local.set $f ${get("x")})
       ${NARROW[dtype]}
       (local.set $va ${get("w")})
-      ${WIDEN[dtype]}
+      ${widen(WIDEN[dtype], even(get("w")))}
       ${storeResidual(`(f32x4.sub ${get("x")} ${get("f")})`)}
       (local.set $w ${get("va")})`;
 }
@@ -255,14 +342,11 @@ export function halfWidenFunc(dtype: HalfDtype): string {
   const body = loops(
     [["d", 4], ["a", 2]],
     `(local.set $va (v128.load $a_mem (local.get $a)))
-      (local.set $w ${low("va")})
-      ${WIDEN[dtype]}
+      ${widen(WIDEN[dtype], low("va"))}
       (v128.store $dst_mem (local.get $d) ${get("f")})
-      (local.set $w ${high("va")})
-      ${WIDEN[dtype]}
+      ${widen(WIDEN[dtype], high("va"))}
       (v128.store $dst_mem offset=16 (local.get $d) ${get("f")})`,
-    `(local.set $w ${word("a", "a")})
-      ${WIDEN[dtype]}
+    `${widen(WIDEN[dtype], even(word("a", "a")))}
       (f32.store $dst_mem (local.get $d) (f32x4.extract_lane 0 ${get("f")}))`,
   );
   return func(`from_${dtype}`, "(param $d i32) (param $a i32) (param $n i32)", body);

@@ -7,6 +7,7 @@
 import REDUCE_WGSL from "./reduce.wgsl" with { type: "text" };
 import SCALE_WGSL from "./scale.wgsl" with { type: "text" };
 import REDUCE_HALF_WGSL from "./reduce_half.wgsl" with { type: "text" };
+import REDUCE_HALF_VEC4_WGSL from "./reduce_half_vec4.wgsl" with { type: "text" };
 import HALF_F16_WGSL from "./half_f16.wgsl" with { type: "text" };
 import HALF_BF16_WGSL from "./half_bf16.wgsl" with { type: "text" };
 import FLOAT_ORDER_WGSL from "./float_order.wgsl" with { type: "text" };
@@ -18,8 +19,10 @@ export interface KernelSources {
   reduce: string;
   /** `scale.wgsl`. */
   scale: string;
-  /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements. */
+  /** `reduce_half.wgsl`: reduce, scale and copy of 16-bit elements, word by word. */
   half: string;
+  /** `reduce_half_vec4.wgsl`: reduce and scale of 16-bit elements eight at a time. */
+  halfVec4: string;
   /** `half_f16.wgsl`: f16's conversions, for `half`. */
   f16: string;
   /** `half_bf16.wgsl`: bf16's conversions, for `half`. */
@@ -33,6 +36,7 @@ export const KERNEL_SOURCES: KernelSources = {
   reduce: REDUCE_WGSL,
   scale: SCALE_WGSL,
   half: REDUCE_HALF_WGSL,
+  halfVec4: REDUCE_HALF_VEC4_WGSL,
   f16: HALF_F16_WGSL,
   bf16: HALF_BF16_WGSL,
   order: FLOAT_ORDER_WGSL,

@@ -85,7 +85,7 @@ gpuTest("gpu: managed buffers migrate page runs on demand and count them", async
 });
 
 gpuTest(
-  "gpu: f16 and bf16 at odd offsets keep their neighbours and reduce to the host's bits",
+  "gpu: f16 and bf16 at odd offsets keep their neighbours and reduce to the host's values, aligned or not",
   async () => {
     const half = new URL("./ranks/half_device_rank.ts", import.meta.url);
     await launchGroup(half, { size: 1, transport: "shm", gpu: true }).results;

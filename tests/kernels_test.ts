@@ -104,6 +104,38 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length, alig
   }
 });
 
+Deno.test("half-precision kernels equal the JS reference on every word, finite ones alone too", () => {
+  const buffer = heapBuffer(createHeapMemory(64));
+  for (const dtype of ["f16", "bf16"] as const) {
+    const isFinite = (w: number) =>
+      dtype === "f16" ? (w & 0x7c00) !== 0x7c00 : (w & 0x7f80) !== 0x7f80;
+    const all = Array.from({ length: 1 << 16 }, (_, w) => w);
+    // With every word, vectors meet infinities and NaNs; with finite words alone, f16's vectors
+    // take the path for finite words, through subnormals, ties and overflow.
+    for (const words of [all, all.filter(isFinite)]) {
+      const n = words.length;
+      const view = (k: number) => makeView(dtype, buffer, 4096 + k * 2 * n, n);
+      const asWords = (v: TypedArray) => new Uint16Array(v.buffer, v.byteOffset, n);
+      const a = view(0), b = view(1), dst = view(2);
+      const ref = new DTYPE_INFO[dtype].array(n);
+      asWords(a).set(words);
+      for (const shift of [1, 1000, 12345]) {
+        asWords(b).set([...words.slice(shift), ...words.slice(0, shift)]);
+        for (const op of KERNEL_OPS) {
+          reduce(op, dst, a, b);
+          reduceReference(op, ref, a, b);
+          assertEquals(read(dst), read(ref), `${dtype} ${op} shift ${shift}, ${n} words`);
+        }
+      }
+      asWords(dst).set(words);
+      ref.set(dst);
+      divide(dst, 3);
+      divideReference(ref, 3);
+      assertEquals(read(dst), read(ref), `${dtype} div, ${n} words`);
+    }
+  }
+});
+
 Deno.test("buffers outside a heap fall back to the JS reference", () => {
   const dst = new Float32Array(5),
     a = Float32Array.of(1, 2, 3, 4, 5),

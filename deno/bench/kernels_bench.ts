@@ -1,6 +1,8 @@
-// Reduction kernels: WASM SIMD vs the plain-JS reference vs a copy, per size.
+// Reduction kernels: WASM SIMD vs the plain-JS reference vs a copy, per size; and the
+// half-precision kernels beside f32's at equal bytes (docs/dtypes.md).
 import { reduce } from "../../kernels/reduce.ts";
 import { reduceReference } from "../../kernels/reduce_reference.ts";
+import { setValues } from "../../kernels/elements.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 
 const heap = new RankHeap(createHeapMemory());
@@ -12,4 +14,17 @@ for (
   Deno.bench(`wasm simd`, { group, baseline: true }, () => reduce("sum", a, a, b));
   Deno.bench(`js reference`, { group }, () => reduceReference("sum", a, a, b));
   Deno.bench(`Float32Array.set copy`, { group }, () => a.set(b));
+}
+
+// 1 MiB of each dtype, integers as the exact checks use (no subnormal slows any of them down).
+for (const dtype of ["f32", "bf16", "f16"] as const) {
+  const n = (1 << 20) / (dtype === "f32" ? 4 : 2);
+  const [dst, a, b] = [0, 1, 2].map(() => heap.alloc(dtype, n));
+  setValues(a, Array.from({ length: n }, (_, i) => i % 256));
+  setValues(b, Array.from({ length: n }, (_, i) => (i * 7) % 256));
+  Deno.bench(
+    `${dtype} sum`,
+    { group: "1 MiB, equal bytes", baseline: dtype === "f32" },
+    () => reduce("sum", dst, a, b),
+  );
 }

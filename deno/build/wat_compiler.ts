@@ -9,7 +9,7 @@
 import wabtInit from "wabt";
 
 /** Compiles WebAssembly text with every feature the kernels use; returns the binary. */
-export async function compileWat(name: string, text: string): Promise<Uint8Array> {
+export async function compileWat(name: string, text: string): Promise<Uint8Array<ArrayBuffer>> {
   const wabt = await wabtInit();
   // multi_memory is accepted by wabt at run time but missing from its typings.
   const features = {

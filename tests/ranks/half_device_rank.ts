@@ -1,18 +1,26 @@
 // Rank program for the half-precision device test: 16-bit elements written, read and copied at
 // odd element offsets keep their neighbours, and the device's reduce and scale give the host
-// kernels' bits (values off the integer grid: rounding, ties, infinities). It runs in a rank
-// worker so that its WebGPU device is torn down by the launcher (tests/_gpu.ts).
+// kernels' values (off the integer grid: rounding, ties, overflow, infinities, NaN, f16
+// subnormals), eight at a time on aligned views and word by word at odd offsets and in tails. It
+// runs in a rank worker so that its WebGPU device is torn down by the launcher (tests/_gpu.ts).
 import type { Communicator } from "../../mod.ts";
 import { assertEquals } from "../_assert.ts";
 import { GpuBuffer } from "../../primitives/memory/gpu.ts";
 import { divideReference, reduceReference } from "../../kernels/reduce_reference.ts";
-import { setValues } from "../../kernels/elements.ts";
+import { setValues, valuesOf } from "../../kernels/elements.ts";
 import { DTYPE_INFO, KERNEL_OPS, type TypedArray } from "../../primitives/types.ts";
 
-/** Normal values with fraction bits past either type's, and the largest finite ones doubled. */
+/** Past both types' edges; f16's subnormals only (a device may flush f32's, bf16's). */
+const SPECIAL = [Infinity, -Infinity, NaN, 0, -0, 6e-5, 1e-7, -3e-8];
+
+/**
+ * Normal values with fraction bits past either type's, the largest finite ones doubled, and now
+ * and then a special one.
+ */
 function values(n: number, salt: number): number[] {
   return Array.from({ length: n }, (_, i) => {
     if ((i + salt) % 11 === 5) return (i % 2 ? -1 : 1) * 60000;
+    if ((i * 3 + salt) % 17 === 4) return SPECIAL[(i + salt) % SPECIAL.length];
     return ((i * 7919 + salt * 104729) % 2001 - 1000) / 37 + (i % 5) / 1024;
   });
 }
@@ -53,26 +61,33 @@ export async function run(comm: Communicator): Promise<void> {
     );
     buf.destroy();
 
-    // Reduce and scale: the device's bits equal the host reference's.
-    for (const n of [1, 2, 7, 1001]) {
-      for (const op of KERNEL_OPS) {
-        const a = new array(n + 1) as TypedArray, b = new array(n + 1) as TypedArray;
-        setValues(a, values(n + 1, 1));
-        setValues(b, values(n + 1, 2));
-        const da = GpuBuffer.alloc(gpu, dtype, n + 1), db = GpuBuffer.alloc(gpu, dtype, n + 1);
-        await da.write(a);
-        await db.write(b);
-        // Operands at element 1: half-way into a word.
-        const x = da.subarray(1), y = db.subarray(1);
-        gpu.kernels.reduce(gpu.encoder(), op, [x], [x, y]);
-        const want = new array(n) as TypedArray;
-        reduceReference(op, want, a.subarray(1), b.subarray(1));
-        assertEquals(await read(x), Array.from(want), `${dtype} ${op} n=${n}`);
-        gpu.kernels.scale(gpu.encoder(), x, 3);
-        divideReference(want, 3);
-        assertEquals(await read(x), Array.from(want), `${dtype} ${op} n=${n} / 3`);
-        da.destroy();
-        db.destroy();
+    // Reduce and scale: the device's values equal the host reference's (NaN payloads aside).
+    const valuesRead = async (buf: GpuBuffer) => {
+      const out = new array(buf.length) as TypedArray;
+      await buf.read(out);
+      return valuesOf(out);
+    };
+    for (const at of [0, 1]) { // element 0: eight at a time; element 1: half-way into a word
+      for (const n of [1, 2, 7, 16, 1001]) {
+        for (const op of KERNEL_OPS) {
+          const what = `${dtype} ${op} n=${n} at ${at}`;
+          const a = new array(n + at) as TypedArray, b = new array(n + at) as TypedArray;
+          setValues(a, values(n + at, 1));
+          setValues(b, values(n + at, 2));
+          const da = GpuBuffer.alloc(gpu, dtype, n + at), db = GpuBuffer.alloc(gpu, dtype, n + at);
+          await da.write(a);
+          await db.write(b);
+          const x = da.subarray(at), y = db.subarray(at);
+          gpu.kernels.reduce(gpu.encoder(), op, [x], [x, y]);
+          const want = new array(n) as TypedArray;
+          reduceReference(op, want, a.subarray(at), b.subarray(at));
+          assertEquals(await valuesRead(x), valuesOf(want), what);
+          gpu.kernels.scale(gpu.encoder(), x, 3);
+          divideReference(want, 3);
+          assertEquals(await valuesRead(x), valuesOf(want), `${what} / 3`);
+          da.destroy();
+          db.destroy();
+        }
       }
     }
   }
