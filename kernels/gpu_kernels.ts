@@ -8,6 +8,16 @@
  */
 
 import { fill, type KernelSources, wgslType } from "./wgsl.ts";
+import {
+  HALF_KERNELS,
+  type HalfCall,
+  type HalfKernel,
+  halfParams,
+  halfParts,
+  halfPipelineKey,
+  type HalfReduction,
+  halfSource,
+} from "./gpu_half.ts";
 import { type Dtype, DTYPE_INFO, type KernelOp } from "./elements.ts";
 
 /** A window of a device buffer: what kernels read and write. */
@@ -56,6 +66,7 @@ const WORKGROUP = 256;
 const MAX_BIND_GROUPS = 4096;
 
 /** A binding of one dispatch: a buffer window, read or read-write. */
+/** A view a kernel binds, and whether it writes it. */
 interface Binding {
   view: DeviceView;
   write: boolean;
@@ -197,7 +208,7 @@ export class GpuKernels {
       this.copy(encoder, src, scratch);
       return this.copy(encoder, scratch, dst);
     }
-    this.#dispatchHalf(encoder, "copy", 0, dst.length, {
+    this.#dispatchHalf(encoder, "copy", HALF_KERNELS.word, 0, dst.length, {
       bindings: [{ view: dst, write: true }, { view: src, write: false }],
       out: 0,
       body:
@@ -281,97 +292,35 @@ export class GpuKernels {
   /**
    * `out`'s view ← `finish(terms[0] op terms[1] op …)` elementwise, over 16-bit elements (terms
    * are binding slots; `combine` and `finish` fill the kernels' functions, `constants` their
-   * overrides): eight elements at a time (reduce_half_vec4.wgsl) where every view starts on a
-   * 16-byte boundary, word by word (reduce_half.wgsl) for the rest.
+   * overrides): eight elements at a time where every view starts on a 16-byte boundary, word by
+   * word for the rest (gpu_half.ts).
    */
-  #reduceHalf(encoder: GPUCommandEncoder, shape: string, k: HalfReduction): void {
-    const n = k.bindings[k.out].view.length;
-    const aligned = k.bindings.every((b) => b.view.byteOffset % 16 === 0);
-    const vectors = aligned ? n - (n % 8) : 0;
-    if (vectors > 0) this.#dispatchHalfVec4(encoder, shape, vectors, k);
-    if (vectors === n) return;
-    const load = (j: number) => `widen(b${j}[(i + skip(${j}u)) / 2u], (i + skip(${j}u)) % 2u)`;
-    const body = [
-      `      var acc = ${load(k.terms[0])};`,
-      ...k.terms.slice(1).map((j) => `      acc = combine(acc, ${load(j)});`),
-      "      let element = narrow(finish(acc));",
-    ].join("\n");
-    this.#dispatchHalf(encoder, shape, vectors, n - vectors, { ...k, body });
-  }
-
-  /** reduce_half_vec4.wgsl dispatches (per window) over the first `n` elements, `n` a multiple of 8. */
-  #dispatchHalfVec4(encoder: GPUCommandEncoder, shape: string, n: number, k: HalfReduction): void {
-    const dtype = k.bindings[k.out].view.dtype as "f16" | "bf16";
-    const words = k.terms.map((j, t) => `    let w${t} = b${j}[k + skip(${j}u)];`);
-    const fold = (part: "even" | "odd", into: string) => [
-      `    var ${into} = ${part}(w0);`,
-      ...k.terms.slice(1).map((_, t) => `    ${into} = combine(${into}, ${part}(w${t + 1}));`),
-    ];
-    const body = [...words, ...fold("even", "low"), ...fold("odd", "high")].join("\n");
-    const key = `half4:${dtype}:${shape}:${this.#halfKey(k)}`;
-    const pipeline = this.#pipeline(
-      key,
-      () => fill(this.#sources.halfVec4, { ...this.#halfParts(k, "vec4<u32>"), BODY: body }),
-      k.constants,
-    );
-    this.#windows(0, n, dtype, 8, (first, count) => {
-      const windows = this.#window(k.bindings, first, count, 8);
-      this.#dispatch(encoder, pipeline, key, windows, halfParams(windows, count / 8), count / 8);
-    });
+  #reduceHalf(encoder: GPUCommandEncoder, shape: string, k: HalfReduction<Binding>): void {
+    for (const part of halfParts(k)) {
+      this.#dispatchHalf(encoder, shape, part.kernel, part.start, part.count, { ...k, ...part });
+    }
   }
 
   /**
-   * reduce_half.wgsl dispatches (per window) writing binding `out`'s view over elements
-   * `[start, start + n)`: `body` sets `element` for element `i`.
+   * Dispatches (per window) of one of the half kernels writing binding `out`'s view over elements
+   * `[start, start + n)`, with `body` as its BODY.
    */
   #dispatchHalf(
     encoder: GPUCommandEncoder,
     shape: string,
+    kernel: HalfKernel,
     start: number,
     n: number,
-    k: Omit<HalfReduction, "terms"> & { body: string },
+    k: HalfCall<Binding>,
   ): void {
-    const dtype = k.bindings[k.out].view.dtype as "f16" | "bf16";
-    const key = `half:${dtype}:${shape}:${this.#halfKey(k)}`;
-    const pipeline = this.#pipeline(
-      key,
-      () => fill(this.#sources.half, { ...this.#halfParts(k, "u32"), BODY: k.body }),
-      k.constants,
-    );
-    this.#windows(start, n, dtype, 2, (first, count) => {
-      const windows = this.#window(k.bindings, first, count, 1);
-      this.#dispatch(
-        encoder,
-        pipeline,
-        key,
-        windows,
-        halfParams(windows, count),
-        Math.ceil(count / 2) + 1,
-      );
+    const dtype = k.bindings[k.out].view.dtype;
+    const key = halfPipelineKey(kernel, shape, k);
+    const pipeline = this.#pipeline(key, () => halfSource(this.#sources, kernel, k), k.constants);
+    this.#windows(start, n, dtype, Math.max(2, kernel.unit), (first, count) => {
+      const windows = this.#window(k.bindings, first, count, kernel.unit);
+      const params = halfParams(windows, count / kernel.unit);
+      this.#dispatch(encoder, pipeline, key, windows, params, kernel.invocations(count));
     });
-  }
-
-  /** What tells the half kernels' pipelines over the same shape apart. */
-  #halfKey(k: Omit<HalfReduction, "terms">): string {
-    const access = k.bindings.map((b) => (b.write ? "w" : "r")).join("");
-    return `${access}:${k.finish ?? ""}:${JSON.stringify(k.constants)}`;
-  }
-
-  /** The `{{…}}` parts both half kernels share, with bindings of `element` arrays. */
-  #halfParts(k: Omit<HalfReduction, "terms">, element: string): Record<string, string> {
-    const dtype = k.bindings[k.out].view.dtype as "f16" | "bf16";
-    return {
-      SKIP_VECTORS: String(Math.ceil(k.bindings.length / 4)),
-      BINDINGS: k.bindings.map((b, j) =>
-        `@group(0) @binding(${j + 1}) var<storage, ${b.write ? "read_write" : "read"}> b${j}: ` +
-        `array<${element}>;`
-      ).join("\n"),
-      CONVERSIONS: this.#sources[dtype],
-      ORDER: this.#sources.order,
-      COMBINE: k.combine ?? "a",
-      FINISH: k.finish ?? "x",
-      OUT: String(k.out),
-    };
   }
 
   /**
@@ -499,24 +448,6 @@ export class GpuKernels {
 
 function elementBytes(dtype: Dtype): number {
   return DTYPE_INFO[dtype].bytes;
-}
-
-/** A half kernel's call: binding `out`'s view ← `finish` of the `terms` slots combined. */
-interface HalfReduction {
-  bindings: Binding[];
-  out: number;
-  terms: number[];
-  combine?: string;
-  finish?: string;
-  constants?: Record<string, number>;
-}
-
-/** The half kernels' uniform: the window's count (in the kernel's units) and each skip. */
-function halfParams(windows: { skip: number }[], count: number): Uint32Array {
-  const params = new Uint32Array(4 + 4 * Math.ceil(windows.length / 4));
-  params[0] = count;
-  windows.forEach((w, j) => params[4 + j] = w.skip);
-  return params;
 }
 
 export { deviceRefusal, KERNEL_SOURCES, wgslType } from "./wgsl.ts";

@@ -34,11 +34,11 @@ function constants(body: string): { locals: string; setup: string } {
 const get = (name: string) => `(local.get $${name})`;
 
 /**
- * f32 lanes in `$f` from the 16-bit words in the top half of the i32 lanes of `$w`; the bottom
- * halves are ignored.
+ * f32 lanes in `$f` from the 16-bit words in the top half of the i32 lanes of `$w`, whose bottom
+ * halves are zero (f16's ignores them).
  */
 const WIDEN: Record<HalfDtype, string> = {
-  bf16: `(local.set $f (v128.and ${get("w")} ${splat(0xffff0000)}))`,
+  bf16: `(local.set $f ${get("w")})`,
   // Sign, exponent and mantissa moved to f32's places and scaled by 2^112: the scale re-biases
   // normals and subnormals alike; exponent 31 (infinity, NaN) then gets 112 more, f32's 255.
   f16: `(local.set $t (v128.and (i32x4.shr_s ${get("w")} (i32.const 3)) ${splat(0x8fffe000)}))
@@ -125,6 +125,8 @@ const pairOf = (narrow: string) =>
  * ones nearest the f32 lanes of `$fe`, the odd ones nearest `$fo`.
  */
 interface Codec {
+  /** The odd words of a v128 in the top halves of its i32 lanes, as `widen` takes them. */
+  odd: (v: string) => string;
   widen: string;
   narrowPair: string;
 }
@@ -132,14 +134,19 @@ const CODEC: Record<HalfDtype, Codec> = {
   // No NaN step: a reduction's operands came from bf16 words, so a NaN result (an operand's
   // payload, or the canonical NaN) has a zero bottom half, which rounding leaves alone.
   bf16: {
+    odd: (v) => `(v128.and ${v} ${splat(0xffff0000)})`,
     widen: WIDEN.bf16,
     narrowPair: `(local.set $w (v128.or
         (i32x4.shr_u ${roundBf16(get("fe"))} (i32.const 16))
         (v128.and ${roundBf16(get("fo"))} ${splat(0xffff0000)})))`,
   },
-  f16: { widen: WIDEN.f16, narrowPair: pairOf(NARROW.f16) },
+  f16: { odd: (v) => v, widen: WIDEN.f16, narrowPair: pairOf(NARROW.f16) },
 };
-const FINITE_F16: Codec = { widen: WIDEN_FINITE_F16, narrowPair: pairOf(NARROW_FINITE_F16) };
+const FINITE_F16: Codec = {
+  odd: (v) => v,
+  widen: WIDEN_FINITE_F16,
+  narrowPair: pairOf(NARROW_FINITE_F16),
+};
 
 const F32_OP: Record<KernelOp, string> = {
   sum: "f32x4.add",
@@ -170,7 +177,7 @@ function reduceWords(codec: Codec, op: KernelOp): string {
       ${widen(codec.widen, part(get("vb")))}
       (local.set $${into} (${F32_OP[op]} ${get("x")} ${get("f")}))`;
   return `${pair(even, "fe")}
-      ${pair((v) => v, "fo")}
+      ${pair(codec.odd, "fo")}
       ${codec.narrowPair}`;
 }
 
@@ -178,7 +185,7 @@ function reduceWords(codec: Codec, op: KernelOp): string {
 function divideWords(codec: Codec): string {
   return `${widen(codec.widen, even(get("va")))}
       (local.set $fe (f32x4.div ${get("f")} ${get("kv")}))
-      ${widen(codec.widen, get("va"))}
+      ${widen(codec.widen, codec.odd(get("va")))}
       (local.set $fo (f32x4.div ${get("f")} ${get("kv")}))
       ${codec.narrowPair}`;
 }
