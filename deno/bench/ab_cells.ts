@@ -23,9 +23,16 @@ const option = (name: string, fallback?: string) => {
   if (value === undefined) throw new Error(`--${name} is required`);
   return value;
 };
-const before = option("before", "."), after = option("after", ".");
-const beforeFlags = option("before-flags", "").split(" ").filter((f) => f !== "");
-const afterFlags = option("after-flags", "").split(" ").filter((f) => f !== "");
+/** A side of the pairs: the checkout it runs in and the flags it adds to the task. */
+interface Side {
+  dir: string;
+  flags: string[];
+}
+const sideOf = (name: "before" | "after"): Side => ({
+  dir: option(name, "."),
+  flags: option(`${name}-flags`, "").split(" ").filter((f) => f !== ""),
+});
+const sides = { before: sideOf("before"), after: sideOf("after") };
 const pairs = Number(option("pairs", "10"));
 if (task.length === 0 || !(pairs >= 1)) {
   console.error(
@@ -35,8 +42,8 @@ if (task.length === 0 || !(pairs >= 1)) {
   Deno.exit(2);
 }
 
-/** One run of the task in `dir` with `flags` added: time and Gb/s per size in bytes. */
-async function once(dir: string, flags: string[]): Promise<Map<number, [number, number]>> {
+/** One run of the task on one side: time and Gb/s per size in bytes. */
+async function once({ dir, flags }: Side): Promise<Map<number, [number, number]>> {
   const csv = await Deno.makeTempFile({ suffix: ".csv" });
   try {
     const { success, stderr } = await new Deno.Command(Deno.execPath(), {
@@ -63,16 +70,12 @@ const runs = {
 for (let p = 0; p < pairs; p++) {
   // Alternate which goes first, so a drift of the machine falls on both alike.
   const order = p % 2 === 0 ? ["before", "after"] as const : ["after", "before"] as const;
-  for (const side of order) {
-    runs[side].push(
-      await once(side === "before" ? before : after, side === "before" ? beforeFlags : afterFlags),
-    );
-  }
+  for (const side of order) runs[side].push(await once(sides[side]));
 }
-const sides = (dir: string, flags: string[]) => [dir, ...flags].join(" ");
+const named = ({ dir, flags }: Side) => [dir, ...flags].join(" ");
 console.log(
   `# ${task.join(" ")}: ${pairs} alternating pairs, medians; ratio = after ` +
-    `(${sides(after, afterFlags)}) / before (${sides(before, beforeFlags)})`,
+    `(${named(sides.after)}) / before (${named(sides.before)})`,
 );
 console.log("bytes        before_us  after_us  before_Gb/s  after_Gb/s  ratio");
 for (const bytes of runs.before[0].keys()) {
