@@ -6,7 +6,7 @@
  */
 
 import type { Dtype } from "./elements.ts";
-import { fill, type KernelSources } from "./wgsl.ts";
+import { fill, type KernelSources, windowWgsl } from "./wgsl.ts";
 
 /** What these helpers read of a binding (gpu_kernels.ts's `Binding`). */
 interface HalfBinding {
@@ -93,11 +93,7 @@ export function halfPipelineKey(kernel: HalfKernel, shape: string, k: HalfCall):
 export function halfSource(sources: KernelSources, kernel: HalfKernel, k: HalfCall): string {
   const dtype = k.bindings[k.out].view.dtype as "f16" | "bf16";
   return fill(sources[kernel.source], {
-    SKIP_VECTORS: String(Math.ceil(k.bindings.length / 4)),
-    BINDINGS: k.bindings.map((b, j) =>
-      `@group(0) @binding(${j + 1}) var<storage, ${b.write ? "read_write" : "read"}> b${j}: ` +
-      `array<${kernel.element}>;`
-    ).join("\n"),
+    WINDOW: windowWgsl(sources, k.bindings.map((b) => b.write), kernel.element),
     CONVERSIONS: sources[dtype],
     ORDER: sources.order,
     COMBINE: k.combine ?? "a",
@@ -105,12 +101,4 @@ export function halfSource(sources: KernelSources, kernel: HalfKernel, k: HalfCa
     OUT: String(k.out),
     BODY: k.body,
   });
-}
-
-/** The half kernels' uniform: the window's count (in the kernel's units) and each skip. */
-export function halfParams(windows: { skip: number }[], count: number): Uint32Array {
-  const params = new Uint32Array(4 + 4 * Math.ceil(windows.length / 4));
-  params[0] = count;
-  windows.forEach((w, j) => params[4 + j] = w.skip);
-  return params;
 }

@@ -7,12 +7,11 @@
  * @module
  */
 
-import { fill, type KernelSources, wgslType } from "./wgsl.ts";
+import { fill, type KernelSources, wgslType, windowParams, windowWgsl } from "./wgsl.ts";
 import {
   HALF_KERNELS,
   type HalfCall,
   type HalfKernel,
-  halfParams,
   halfParts,
   halfPipelineKey,
   type HalfReduction,
@@ -258,10 +257,6 @@ export class GpuKernels {
       ...terms.slice(1).map((t) => `    acc = combine(acc, ${t});`),
       ...outSlots.map((j) => `    ${at(j)} = acc;`),
     ].join("\n");
-    const declarations = bindings.map((b, j) =>
-      `@group(0) @binding(${j + 1}) var<storage, ${b.write ? "read_write" : "read"}> b${j}: ` +
-      `array<T>;`
-    ).join("\n");
     const shape = `${op}:${bindings.map((b) => (b.write ? "w" : "r")).join("")}:` +
       `${outSlots}:${inSlots}:${accumulate}`;
     const dtype = outs[0].dtype;
@@ -275,15 +270,12 @@ export class GpuKernels {
           BOOLS: lanes === 4 ? "vec4<bool>" : "bool",
           ORDER: dtype === "i32" ? "" : this.#sources.order,
           COMBINE: (dtype === "i32" ? COMBINE : FLOAT_COMBINE)[op],
-          SKIP_VECTORS: String(Math.ceil(bindings.length / 4)),
-          BINDINGS: declarations,
+          WINDOW: windowWgsl(this.#sources, bindings.map((b) => b.write), "T"),
           BODY: body,
         }));
       this.#windows(start, count, dtype, lanes, (first, n) => {
         const windows = this.#window(bindings, first, n, lanes);
-        const params = new Uint32Array(4 + 4 * Math.ceil(bindings.length / 4));
-        params[0] = n / lanes;
-        windows.forEach((w, j) => params[4 + j] = w.skip);
+        const params = windowParams(windows, n / lanes);
         this.#dispatch(encoder, pipeline, key, windows, params, n / lanes);
       });
     });
@@ -318,7 +310,7 @@ export class GpuKernels {
     const pipeline = this.#pipeline(key, () => halfSource(this.#sources, kernel, k), k.constants);
     this.#windows(start, n, dtype, Math.max(2, kernel.unit), (first, count) => {
       const windows = this.#window(k.bindings, first, count, kernel.unit);
-      const params = halfParams(windows, count / kernel.unit);
+      const params = windowParams(windows, count / kernel.unit);
       this.#dispatch(encoder, pipeline, key, windows, params, kernel.invocations(count));
     });
   }

@@ -9,19 +9,7 @@ alias T = {{TYPE}};
 alias U = {{BITS}};
 alias B = {{BOOLS}};
 
-// count: elements of this window; skip[j]: elements between binding j+1's aligned start and the
-// window's first element (binding offsets must be aligned, views need not be).
-struct Params {
-  count: u32,
-  skip: array<vec4<u32>, {{SKIP_VECTORS}}>,
-}
-
-@group(0) @binding(0) var<uniform> params: Params;
-{{BINDINGS}}
-
-fn skip(j: u32) -> u32 {
-  return params.skip[j / 4u][j % 4u];
-}
+{{WINDOW}}
 
 {{ORDER}}
 

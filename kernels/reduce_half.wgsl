@@ -7,19 +7,9 @@
 // bindings, the conversions of the dtype (half_f16.wgsl or half_bf16.wgsl), and a BODY that sets `element` (the 16 bits) for
 // element i. Counts and skips are in elements.
 
-struct Params {
-  count: u32,
-  skip: array<vec4<u32>, {{SKIP_VECTORS}}>,
-}
+{{WINDOW}}
 
 override divisor: f32 = 1.0;
-
-@group(0) @binding(0) var<uniform> params: Params;
-{{BINDINGS}}
-
-fn skip(j: u32) -> u32 {
-  return params.skip[j / 4u][j % 4u];
-}
 
 {{CONVERSIONS}}
 

@@ -10,19 +10,9 @@ alias T = vec4<f32>;
 alias U = vec4<u32>;
 alias B = vec4<bool>;
 
-struct Params {
-  count: u32,
-  skip: array<vec4<u32>, {{SKIP_VECTORS}}>,
-}
+{{WINDOW}}
 
 override divisor: f32 = 1.0;
-
-@group(0) @binding(0) var<uniform> params: Params;
-{{BINDINGS}}
-
-fn skip(j: u32) -> u32 {
-  return params.skip[j / 4u][j % 4u];
-}
 
 {{CONVERSIONS}}
 

@@ -11,6 +11,7 @@ import REDUCE_HALF_VEC4_WGSL from "./reduce_half_vec4.wgsl" with { type: "text" 
 import HALF_F16_WGSL from "./half_f16.wgsl" with { type: "text" };
 import HALF_BF16_WGSL from "./half_bf16.wgsl" with { type: "text" };
 import FLOAT_ORDER_WGSL from "./float_order.wgsl" with { type: "text" };
+import WINDOW_WGSL from "./window.wgsl" with { type: "text" };
 import type { Dtype } from "./elements.ts";
 
 /** The WGSL sources, kernels/*.wgsl. */
@@ -29,6 +30,8 @@ export interface KernelSources {
   bf16: string;
   /** `float_order.wgsl`: max and min of floats as the host orders them, for `reduce` and `half`. */
   order: string;
+  /** `window.wgsl`: the window and bindings of `reduce` and the half kernels. */
+  window: string;
 }
 
 /** The WGSL sources beside this module, imported as text (bundles carry them). */
@@ -40,6 +43,7 @@ export const KERNEL_SOURCES: KernelSources = {
   f16: HALF_F16_WGSL,
   bf16: HALF_BF16_WGSL,
   order: FLOAT_ORDER_WGSL,
+  window: WINDOW_WGSL,
 };
 
 const WGSL_TYPE: Partial<Record<Dtype, string>> = {
@@ -70,6 +74,28 @@ export function deviceRefusal(dtype: Dtype): string | undefined {
 const WHY: Partial<Record<Dtype, string>> = {
   f64: "WGSL has no 64-bit floats (WebGPU offers no shader-f64)",
 };
+
+/**
+ * window.wgsl for storage bindings 1… of `element` arrays, read-write where `writes` says: a
+ * kernel's `{{WINDOW}}`.
+ */
+export function windowWgsl(sources: KernelSources, writes: boolean[], element: string): string {
+  return fill(sources.window, {
+    SKIP_VECTORS: String(Math.ceil(writes.length / 4)),
+    BINDINGS: writes.map((write, j) =>
+      `@group(0) @binding(${j + 1}) var<storage, ${write ? "read_write" : "read"}> b${j}: ` +
+      `array<${element}>;`
+    ).join("\n"),
+  });
+}
+
+/** window.wgsl's uniform: the window's `count` (in the kernel's units) and each binding's skip. */
+export function windowParams(windows: { skip: number }[], count: number): Uint32Array {
+  const params = new Uint32Array(4 + 4 * Math.ceil(windows.length / 4));
+  params[0] = count;
+  windows.forEach((w, j) => params[4 + j] = w.skip);
+  return params;
+}
 
 /** `template` with every `{{NAME}}` replaced. */
 export function fill(template: string, values: Record<string, string>): string {

@@ -10,6 +10,7 @@ import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import {
   crossovers,
   CurveSet,
+  DEFAULT_TOLERANCE,
   formatCrossovers,
   wrongResults,
 } from "../bench/compare/crossover.ts";
@@ -32,7 +33,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   tolerance: {
     help: "percent a curve may trail the fastest at a size and still count as fastest there",
-    default: "10",
+    default: String(DEFAULT_TOLERANCE * 100),
   },
 };
 

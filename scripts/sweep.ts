@@ -15,7 +15,12 @@ import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_f
 import { collectMetadata } from "./_metadata.ts";
 import { writeAtomically, writeTogether } from "../deno/files/atomic_file.ts";
 import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
-import { crossovers, CurveSet, wrongResults } from "../bench/compare/crossover.ts";
+import {
+  crossovers,
+  CurveSet,
+  DEFAULT_TOLERANCE,
+  wrongResults,
+} from "../bench/compare/crossover.ts";
 import { timeLeft } from "../bench/progress.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
 import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
@@ -181,7 +186,7 @@ async function drawSweep(csvs: string[], out: string): Promise<{ svg: string; ht
   for (const csv of csvs) for await (const point of readResultsFile(csv)) set.add(point);
   const curves = set.curves();
   const svg = await renderSvg(curves);
-  const html = renderHtml(svg, crossovers(curves), csvs, 0.1, wrongResults(curves));
+  const html = renderHtml(svg, crossovers(curves), csvs, DEFAULT_TOLERANCE, wrongResults(curves));
   const paths = { svg: `${out}/chart.svg`, html: `${out}/report.html` };
   writeTogether([[paths.svg, () => svg], [paths.html, () => html]]);
   return paths;

@@ -137,16 +137,18 @@ const TRAIN_STUDY: Task<StudyPlan> = {
       epochs: values.epochs!,
       noGpu: plan.noGpu,
       noAdapter: plan.noAdapter,
-      record: (row) =>
+      record: (row) => {
+        // Noisy is decided on the spread as the file shows it (10.04 shows 10.0: not noisy).
+        const shown = Number(spread.toFixed(1));
         files.record(
           repeat === 1 ? row : {
             ...row,
             runs: repeat,
-            time_spread_pct: Number(spread.toFixed(1)),
-            // Decided on the spread as the file shows it (10.04 shows 10.0: not noisy).
-            noisy: Number(spread.toFixed(1)) > NOISY_SPREAD_PCT ? "yes" : "",
+            time_spread_pct: shown,
+            noisy: shown > NOISY_SPREAD_PCT ? "yes" : "",
           },
-        ),
+        );
+      },
       async train(flags, label) {
         const plan = await planned(flags);
         const all = [];

@@ -44,6 +44,9 @@ export interface Crossover {
   margin: number;
 }
 
+/** How far behind the fastest a curve counts as level with it, unless told: 10%. */
+export const DEFAULT_TOLERANCE = 0.1;
+
 /** Options of {@linkcode crossovers}. */
 export interface CrossoverOptions {
   /**
@@ -143,7 +146,7 @@ export function wrongResults(curves: Curve[]): WrongResults[] {
  */
 export function crossovers(curves: Curve[], options?: CrossoverOptions): Crossover[] {
   options ??= {};
-  const tolerance = options.tolerance ?? 0.1;
+  const tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
   const panels = new Map<string, Curve[]>();
   for (const c of curves) {
     const k = `${c.primitive}\u0000${c.procs}`;

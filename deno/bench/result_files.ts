@@ -13,6 +13,5 @@ export function resultFile(path: string): ResultFile {
 
 /** The points of the file at `path` (see `readResults`). */
 export function readResultsFile(path: string, defaultProcs?: number): AsyncGenerator<Point> {
-  defaultProcs ??= 2;
   return readResults(resultFile(path), defaultProcs);
 }
