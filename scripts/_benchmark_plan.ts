@@ -12,7 +12,7 @@ import { deviceRefusal } from "../kernels/gpu_kernels.ts";
 import { algorithmsFor } from "../primitives/auto.ts";
 import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
 import { type TransportName, TRANSPORTS } from "../deno/registry.ts";
-import { DTYPES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
+import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
 import { type FlagSpec, integer, number, oneOf, outputFiles, size, UsageError } from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 
@@ -167,6 +167,14 @@ export function planRun(
   const root = integer("root", v.root!, 0, procs - 1);
   const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
   const min = size("min", v.min!, dtype);
+  const notes: string[] = [];
+  // The default is 2^28 elements, 1 GiB of f32: a wider element's largest buffer is fewer.
+  const defaultMax = options.given ? !options.given.has("max") : v.max === String(DEFAULT_MAX);
+  const widest = MAX_BYTES / DTYPE_INFO[dtype].bytes;
+  if (defaultMax && v.max === String(DEFAULT_MAX) && DEFAULT_MAX > widest) {
+    v = { ...v, max: String(widest) };
+    notes.push(`--max lowered to ${widest} elements: the largest ${dtype} buffer is 1 GiB`);
+  }
   let max = size("max", v.max!, dtype);
   if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
   const factor = integer("step-factor", v["step-factor"]!, 2, 1024);
@@ -175,7 +183,6 @@ export function planRun(
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const { csv, json } = outputFiles(v);
 
-  const notes: string[] = [];
   const shape = { primitive, facts: info, memory, dtype, procs, threads, algorithm };
   const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
   if (group > 0.9 * availableBytes) {
@@ -196,12 +203,11 @@ export function planRun(
       ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
       : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
         `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
-    if (v.max !== String(DEFAULT_MAX)) {
-      throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
-    }
+    if (!defaultMax) throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
+    const asked = max;
     while (max > min && !fits(max)) max = Math.floor(max / 2);
     if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
-    notes.push(`--max lowered to ${max} elements: ${DEFAULT_MAX} needs ${problem}`);
+    notes.push(`--max lowered to ${max} elements: ${asked} needs ${problem}`);
   }
 
   const counts = countsBetween(min, max, { factor, fit: (c) => spec.fit(c, procs) });

@@ -198,7 +198,14 @@ export function writableFile(flag: string, path: string): string {
   if (stat?.isDirectory) throw refuse("it is a folder; expected a file path");
   const folder = dirname(resolve(path));
   const parent = statOrUndefined(folder);
-  if (!parent) throw refuse(`folder ${folder} does not exist`);
+  if (!parent) {
+    const link = linkTarget(folder);
+    throw refuse(
+      link === undefined
+        ? `folder ${folder} does not exist`
+        : `folder ${folder} is a link to ${link}, which does not exist`,
+    );
+  }
   if (!parent.isDirectory) throw refuse(`${folder} is not a folder`);
   probe(folder, refuse);
   if (stat) {
@@ -218,7 +225,14 @@ export function writableFile(flag: string, path: string): string {
 export function writableFolder(flag: string, path: string, given = path): string {
   const refuse = (why: string) => new UsageError(`--${flag} ${given} is not accepted: ${why}`);
   let existing = resolve(path);
-  while (!statOrUndefined(existing)) existing = dirname(existing);
+  while (!statOrUndefined(existing)) {
+    const link = linkTarget(existing);
+    if (link !== undefined) {
+      const what = existing === resolve(given) ? "it" : existing;
+      throw refuse(`${what} is a link to ${link}, which does not exist`);
+    }
+    existing = dirname(existing);
+  }
   if (!statOrUndefined(existing)!.isDirectory) {
     throw refuse(
       existing === resolve(path) ? "it is a file; expected a folder" : `${existing} is a file`,
@@ -226,6 +240,15 @@ export function writableFolder(flag: string, path: string, given = path): string
   }
   probe(existing, refuse);
   return path;
+}
+
+/** Where the link at `path` points, or undefined when `path` is no link. */
+function linkTarget(path: string): string | undefined {
+  try {
+    return Deno.readLinkSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 function statOrUndefined(path: string): Deno.FileInfo | undefined {

@@ -84,19 +84,25 @@ export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number
  */
 export function stoppedBy(command: string, e: unknown, kept = ""): number {
   if (!(e instanceof Error)) throw e;
-  console.error(`${command}: ${(outputFailure(e) ?? e.message).split("\n")[0]}${kept}`);
+  const file = fileFailure(e);
+  console.error(`${command}: ${(file?.message ?? e.message).split("\n")[0]}${kept}`);
+  if (file) return file.code;
   return e instanceof UsageError ? 2 : e instanceof Interrupted ? e.exitCode : 1;
 }
 
 /**
- * What a rank said when it could not write an output file (`cannot write <file>: <why>`), for the
- * user to read as such rather than as a rank's failure.
+ * Errors a rank reports about a file, which the user reads as such rather than as a rank's
+ * failure, with the task's exit code: an output it could not write (`cannot write <file>: <why>`,
+ * 1) or a checkpoint it cannot go on from (bad input, 2).
  */
-function outputFailure(e: Error): string | undefined {
+const FILE_FAILURES: Record<string, number> = { OutputError: 1, CheckpointError: 2 };
+
+function fileFailure(e: Error): { message: string; code: number } | undefined {
   if (!(e instanceof RankFailedError)) return undefined;
   const reason = e.outcomes[e.failedRank!]?.reason ?? "";
-  const prefix = "OutputError: ";
-  return reason.startsWith(prefix) ? reason.slice(prefix.length) : undefined;
+  const name = reason.slice(0, reason.indexOf(": "));
+  if (!Object.hasOwn(FILE_FAILURES, name)) return undefined;
+  return { message: reason.slice(name.length + 2), code: FILE_FAILURES[name] };
 }
 
 /** The signals that stop a run, each with its number (the exit code is 128 + it). */

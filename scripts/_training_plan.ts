@@ -241,6 +241,16 @@ export async function planTraining(
     const flag = config.resume === "latest" ? "--resume" : "--resume-previous";
     const found = readCheckpoint(checkpoint!.dir, config, config.resume);
     if (typeof found === "string") throw new UsageError(`${flag}: ${found}`);
+    const epochSteps = Math.floor(
+      (config.trainSamples ?? mnist.train.count) / (config.batch * sync.computing),
+    );
+    if (found && found.step >= epochSteps) {
+      throw new UsageError(
+        `${flag}: ${checkpoint!.dir}/${META_FILES[config.resume]} is not a checkpoint this run ` +
+          `can go on from: its step ${found.step} of epoch ${found.epoch + 1} is past the ` +
+          `${epochSteps} steps of an epoch of this run`,
+      );
+    }
     // Nothing to go on from: the first run of a job that always says --resume (torchrun's way).
     if (!found && config.resume === "latest") {
       notes.push(`--resume: ${checkpoint!.dir} holds no checkpoint yet; starting fresh`);

@@ -9,17 +9,34 @@
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { WEB_TRANSPORTS } from "../primitives/registry.ts";
 import { sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
+import { chromiumAvailable, ChromiumMissing } from "../deno/browser/chromium.ts";
 import { describe, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags, UsageError } from "./_flags.ts";
 import { describeTraining, planTraining, TRAIN_FLAGS, type TrainPlan } from "./_training_plan.ts";
+import { LAUNCH_FLAGS } from "./_launcher.ts";
 import { type Task, taskMain } from "./_task.ts";
 
 /** The sweep's largest buffer in a tab unless `--max` says: a tab's heaps share one renderer. */
 const TAB_MAX = "16M";
 
+/**
+ * Refuses, before anything is planned from them, the flags a tab cannot honour: ranks in a tab
+ * are its own workers, so neither an external launcher nor processes of threads.
+ */
+function tabLaunch(values: Record<string, string | undefined>): void {
+  for (const flag of ["launcher", "threads"] as const) {
+    if (values[flag] !== LAUNCH_FLAGS[flag].default) {
+      throw new UsageError(
+        `--${flag} ${values[flag]} is not accepted in a browser tab: its ranks are the tab's ` +
+          `own workers (or logical ranks on its GPU)`,
+      );
+    }
+  }
+}
+
 /** The transport of a run in a tab: one whose ranks a web page can start. */
-function webTransport(transport: string, launcher: string, threads: number) {
+function webTransport(transport: string) {
   if (!WEB_TRANSPORTS.has(transport)) {
     throw new UsageError(
       `--transport ${transport} is not accepted in a browser tab: expected ${
@@ -27,10 +44,12 @@ function webTransport(transport: string, launcher: string, threads: number) {
       } (a tab's workers or its GPU)`,
     );
   }
-  if (launcher !== "local" || threads > 1) {
-    throw new UsageError("--launcher env and --threads are not accepted in a browser tab");
-  }
   return transport;
+}
+
+/** A UsageError (exit 2: a missing tool) when Chromium cannot be started here. */
+async function requireChromium(): Promise<void> {
+  if (!(await chromiumAvailable())) throw new UsageError(new ChromiumMissing().message);
 }
 
 const TAB_HEADER =
@@ -43,16 +62,18 @@ function benchmarkInTab(primitive: PrimitiveName): Task<RunPlan> {
     synopsis: `browser ${primitive}`,
     summary: `Measures ${primitive} over a size sweep inside headless Chromium.`,
     flags: BENCHMARK_FLAGS,
-    plan(values, _, argv) {
+    async plan(values, _, argv) {
       const given = givenFlags(argv);
+      tabLaunch(values);
       if (!given.has("max")) values.max = TAB_MAX;
       const plan = planRun(primitive, values, { given });
-      webTransport(plan.transport, plan.launcher, plan.threads);
+      webTransport(plan.transport);
+      await requireChromium();
       return plan;
     },
     notes: (plan) => plan.notes,
     async run(plan, signal, argv) {
-      const transport = webTransport(plan.transport, plan.launcher, plan.threads);
+      const transport = webTransport(plan.transport);
       const wrong = await sweepInTab({
         sweep: plan.sweep,
         procs: plan.procs,
@@ -79,15 +100,18 @@ const TRAIN_IN_TAB: Task<TrainPlan> = {
   summary: "Trains the MNIST MLP on a browser tab's workers, inside headless Chromium.",
   flags: TRAIN_FLAGS,
   async plan(values, _, argv) {
-    const plan = await planTraining(values, undefined, givenFlags(argv));
-    webTransport(plan.config.transport, plan.launcher, plan.threads);
+    const given = givenFlags(argv);
+    tabLaunch(values);
+    const plan = await planTraining(values, undefined, given);
+    webTransport(plan.config.transport);
     if (plan.config.checkpoint || plan.maxRestarts > 0) {
       throw new UsageError("--checkpoint and --max-restarts are not accepted in a browser tab");
     }
+    await requireChromium();
     return plan;
   },
   async run(plan, signal, argv) {
-    const transport = webTransport(plan.config.transport, plan.launcher, plan.threads);
+    const transport = webTransport(plan.config.transport);
     await trainInTab({
       config: { ...plan.config, transport },
       report: {

@@ -6,17 +6,9 @@
  */
 
 import { dirname } from "node:path";
-import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
-import {
-  crossovers,
-  CurveSet,
-  DEFAULT_TOLERANCE,
-  formatCrossovers,
-  wrongResults,
-} from "../bench/compare/crossover.ts";
-import { ResultFormatError } from "../bench/compare/results.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
+import { DEFAULT_TOLERANCE } from "../bench/compare/crossover.ts";
 import { writeTogether } from "../deno/files/atomic_file.ts";
+import type { CompareJob, CompareOutcome, InputFile } from "./_compare_work.ts";
 import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./_flags.ts";
 import { MAX_PROCS, type Task, taskMain } from "./_task.ts";
 
@@ -37,56 +29,8 @@ const FLAGS: Record<string, FlagSpec> = {
   },
 };
 
-/** An input file, and its ranks where the command line or its name says them (OSU's do not). */
-interface InputFile {
-  path: string;
-  procs?: number;
-}
-
-interface ComparePlan {
-  files: InputFile[];
+interface ComparePlan extends CompareJob {
   out: string;
-  procs: number;
-  tolerance: number;
-}
-
-/**
- * Reads every file's curves until `signal` aborts; a file that cannot be read is a UsageError
- * naming it.
- */
-async function readCurves(plan: ComparePlan, signal: AbortSignal): Promise<CurveSet> {
-  const set = new CurveSet();
-  // OSU collective files whose ranks nothing said, by primitive: two of them may be two groups.
-  const unsaid = new Map<string, string>();
-  for (const { path, procs } of plan.files) {
-    try {
-      // NaN asks the reader to mark points whose ranks the file does not say.
-      for await (const point of readResultsFile(path, procs ?? NaN)) {
-        signal.throwIfAborted();
-        if (Number.isNaN(point.procs)) {
-          const other = unsaid.get(point.primitive);
-          if (other !== undefined && other !== path) {
-            throw new UsageError(
-              `${other} and ${path}: OSU output does not say its ranks, and two runs of ` +
-                `${point.primitive} may be two group sizes; give each its ranks (${other}:2 ` +
-                `${path}:4) or name them so (osu_${point.primitive}_p4.txt)`,
-            );
-          }
-          unsaid.set(point.primitive, path);
-          point.procs = plan.procs;
-        }
-        set.add(point);
-      }
-    } catch (e) {
-      if (!(e instanceof Error) || e === signal.reason || e instanceof UsageError) throw e;
-      // A missing file or a folder: the system's words; a bad file: the reader's.
-      const why = e instanceof ResultFormatError
-        ? e.message
-        : `${path}: cannot read it (${e.name}${e.name === "IsADirectory" ? ": pass files" : ""})`;
-      throw new UsageError(why.split("\n")[0]);
-    }
-  }
-  return set;
 }
 
 /**
@@ -132,35 +76,36 @@ const COMPARE: Task<ComparePlan> = {
     };
   },
   async run(plan, signal) {
-    const set = await readCurves(plan, signal);
-    if (set.repeated > 0) {
-      console.error(
-        `dccl compare: note: ${set.repeated} rows repeated a curve at a size it already had; ` +
-          `the last of each counts`,
-      );
-    }
-    const curves = set.curves();
-    const rows = crossovers(curves, { tolerance: plan.tolerance });
-    const wrong = wrongResults(curves);
-    if (wrong.length > 0) {
-      console.error(
-        `dccl compare: warning: ${wrong.length} curves have sizes with wrong results; they are ` +
-          `flagged and left out of the comparison`,
-      );
-    }
-    const svg = await renderSvg(curves);
-    signal.throwIfAborted();
+    const outcome = await inWorker({
+      files: plan.files,
+      procs: plan.procs,
+      tolerance: plan.tolerance,
+    }, signal);
+    if ("usage" in outcome) throw new UsageError(outcome.usage);
+    for (const note of outcome.notes) console.error(`dccl compare: ${note}`);
     const { out } = plan;
     const svgPath = out.replace(/\.html$/, ".svg");
     Deno.mkdirSync(dirname(out), { recursive: true });
-    writeTogether([
-      [svgPath, () => svg],
-      [out, () => renderHtml(svg, rows, plan.files.map((f) => f.path), plan.tolerance, wrong)],
-    ]);
-    console.log(formatCrossovers(rows, wrong));
+    writeTogether([[svgPath, () => outcome.svg], [out, () => outcome.html]]);
+    console.log(outcome.text);
     console.log(`\nchart: ${svgPath}\nreport: ${out}`);
     return 0;
   },
 };
+
+/** Runs `job` in the worker (_compare_work.ts); a signal terminates it and rejects at once. */
+function inWorker(job: CompareJob, signal: AbortSignal): Promise<CompareOutcome> {
+  const worker = new Worker(new URL("./_compare_work.ts", import.meta.url), { type: "module" });
+  return new Promise<CompareOutcome>((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    worker.onmessage = ({ data }) => resolve(data);
+    worker.onerror = (e) => {
+      e.preventDefault();
+      reject(new Error(e.message));
+    };
+    worker.postMessage(job);
+  }).finally(() => worker.terminate());
+}
 
 Deno.exit(await taskMain(COMPARE, Deno.args));

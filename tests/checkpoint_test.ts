@@ -225,14 +225,17 @@ Deno.test("checkpoint: fields that a run could not have written are refused in o
       await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
       await assertRejects(() => plan([...flags, "--resume"]), { name: "UsageError", message });
     }
-    // A position past the epoch's steps: every rank refuses it before training a step.
+    // A position past the epoch's steps: refused before any rank starts, naming the file.
     const m = JSON.parse(original);
     m.step = 999999;
     await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
-    await assertRejects(
-      async () => runTraining(await plan([...flags, "--resume"]), { metadata: METADATA }),
-      { message: /step 999999 of epoch 3, is past the 30 steps of an epoch/ },
-    );
+    await assertRejects(() => plan([...flags, "--resume"]), {
+      name: "UsageError",
+      message: new RegExp(
+        `^--resume: ${dir}/checkpoint\\.json is not a checkpoint this run can go on from: its ` +
+          `step 999999 of epoch 3 is past the 30 steps of an epoch of this run$`,
+      ),
+    });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -256,6 +259,42 @@ Deno.test("checkpoint: NaN parameters are refused even with a matching digest", 
       async () => runTraining(await plan([...flags, "--resume"]), { metadata: METADATA }),
       { message: /rank-0\.g2\.bin holds NaN or infinite values/ },
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** SHA-256 of `bytes` in hex, as checkpoint.json records it. */
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("checkpoint: replicas changed consistently with their digests are refused at resume: one line, exit 2", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = await twoGenerations(dir);
+    // Rank 1's first parameter nudged, and its digest in checkpoint.json made to match.
+    const file = `${dir}/rank-1.g2.bin`;
+    const bytes = await Deno.readFile(file);
+    new Float32Array(bytes.buffer, 32, 1)[0] += 0.25;
+    await Deno.writeFile(file, bytes);
+    const m = JSON.parse(await Deno.readTextFile(`${dir}/checkpoint.json`));
+    m.files[1].sha256 = await sha256(bytes);
+    await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "scripts/train.ts", ...flags, "--data", MNIST_DIR, "--resume"],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const lines = decode(stderr).trim().split("\n").filter((l) => l.startsWith("dccl train:"));
+    assertEquals(code, 2, decode(stderr));
+    assertEquals(lines, [
+      `dccl train: ${dir}/checkpoint.json was written where every rank held the same ` +
+      `parameters, but rank-1.g2.bin holds other ones than rank-0.g2.bin: the files were ` +
+      `changed after they were written; refusing to resume from diverged replicas`,
+    ]);
+    assert_(!decode(stdout).includes("epoch 3"), "no epoch was trained");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

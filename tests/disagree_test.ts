@@ -6,11 +6,22 @@
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
+import type { LoneArgs, LoneCollective } from "./ranks/lone_rank.ts";
 import { type RankFailedError } from "../mod.ts";
 import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 
 const DISAGREE = new URL("./ranks/disagree_rank.ts", import.meta.url);
+const LONE = new URL("./ranks/lone_rank.ts", import.meta.url);
+const ROOTED: LoneCollective[] = ["bcast", "reduce", "gather", "scatter"];
+const UNROOTED: LoneCollective[] = ["allreduce", "allgather", "reduceScatter", "alltoall"];
+/** Every way one rank alone can call differently: a root (rooted collectives), a count, a dtype. */
+const LONE_MODES: Omit<LoneArgs, "count">[] = [
+  ...ROOTED.map((collective) => ({ collective, differ: "root" as const })),
+  ...[...ROOTED, ...UNROOTED].flatMap((collective) =>
+    (["count", "dtype"] as const).map((differ) => ({ collective, differ }))
+  ),
+];
 /** The ranks' own reports of the mismatches this test makes: marked as expected in the log. */
 const onLine = (rank: number, _: string, line: string) =>
   console.error(`[rank ${rank}, expected in this test] ${line}`);
@@ -56,6 +67,27 @@ for (const transport of TRANSPORT_NAMES) {
         assertEquals(learned, learned.map(() => true), what);
       }
     }
+  });
+
+  test(`disagree: a lone rank calling another root, count or dtype is the one blamed: ${transport}`, async () => {
+    const wrong: string[] = [];
+    for (const mode of LONE_MODES) {
+      for (const count of processes ? [1] : [1, 4096]) {
+        const args: LoneArgs = { ...mode, count };
+        const group = launchGroup(LONE, {
+          size: 3,
+          transport,
+          args,
+          timeoutMs: TIMEOUT_MS,
+          onLine,
+        });
+        const err = await group.results.then(() => undefined, (e: RankFailedError) => e);
+        const what = `${mode.collective}-${mode.differ} ${count}`;
+        if (err?.failedRank !== 1) wrong.push(`${what}: ${err?.message ?? "no failure"}`);
+        else if (!/[Rr]ank 1 called/.test(err.message)) wrong.push(`${what}: ${err.message}`);
+      }
+    }
+    assertEquals(wrong, []);
   });
 
   test(`disagree: when the ranks catch what they are told and return, the blame still falls on a rank that failed: ${transport}`, async () => {

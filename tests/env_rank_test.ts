@@ -1,5 +1,6 @@
 // The env launcher's variables: rank, size, master and transport from torchrun, Open MPI, PMI and
 // Slurm, and one-line errors for what does not parse or disagrees.
+import { createHash } from "node:crypto";
 import { assert_, assertEquals } from "./_assert.ts";
 import { rankFromEnv } from "../deno/launch/env_rank.ts";
 
@@ -112,7 +113,9 @@ Deno.test("processes: rank, size and transport from torchrun, Open MPI, PMI and 
 });
 
 Deno.test("processes: the token comes from the run id the launcher shares, DCCL_TOKEN overrides it", () => {
-  const of = (env: Record<string, string>) => rankFromEnv({ RANK: "0", WORLD_SIZE: "2", ...env });
+  const home = Deno.makeTempDirSync();
+  const of = (env: Record<string, string>) =>
+    rankFromEnv({ RANK: "0", WORLD_SIZE: "2", HOME: home, ...env });
   const mpi = of({ OMPI_MCA_ess_base_jobid: "1275461633" });
   assertEquals(mpi.tokenFrom, "OMPI_MCA_ess_base_jobid");
   assert_(/^[0-9a-f]{64}$/.test(mpi.token), mpi.token);
@@ -127,4 +130,42 @@ Deno.test("processes: the token comes from the run id the launcher shares, DCCL_
     ...of({ DCCL_TOKEN: "s" }),
   });
   assertEquals(of({ OMPI_MCA_ess_base_jobid: "1", DCCL_TOKEN: "s" }).token, "s");
+  Deno.removeSync(home, { recursive: true });
+});
+
+Deno.test("processes: a derived token is keyed with the user's secret, which another user cannot read", () => {
+  const [home, otherHome] = [Deno.makeTempDirSync(), Deno.makeTempDirSync()];
+  const run = { RANK: "1", WORLD_SIZE: "2", OMPI_MCA_ess_base_jobid: "1275461633" };
+  // What another local user computes from mpirun's PID and the host name.
+  const guess = createHash("sha256").update("dccl run OMPI_MCA_ess_base_jobid=1275461633")
+    .digest("hex");
+  const mine = rankFromEnv({ ...run, HOME: home });
+  assert_(mine.token !== guess, "the token is not the run id's digest");
+  assertEquals(mine.tokenWarning, undefined);
+  const secret = `${home}/.config/dccl/secret`;
+  assertEquals(mine.tokenSecret, secret);
+  assertEquals(Deno.statSync(secret).mode! & 0o777, 0o600);
+  assertEquals(Deno.statSync(`${home}/.config/dccl`).mode! & 0o777, 0o700);
+  assertEquals(Deno.readFileSync(secret).length, 32);
+  // Every rank with the same home (one machine, or a shared home) derives the same token.
+  assertEquals(rankFromEnv({ ...run, RANK: "0", HOME: home }).token, mine.token);
+  assertEquals(rankFromEnv({ ...run, XDG_CONFIG_HOME: `${home}/.config` }).token, mine.token);
+  assert_(rankFromEnv({ ...run, HOME: otherHome }).token !== mine.token, "another user's token");
+  // A secret others can read keeps the token, with a warning.
+  Deno.chmodSync(secret, 0o644);
+  const exposed = rankFromEnv({ ...run, HOME: home });
+  assertEquals(exposed.token, mine.token);
+  assert_(
+    /readable by other users \(chmod 600 it\)/.test(exposed.tokenWarning!),
+    exposed.tokenWarning,
+  );
+  // No secret at all: the run id's digest, and a one-line warning that it is guessable.
+  const bare = rankFromEnv(run);
+  assertEquals(bare.token, guess);
+  assertEquals(
+    bare.tokenWarning,
+    "the group's token is guessable by other local users: neither XDG_CONFIG_HOME nor HOME is " +
+      "set; it derives from OMPI_MCA_ess_base_jobid alone (set DCCL_TOKEN to a secret)",
+  );
+  for (const dir of [home, otherHome]) Deno.removeSync(dir, { recursive: true });
 });

@@ -3,8 +3,17 @@
 // derived from the job id mpirun shares. Skipped, saying why, where mpirun is missing.
 import { assert_, assertEquals } from "./_assert.ts";
 
-const MPIRUN = await new Deno.Command("mpirun", { args: ["--version"], stdout: "piped" }).output()
-  .then((o) => o.success, () => false);
+/** Whether mpirun runs here (spawning a missing command throws before any promise). */
+async function mpirunInstalled(): Promise<boolean> {
+  try {
+    return (await new Deno.Command("mpirun", { args: ["--version"], stdout: "null" }).output())
+      .success;
+  } catch {
+    return false;
+  }
+}
+
+const MPIRUN = await mpirunInstalled();
 
 /** A port nothing listens on now. */
 function freePort(): number {

@@ -2,6 +2,8 @@
 // in, the group's failure names the rank that caused it.
 import { assertEquals } from "./_assert.ts";
 import { GroupEnds, type RankEnd } from "../primitives/launch/verdict.ts";
+import { oddCall } from "../primitives/launch/odd_call.ts";
+import { callStamp } from "../primitives/communicator/stamp.ts";
 
 type End = Omit<RankEnd, "at">;
 
@@ -91,4 +93,29 @@ Deno.test("verdict: a rank that threw its own error is blamed over those that fa
     [2, failed("PeerFailedError", "Rank 1 failed: Error: boom", 1)],
   ]);
   assertEquals(blamed, [[1, "Rank 1 failed: Error: boom"], [1, "Rank 1 failed: Error: boom"]]);
+});
+
+Deno.test("verdict: the rank whose call differs from the majority's is blamed, ties by the root's view", () => {
+  const T = 2 ** 30; // the first collective's tag
+  const gather = (root: number, count = 8) => callStamp("gather", "f32", count, "sum", root, 0);
+  const allreduce = (count: number) => callStamp("allreduce", "f32", count, "sum", 0, 0);
+  /** Ranks that each called `stamps[rank]`; `checker` found the mismatch, naming `named`. */
+  const blamed = (stamps: number[], checker: number, named: number) => {
+    const ends: [number, End][] = stamps.map((stamp, rank) => [rank, {
+      ...(rank === checker
+        ? failed("MismatchError", `Rank ${checker} called … but rank ${named} called …`, named)
+        : failed("PeerFailedError", `Rank ${checker} failed: MismatchError: …`, checker)),
+      calls: [[T - 1, allreduce(1)], [T, stamp]],
+    }]);
+    return verdicts(ends).map(([rank]) => rank);
+  };
+  // Rank 1 alone names another root or count; the check that found it ran on rank 1.
+  assertEquals(blamed([gather(0), gather(2), gather(0)], 1, 0), [1, 1]);
+  assertEquals(blamed([gather(0), gather(0, 9), gather(0)], 1, 2), [1, 1]);
+  // Two against two: the side whose stamp names a root among its own ranks (the root's view).
+  assertEquals(blamed([gather(3), gather(0), gather(0), gather(3)], 0, 1), [1, 1]);
+  assertEquals(blamed([allreduce(4), allreduce(5), allreduce(4), allreduce(5)], 1, 0), [1, 1]);
+  // Two ranks, each its own root: the lowest rank's view.
+  assertEquals(blamed([gather(0), gather(1)], 0, 1), [1, 1]);
+  assertEquals(oddCall(new Map([[0, [[T, gather(0)]]], [1, [[T, gather(0)]]]])), undefined);
 });

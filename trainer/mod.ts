@@ -19,7 +19,7 @@ export { train } from "./rank.ts";
 export type { RunCheckpoints, RunPosition, TrainIo, TrainRankResult } from "./rank.ts";
 export { DEVICES, PS_MODES, SYNC_STRATEGIES } from "./config.ts";
 export type { CheckpointOptions, Device, PsMode, SyncName, TrainConfig } from "./config.ts";
-export type { SyncEvery } from "./sync/strategy.ts";
+export type { StepState, SyncEvery } from "./sync/strategy.ts";
 export type { Engine, Score, SyncedSlab } from "./engine.ts";
 export type { LayerSlots } from "./model.ts";
 export { EPOCH_COLUMNS, epochLine, epochTitle, progressLine, summaryLines } from "./epochs.ts";

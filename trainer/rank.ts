@@ -19,7 +19,7 @@ import type { EpochRow, TrainObserver, TrainSummary } from "./epochs.ts";
 import { allreduceStrategy } from "./sync/allreduce.ts";
 import { localSgdStrategy } from "./sync/local_sgd.ts";
 import { psStrategy } from "./sync/ps.ts";
-import { Stopwatch, type Strategy, type StrategyContext } from "./sync/strategy.ts";
+import { type StepState, Stopwatch, type Strategy, type StrategyContext } from "./sync/strategy.ts";
 
 /** Strategies by name. */
 export const STRATEGIES: Record<TrainConfig["sync"], Strategy> = {
@@ -53,7 +53,7 @@ export interface RunCheckpoints {
   afterStep(
     position: RunPosition,
     steps: number,
-    clean: boolean,
+    state: StepState,
     rows: EpochRow[],
   ): Promise<void> | undefined;
   /** After an epoch. */
@@ -149,7 +149,7 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     options: config,
     watch: new Stopwatch(),
     firstStep: 0,
-    stepDone: (step, steps, clean) => checkpointer?.afterStep({ epoch, step }, steps, clean, rows),
+    stepDone: (step, steps, state) => checkpointer?.afterStep({ epoch, step }, steps, state, rows),
     progress: (step, steps) => reporter?.progress(epoch, step, steps, runningLoss),
     staleness: { pushes: 0, total: 0, max: 0 },
     allreduceCalls: 0,

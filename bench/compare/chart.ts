@@ -21,8 +21,9 @@ const METRICS = [
  * elements are red crosses off the lines.
  */
 export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
-  const values = curves.flatMap((c) =>
-    chartPoints(c)
+  const { drawn, perCurve, left } = chartedCurves(curves);
+  const values = drawn.flatMap((c) =>
+    chartPoints(c, perCurve)
       .flatMap((p) =>
         METRICS.map(([field, metric]) => ({
           panel: `${c.primitive}, ${c.procs} ranks`,
@@ -38,7 +39,9 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
   );
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: "Bandwidth and time per operation against buffer size",
+    title: left
+      ? { text: "Bandwidth and time per operation against buffer size", subtitle: left }
+      : "Bandwidth and time per operation against buffer size",
     data: { values },
     facet: {
       row: { field: "panel", type: "nominal", title: null },
@@ -101,23 +104,57 @@ export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
 export const CHART_POINTS_PER_CURVE = 1000;
 
 /**
- * The points of `c` the chart draws: all of them up to {@linkcode CHART_POINTS_PER_CURVE} of a
- * kind; past that, one per bin of equal width on the log size axis (the bin's median time), so a
- * curve of a million sizes draws as the same line in a chart of bounded size.
+ * Most points a whole chart draws, the panels (primitive × ranks) it draws and the curves in
+ * each: the chart's size stays a few MB whatever the input (the tables keep everything).
  */
-export function chartPoints(c: Curve): Point[] {
-  const drawable = [...c.points.values()].filter((p) => p.gbps > 0 && p.floats > 0);
-  const right = drawable.filter((p) => p.wrong === 0), wrong = drawable.filter((p) => p.wrong > 0);
-  return [...thinned(right), ...thinned(wrong)];
+export const CHART_LIMITS = { points: 6000, panels: 12, curvesPerPanel: 20 } as const;
+
+/**
+ * The curves the chart draws (the first {@linkcode CHART_LIMITS} panels, and curves of each),
+ * how many points each may draw, and a line saying what was left out, if anything was.
+ */
+export function chartedCurves(
+  curves: Curve[],
+): { drawn: Curve[]; perCurve: number; left?: string } {
+  const panels = new Map<string, Curve[]>();
+  for (const c of curves) {
+    const panel = `${c.primitive}, ${c.procs} ranks`;
+    if (!panels.has(panel) && panels.size === CHART_LIMITS.panels) continue;
+    const list = panels.get(panel) ?? [];
+    if (list.length < CHART_LIMITS.curvesPerPanel) list.push(c);
+    panels.set(panel, list);
+  }
+  const drawn = [...panels.values()].flat();
+  const perCurve = Math.min(
+    CHART_POINTS_PER_CURVE,
+    Math.max(16, Math.floor(CHART_LIMITS.points / Math.max(1, drawn.length))),
+  );
+  const total = new Set(curves.map((c) => `${c.primitive}, ${c.procs} ranks`)).size;
+  const left = drawn.length < curves.length
+    ? `drawn: ${drawn.length} of ${curves.length} curves (${panels.size} of ${total} panels, at ` +
+      `most ${CHART_LIMITS.curvesPerPanel} curves each); the table covers all`
+    : undefined;
+  return { drawn, perCurve, left };
 }
 
-function thinned(points: Point[]): Point[] {
-  if (points.length <= CHART_POINTS_PER_CURVE) return points;
+/**
+ * The points of `c` the chart draws: all of them up to `most` of a kind; past that, one per bin
+ * of equal width on the log size axis (the bin's median time), so a curve of a million sizes
+ * draws as the same line in a chart of bounded size.
+ */
+export function chartPoints(c: Curve, most = CHART_POINTS_PER_CURVE): Point[] {
+  const drawable = [...c.points.values()].filter((p) => p.gbps > 0 && p.floats > 0);
+  const right = drawable.filter((p) => p.wrong === 0), wrong = drawable.filter((p) => p.wrong > 0);
+  return [...thinned(right, most), ...thinned(wrong, most)];
+}
+
+function thinned(points: Point[], most: number): Point[] {
+  if (points.length <= most) return points;
   points.sort((a, b) => a.floats - b.floats);
   const lo = Math.log2(points[0].floats), span = Math.log2(points.at(-1)!.floats) - lo || 1;
-  const bins: Point[][] = Array.from({ length: CHART_POINTS_PER_CURVE }, () => []);
+  const bins: Point[][] = Array.from({ length: most }, () => []);
   for (const p of points) {
-    const bin = Math.floor((Math.log2(p.floats) - lo) / span * (CHART_POINTS_PER_CURVE - 1));
+    const bin = Math.floor((Math.log2(p.floats) - lo) / span * (most - 1));
     bins[bin].push(p);
   }
   return bins.filter((b) => b.length > 0).map((b) =>

@@ -1,9 +1,11 @@
 /**
- * Headless Chromium driven over the DevTools protocol: started with `--remote-debugging-port=0`
- * (its `ws://` address read from stderr), a page opened and attached to, expressions evaluated
- * with `awaitPromise`, bindings the page calls back through, screenshots and downloads. Every
- * step has a wall-clock limit; closing kills the browser by its PID and removes its profile.
- * Root needs `--no-sandbox`; WebGPU runs on SwiftShader with the flags below.
+ * Headless Chromium driven over the DevTools protocol on `--remote-debugging-pipe`: no port is
+ * opened, so no other local user can attach (docs/security.md). Chromium reads commands on its fd
+ * 3 and writes replies on fd 4, each a JSON message ended by a NUL byte; a small shell guard wires
+ * those to this process's pipes, starts Chromium in a process group of its own and, once Chromium
+ * has exited, kills what is left of the group and removes the private profile. A closed pipe ends
+ * Chromium, so however this process ends (SIGKILL included) nothing of the run outlives it. Every
+ * step has a wall-clock limit. Root needs `--no-sandbox`; WebGPU runs on SwiftShader.
  * @module
  */
 
@@ -26,8 +28,34 @@ const FLAGS = [
   "--enable-features=Vulkan",
   "--use-vulkan=swiftshader",
   "--use-webgpu-adapter=swiftshader",
-  "--remote-debugging-port=0",
+  "--remote-debugging-pipe",
 ];
+
+/**
+ * The guard (`setsid sh -c GUARD sh <profile> <chromium command…>`): Chromium gets the guard's
+ * stdin as fd 3 and its stdout as fd 4 and runs in a session of its own; the guard lets go of both
+ * pipes (so their ends close with this process), ignores the terminal's signals (this process
+ * decides), waits for Chromium, kills its session's leftovers, waits up to 5 s for them to go,
+ * removes the profile and exits with Chromium's status (127: no such command).
+ */
+const GUARD = `
+profile=$1; shift
+exec 3<&0 4>&1
+if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null >/dev/null &
+else "$@" </dev/null >/dev/null & fi
+browser=$!
+exec 3<&- 4>&- </dev/null >/dev/null
+trap '' INT TERM HUP
+wait "$browser"
+code=$?
+kill -KILL -- "-$browser" 2>/dev/null
+tries=0
+while [ "$tries" -lt 100 ] && ps -o stat= -s "$browser" 2>/dev/null | grep -qv '^Z'; do
+  kill -KILL -- "-$browser" 2>/dev/null; sleep 0.05; tries=$((tries + 1))
+done
+rm -rf -- "$profile"
+exit "$code"
+`;
 
 /** Chromium is not installed: one line naming the Debian package. */
 export class ChromiumMissing extends Error {
@@ -65,47 +93,56 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 
 type Handler = (params: Record<string, unknown>, sessionId?: string) => void;
 
-/** A DevTools protocol connection (the browser's). */
+/** A DevTools protocol connection over Chromium's pipe: NUL-ended JSON messages both ways. */
 class Cdp {
-  readonly #ws: WebSocket;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
   #next = 1;
   readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   readonly #handlers = new Map<string, Set<Handler>>();
   #closed?: Error;
 
-  private constructor(ws: WebSocket) {
-    this.#ws = ws;
-    ws.onmessage = ({ data }) => {
-      const m = JSON.parse(String(data));
-      if (m.id !== undefined) {
-        const p = this.#pending.get(m.id);
-        this.#pending.delete(m.id);
-        if (m.error) {
-          p?.reject(new Error(`${m.error.message}${m.error.data ? `: ${m.error.data}` : ""}`));
-        } else p?.resolve(m.result);
-      } else {
-        for (const h of this.#handlers.get(m.method) ?? []) h(m.params, m.sessionId);
-      }
-    };
-    ws.onclose = () => {
-      this.#closed = new Error("the browser closed its DevTools connection");
+  constructor(commands: WritableStream<Uint8Array>, replies: ReadableStream<Uint8Array>) {
+    this.#writer = commands.getWriter();
+    this.#read(replies).catch(() => {}).finally(() => {
+      this.#closed = new Error("the browser closed its DevTools pipe");
       for (const p of this.#pending.values()) p.reject(this.#closed);
       this.#pending.clear();
-    };
+    });
   }
 
-  /** Connects to `url`. */
-  static async open(url: string, timeoutMs: number): Promise<Cdp> {
-    const ws = new WebSocket(url);
-    await within(
-      new Promise((resolve, reject) => {
-        ws.onopen = resolve;
-        ws.onerror = () => reject(new Error(`cannot connect to ${url}`));
-      }),
-      timeoutMs,
-      "connecting to the browser",
-    );
-    return new Cdp(ws);
+  /** Splits the replies at NUL bytes and dispatches each message. */
+  async #read(replies: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of replies) {
+      let from = 0;
+      for (let end = chunk.indexOf(0); end !== -1; end = chunk.indexOf(0, from)) {
+        text += decoder.decode(chunk.subarray(from, end));
+        this.#dispatch(JSON.parse(text));
+        text = "";
+        from = end + 1;
+      }
+      text += decoder.decode(chunk.subarray(from), { stream: true });
+    }
+  }
+
+  #dispatch(m: {
+    id?: number;
+    error?: { message: string; data?: string };
+    result?: unknown;
+    method?: string;
+    params?: Record<string, unknown>;
+    sessionId?: string;
+  }): void {
+    if (m.id !== undefined) {
+      const p = this.#pending.get(m.id);
+      this.#pending.delete(m.id);
+      if (m.error) {
+        p?.reject(new Error(`${m.error.message}${m.error.data ? `: ${m.error.data}` : ""}`));
+      } else p?.resolve(m.result);
+    } else {
+      for (const h of this.#handlers.get(m.method!) ?? []) h(m.params ?? {}, m.sessionId);
+    }
   }
 
   /** Sends `method` (to the page of `sessionId`, if given); resolves with its result. */
@@ -119,7 +156,8 @@ class Cdp {
     const reply = new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve: (v) => resolve(v as T), reject });
     });
-    this.#ws.send(JSON.stringify({ id, method, params, sessionId: options.sessionId }));
+    const message = JSON.stringify({ id, method, params, sessionId: options.sessionId });
+    this.#writer.write(new TextEncoder().encode(`${message}\0`)).catch(() => {});
     return within(reply, options.timeoutMs ?? 30_000, method);
   }
 
@@ -130,8 +168,9 @@ class Cdp {
     this.#handlers.set(method, set);
   }
 
-  close(): void {
-    this.#ws.close();
+  /** Closes the command pipe: Chromium then exits. */
+  async close(): Promise<void> {
+    await this.#writer.close().catch(() => {});
   }
 }
 
@@ -219,12 +258,12 @@ export class ChromiumPage {
 
 /** A running headless Chromium. */
 export class Chromium {
-  readonly #child: Deno.ChildProcess;
+  readonly #guard: Deno.ChildProcess;
   readonly #cdp: Cdp;
   readonly #profile: string;
 
-  private constructor(child: Deno.ChildProcess, cdp: Cdp, profile: string) {
-    this.#child = child;
+  private constructor(guard: Deno.ChildProcess, cdp: Cdp, profile: string) {
+    this.#guard = guard;
     this.#cdp = cdp;
     this.#profile = profile;
   }
@@ -232,28 +271,33 @@ export class Chromium {
   /** Starts Chromium (a ChromiumMissing error when there is none). */
   static async launch(timeoutMs = 30_000): Promise<Chromium> {
     const profile = await Deno.makeTempDir({ prefix: "dccl-chromium-" });
-    let child: Deno.ChildProcess;
+    const guard = spawnGuard([
+      "sh",
+      "-c",
+      GUARD,
+      "sh",
+      profile,
+      CHROMIUM,
+      ...FLAGS,
+      `--user-data-dir=${profile}`,
+    ]);
+    const stderr = drainKeepingTail(guard.stderr);
+    const cdp = new Cdp(guard.stdin, guard.stdout);
+    const chromium = new Chromium(guard, cdp, profile);
     try {
-      child = new Deno.Command(CHROMIUM, {
-        args: [...FLAGS, `--user-data-dir=${profile}`, "about:blank"],
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }).spawn();
+      await cdp.send("Browser.getVersion", {}, { timeoutMs });
+      return chromium;
     } catch (e) {
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-      if (e instanceof Deno.errors.NotFound) throw new ChromiumMissing();
-      throw e;
+      const { code } = await chromium.close();
+      if (code === 127) throw new ChromiumMissing();
+      const why = (await stderr()).trim().slice(-300);
+      throw new Error(`Chromium did not start: ${(e as Error).message}${why ? `: ${why}` : ""}`);
     }
-    try {
-      const address = await within(devtoolsAddress(child.stderr), timeoutMs, "starting Chromium");
-      return new Chromium(child, await Cdp.open(address, timeoutMs), profile);
-    } catch (e) {
-      killQuietly(child);
-      await child.status;
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-      throw e;
-    }
+  }
+
+  /** The browser's private profile folder (removed when the browser ends). */
+  get profile(): string {
+    return this.#profile;
   }
 
   /** Opens a page at `url`, attached to. */
@@ -272,36 +316,51 @@ export class Chromium {
     return page;
   }
 
-  /** Kills the browser by its PID and removes its profile. */
-  async close(): Promise<void> {
-    this.#cdp.close();
-    killQuietly(this.#child);
-    await this.#child.status;
-    await Deno.remove(this.#profile, { recursive: true }).catch(() => {});
-  }
-}
-
-function killQuietly(child: Deno.ChildProcess): void {
-  try {
-    child.kill("SIGKILL");
-  } catch { /* already gone */ }
-}
-
-/** The `ws://` address Chromium prints on stderr; the rest of stderr is drained. */
-async function devtoolsAddress(stderr: ReadableStream<Uint8Array<ArrayBuffer>>): Promise<string> {
-  const lines = stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (true) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`Chromium exited before it listened: ${text.trim().slice(-300)}`);
-    text += value;
-    const found = text.match(/DevTools listening on (ws:\/\/\S+)/);
-    if (found) {
-      // Keep reading, so that a chatty browser never blocks on a full pipe.
-      (async () => {
-        while (!(await lines.read()).done) { /* drained */ }
-      })().catch(() => {});
-      return found[1];
+  /**
+   * Closes the pipe, which ends Chromium, and waits for the guard to clear its processes and
+   * profile; a guard that has not finished in 10 s is killed and the profile removed here.
+   * Resolves with how the guard (hence Chromium) ended.
+   */
+  async close(): Promise<Deno.CommandStatus> {
+    await this.#cdp.close();
+    let status: Deno.CommandStatus;
+    try {
+      status = await within(this.#guard.status, 10_000, "closing Chromium");
+    } catch {
+      try {
+        this.#guard.kill("SIGKILL");
+      } catch { /* already gone */ }
+      status = await this.#guard.status;
     }
+    await Deno.remove(this.#profile, { recursive: true }).catch(() => {});
+    return status;
   }
+}
+
+/**
+ * Starts the guard in a session of its own where `setsid` exists, so that a signal to this
+ * process's group (a terminal's Ctrl-C, `kill -- -PGID`) leaves it to clean up.
+ */
+function spawnGuard(command: string[]): Deno.ChildProcess {
+  const options = { stdin: "piped", stdout: "piped", stderr: "piped" } as const;
+  try {
+    return new Deno.Command("setsid", { args: command, ...options }).spawn();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    return new Deno.Command(command[0], { args: command.slice(1), ...options }).spawn();
+  }
+}
+
+/** Reads `stream` to its end, keeping its last 4 KiB; the returned function awaits them. */
+function drainKeepingTail(stream: ReadableStream<Uint8Array>): () => Promise<string> {
+  let tail = "";
+  const done = (async () => {
+    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+      tail = (tail + text).slice(-4096);
+    }
+  })().catch(() => {});
+  return async () => {
+    await within(done, 1000, "Chromium's stderr").catch(() => {});
+    return tail;
+  };
 }

@@ -5,7 +5,10 @@
  * the same page without them at `/plain/` (to show what a page that is not isolated says), the
  * page's bundle under `/bundle/` (built here with `deno bundle --platform browser
  * --code-splitting`: the page, the ranks' entries and their rank programs share chunks, so a
- * worker's library is one module graph), and MNIST's four files under `/mnist/`.
+ * worker's library is one module graph), and MNIST's four files under `/mnist/`. It answers GET
+ * and HEAD only (405 otherwise), and only to Host 127.0.0.1 or localhost with its port (403
+ * otherwise: no DNS rebinding); files are streamed, so memory stays flat in the number of clients
+ * (docs/security.md).
  * @module
  */
 
@@ -94,18 +97,11 @@ export async function servePage(options: PageServerOptions = {}): Promise<PageSe
   const mnist = await packagedMnistDir();
   const page = await Deno.readFile(new URL("web/index.html", ROOT));
   const mnistNames = new Set(Object.values(MNIST_FILES).flatMap((n) => [n, `${n}.gz`]));
-  const file = async (path: string, type: string, isolated = true) => {
-    try {
-      return new Response(await Deno.readFile(path), { headers: headers(type, isolated) });
-    } catch {
-      return new Response("not found", { status: 404, headers: headers("text/plain", false) });
-    }
-  };
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
     server = Deno.serve(
       { hostname: "127.0.0.1", port: options.port ?? 0, onListen: () => {} },
-      route,
+      answer,
     );
   } catch (e) {
     await Deno.remove(bundle, { recursive: true }).catch(() => {});
@@ -116,28 +112,85 @@ export async function servePage(options: PageServerOptions = {}): Promise<PageSe
     }
     throw e;
   }
+  const port = server.addr.port;
+  const hosts = new Set(
+    ["127.0.0.1", "localhost"].flatMap((h) => port === 80 ? [h, `${h}:80`] : [`${h}:${port}`]),
+  );
   return {
-    url: new URL(`http://127.0.0.1:${server.addr.port}/`),
+    url: new URL(`http://127.0.0.1:${port}/`),
     async close() {
       await server.shutdown();
       await Deno.remove(bundle, { recursive: true }).catch(() => {});
     },
   };
 
-  function route(request: Request): Response | Promise<Response> {
-    const path = new URL(request.url).pathname;
-    if (path === "/" || path === "/index.html") {
-      return new Response(page, { headers: headers(TYPES.html, true) });
+  /** What `request` gets, before its path is looked at: only GET and HEAD, to our own names. */
+  async function answer(request: Request): Promise<Response> {
+    if (!hosts.has(request.headers.get("host") ?? "")) {
+      // Another name for this address is a DNS rebinding: a page of another site reading ours.
+      return plain(403, `Host is not accepted: expected ${[...hosts].join(" or ")}`);
     }
-    if (path === "/plain/") return new Response(page, { headers: headers(TYPES.html, false) });
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return plain(405, "only GET and HEAD are answered", { allow: "GET, HEAD" });
+    }
+    const served = await route(new URL(request.url).pathname);
+    if (!served) return plain(404, "not found");
+    const h = headers(served.type, served.isolated);
+    h.set("content-length", String(served.length));
+    if (request.method === "HEAD") {
+      served.file?.close();
+      return new Response(null, { headers: h });
+    }
+    return new Response(served.file?.readable ?? served.bytes, { headers: h });
+  }
+
+  /** The file at `path`, opened to be streamed (or the page's bytes); undefined when none. */
+  async function route(path: string): Promise<Served> {
+    if (path === "/" || path === "/index.html") return inMemory(page, true);
+    if (path === "/plain/") return inMemory(page, false);
     const bundled = path.match(/^\/bundle\/([\w./-]+\.(js|map))$/);
     if (bundled && !bundled[1].includes("..")) {
-      return file(`${bundle}/${bundled[1]}`, TYPES[bundled[2]]);
+      return await opened(`${bundle}/${bundled[1]}`, TYPES[bundled[2]]);
     }
     const data = path.match(/^\/mnist\/([\w.-]+)$/);
     if (data && mnistNames.has(data[1])) {
-      return file(`${mnist}/${data[1]}`, "application/octet-stream");
+      return await opened(`${mnist}/${data[1]}`, "application/octet-stream");
     }
-    return new Response("not found", { status: 404, headers: headers("text/plain", false) });
+    return undefined;
   }
+}
+
+/** A response's body and how to label it. */
+type Served =
+  | {
+    type: string;
+    isolated: boolean;
+    length: number;
+    bytes?: Uint8Array<ArrayBuffer>;
+    file?: Deno.FsFile;
+  }
+  | undefined;
+
+function inMemory(bytes: Uint8Array<ArrayBuffer>, isolated: boolean): Served {
+  return { type: TYPES.html, isolated, length: bytes.length, bytes };
+}
+
+/** `path` opened for streaming, so memory stays flat however many clients download it. */
+async function opened(path: string, type: string): Promise<Served> {
+  let file: Deno.FsFile | undefined;
+  try {
+    file = await Deno.open(path);
+    const { size, isFile } = await file.stat();
+    if (!isFile) throw new Deno.errors.NotFound(path);
+    return { type, isolated: true, length: size, file };
+  } catch {
+    file?.close();
+    return undefined;
+  }
+}
+
+function plain(status: number, text: string, extra: Record<string, string> = {}): Response {
+  const h = headers("text/plain; charset=utf-8", false);
+  for (const [k, v] of Object.entries(extra)) h.set(k, v);
+  return new Response(`${text}\n`, { status, headers: h });
 }

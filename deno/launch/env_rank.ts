@@ -19,7 +19,8 @@ import { PORT_MARK } from "../../primitives/launch/rank_report.ts";
 import type { RankGroup } from "../../primitives/launch/supervisor.ts";
 import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
+import { readUserSecret } from "./user_secret.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -35,6 +36,10 @@ export interface EnvRank {
   token: string;
   /** Where the token came from: `DCCL_TOKEN`, or the launcher's variable it was derived from. */
   tokenFrom: string;
+  /** The per-user secret file the token was keyed with, when it was derived and one was read. */
+  tokenSecret?: string;
+  /** Why the token is guessable by other local users, when it is (no per-user secret). */
+  tokenWarning?: string;
   /** Which convention supplied rank and size. */
   source: string;
   /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
@@ -63,11 +68,14 @@ const RUN_IDS: readonly string[] = [
 ];
 
 /**
- * The group's token: `DCCL_TOKEN` when set, else a digest of the first run id the launcher
- * shares, so ranks of one run accept each other and ranks of another run are refused (a run id
- * is no secret from other users of the machine: DCCL_TOKEN is for networks one does not trust).
+ * The group's token: `DCCL_TOKEN` when set, else an HMAC of the first run id the launcher shares
+ * keyed with this user's secret (user_secret.ts), so ranks of one run accept each other, ranks of
+ * another run are refused, and another local user, who can compute the run id, cannot compute the
+ * token. Without a readable secret the token is the run id's digest alone, with a warning.
  */
-function tokenOf(env: Record<string, string | undefined>): { token: string; tokenFrom: string } {
+function tokenOf(
+  env: Record<string, string | undefined>,
+): Pick<EnvRank, "token" | "tokenFrom" | "tokenSecret" | "tokenWarning"> {
   if (env.DCCL_TOKEN) return { token: env.DCCL_TOKEN, tokenFrom: "DCCL_TOKEN" };
   const from = RUN_IDS.find((v) => env[v] && env[v] !== "none");
   if (!from) {
@@ -77,8 +85,17 @@ function tokenOf(env: Record<string, string | undefined>): { token: string; toke
     );
   }
   const id = from === "SLURM_JOB_ID" ? `${env[from]}.${env.SLURM_STEP_ID ?? ""}` : env[from];
-  const token = createHash("sha256").update(`dccl run ${from}=${id}`).digest("hex");
-  return { token, tokenFrom: from };
+  const runId = `dccl run ${from}=${id}`;
+  const { secret, path, problem } = readUserSecret(env);
+  if (!secret) {
+    const token = createHash("sha256").update(runId).digest("hex");
+    const tokenWarning = `the group's token is guessable by other local users: ${problem}; ` +
+      `it derives from ${from} alone (set DCCL_TOKEN to a secret)`;
+    return { token, tokenFrom: from, tokenWarning };
+  }
+  const token = createHmac("sha256", secret).update(runId).digest("hex");
+  const tokenWarning = problem && `the group's token is guessable by other local users: ${problem}`;
+  return { token, tokenFrom: from, tokenSecret: path, tokenWarning };
 }
 
 const CONVENTIONS: [string, string, string][] = [
@@ -155,6 +172,16 @@ function decimal(env: Record<string, string | undefined>, name: string): number 
   return Number(value);
 }
 
+/**
+ * Prints the token's warning, once per machine: by the launcher's first local rank (rank 0 where
+ * the launcher gives none).
+ */
+function warnIfGuessable(me: EnvRank): void {
+  if (me.tokenWarning && (me.local?.rank ?? me.rank) === 0) {
+    console.error(`dccl: warning: ${me.tokenWarning}`);
+  }
+}
+
 /** Options of {@linkcode joinFromEnv}. */
 export interface JoinOptions {
   /** The transport, over `DCCL_TRANSPORT`. */
@@ -188,6 +215,7 @@ export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> 
   options ??= {};
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
+  warnIfGuessable(me);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
   if (me.local) bindRankThread(cpuForSlot(me.local.rank, me.local.size));
   const processes = TRANSPORT_TABLE.launchedAs(options.transport ?? me.transport, "processes");
@@ -236,6 +264,7 @@ export function launchFromEnv<T = unknown>(
   options: EnvGroupOptions,
 ): RankGroup<T> {
   const me = rankFromEnv(options.env);
+  warnIfGuessable(me);
   const part = hostPartOf(me, options.threads, options.transport ?? me.transport, options.bind);
   const group = { ...options, size: options.threads, runtime: RANK_RUNTIME, placement: cpuForSlot };
   return launchWorkers<T>(module, { ...group, host: part });

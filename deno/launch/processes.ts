@@ -95,6 +95,8 @@ export function runProcessRanks(
   const onLine = options.onLine ?? printLine;
   const children: (Deno.ChildProcess | undefined)[] = [];
   const results: unknown[] = new Array(size * threads).fill(undefined);
+  /** Each rank's latest calls, as its last lines said (for the verdict). */
+  const calls: ([number, number][] | undefined)[] = [];
   /** The first `error:` line each process printed on stderr (an uncaught error), for its blame. */
   const firstError: (string | undefined)[] = new Array(size).fill(undefined);
   const signalAll = (signal: Deno.Signal) => {
@@ -161,6 +163,7 @@ export function runProcessRanks(
         // A process of several ranks names the rank; one of one rank is that rank.
         const of = marked.rank ?? rank * threads;
         if (marked.kind === "result") results[of] = marked.result;
+        else if (marked.kind === "calls") calls[of] = marked.calls;
         else if (marked.kind === "returned") supervisor.returned(of);
         else supervisor.ended(of, failedEnd(marked.failure));
       }),
@@ -179,8 +182,9 @@ export function runProcessRanks(
       ? `process ${rank} (ranks ${ranksOf(rank).join(", ")})`
       : `rank ${rank}`;
     for (const r of ranksOf(rank)) {
-      if (status.success) supervisor.ended(r, { status: "ok", result: results[r] });
-      else if (status.signal) {
+      if (status.success) {
+        supervisor.ended(r, { status: "ok", result: results[r], calls: calls[r] });
+      } else if (status.signal) {
         supervisor.ended(r, {
           status: "killed",
           reason: `${which} was killed by ${status.signal}`,

@@ -5,9 +5,11 @@
  * folder. Each rank writes its own file of a new generation; rank 0 then commits the set by
  * replacing `checkpoint.json`, which names each rank's file with its size and SHA-256, after
  * keeping the set it replaces as `checkpoint.previous.json`. Every file is written atomically and
- * flushed (deno/files/atomic_file.ts): a crash at any moment leaves the last set whole. Nothing
- * is trusted on the way back in: the fields are checked, every file's digest, and the numbers
- * are finite (docs/training.md, "Checkpoints").
+ * flushed (deno/files/atomic_file.ts): a crash at any moment leaves the last set whole. On the
+ * way back in the fields are checked, every file's digest (integrity against accidents, not
+ * authenticity: anyone who can write the folder can write matching digests), the numbers are
+ * finite, and ranks that held one replica of the parameters compare them (docs/training.md,
+ * "Checkpoints").
  * @module
  */
 
@@ -15,6 +17,7 @@ import { createHash } from "node:crypto";
 import type { Communicator, HostBuffer } from "../../web.ts";
 import type { CheckpointOptions, TrainConfig } from "../../trainer/config.ts";
 import type { Engine, Score } from "../../trainer/engine.ts";
+import type { StepState } from "../../trainer/sync/strategy.ts";
 import type { EpochRow } from "../../trainer/epochs.ts";
 import type { RunCheckpoints, RunPosition } from "../../trainer/rank.ts";
 import { removeQuietly, writeAtomically } from "../files/atomic_file.ts";
@@ -41,6 +44,17 @@ export interface CheckpointMeta extends RunPosition {
   rows: EpochRow[];
   /** Each rank's file, by rank. */
   files: RankFile[];
+  /**
+   * Every rank held the same parameters when the set was written (at an epoch's end, always; a
+   * set without the field: at a step 0), so a resume checks that their files still agree.
+   */
+  replicated?: boolean;
+}
+
+/** A checkpoint that cannot be trusted or gone on from: one line naming its file. */
+export class CheckpointError extends Error {
+  /** Always `CheckpointError`. */
+  override name = "CheckpointError";
 }
 
 /** Which committed set: the last one, or the one before it. */
@@ -290,17 +304,19 @@ export class Checkpointer implements RunCheckpoints {
   ): Promise<{ meta: CheckpointMeta; score: Score; epochMs: number } | undefined> {
     const which = config.resume === "previous" ? "previous" : "latest";
     const meta = readMeta(this.#o.dir, config, which);
-    if (typeof meta === "string") throw new Error(meta);
+    if (typeof meta === "string") throw new CheckpointError(meta);
     if (!meta) return undefined;
     const rank = this.#comm.rank, file = meta.files[rank];
     const path = `${this.#o.dir}/${file.name}`;
     const bytes = await Deno.readFile(path);
     const problem = fileProblem(bytes, file);
-    if (problem) throw new Error(`${path} ${problem} in ${this.#o.dir}/${META_FILES[which]}`);
+    if (problem) {
+      throw new CheckpointError(`${path} ${problem} in ${this.#o.dir}/${META_FILES[which]}`);
+    }
     const { params, optimizer } = this.#state();
     const floats = params.length + optimizer.length + this.#extra.length;
     if (bytes.byteLength !== SCORE_BYTES + 4 * floats) {
-      throw new Error(
+      throw new CheckpointError(
         `${path} holds ${bytes.byteLength} bytes; this run's rank ${rank} needs ` +
           `${SCORE_BYTES + 4 * floats}`,
       );
@@ -308,7 +324,12 @@ export class Checkpointer implements RunCheckpoints {
     const score = new Float64Array(bytes.buffer, 0, 4);
     const state = new Float32Array(bytes.buffer, SCORE_BYTES, floats);
     if (!state.every(Number.isFinite) || !score.every(Number.isFinite)) {
-      throw new Error(`${path} holds NaN or infinite values: not a state to train on from`);
+      throw new CheckpointError(
+        `${path} holds NaN or infinite values: not a state to train on from`,
+      );
+    }
+    if (meta.replicated ?? meta.step === 0) {
+      await this.#checkReplicas(meta, which, state.subarray(0, params.length));
     }
     this.#generation = meta.generation;
     this.#committed = meta;
@@ -324,6 +345,34 @@ export class Checkpointer implements RunCheckpoints {
   }
 
   /**
+   * Every rank's digest of the parameters it loaded, compared (collective): a set written where
+   * the ranks held one replica whose files now disagree (changed consistently with their
+   * digests, say) would train on silently diverged replicas; every rank refuses it alike.
+   */
+  async #checkReplicas(meta: CheckpointMeta, which: Generation, params: Float32Array) {
+    this.#mine.view.fill(0).set(
+      new Int32Array(
+        digestOf(new Uint8Array(params.buffer, params.byteOffset, params.byteLength)).buffer,
+      ),
+    );
+    await this.#comm.allgather(this.#mine, this.#all);
+    const digest = (r: number) =>
+      this.#all.view.subarray(r * FILE_WORDS, r * FILE_WORDS + 8).join();
+    const differ = meta.files.map((_, r) => r).filter((r) => digest(r) !== digest(0));
+    if (differ.length === 0) return;
+    const dir = this.#o.dir;
+    throw new CheckpointError(
+      `${dir}/${META_FILES[which]} was written where every rank held the same parameters, but ` +
+        `${differ.map((r) => meta.files[r].name).join(", ")} hold${
+          differ.length === 1 ? "s" : ""
+        } other ones than ` +
+        `${
+          meta.files[0].name
+        }: the files were changed after they were written; refusing to resume from diverged replicas`,
+    );
+  }
+
+  /**
    * After a step of an epoch of `steps`: counts it and, when `every` batches have passed and the
    * strategy's state is whole (`clean`: no half-accumulated gradients), writes a checkpoint at
    * `position` (the promise of it; `undefined` when it writes none).
@@ -332,14 +381,14 @@ export class Checkpointer implements RunCheckpoints {
   afterStep(
     position: RunPosition,
     steps: number,
-    clean: boolean,
+    state: StepState,
     rows: EpochRow[],
   ): Promise<void> | undefined {
     this.#steps++;
     // The epoch's last step is followed by its checkpoint (afterEpoch).
-    if (this.#o.every === "epoch" || this.#steps < this.#o.every || !clean) return undefined;
+    if (this.#o.every === "epoch" || this.#steps < this.#o.every || !state.clean) return undefined;
     if (position.step >= steps) return undefined;
-    return this.save(position, rows, this.#engine.runningScore?.());
+    return this.save(position, rows, this.#engine.runningScore?.(), state.replicated);
   }
 
   /** An epoch's loop starts now (after `carriedMs` of it before a resume). */
@@ -351,14 +400,20 @@ export class Checkpointer implements RunCheckpoints {
   /** After an epoch: writes a checkpoint at the start of the next one. */
   async afterEpoch(epoch: number, rows: EpochRow[]): Promise<void> {
     this.#epochStartedAt = performance.now();
-    await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });
+    await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 }, true);
   }
 
   /**
-   * Writes every rank's state, then commits the set (collective). A write that fails fails the
-   * group; what it left is removed before the next run starts (removeUncommitted).
+   * Writes every rank's state, then commits the set (collective), saying whether every rank
+   * holds the same parameters. A write that fails fails the group; what it left is removed
+   * before the next run starts (removeUncommitted).
    */
-  async save(position: RunPosition, rows: EpochRow[], score?: Score): Promise<void> {
+  async save(
+    position: RunPosition,
+    rows: EpochRow[],
+    score: Score | undefined,
+    replicated: boolean,
+  ): Promise<void> {
     this.#steps = 0;
     const comm = this.#comm, dir = this.#o.dir;
     const generation = this.#generation + 1;
@@ -387,6 +442,7 @@ export class Checkpointer implements RunCheckpoints {
           name: rankFile(generation, r),
           ...unpackFile(this.#all.view.subarray(r * FILE_WORDS, (r + 1) * FILE_WORDS)),
         })),
+        replicated,
       };
       const commit = (which: Generation, set: CheckpointMeta) =>
         writeAtomically(`${dir}/${META_FILES[which]}`, JSON.stringify(set), { durable: true });

@@ -90,6 +90,23 @@ export class CallBook implements CallCheck {
     return undefined;
   }
 
+  /**
+   * The latest `n` calls begun, oldest first, as `[tag, stamp]` pairs: what a failed rank tells
+   * its launcher, whose verdict finds the rank whose call differs from the others'.
+   */
+  recent(n: number): [number, number][] {
+    const latest: [number, number][] = [];
+    for (
+      let tag = this.#current;
+      tag >= MAX_TAG && latest.length < Math.min(n, REMEMBERED);
+      tag--
+    ) {
+      const i = tag % REMEMBERED;
+      if (this.#tags[i] === tag) latest.unshift([tag, this.#stamps[i]]);
+    }
+    return latest;
+  }
+
   stampOf(tag: number): number | undefined {
     const i = tag % REMEMBERED;
     return this.#tags[i] === tag ? this.#stamps[i] : undefined;

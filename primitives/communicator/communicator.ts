@@ -80,6 +80,7 @@ export class Communicator implements AsyncDisposable {
     this.#memory = memory;
     memory.rank ??= transport.rank;
     const calls = new CallBook(transport.rank);
+    CALL_BOOKS.set(this, calls);
     const hooks = { checkOpen: () => this.#checkOpen(), broke: (e: unknown) => this.#broke(e) };
     this.#args = new CallArguments(this.rank, this.size, memory, transport.facts);
     this.#threads = transport.hierarchy?.threads ?? 1;
@@ -458,3 +459,17 @@ export class Communicator implements AsyncDisposable {
 }
 
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
+
+/** Each communicator's call book, for {@linkcode recentCalls} (the launchers' side, not users'). */
+const CALL_BOOKS = new WeakMap<Communicator, CallBook>();
+
+/** How many of a rank's latest calls its launcher hears of. */
+const REPORTED_CALLS = 16;
+
+/**
+ * `comm`'s latest collective calls, oldest first, as `[tag, stamp]` pairs: a rank reports them
+ * when it ends, and its launcher's verdict finds the rank whose call differs from the others'.
+ */
+export function recentCalls(comm: Communicator): [number, number][] {
+  return CALL_BOOKS.get(comm)?.recent(REPORTED_CALLS) ?? [];
+}

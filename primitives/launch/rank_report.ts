@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Communicator } from "../communicator/communicator.ts";
+import { type Communicator, recentCalls } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import type { RankEnd } from "./verdict.ts";
 
@@ -24,6 +24,8 @@ export interface RankProgram {
 
 /** A process rank's stdout line starting with this carries its result (not printed). */
 export const RESULT_MARK = "\u0001dccl-result ";
+/** A process rank's stdout line before its result: its latest collective calls, as JSON. */
+export const CALLS_MARK = "\u0001dccl-calls ";
 /** A process rank's stdout line that says its function returned (it is closing its communicator). */
 export const RETURNED_MARK = "\u0001dccl-returned";
 /** A process rank's stdout line starting with this carries the error it failed with, as JSON. */
@@ -43,12 +45,14 @@ export interface FailureReport {
   failedRank?: number;
   /** Peers told this rank that it failed: `failedRank` is the one that said so. */
   accused?: boolean;
+  /** Its latest collective calls, `[tag, stamp]` (for the verdict: calls.ts). */
+  calls?: [number, number][];
 }
 
 /** Rank → launcher: the outcome (`returned`: the function returned, the rank is closing). */
 export type RankReport =
   | { type: "returned" }
-  | { type: "done"; result: unknown }
+  | { type: "done"; result: unknown; calls?: [number, number][] }
   | ({ type: "error" } & FailureReport);
 
 /**
@@ -60,6 +64,7 @@ export function printReport(report: RankReport, rank?: number): void {
   const at = (mark: string) => rank === undefined ? mark : `${mark.trimEnd()}@${rank} `;
   if (report.type === "returned") console.log(at(RETURNED_MARK).trimEnd());
   else if (report.type === "done") {
+    if (report.calls) console.log(at(CALLS_MARK) + JSON.stringify(report.calls));
     console.log(at(RESULT_MARK) + JSON.stringify(report.result ?? null));
   } else {
     console.error(`${rank === undefined ? "" : `rank ${rank}: `}${report.name}: ${report.message}`);
@@ -71,13 +76,16 @@ export function printReport(report: RankReport, rank?: number): void {
 /** A marked stdout line of a process rank: what it says, for which rank (if it names one). */
 export type MarkedLine =
   | { kind: "result"; rank?: number; result: unknown }
+  | { kind: "calls"; rank?: number; calls: [number, number][] }
   | { kind: "returned"; rank?: number }
   | { kind: "error"; rank?: number; failure: FailureReport }
   | { kind: "port"; port: number };
 
 /** The marks share a prefix (a control character people never type, then `dccl-`). */
 const MARK_PREFIX = RETURNED_MARK.slice(0, -"returned".length);
-const MARKED = new RegExp(`^${MARK_PREFIX}(result|returned|error|port)(?:@(\\d+))?(?: (.*))?$`);
+const MARKED = new RegExp(
+  `^${MARK_PREFIX}(result|calls|returned|error|port)(?:@(\\d+))?(?: (.*))?$`,
+);
 
 /** The marked line `line` is, or undefined for any other line. */
 export function parseMarked(line: string): MarkedLine | undefined {
@@ -88,6 +96,8 @@ export function parseMarked(line: string): MarkedLine | undefined {
   switch (m[1]) {
     case "result":
       return { kind: "result", rank, result: JSON.parse(payload) };
+    case "calls":
+      return { kind: "calls", rank, calls: JSON.parse(payload) };
     case "returned":
       return { kind: "returned", rank };
     case "error":
@@ -117,12 +127,15 @@ export function failedEnd(report: FailureReport): Omit<RankEnd, "at"> {
     reason: `${report.name}: ${report.message}`,
     blames: report.failedRank,
     accused: report.accused,
+    calls: report.calls,
   };
 }
 
 /** How a rank's final report ends it, for the launcher's verdict. */
 export function reportEnd(report: Exclude<RankReport, { type: "returned" }>): Omit<RankEnd, "at"> {
-  return report.type === "done" ? { status: "ok", result: report.result } : failedEnd(report);
+  return report.type === "done"
+    ? { status: "ok", result: report.result, calls: report.calls }
+    : failedEnd(report);
 }
 
 /**
@@ -173,10 +186,10 @@ export async function runRank(
     const result = await (await fn())(comm, args);
     report({ type: "returned" });
     await comm[Symbol.asyncDispose]();
-    end = { type: "done", result };
+    end = { type: "done", result, calls: recentCalls(comm) };
   } catch (err) {
     await comm?.abort(err).catch(() => {});
-    end = { type: "error", ...failureReport(err) };
+    end = { type: "error", ...failureReport(err), calls: comm && recentCalls(comm) };
   }
   await release?.().catch(() => {});
   report(end);

@@ -7,6 +7,7 @@
  */
 
 import { RankFailedError, type RankOutcome } from "../errors.ts";
+import { type CallHistory, oddCall } from "./odd_call.ts";
 
 /** How a launcher learned that a rank ended. */
 export interface RankEnd extends RankOutcome {
@@ -18,6 +19,8 @@ export interface RankEnd extends RankOutcome {
   accused?: boolean;
   /** When the launcher learned it (`performance.now()`). */
   at: number;
+  /** Its latest collective calls, as it reported them (odd_call.ts). */
+  calls?: CallHistory;
 }
 
 /**
@@ -111,6 +114,8 @@ export class GroupEnds {
     if (cause) {
       return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
     }
+    const odd = this.#oddCall(failures.map(({ e }) => e), outcomes);
+    if (odd) return odd;
     // Every failure names another rank: follow the names from the first to the end of the chain;
     // the last rank that named it says why. The chain starts at the first rank that saw for
     // itself (a mismatch, a timeout) rather than repeating a peer's notice, which names the
@@ -152,6 +157,36 @@ export class GroupEnds {
     }
     const how = why.name === "MismatchError" ? "found a mismatch with it" : "gave up on it";
     return new RankFailedError(blamed, `rank ${witness} ${how}: ${why.reason}`, why, outcomes);
+  }
+
+  /**
+   * The rank whose call differs from the group's, when the ranks' reported calls show one that
+   * failed (odd_call.ts); the reason quotes a mismatch check that named it, where one did.
+   */
+  #oddCall(failures: RankEnd[], outcomes: RankOutcome[]): RankFailedError | undefined {
+    const histories = new Map<number, CallHistory>();
+    this.#ends.forEach((e, i) => e?.calls && histories.set(this.#members[i], e.calls));
+    const odd = oddCall(histories);
+    const end = odd && this.#endOf(odd.rank);
+    if (!odd || !isFailure(end)) return undefined;
+    // A check that named it, quoted: its own report first (a peer's notice may be cut short).
+    const names = new RegExp(`\\b[Rr]ank ${odd.rank}\\b`);
+    const checks = failures.filter((e) =>
+      e.reason?.includes("MismatchError") && names.test(e.reason)
+    );
+    const check = checks.find((e) => e.name === "MismatchError") ?? checks[0];
+    const quoted = check?.reason?.slice(check.reason.indexOf("MismatchError"));
+    const them = odd.others.length === 1
+      ? `rank ${odd.others[0]}`
+      : `ranks ${odd.others.join(", ")}`;
+    return new RankFailedError(
+      odd.rank,
+      `its call differs from that of ${them}: ${
+        quoted ?? `it called ${odd.called} where ${them} called ${odd.theyCalled}`
+      }`,
+      end,
+      outcomes,
+    );
   }
 
   /**

@@ -96,7 +96,8 @@ export const allreduceStrategy: Strategy = {
         watch.lap("compute");
       }
       ctx.progress(step + 1, shard.steps);
-      const saving = ctx.stepDone(step + 1, shard.steps, accumulated === 0);
+      const synced = accumulated === 0;
+      const saving = ctx.stepDone(step + 1, shard.steps, { clean: synced, replicated: synced });
       if (saving) await saving;
     }
   },

@@ -28,13 +28,13 @@ export const localSgdStrategy: Strategy = {
       engine.trainStep(false);
       engine.update(1);
       watch.lap("compute");
-      if ((step + 1) % every === 0 || step === shard.steps - 1) {
-        if (comm.size > 1) await averageParams(ctx);
-        watch.lap("comm");
-      }
+      const synced = (step + 1) % every === 0 || step === shard.steps - 1;
+      if (synced && comm.size > 1) await averageParams(ctx);
+      if (synced) watch.lap("comm");
       ctx.progress(step + 1, shard.steps);
       // Each rank's own parameters and momentum are checkpointed: any step will do.
-      const saving = ctx.stepDone(step + 1, shard.steps, true);
+      const replicated = synced || comm.size === 1;
+      const saving = ctx.stepDone(step + 1, shard.steps, { clean: true, replicated });
       if (saving) await saving;
     }
   },

@@ -56,6 +56,14 @@ export interface Staleness {
   max: number;
 }
 
+/** Where a step left a rank's state, for a checkpoint after it. */
+export interface StepState {
+  /** No gradients are half accumulated: a checkpoint may be written here. */
+  clean: boolean;
+  /** Every rank holds the same parameters (a resume from here checks they still do). */
+  replicated: boolean;
+}
+
 /** One rank's state during training. */
 export interface StrategyContext {
   comm: Communicator;
@@ -68,11 +76,11 @@ export interface StrategyContext {
   /** The epoch's first step: a resumed run's position in it, else 0. */
   firstStep: number;
   /**
-   * After `step` of `steps` steps: `clean` when no gradients are half accumulated, so a
-   * checkpoint may be written there (collective: every rank calls it after every step). A promise
-   * only when it writes one, so the steps between checkpoints wait for nothing.
+   * After `step` of `steps` steps, where it left the rank's state: a checkpoint may be written
+   * there when it is `clean` (collective: every rank calls it after every step). A promise only
+   * when it writes one, so the steps between checkpoints wait for nothing.
    */
-  stepDone(step: number, steps: number, clean: boolean): Promise<void> | undefined;
+  stepDone(step: number, steps: number, state: StepState): Promise<void> | undefined;
   /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
   staleness: Staleness;
   /** Allreduce calls the strategy made to synchronise, since training began (the study's Table 5.1). */

@@ -1,0 +1,110 @@
+// Bad input that once got a wrong word: a default the task then refused (--max with wide dtypes),
+// a flag the user never gave named in the refusal (browser --threads), a missing tool as a
+// failure instead of bad input (exit 2), and a dangling link as an output folder (a raw mkdir
+// error). Each is one line naming what was wrong, exit 2, nothing written.
+import { assert_, assertEquals } from "./_assert.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
+import { givenFlags, parseFlags } from "../scripts/_flags.ts";
+
+/** Runs `script` with `args` (and `env`, if given); resolves with its exit code and stderr. */
+async function task(script: string, args: string[], env?: Record<string, string>) {
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `scripts/${script}.ts`, ...args],
+    env,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  const lines = new TextDecoder().decode(stderr).trim().split("\n");
+  return { code, lines };
+}
+
+Deno.test("bad input: a wide dtype's default --max is its 1 GiB, with a note", () => {
+  for (const primitive of ["allreduce", "allgather"] as const) {
+    for (const [dtype, max] of [["f64", 2 ** 27], ["f32", 2 ** 28], ["f16", 2 ** 28]] as const) {
+      const argv = ["--dtype", dtype];
+      const p = planRun(primitive, parseFlags(BENCHMARK_FLAGS, argv), {
+        given: givenFlags(argv),
+        availableBytes: 1e12,
+      });
+      assertEquals(p.sweep.counts.at(-1), max, `${primitive} ${dtype}`);
+      const lowered = p.notes.filter((n) => n.startsWith("--max lowered"));
+      assertEquals(
+        lowered,
+        dtype === "f64"
+          ? ["--max lowered to 134217728 elements: the largest f64 buffer is 1 GiB"]
+          : [],
+      );
+    }
+  }
+});
+
+Deno.test("bad input: the browser task names the flag the user gave, and a missing Chromium is exit 2", async () => {
+  for (
+    const [flags, line] of [
+      [["--threads", "2"], "--threads 2 is not accepted in a browser tab"],
+      [["--launcher", "env"], "--launcher env is not accepted in a browser tab"],
+    ] as const
+  ) {
+    const { code, lines } = await task("browser", ["allreduce", ...flags]);
+    assertEquals(code, 2, lines.join("\n"));
+    assertEquals(lines.length, 1, lines.join("\n"));
+    assert_(
+      lines[0].startsWith(`dccl browser allreduce: ${line}: its ranks are the tab's own workers`),
+      lines[0],
+    );
+  }
+  const nowhere = await Deno.makeTempDir(); // a PATH on which no chromium is found
+  try {
+    for (const what of ["allreduce", "train"]) {
+      const { code, lines } = await task("browser", [what], { PATH: nowhere });
+      assertEquals([code, lines], [2, [
+        `dccl browser ${what}: Chromium is not installed: install Debian's package chromium ` +
+        `(apt-get install -y chromium)`,
+      ]]);
+    }
+  } finally {
+    await Deno.remove(nowhere);
+  }
+});
+
+Deno.test("bad input: a dangling link where an output folder goes is one line naming it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const link = `${dir}/out`;
+    Deno.symlinkSync(`${dir}/gone`, link);
+    const target = `${dir}/gone`;
+    for (
+      const [script, args, line] of [
+        ["sweep", ["--out", link], `--out ${link} is not accepted: it is a link to ${target}`],
+        [
+          "train_study",
+          ["batch", "--out", link],
+          `--out ${link} is not accepted: it is a link to ${target}`,
+        ],
+        [
+          "compare",
+          ["tests/fixtures/allreduce_shm.csv", "--out", `${link}/r.html`],
+          `--out ${link}/r.html is not accepted: ${link} is a link to ${target}`,
+        ],
+        [
+          "allreduce",
+          ["--csv", `${link}/a.csv`],
+          `--csv ${link}/a.csv is not accepted: folder ${link} is a link to ${target}`,
+        ],
+        [
+          "train",
+          ["--checkpoint", link],
+          `--checkpoint ${link} is not accepted: it is a link to ${target}`,
+        ],
+      ] as const
+    ) {
+      const { code, lines } = await task(script, [...args]);
+      assertEquals(code, 2, lines.join("\n"));
+      assertEquals(lines.length, 1, lines.join("\n"));
+      assert_(lines[0].endsWith(`${line}, which does not exist`), lines[0]);
+    }
+    assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), ["out"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

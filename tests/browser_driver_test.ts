@@ -1,0 +1,106 @@
+// The browser driver opens no door and leaves nothing behind (docs/security.md): Chromium is
+// driven over a pipe, so none of its processes listens on a TCP port; and after the driver ends —
+// closed, or SIGKILLed — no process of the run is alive and its profile folder is gone.
+import { assert_, assertEquals } from "./_assert.ts";
+import { Chromium, chromiumAvailable } from "../deno/browser/chromium.ts";
+
+const AVAILABLE = await chromiumAvailable() && Deno.build.os === "linux";
+const MISSING = AVAILABLE ? "" : " (ignored: Debian's package chromium is not installed)";
+
+/** Live (not zombie) processes whose command line names `profile`, by PID. */
+function processesOf(profile: string): number[] {
+  const found: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (!cmdline.includes(profile)) continue;
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") found.push(Number(entry.name));
+    } catch { /* gone meanwhile */ }
+  }
+  return found;
+}
+
+/** The TCP sockets in LISTEN state that `pids` hold, as `address:port` (hex, as /proc says). */
+function listeningSockets(pids: number[]): string[] {
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    try {
+      for (const fd of Deno.readDirSync(`/proc/${pid}/fd`)) {
+        const target = Deno.readLinkSync(`/proc/${pid}/fd/${fd.name}`);
+        const inode = target.match(/^socket:\[(\d+)\]$/)?.[1];
+        if (inode) inodes.add(inode);
+      }
+    } catch { /* gone meanwhile */ }
+  }
+  return ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((table) =>
+    Deno.readTextFileSync(table).split("\n").slice(1).map((line) => line.trim().split(/\s+/))
+      .filter((f) => f[3] === "0A" && inodes.has(f[9])).map((f) => f[1])
+  );
+}
+
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+/** Polls `check` every 100 ms for up to `ms`; resolves with its last answer. */
+async function settles<T>(check: () => T | Promise<T>, done: (value: T) => boolean, ms = 10_000) {
+  const start = Date.now();
+  let value = await check();
+  while (!done(value) && Date.now() - start < ms) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = await check();
+  }
+  return value;
+}
+
+Deno.test({
+  name: `browser driver: no process of the driven browser listens on a TCP port${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  const chromium = await Chromium.launch();
+  try {
+    const page = await chromium.page("data:text/html,<p id=x>driven</p>");
+    assertEquals(await page.evaluate("document.getElementById('x').textContent"), "driven");
+    const pids = processesOf(chromium.profile);
+    assert_(pids.length > 1, `the browser's processes carry its profile (found ${pids})`);
+    assertEquals(listeningSockets(pids), [], "listening sockets of the browser's processes");
+    assertEquals(await exists(`${chromium.profile}/DevToolsActivePort`), false);
+  } finally {
+    await chromium.close();
+  }
+});
+
+Deno.test({
+  name: `browser driver: a closed browser leaves no process and no profile, every time${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  for (let run = 0; run < 8; run++) {
+    const chromium = await Chromium.launch();
+    await chromium.page("data:text/html,<p>once</p>");
+    await chromium.close();
+    assertEquals(processesOf(chromium.profile), [], `run ${run}: processes left`);
+    assertEquals(await exists(chromium.profile), false, `run ${run}: profile left`);
+  }
+});
+
+Deno.test({
+  name: `browser driver: a SIGKILLed driver leaves no process and no profile${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  const driver = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_hold_chromium.ts", import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = driver.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const { value: line } = await reader.read();
+  const profile = line!.trim();
+  assert_(processesOf(profile).length > 1, "the browser runs before the driver is killed");
+  driver.kill("SIGKILL");
+  await driver.status;
+  reader.releaseLock();
+  await driver.stdout.cancel();
+  const left = await settles(() => processesOf(profile), (pids) => pids.length === 0);
+  assertEquals(left, [], "processes of the run alive 10 s after the driver was killed");
+  assertEquals(await settles(() => exists(profile), (e) => !e), false, "profile left");
+});
