@@ -70,6 +70,7 @@ export type {
   SharedAccess,
   ThreadTransport,
   Transport,
+  TransportBounds,
   TransportDescriptor,
   TransportFacts,
   WorkersJoin,
@@ -85,7 +86,10 @@ export type {
   TypedArray,
 } from "./primitives/types.ts";
 export { DEVICE_MEMORY, DTYPES, MEMORY_KINDS, REDUCE_OPS } from "./primitives/types.ts";
-export { RankHeap } from "./primitives/memory/heap.ts";
+export { createHeapMemory, RankHeap } from "./primitives/memory/heap.ts";
+export { reduce } from "./kernels/reduce.ts";
+export { bestSimdBuild, PEAK_FLOPS_PER_ITERATION, peakLoop } from "./kernels/peak.ts";
+export type { SimdBuild } from "./kernels/peak.ts";
 export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
 export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
 export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";

@@ -102,6 +102,12 @@ export interface PrimitiveSpec {
   busFactor(ranks: number): number;
   /** The same factor as text for table headers, in terms of n ranks. */
   busFormula: string;
+  /**
+   * The least memory work `ranks` ranks do together in one call, in multiples of its size: bytes
+   * written by copies and by binary reductions (read two, write one). The machine's limits bound
+   * busbw by it (bench/limits/machine_limits.ts).
+   */
+  work(ranks: number): { copy: number; reduce: number };
   /** Elements this primitive holds per rank for a `count`-element case (for memory checks). */
   footprint(count: number, ranks: number): number;
   /**
@@ -164,6 +170,7 @@ const sendrecv: PrimitiveSpec = {
   rooted: false,
   inPlace: false,
   busFactor: () => 1,
+  work: () => ({ copy: 2, reduce: 0 }), // each of the two receives the size
   busFormula: "1",
   footprint: (count) => 2 * count,
   fit: whole,
@@ -193,6 +200,7 @@ const bcast: PrimitiveSpec = {
   inPlace: false,
   collective: "bcast",
   busFactor: () => 1,
+  work: (n) => ({ copy: n - 1, reduce: 0 }),
   busFormula: "1",
   footprint: (count) => count,
   fit: whole,
@@ -220,6 +228,7 @@ const reduce: PrimitiveSpec = {
   inPlace: true,
   collective: "reduce",
   busFactor: () => 1,
+  work: (n) => ({ copy: 0, reduce: n - 1 }),
   busFormula: "1",
   footprint: (count) => 2 * count,
   fit: whole,
@@ -260,6 +269,7 @@ const allreduce: PrimitiveSpec = {
   inPlace: true,
   collective: "allreduce",
   busFactor: (n) => (2 * (n - 1)) / n,
+  work: (n) => ({ copy: n - 1, reduce: n - 1 }), // reduce-scatter, then allgather
   busFormula: "2(n-1)/n",
   footprint: (count) => 2 * count,
   fit: whole,
@@ -346,6 +356,7 @@ const allgather: PrimitiveSpec = {
   inPlace: true,
   collective: "allgather",
   ...BETWEEN_BLOCKS,
+  work: (n) => ({ copy: n - 1, reduce: 0 }), // each rank writes all blocks but its own
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, true, rank, (n, send, recv) => {
@@ -367,6 +378,7 @@ const reduceScatter: PrimitiveSpec = {
   inPlace: true,
   collective: "reduceScatter",
   ...BETWEEN_BLOCKS,
+  work: (n) => ({ copy: 0, reduce: n - 1 }), // n − 1 sums for each element of the blocks
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     return blockCase(comm, maxCount, o, false, rank, (n, send, recv) => {
@@ -388,6 +400,7 @@ const alltoall: PrimitiveSpec = {
   inPlace: false,
   collective: "alltoall",
   busFactor: (n) => (n - 1) / n,
+  work: (n) => ({ copy: n - 1, reduce: 0 }),
   busFormula: "(n-1)/n",
   footprint: (count) => 2 * count,
   fit: multipleOfRanks,
@@ -416,6 +429,7 @@ const gather: PrimitiveSpec = {
   inPlace: true,
   collective: "gather",
   ...BETWEEN_BLOCKS,
+  work: (n) => ({ copy: (n - 1) / n, reduce: 0 }), // the root writes the blocks but its own
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     const isRoot = rank === o.root;
@@ -440,6 +454,7 @@ const scatter: PrimitiveSpec = {
   inPlace: true,
   collective: "scatter",
   ...BETWEEN_BLOCKS,
+  work: (n) => ({ copy: (n - 1) / n, reduce: 0 }), // each rank but the root writes its block
   prepare(comm, maxCount, o) {
     const { rank, size } = comm;
     const isRoot = rank === o.root;

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { pctOfLimit, type RunBounds } from "./limits/machine_limits.ts";
 import type { Communicator } from "../primitives/communicator/communicator.ts";
 import { sideOfMemory, type TransportFacts } from "../primitives/transports/transport.ts";
 import { pickAlgorithm } from "../primitives/auto.ts";
@@ -39,6 +40,8 @@ export interface SweepOptions extends CaseOptions {
   budgetMs?: number;
   /** Also time the in-place form where the primitive has one (nccl-tests' second columns). */
   inPlace: boolean;
+  /** The machine's limits that bound this run, when measured: rows get their `pct_limit`. */
+  bounds?: RunBounds;
 }
 
 /** One size's row plus its per-iteration samples (µs). */
@@ -381,6 +384,7 @@ function summarize(
       inplace_wrong: sum(6),
     }),
   };
+  if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toFixed(1));
   return { row, samplesUs };
 }
 

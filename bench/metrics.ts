@@ -71,6 +71,11 @@ export interface ResultRow {
   inplace_busbw_gbs?: number;
   /** The in-place form's wrong elements. */
   inplace_wrong?: number;
+  /**
+   * The share of this machine's limit the row reaches, percent (bench/limits): its time against
+   * the floor and ceiling of its transport; absent where no limits were measured.
+   */
+  pct_limit?: number;
 }
 
 /**
@@ -113,6 +118,7 @@ export const EXTRA_COLUMNS = [
   "inplace_algbw_gbs",
   "inplace_busbw_gbs",
   "inplace_wrong",
+  "pct_limit",
 ] as const;
 
 /** The row field behind each CSV column whose name differs from it (nccl-tests' names). */

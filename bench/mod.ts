@@ -58,4 +58,26 @@ export {
   toCurves,
   type WrongResults,
 } from "./compare/crossover.ts";
-export { htmlPage, renderSvg } from "./compare/chart.ts";
+export { type ChartOptions, htmlPage, renderSvg } from "./compare/chart.ts";
+export {
+  limitLines,
+  type MachineFacts,
+  type MachineLimits,
+  pctOfLimit,
+  type RunBounds,
+  runBounds,
+  type RunShape,
+  sweepBounds,
+} from "./limits/machine_limits.ts";
+export { limitsTable } from "./limits/limits_table.ts";
+export { type Sampled, summarize } from "./limits/measure.ts";
+export {
+  type BandwidthCurve,
+  cacheLineRoundTrip,
+  type DeviceLimits,
+  deviceLimits,
+  memoryBandwidth,
+  postMessageRoundTrip,
+  type ProbeOptions,
+  simdPeak,
+} from "./limits/probes.ts";

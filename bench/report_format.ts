@@ -9,6 +9,7 @@ import type { SizeResult } from "./harness.ts";
 import { CSV_COLUMNS, EXTRA_COLUMNS, FIELD_OF_COLUMN, type ResultRow } from "./metrics.ts";
 import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
 import type { LinkCosts } from "../primitives/types.ts";
+import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
@@ -35,6 +36,8 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
+  /** The machine's limits the rows were read against; null when none were measured. */
+  limits?: RunBounds | null;
   /**
    * A browser tab's facts (web/environment.ts): user agent, cores, isolation, timer resolution,
    * the WebGPU adapter and whether it is a fallback.
@@ -66,6 +69,11 @@ export interface ReportOptions {
   counts: number[];
   /** Where the run came from. */
   metadata: RunMetadata;
+  /**
+   * The machine's limits that bound the run: the footer reads the rows against them (null: none
+   * measured, and the footer says how to measure them; undefined: no word of them).
+   */
+  bounds?: RunBounds | null;
 }
 
 interface Column {
@@ -172,19 +180,22 @@ export interface TableLayout {
 }
 
 /** The layout `options` ask for: OSU's, or nccl-tests' (the default). */
-export function layoutOf(options: Pick<ReportOptions, "osu" | "percentiles">): TableLayout {
+export function layoutOf(
+  options: Pick<ReportOptions, "osu" | "percentiles" | "bounds">,
+): TableLayout {
   return options.osu
     ? osuLayout(options.osu.primitive, options.osu)
-    : tableLayout(options.percentiles);
+    : tableLayout(options.percentiles, options.bounds);
 }
 
 /**
  * The table as nccl-tests prints it: three header lines (the forms, the titles, the units), one
  * line per row, and the footer under the last row: the wrong elements of every form of every
- * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`).
- * `percentiles`: the p50/p99 columns too.
+ * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`),
+ * then the rows read against the machine's limits (`bounds`; bench/limits). `percentiles`: the
+ * p50/p99 columns too.
  */
-export function tableLayout(percentiles?: boolean): TableLayout {
+export function tableLayout(percentiles?: boolean, bounds?: RunBounds | null): TableLayout {
   percentiles ??= false;
   const columns = COLUMNS.filter((c) => !c.percentile || percentiles);
   const headerLine = (text: (c: Column) => string) =>
@@ -209,8 +220,12 @@ export function tableLayout(percentiles?: boolean): TableLayout {
         r.inplace_busbw_gbs === undefined ? [r.busbw_gbs] : [r.busbw_gbs, r.inplace_busbw_gbs]
       );
       const mean = busbw.length ? busbw.reduce((a, b) => a + b, 0) / busbw.length : 0;
-      return `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}\n` +
-        `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`;
+      const limits = bounds === undefined ? [] : limitLines(rows, bounds ?? undefined);
+      return [
+        `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}`,
+        `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`,
+        ...limits,
+      ].join("\n");
     },
   };
 }

@@ -12,6 +12,8 @@ import type { RunMetadata } from "../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 import { TRANSPORTS } from "../deno/registry.ts";
+import { type RunBounds, sweepBounds } from "../bench/limits/machine_limits.ts";
+import { keptLimits } from "../deno/bench/limits/this_machine.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { givenFlags } from "./_flags.ts";
 import { translateHabits } from "./_habits.ts";
@@ -59,10 +61,20 @@ export interface RunOutput {
   signal?: AbortSignal;
 }
 
+/**
+ * What bounds `plan`'s run on this machine (its transport's limits, as `deno task limits` kept
+ * them), or null where they were not measured.
+ */
+export function boundsOf(plan: RunPlan): RunBounds | null {
+  const { bounds } = TRANSPORTS[plan.transport];
+  return sweepBounds(keptLimits(), bounds, plan.sweep.primitive, plan.procs);
+}
+
 /** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */
 export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSummary> {
+  const bounds = boundsOf(plan);
   const args: HarnessArgs = {
-    sweep: plan.sweep,
+    sweep: { ...plan.sweep, bounds: bounds ?? undefined },
     report: {
       header: describe(plan),
       table: out.table,
@@ -73,7 +85,8 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       csv: plan.csv,
       json: plan.json,
       counts: plan.sweep.counts,
-      metadata: out.metadata,
+      metadata: { ...out.metadata, limits: bounds },
+      bounds,
     },
   };
   const module = new URL("../deno/bench/harness_rank.ts", import.meta.url);

@@ -27,6 +27,8 @@ export interface CompareJob {
   /** Ranks of OSU collective inputs nothing else gives ranks to. */
   procs: number;
   tolerance: number;
+  /** Plot the share of the machine's limit instead of Gb/s. */
+  ofLimit: boolean;
 }
 
 /** What the worker answers: the outputs and notes, or a one-line refusal of bad input. */
@@ -93,7 +95,18 @@ async function compare(job: CompareJob): Promise<CompareOutcome> {
         `out of the comparison`,
     );
   }
-  const svg = await renderSvg(curves);
+  if (job.ofLimit) {
+    const bare = curves.filter((c) =>
+      [...c.points.values()].every((p) => p.pct_limit === undefined)
+    );
+    if (bare.length > 0) {
+      notes.push(
+        `note: ${bare.length} curves carry no share of a machine's limit (other tools' output, ` +
+          `or runs before deno task limits): only their time is drawn`,
+      );
+    }
+  }
+  const svg = await renderSvg(curves, { ofLimit: job.ofLimit });
   const html = renderHtml(svg, rows, job.files.map((f) => f.path), job.tolerance, wrong);
   return { svg, html, text: formatCrossovers(rows, wrong), notes };
 }

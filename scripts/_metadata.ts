@@ -1,6 +1,7 @@
 /** Run metadata for the JSON sidecar: Deno, CPU, GPU adapter, date, command line. @module */
 
 import type { RunMetadata } from "../bench/report_format.ts";
+import { cpuModel } from "../deno/bench/limits/this_machine.ts";
 
 /** Describes this machine and run. */
 export async function collectMetadata(
@@ -20,15 +21,6 @@ export async function collectMetadata(
     command: argv,
     options,
   };
-}
-
-function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return info.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? Deno.build.arch;
-  } catch {
-    return Deno.build.arch;
-  }
 }
 
 /** The WebGPU adapter's description, or null without one (never waits more than 3 s). */

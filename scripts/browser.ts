@@ -8,7 +8,8 @@
 
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { WEB_TRANSPORTS } from "../primitives/registry.ts";
-import { sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
+import { limitsInTab, sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
+import { limitsTable } from "../bench/limits/limits_table.ts";
 import { chromiumAvailable, ChromiumMissing } from "../deno/browser/chromium.ts";
 import { describe, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
@@ -125,10 +126,28 @@ const TRAIN_IN_TAB: Task<TrainPlan> = {
   },
 };
 
+/** `deno task browser limits`: the tab's limits, kept for the runs in tabs that follow. */
+const LIMITS_IN_TAB: Task<Record<never, never>> = {
+  name: "browser limits",
+  synopsis: "browser limits",
+  summary: "Measures a tab's limits inside headless Chromium and keeps them for later runs.",
+  flags: {},
+  async plan() {
+    await requireChromium();
+    return {};
+  },
+  async run(_, signal) {
+    const { limits, kept } = await limitsInTab(signal);
+    console.error(`dccl browser limits: kept at ${kept}`);
+    console.log(limitsTable(limits));
+    return 0;
+  },
+};
+
 const [task, ...rest] = Deno.args;
-const tasks = [...Object.keys(PRIMITIVES), "train"];
+const tasks = [...Object.keys(PRIMITIVES), "train", "limits"];
 const isPrimitive = (name: string): name is PrimitiveName => Object.hasOwn(PRIMITIVES, name);
-if (task !== "train" && !(task !== undefined && isPrimitive(task))) {
+if (task !== "train" && task !== "limits" && !(task !== undefined && isPrimitive(task))) {
   console.error(
     `dccl browser: ${task === undefined ? "no task given" : `unknown task ${task}`}: expected ` +
       `${tasks.join(", ")} (deno task browser allreduce --procs 4 --transport shm)`,
@@ -136,5 +155,9 @@ if (task !== "train" && !(task !== undefined && isPrimitive(task))) {
   Deno.exit(2);
 }
 Deno.exit(
-  await (isPrimitive(task) ? taskMain(benchmarkInTab(task), rest) : taskMain(TRAIN_IN_TAB, rest)),
+  await (isPrimitive(task)
+    ? taskMain(benchmarkInTab(task), rest)
+    : task === "limits"
+    ? taskMain(LIMITS_IN_TAB, rest)
+    : taskMain(TRAIN_IN_TAB, rest)),
 );

@@ -27,6 +27,10 @@ const FLAGS: Record<string, FlagSpec> = {
     help: "percent a curve may trail the fastest at a size and still count as fastest there",
     default: String(DEFAULT_TOLERANCE * 100),
   },
+  "of-limit": {
+    help: "plot each size's share of the machine's limit (dccl rows' pct_limit) for Gb/s",
+    boolean: true,
+  },
 };
 
 interface ComparePlan extends CompareJob {
@@ -73,14 +77,12 @@ const COMPARE: Task<ComparePlan> = {
       out,
       procs: integer("procs", values.procs!, 1, MAX_PROCS),
       tolerance: integer("tolerance", values.tolerance!, 0, 100) / 100,
+      ofLimit: values["of-limit"] === "true",
     };
   },
   async run(plan, signal) {
-    const outcome = await inWorker({
-      files: plan.files,
-      procs: plan.procs,
-      tolerance: plan.tolerance,
-    }, signal);
+    const { out: _, ...job } = plan;
+    const outcome = await inWorker(job, signal);
     if ("usage" in outcome) throw new UsageError(outcome.usage);
     for (const note of outcome.notes) console.error(`dccl compare: ${note}`);
     const { out } = plan;

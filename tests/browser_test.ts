@@ -82,8 +82,18 @@ Deno.test({
       },
     );
 
+    await t.step("the tab measures its own limits, and shows them", async () => {
+      await page.evaluate(`document.getElementById("measure-limits").click()`);
+      await until(page, `${text("limits-status")}.startsWith("measured")`, 120_000);
+      const table = await page.evaluate<string>(text("limits-table"));
+      for (const line of ["cache-line round trip", "postMessage round trip", "SIMD peak"]) {
+        assert_(table.includes(line), table);
+      }
+      assert_(!table.includes("socket"), "a tab has no sockets");
+    });
+
     await t.step(
-      "the page's controls: choose, run, the table fills, the CSV downloads",
+      "the page's controls: choose, run, the table fills (read against the tab's limits), the CSV downloads",
       async () => {
         const downloads = await Deno.makeTempDir();
         try {
@@ -120,6 +130,8 @@ Deno.test({
           >[];
           assertEquals(Object.keys(rows[0]), [...CSV_HEADER]);
           assertEquals(rows.length, 17);
+          assert_(rows.every((r) => Number(r.pct_limit) > 0), "every row's share of the limit");
+          assert_(table.some((l) => l.startsWith("# Peak busbw")), table.join("\n"));
           assertEquals(rows.map((r) => [r.primitive, r.transport, r.procs, r.wrong]).at(-1), [
             "bcast",
             "worker",

@@ -11,6 +11,7 @@ import type { WebTransportName } from "../primitives/registry.ts";
 import type { SizeResult, SweepOptions } from "../bench/harness.ts";
 import type { HarnessSummary } from "../bench/harness_rank.ts";
 import type { ReportOptions, RunMetadata } from "../bench/report_format.ts";
+import type { RunBounds } from "../bench/limits/machine_limits.ts";
 import type { TrainConfig } from "../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../trainer/epochs.ts";
 import type { Mnist } from "../trainer/mnist.ts";
@@ -28,11 +29,12 @@ export function bundleEntries(root: URL) {
     thread: new URL("primitives/launch/thread_rank.js", root),
     harness: new URL("web/harness_rank.js", root),
     train: new URL("web/train_rank.js", root),
+    probe: new URL("bench/limits/probe_worker.js", root),
   };
 }
 
 /** The bundle of the page this module runs in: served under `/bundle/`. */
-function pageBundle() {
+export function pageBundle() {
   return bundleEntries(new URL("/bundle/", location.href));
 }
 
@@ -50,6 +52,8 @@ export interface SweepRequest {
   timeoutMs?: number;
   /** Where the run came from. */
   metadata: RunMetadata;
+  /** The tab's limits the rows are read against (null: none measured). */
+  bounds?: RunBounds | null;
 }
 
 /** What a sweep's page learns as it runs. */
@@ -95,14 +99,16 @@ export async function runSweep(
       watch.onRow?.(data.result);
     }
   };
+  const bounds = request.bounds;
   const args: WebHarnessArgs = {
-    sweep: request.sweep,
+    sweep: { ...request.sweep, bounds: bounds ?? undefined },
     report: {
       header: request.header,
       table: true,
       percentiles: request.sweep.timing === "per-iter",
       counts: request.sweep.counts,
-      metadata: request.metadata,
+      metadata: { ...request.metadata, limits: bounds },
+      bounds,
     },
     channel: channel.name,
   };

@@ -9,23 +9,34 @@ import * as vegaLite from "vega-lite";
 import type { Crossover, Curve, WrongResults } from "./crossover.ts";
 import type { Point } from "./results.ts";
 
-/** The two figures drawn for every point: bandwidth, and time per operation (small sizes). */
+/**
+ * The two figures drawn for every point: bandwidth (or, asked, the share of the machine's limit
+ * reached), and time per operation (small sizes).
+ */
 const METRICS = [
   ["gbps", "Gb/s (payload bits / time)"],
   ["time_us", "time per op (µs)"],
 ] as const;
+const SHARE = ["pct_limit", "% of the machine's limit (deno task limits)"] as const;
+
+/** Options of {@linkcode chartSpec}. */
+export interface ChartOptions {
+  /** Draw each point's share of the machine's limit instead of its Gb/s. @default {false} */
+  ofLimit?: boolean;
+}
 
 /**
  * The Vega-Lite spec: a row per primitive × ranks, Gb/s and µs per op against floats on log axes
  * side by side, each curve with its own colour, dash and marker; sizes whose results had wrong
  * elements are red crosses off the lines.
  */
-export function chartSpec(curves: Curve[]): vegaLite.TopLevelSpec {
+export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite.TopLevelSpec {
   const { drawn, perCurve, left } = chartedCurves(curves);
+  const metrics = options.ofLimit ? [SHARE, METRICS[1]] : METRICS;
   const values = drawn.flatMap((c) =>
     chartPoints(c, perCurve)
       .flatMap((p) =>
-        METRICS.map(([field, metric]) => ({
+        metrics.filter(([field]) => p[field] !== undefined).map(([field, metric]) => ({
           panel: `${c.primitive}, ${c.procs} ranks`,
           metric,
           value: p[field],
@@ -188,8 +199,8 @@ const BINARY_SIZE = [
 );
 
 /** Renders the chart to an SVG document. */
-export function renderSvg(curves: Curve[]): Promise<string> {
-  return specToSvg(chartSpec(curves));
+export function renderSvg(curves: Curve[], options?: ChartOptions): Promise<string> {
+  return specToSvg(chartSpec(curves, options));
 }
 
 /** Renders any Vega-Lite spec to an SVG document, without a browser. */

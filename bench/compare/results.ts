@@ -40,6 +40,8 @@ export interface Point {
   gbps: number;
   /** Elements that differed from the exact result (0 where the tool does not say). */
   wrong: number;
+  /** The share of the machine's limit reached, percent (dccl rows read against `deno task limits`). */
+  pct_limit?: number;
 }
 
 /** A file `compare` cannot read: one line saying which and why. */
@@ -194,6 +196,7 @@ export function pointOfRow(source: string, row: ResultRow): Point {
     time_us: row.time_us,
     gbps: row.gbps,
     wrong: row.wrong,
+    pct_limit: row.pct_limit,
   });
 }
 
@@ -212,6 +215,7 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
     time_us: Number(r.time_us),
     gbps: Number(r.gbps),
     wrong: Number(r.wrong ?? 0),
+    pct_limit: r.pct_limit === undefined || r.pct_limit === "" ? undefined : Number(r.pct_limit),
   };
   const numbers = [point.procs, point.floats, point.time_us, point.gbps, point.wrong];
   if (!numbers.every(Number.isFinite)) {

@@ -24,6 +24,7 @@ export const PAGE_ENTRIES: readonly string[] = [
   "web/train_rank.ts",
   "primitives/launch/worker_rank.ts",
   "primitives/launch/thread_rank.ts",
+  "bench/limits/probe_worker.ts",
 ];
 
 /** Builds the page's bundle (and `extra` entries, paths from the repository root) into a folder. */

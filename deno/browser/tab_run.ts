@@ -8,7 +8,15 @@
 import type { SweepOptions } from "../../bench/harness.ts";
 import type { ReportOptions, RunMetadata } from "../../bench/report_format.ts";
 import type { SizeResult } from "../../bench/harness.ts";
-import type { WebTransportName } from "../../primitives/registry.ts";
+import { WEB_TRANSPORTS, type WebTransportName } from "../../primitives/registry.ts";
+import {
+  type MachineFacts,
+  type MachineLimits,
+  sweepBounds,
+} from "../../bench/limits/machine_limits.ts";
+import { tabFacts } from "../../web/tab_limits.ts";
+import type { TabEnvironment } from "../../web/environment.ts";
+import { cpuModel, fingerprintOf, keepLimits, keptLimits } from "../bench/limits/this_machine.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";
 import { SweepWriter } from "../bench/sweep_writer.ts";
@@ -62,9 +70,33 @@ export interface TabSweep {
   command: string[];
 }
 
+/**
+ * The facts a tab's limits are kept by: this machine's CPU (a tab does not say it) with the
+ * tab's cores and browser.
+ */
+async function tabFactsOf(page: ChromiumPage): Promise<MachineFacts> {
+  const env = await page.evaluate<TabEnvironment>("dccl.ready");
+  return { ...tabFacts(env), cpu: cpuModel() };
+}
+
+/** Measures the tab's limits in it and keeps them for this machine's browser. */
+export function limitsInTab(
+  signal?: AbortSignal,
+): Promise<{ limits: MachineLimits; kept: string }> {
+  return withTab(async (page) => {
+    const facts = await tabFactsOf(page);
+    const measured = await page.evaluate<MachineLimits>("dccl.limits()", 10 * 60_000);
+    const limits = { ...measured, machine: facts, fingerprint: fingerprintOf(facts) };
+    return { limits, kept: keepLimits(limits) };
+  }, signal);
+}
+
 /** Runs `run` in the tab, writing its rows here; resolves with the wrong elements. */
 export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number> {
   return withTab(async (page) => {
+    const { bounds } = WEB_TRANSPORTS.byName[run.transport];
+    const limits = keptLimits(await tabFactsOf(page));
+    const readAgainst = sweepBounds(limits, bounds, run.sweep.primitive, run.procs);
     let writer: SweepWriter | undefined;
     await page.expose("dcclSweep", (text) => {
       const message = JSON.parse(text) as
@@ -84,6 +116,7 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
       timeoutMs: run.timeoutMs,
       header: run.header,
       live: false,
+      bounds: readAgainst,
     });
     try {
       const outcome = await page.evaluate<{ wrong: number }>(

@@ -40,6 +40,7 @@ export const PROCESS_MESH = {
   blocking: false,
   rankBytes: 80 * 2 ** 20,
   groupBytes: () => 0,
+  bounds: { latency: "socket", bandwidth: "loopback" },
 } as const satisfies Partial<ProcessesTransport>;
 
 /** A listener's answer to a greeting. */

@@ -111,6 +111,7 @@ export const GPU: ThreadTransport & { name: "gpu" } = {
   blocking: false,
   rankBytes: 2 ** 20,
   groupBytes: () => 64 * 2 ** 20,
+  bounds: { latency: "device", bandwidth: "device" },
   // Each byte of every rank's buffer read once by one kernel: the direct kernels beat the ring.
   group: gpuRanks,
 };

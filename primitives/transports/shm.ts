@@ -230,6 +230,7 @@ export const SHM: WorkersTransport & { name: "shm" } = {
   blocking: true,
   rankBytes: 16 * 2 ** 20,
   groupBytes: shmSetupBytes,
+  bounds: { latency: "cacheLine", bandwidth: "memory" },
   prepare(size) {
     const setup = createShmSetup(size);
     return {

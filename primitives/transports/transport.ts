@@ -275,6 +275,26 @@ export interface TransportFacts {
   groupBytes(size: number): number;
   /** Crossovers of `auto` measured otherwise on this transport (auto.ts `CROSSOVERS`). */
   readonly crossovers?: Partial<Crossovers>;
+  /** Which of the machine's limits bound it (bench/limits: `deno task limits`). */
+  readonly bounds: TransportBounds;
+}
+
+/**
+ * The machine's limits that bound a transport: the round trip no handoff between its ranks can
+ * beat, and the bandwidth no transfer can (docs/measuring.md, "The machine's limits").
+ */
+export interface TransportBounds {
+  /**
+   * `cacheLine`: a cache line between two workers through shared memory; `postMessage`: a message
+   * between two workers; `socket`: 4 bytes over loopback TCP through socket calls; `device`: a
+   * submit to the GPU and its completion.
+   */
+  readonly latency: "cacheLine" | "postMessage" | "socket" | "device";
+  /**
+   * `memory`: a core's copy (or reduce) rate, shared among the ranks; `loopback`: one TCP
+   * connection's stream; `device`: a copy between device buffers.
+   */
+  readonly bandwidth: "memory" | "loopback" | "device";
 }
 
 /** A transport whose ranks are workers of the launching process. */

@@ -155,6 +155,7 @@ export const WORKER: WorkersTransport & { name: "worker" } = {
   blocking: false,
   rankBytes: 16 * 2 ** 20,
   groupBytes: () => 0,
+  bounds: { latency: "postMessage", bandwidth: "memory" },
   prepare(size) {
     const ports = meshPorts(size);
     return {

@@ -35,7 +35,17 @@ import {
   tabMetadata,
 } from "../environment.ts";
 import { formAlgorithms, formMemories, planSweep, planTraining } from "../forms.ts";
-import { runGroup, runSweep, runTraining, type SweepOutcome, type SweepRequest } from "../runs.ts";
+import {
+  pageBundle,
+  runGroup,
+  runSweep,
+  runTraining,
+  type SweepOutcome,
+  type SweepRequest,
+} from "../runs.ts";
+import { measureTabLimits } from "../tab_limits.ts";
+import { type MachineLimits, sweepBounds } from "../../bench/limits/machine_limits.ts";
+import { limitsTable } from "../../bench/limits/limits_table.ts";
 
 const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const say = (id: string, text: string) => byId(id).textContent = text;
@@ -81,6 +91,8 @@ const pointsOf = (results: SizeResult[]) => results.map((r) => pointOfRow("tab",
 
 let environment: TabEnvironment;
 let last: SweepOutcome | undefined;
+/** The tab's limits, once measured: sweeps read their rows against them. */
+let tabLimits: MachineLimits | undefined;
 
 /**
  * A sweep the page runs: the tab's own metadata unless given; `live: false` draws the chart once
@@ -98,7 +110,13 @@ const REDRAW_MS = 2000;
 /** Runs a sweep, filling the table and chart as it goes. */
 async function sweep(request: PageSweep): Promise<SweepOutcome> {
   const metadata = request.metadata ?? tabMetadata(environment, { ...request.sweep });
-  const layout = tableLayout(request.sweep.timing === "per-iter");
+  const bounds = request.bounds !== undefined ? request.bounds : sweepBounds(
+    tabLimits,
+    WEB_TRANSPORTS.byName[request.transport].bounds,
+    request.sweep.primitive,
+    request.procs,
+  );
+  const layout = tableLayout(request.sweep.timing === "per-iter", bounds);
   const table = byId<HTMLPreElement>("table");
   table.textContent = "";
   say("chart", "");
@@ -109,7 +127,7 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
       drawn = performance.now();
       byId("chart").innerHTML = await renderSvg(toCurves(pointsOf(results)));
     });
-  const outcome = await runSweep({ ...request, metadata }, {
+  const outcome = await runSweep({ ...request, metadata, bounds }, {
     onStart(report) {
       forward("dcclSweep", { type: "start", report });
       table.textContent = report.header.map((l) => `# ${l}`).join("\n") + `\n${layout.title}\n`;
@@ -254,6 +272,24 @@ function refreshChoices(form: HTMLFormElement): void {
   );
 }
 
+/** Measures the tab's limits and shows them; sweeps from then on are read against them. */
+async function measureLimits(): Promise<MachineLimits> {
+  const button = byId<HTMLButtonElement>("measure-limits");
+  button.disabled = true;
+  try {
+    tabLimits = await measureTabLimits(environment, pageBundle().probe, (what) => {
+      say("limits-status", `measuring ${what} …`);
+    });
+    say("limits-status", "measured: the benchmark reads its rows against them");
+    const table = byId<HTMLPreElement>("limits-table");
+    table.textContent = limitsTable(tabLimits);
+    table.hidden = false;
+    return tabLimits;
+  } finally {
+    button.disabled = !environment.crossOriginIsolated;
+  }
+}
+
 /** Reports a run's failure in one line where the run's status goes. */
 function failed(status: string, e: unknown): void {
   const error = e instanceof Error ? e : new Error(String(e));
@@ -307,6 +343,11 @@ async function main(): Promise<TabEnvironment> {
       failed("train-status", e);
     }
   });
+  const measure = byId<HTMLButtonElement>("measure-limits");
+  measure.disabled = !environment.crossOriginIsolated;
+  measure.addEventListener("click", () => {
+    measureLimits().catch((e) => failed("limits-status", e));
+  });
   const files = byId<HTMLInputElement>("results-files");
   files.addEventListener("change", () => {
     compare(Array.from(files.files ?? [])).catch((e) => failed("results-status", e));
@@ -343,6 +384,7 @@ async function gpuSplits(counts: number[], ranks: number): Promise<GpuSplit[]> {
 const dccl = {
   gpuSplits,
   ready: main(),
+  limits: measureLimits,
   sweep,
   train,
   compare,

@@ -1,0 +1,209 @@
+/**
+ * The machine's limits (`deno task limits`, or the page's probe in a tab) and every run read
+ * against them: which limits bound a run (its transport's `bounds`), the share of them each row
+ * reaches (`pct_limit`), and the footer's lines (docs/measuring.md, "The machine's limits").
+ * @module
+ */
+
+import type { TransportBounds } from "../../internal.ts";
+import type { ResultRow } from "../metrics.ts";
+import { type PrimitiveName, PRIMITIVES } from "../cases.ts";
+import type { Sampled } from "./measure.ts";
+import type { BandwidthCurve, DeviceLimits } from "./probes.ts";
+
+/** What the limits were measured on; the fingerprint is a digest of it. */
+export interface MachineFacts {
+  /** The CPU's model (a tab: its user agent's platform). */
+  cpu: string;
+  /** Logical CPUs. */
+  cores: number;
+  /** `deno`, or the browser. */
+  runtime: string;
+  /** The runtime's version. */
+  version: string;
+}
+
+/** A machine's floors and ceilings, as `deno task limits` writes them (JSON). */
+export interface MachineLimits {
+  /** Format of this document. */
+  format: 1;
+  /** A digest of `machine`: limits are kept per fingerprint. */
+  fingerprint: string;
+  /** What they were measured on. */
+  machine: MachineFacts;
+  /** When they were measured (ISO 8601). */
+  date: string;
+  /** One cache line between two workers and back through a SharedArrayBuffer, µs. */
+  cacheLineRoundTripUs: Sampled;
+  /** A small message between two workers and back (postMessage), µs. */
+  postMessageRoundTripUs: Sampled;
+  /** 4 bytes over loopback TCP and back through socket calls, µs (where there are any). */
+  socketRoundTripUs?: Sampled;
+  /** 4 bytes over loopback TCP and back through Deno's reads and writes, µs. */
+  tcpRoundTripUs?: Sampled;
+  /** One loopback TCP connection's stream, GB/s. */
+  loopbackStreamGBs?: Sampled;
+  /** Copy bandwidth of one core and of all cores at once, GB/s by size. */
+  copy: { one: BandwidthCurve; all: BandwidthCurve };
+  /** Reduce (read two, write one) bandwidth likewise. */
+  reduce: { one: BandwidthCurve; all: BandwidthCurve };
+  /** The WebAssembly SIMD peak of one thread. */
+  simdPeak: { gflops: Sampled; build: string };
+  /** The device's copy bandwidth and submit round trip, where an adapter exists. */
+  device?: DeviceLimits;
+}
+
+/** What bounds one run: its latency floor and its bandwidth ceiling (a rank's share). */
+export interface RunBounds {
+  /** The limits' fingerprint. */
+  fingerprint: string;
+  /** When they were measured (ISO 8601). */
+  measured: string;
+  /** The floor: which round trip, and how long it takes. */
+  latency: { name: string; roundTripUs: number };
+  /** The busbw (GB/s) the run can reach at each size. */
+  bandwidth: { name: string; bytes: number[]; gbs: number[] };
+}
+
+const LATENCY_NAMES: Record<TransportBounds["latency"], string> = {
+  cacheLine: "cache-line round trip",
+  postMessage: "postMessage round trip",
+  socket: "loopback socket round trip",
+  device: "device submit round trip",
+};
+
+/** What a run is, for its bounds. */
+export interface RunShape {
+  /** The transport's limits (`TransportFacts.bounds`). */
+  bounds: TransportBounds;
+  /** Ranks on this machine. */
+  procs: number;
+  /** nccl-tests' bus factor at `procs` ranks. */
+  busFactor: number;
+  /** The least memory work of a call, in multiples of its size (bench/cases.ts `work`). */
+  work: { copy: number; reduce: number };
+}
+
+/**
+ * What bounds a sweep of `primitive` on `procs` ranks of a transport with `bounds`, on a machine
+ * of `limits`: null where no limits were measured (or not those this transport needs).
+ */
+export function sweepBounds(
+  limits: MachineLimits | undefined,
+  bounds: TransportBounds,
+  primitive: PrimitiveName,
+  procs: number,
+): RunBounds | null {
+  const spec = PRIMITIVES[primitive];
+  const shape = { bounds, procs, busFactor: spec.busFactor(procs), work: spec.work(procs) };
+  return (limits && runBounds(limits, shape)) ?? null;
+}
+
+/** The bounds of a run of `shape` on a machine of `limits`; undefined where one is unmeasured. */
+export function runBounds(limits: MachineLimits, shape: RunShape): RunBounds | undefined {
+  const latency = latencyOf(limits, shape);
+  const bandwidth = busbwBound(limits, shape);
+  if (latency === undefined || !bandwidth) return undefined;
+  return {
+    fingerprint: limits.fingerprint,
+    measured: limits.date,
+    latency: { name: LATENCY_NAMES[shape.bounds.latency], roundTripUs: latency },
+    bandwidth,
+  };
+}
+
+function latencyOf(l: MachineLimits, { bounds, procs }: RunShape): number | undefined {
+  switch (bounds.latency) {
+    case "cacheLine":
+      return l.cacheLineRoundTripUs.median;
+    case "postMessage":
+      return l.postMessageRoundTripUs.median;
+    case "socket":
+      // Ranks that outnumber cores move bytes through Deno's reads and writes instead.
+      return (procs <= l.machine.cores ? l.socketRoundTripUs : undefined)?.median ??
+        l.tcpRoundTripUs?.median;
+    case "device":
+      return l.device?.roundTripUs.median;
+  }
+}
+
+/**
+ * The busbw a run can reach at each size. Its time is averaged over ranks, so it is at least the
+ * group's least work (copies at a core's copy rate, reductions at its reduce rate: the work may
+ * fall on a few ranks, each at most a core's rate) divided among all its ranks; ranks above the
+ * cores share them. Links and devices move every byte at their rate.
+ */
+function busbwBound(l: MachineLimits, { bounds, procs, busFactor, work }: RunShape) {
+  let name: string, bytes: number[], copy: number[], reduce: number[];
+  if (bounds.bandwidth === "memory") {
+    const share = Math.min(1, l.machine.cores / procs);
+    const rate = (kind: MachineLimits["copy"]) => kind.one.gbs.map((m) => m.median * share);
+    const what = [work.copy > 0 && "copy", work.reduce > 0 && "reduce"].filter(Boolean);
+    name = `a core's ${what.join(" and ")} rate${what.length > 1 ? "s" : ""}`;
+    [bytes, copy, reduce] = [l.copy.one.bytes, rate(l.copy), rate(l.reduce)];
+  } else {
+    const rate = bounds.bandwidth === "loopback" ? l.loopbackStreamGBs : l.device?.copyGBs;
+    if (!rate) return undefined;
+    name = bounds.bandwidth === "loopback" ? "a loopback TCP stream" : "a device copy";
+    [bytes, copy, reduce] = [[1], [rate.median], [rate.median]];
+  }
+  const gbs = bytes.map((_, i) =>
+    busFactor * procs / (work.copy / copy[i] + work.reduce / reduce[i])
+  );
+  return { name, bytes, gbs };
+}
+
+/** The rank's bandwidth bound at `bytes`: log-log between measured sizes, flat beyond them. */
+export function bandwidthAt(b: RunBounds["bandwidth"], bytes: number): number {
+  const { bytes: at, gbs } = b;
+  if (bytes <= at[0]) return gbs[0];
+  if (bytes >= at.at(-1)!) return gbs.at(-1)!;
+  const i = at.findIndex((x) => x >= bytes);
+  const f = Math.log(bytes / at[i - 1]) / Math.log(at[i] / at[i - 1]);
+  return Math.exp(Math.log(gbs[i - 1]) + f * (Math.log(gbs[i]) - Math.log(gbs[i - 1])));
+}
+
+/**
+ * The share of the machine's limit a row reaches, percent: its time against the larger of the
+ * floor (one way: half the round trip) and what its bus bytes take at the ceiling — so 100 is a
+ * run at the limit. Neither bound is reachable exactly; a value past 100 says a bound is loose.
+ */
+export function pctOfLimit(
+  row: Pick<ResultRow, "time_us" | "busbw_gbs" | "bytes">,
+  b: RunBounds,
+): number {
+  const floor = b.latency.roundTripUs / 2 / row.time_us;
+  const bound = bandwidthAt(b.bandwidth, row.bytes);
+  return 100 * Math.max(floor, bound > 0 ? row.busbw_gbs / bound : 0);
+}
+
+/** A size as the footer says it: 512 B, 4 KiB, 16 MiB. */
+function bytesName(bytes: number): string {
+  for (const [unit, name] of [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]] as const) {
+    if (bytes >= unit) return `${Number((bytes / unit).toPrecision(3))} ${name}`;
+  }
+  return `${bytes} B`;
+}
+
+/**
+ * The footer's lines that read a run against the machine's limits: its peak busbw as a share of
+ * the bandwidth bound, and its smallest size's time against the round trip; or, without limits,
+ * how to measure them.
+ */
+export function limitLines(rows: readonly ResultRow[], b: RunBounds | undefined): string[] {
+  if (!b) return ["# Limits: none measured for this machine (deno task limits measures them)"];
+  if (rows.length === 0) return [];
+  const peak = rows.reduce((best, r) => r.busbw_gbs > best.busbw_gbs ? r : best);
+  const bound = bandwidthAt(b.bandwidth, peak.bytes);
+  const small = rows.reduce((least, r) => r.bytes < least.bytes ? r : least);
+  const rtt = b.latency.roundTripUs;
+  return [
+    `# Peak busbw ${peak.busbw_gbs.toFixed(2)} GB/s at ${bytesName(peak.bytes)} = ` +
+    `${(100 * peak.busbw_gbs / bound).toFixed(0)}% of this machine's bound, ` +
+    `${bound.toFixed(2)} GB/s (${b.bandwidth.name})`,
+    `# ${small.floats}-element (${bytesName(small.bytes)}) time ${small.time_us.toFixed(2)} µs = ` +
+    `${(small.time_us / rtt).toFixed(1)}x the ${b.latency.name} (${rtt.toFixed(2)} µs)`,
+    `# Limits: measured ${b.measured.slice(0, 10)} (machine ${b.fingerprint}; ` +
+    `deno task limits --refresh measures again)`,
+  ];
+}
