@@ -86,10 +86,9 @@ export type {
   TypedArray,
 } from "./primitives/types.ts";
 export { DEVICE_MEMORY, DTYPES, MEMORY_KINDS, REDUCE_OPS } from "./primitives/types.ts";
-export { createHeapMemory, RankHeap } from "./primitives/memory/heap.ts";
-export { reduce } from "./kernels/reduce.ts";
-export { bestSimdBuild, PEAK_FLOPS_PER_ITERATION, peakLoop } from "./kernels/peak.ts";
-export type { SimdBuild } from "./kernels/peak.ts";
+export { RankHeap } from "./primitives/memory/heap.ts";
+export { bestSimdBuild, limitsKernels, PEAK_FLOPS_PER_ITERATION } from "./kernels/limits.ts";
+export type { LimitsKernels, SimdBuild } from "./kernels/limits.ts";
 export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
 export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
 export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";

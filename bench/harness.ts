@@ -384,7 +384,7 @@ function summarize(
       inplace_wrong: sum(6),
     }),
   };
-  if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toFixed(1));
+  if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toPrecision(3));
   return { row, samplesUs };
 }
 

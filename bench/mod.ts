@@ -73,6 +73,7 @@ export { limitsTable } from "./limits/limits_table.ts";
 export { type Sampled, summarize } from "./limits/measure.ts";
 export {
   type BandwidthCurve,
+  type BandwidthOptions,
   cacheLineRoundTrip,
   type DeviceLimits,
   deviceLimits,

@@ -67,7 +67,7 @@ export interface RunOutput {
  */
 export function boundsOf(plan: RunPlan): RunBounds | null {
   const { bounds } = TRANSPORTS[plan.transport];
-  return sweepBounds(keptLimits(), bounds, plan.sweep.primitive, plan.procs);
+  return sweepBounds(keptLimits(), { bounds, primitive: plan.sweep.primitive, procs: plan.procs });
 }
 
 /** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */

@@ -9,6 +9,12 @@ import {
   toHalfReference,
 } from "../kernels/reduce_reference.ts";
 import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
+import {
+  LIMITS_PLAIN_WASM_BASE64,
+  LIMITS_RELAXED_WASM_BASE64,
+} from "../kernels/limits_wasm_bytes.generated.ts";
+import { compileLimitsWasm } from "../deno/build/limits_kernels.ts";
+import { bestSimdBuild, limitsKernels } from "../kernels/limits.ts";
 import { compileReduceWasm, REDUCE_BUILDS } from "../deno/build/reduce_kernels.ts";
 import { toBase64Lines } from "../deno/build/wat_compiler.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
@@ -146,7 +152,7 @@ Deno.test("buffers outside a heap fall back to the JS reference", () => {
   assertEquals(Array.from(dst), [5, 4, 3, 4, 5]);
 });
 
-Deno.test("the committed kernel binaries match kernels/reduce_wat.ts (run deno task build:wasm)", async () => {
+Deno.test("the committed kernel binaries match kernels/reduce_wat.ts and limits_wat.ts (run deno task build:wasm)", async () => {
   for (const build of REDUCE_BUILDS) {
     const key = reduceBuildName(build);
     assertEquals(
@@ -154,6 +160,28 @@ Deno.test("the committed kernel binaries match kernels/reduce_wat.ts (run deno t
       toBase64Lines(await compileReduceWasm(build)).join(""),
       key,
     );
+  }
+  for (
+    const [build, committed] of [
+      ["relaxed", LIMITS_RELAXED_WASM_BASE64],
+      ["plain", LIMITS_PLAIN_WASM_BASE64],
+    ] as const
+  ) {
+    assertEquals(committed, toBase64Lines(await compileLimitsWasm(build)).join(""), build);
+  }
+});
+
+Deno.test("the limits' kernels copy and add exactly, and the peak's loop runs", () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const floats = new Float32Array(memory.buffer);
+  for (let i = 0; i < 1024; i++) [floats[i], floats[1024 + i]] = [i, 3 * i];
+  for (const build of [bestSimdBuild(), "plain"] as const) {
+    const k = limitsKernels(memory, { build });
+    k.add(8192, 0, 4096, 1024);
+    assertEquals(floats.subarray(2048, 3072), Float32Array.from({ length: 1024 }, (_, i) => 4 * i));
+    k.copy(12288, 4096, 4096);
+    assertEquals(floats.subarray(3072, 4096), floats.subarray(1024, 2048));
+    assert_(Number.isFinite(k.peak(10)));
   }
 });
 

@@ -47,7 +47,9 @@ Deno.test("limits: each primitive's bound follows its least work, a rank's share
     primitive: "allreduce" | "bcast" | "reduce" | "gather",
     procs: number,
     cores = 2,
-  ) => sweepBounds(machine(cores), shm, primitive, procs)!.bandwidth.gbs[0];
+  ) =>
+    sweepBounds(machine(cores), { bounds: shm, primitive: primitive, procs: procs })!.bandwidth
+      .gbs[0];
   // allreduce, 2 ranks: half the bus bytes reduced at 5 GB/s, half copied at 10: 2 / (1/10 + 1/5).
   assertEquals(bound("allreduce", 2).toFixed(3), (2 / 0.3).toFixed(3));
   // bcast: one rank copies the size while the root's time counts too: 2 × 10.
@@ -57,21 +59,32 @@ Deno.test("limits: each primitive's bound follows its least work, a rank's share
   assertEquals(bound("gather", 4, 4), 40);
   // Four ranks on two cores: half a core each.
   assertEquals(bound("bcast", 4) * 2, bound("bcast", 4, 4));
-  const b = sweepBounds(machine(2), shm, "allreduce", 2)!;
+  const b = sweepBounds(machine(2), { bounds: shm, primitive: "allreduce", procs: 2 })!;
   assertEquals(b.latency, { name: "cache-line round trip", roundTripUs: 0.2 });
   // At the bandwidth bound, and at the floor (one way: half the round trip).
   assertEquals(pctOfLimit(row({ busbw_gbs: 2 / 0.3 / 2 }), b).toFixed(6), (50).toFixed(6));
   assertEquals(pctOfLimit(row({ time_us: 0.4 }), b).toFixed(6), (25).toFixed(6));
   // tcp: the loopback stream for every byte, the socket round trip (Deno's above the cores).
-  const t = sweepBounds(machine(2), tcp, "allreduce", 2)!;
+  const t = sweepBounds(machine(2), { bounds: tcp, primitive: "allreduce", procs: 2 })!;
   assertEquals([t.bandwidth.gbs, t.latency.roundTripUs], [[4], 15]);
-  assertEquals(sweepBounds(machine(2), tcp, "allreduce", 4)!.latency.roundTripUs, 50);
-  assertEquals(sweepBounds(undefined, shm, "allreduce", 2), null);
-  assertEquals(sweepBounds(machine(2), TRANSPORTS.gpu.bounds, "allreduce", 2), null, "no device");
+  assertEquals(
+    sweepBounds(machine(2), { bounds: tcp, primitive: "allreduce", procs: 4 })!.latency.roundTripUs,
+    50,
+  );
+  assertEquals(sweepBounds(undefined, { bounds: shm, primitive: "allreduce", procs: 2 }), null);
+  assertEquals(
+    sweepBounds(machine(2), { bounds: TRANSPORTS.gpu.bounds, primitive: "allreduce", procs: 2 }),
+    null,
+    "no device",
+  );
 });
 
 Deno.test("limits: the footer reads the peak against the bound and the smallest size against the round trip", () => {
-  const b = sweepBounds(machine(2), TRANSPORTS.shm.bounds, "bcast", 2)!;
+  const b = sweepBounds(machine(2), {
+    bounds: TRANSPORTS.shm.bounds,
+    primitive: "bcast",
+    procs: 2,
+  })!;
   const rows = [
     row({ bytes: 4, floats: 1, time_us: 0.5, busbw_gbs: 0.008 }),
     row({ bytes: 2 ** 24, floats: 2 ** 22, time_us: 1000, busbw_gbs: 15 }),

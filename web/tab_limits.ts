@@ -57,17 +57,23 @@ export async function measureTabLimits(
       () => postMessageRoundTrip(options),
     ),
     copy: {
-      one: await step("copy, one core", () => memoryBandwidth("copy", 1, SIZES, options)),
+      one: await step(
+        "copy, one core",
+        () => memoryBandwidth(SIZES, { ...options, op: "copy", cores: 1 }),
+      ),
       all: await step(
         "copy, all cores",
-        () => memoryBandwidth("copy", env.cores, allSizes, options),
+        () => memoryBandwidth(allSizes, { ...options, op: "copy", cores: env.cores }),
       ),
     },
     reduce: {
-      one: await step("reduce, one core", () => memoryBandwidth("reduce", 1, SIZES, options)),
+      one: await step(
+        "reduce, one core",
+        () => memoryBandwidth(SIZES, { ...options, op: "reduce", cores: 1 }),
+      ),
       all: await step(
         "reduce, all cores",
-        () => memoryBandwidth("reduce", env.cores, allSizes, options),
+        () => memoryBandwidth(allSizes, { ...options, op: "reduce", cores: env.cores }),
       ),
     },
     simdPeak: await step("WebAssembly SIMD peak", simdPeak),

@@ -39,7 +39,7 @@ export function limitsTable(l: MachineLimits): string {
   if (!l.device) lines.push(`${"device".padEnd(38)}${"-".padStart(10)} (no adapter)`);
   lines.push(
     "",
-    "# memory bandwidth, GB/s of output (copy: set; reduce: SIMD sum, read two, write one); " +
+    "# memory bandwidth, GB/s of output (copy: memory.copy; reduce: SIMD add, read two, write one); " +
       "ceiling of shm's and worker's busbw",
     `${"bytes".padStart(10)}${
       [`copy 1`, `copy ${l.machine.cores}`, `reduce 1`, `reduce ${l.machine.cores}`]

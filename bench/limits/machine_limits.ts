@@ -85,15 +85,15 @@ export interface RunShape {
 }
 
 /**
- * What bounds a sweep of `primitive` on `procs` ranks of a transport with `bounds`, on a machine
- * of `limits`: null where no limits were measured (or not those this transport needs).
+ * What bounds a sweep of `run.primitive` on `run.procs` ranks of a transport with `run.bounds`,
+ * on a machine of `limits`: null where no limits were measured (or not those this transport
+ * needs).
  */
 export function sweepBounds(
   limits: MachineLimits | undefined,
-  bounds: TransportBounds,
-  primitive: PrimitiveName,
-  procs: number,
+  run: { bounds: TransportBounds; primitive: PrimitiveName; procs: number },
 ): RunBounds | null {
+  const { bounds, primitive, procs } = run;
   const spec = PRIMITIVES[primitive];
   const shape = { bounds, procs, busFactor: spec.busFactor(procs), work: spec.work(procs) };
   return (limits && runBounds(limits, shape)) ?? null;

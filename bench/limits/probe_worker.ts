@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createHeapMemory, RankHeap, reduce } from "../../internal.ts";
+import { limitsKernels } from "../../internal.ts";
 
 /** What a probe worker is asked to do. */
 export type ProbeTask =
@@ -123,30 +123,28 @@ async function postMessages(t: Extract<ProbeTask, { kind: "postMessage" }>): Pro
 }
 
 /**
- * One core's copy (`Float32Array.set`) or reduce (the library's SIMD sum: read two, write one)
- * over each size in its own WebAssembly memory: bytes of output per second, per size and trial.
- * Every size starts when all the probe's workers have arrived at it, so all cores run at once.
+ * One core's copy (`memory.copy`) or reduce (a SIMD add: read two, write one) over each size in
+ * its own WebAssembly memory: bytes of output per second, per size and trial. Every size starts
+ * when all the probe's workers have arrived at it, so all cores run at once.
  */
 function bandwidth(t: Extract<ProbeTask, { kind: "bandwidth" }>): number[][] {
-  const most = Math.max(...t.sizes) / 4;
-  const heap = new RankHeap(createHeapMemory());
-  const [dst, a, b] = [0, 1, 2].map(() => heap.alloc("f32", most) as Float32Array);
-  a.fill(1);
-  b.fill(2);
-  dst.fill(0); // every page touched before timing
+  const most = Math.max(...t.sizes);
+  const pages = Math.ceil((3 * most + 64) / 65536);
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+  const kernels = limitsKernels(memory);
+  const [d, a, b] = [64, 64 + most, 64 + 2 * most];
+  new Float32Array(memory.buffer).fill(1); // every page touched before timing
   const arrivals = new Int32Array(t.arrivals);
   const perSize: number[][] = [];
   for (const [g, bytes] of t.sizes.entries()) {
-    const n = bytes / 4;
-    const [d, x, y] = [dst, a, b].map((v) => v.subarray(0, n));
     // Small sizes run in batches between clock readings, which cost as much as a 4 KiB copy.
     const batch = Math.max(1, Math.floor(2 ** 20 / bytes));
     const op = t.op === "copy"
       ? () => {
-        for (let i = 0; i < batch; i++) d.set(x);
+        for (let i = 0; i < batch; i++) kernels.copy(d, a, bytes);
       }
       : () => {
-        for (let i = 0; i < batch; i++) reduce("sum", d, x, y);
+        for (let i = 0; i < batch; i++) kernels.add(d, a, b, bytes / 4);
       };
     const warm = performance.now() + (g === 0 ? t.warmupMs : t.trialMs);
     while (performance.now() < warm) op();

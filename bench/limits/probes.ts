@@ -8,7 +8,12 @@
  * @module
  */
 
-import { bestSimdBuild, GpuDevice, PEAK_FLOPS_PER_ITERATION, peakLoop } from "../../internal.ts";
+import {
+  bestSimdBuild,
+  GpuDevice,
+  limitsKernels,
+  PEAK_FLOPS_PER_ITERATION,
+} from "../../internal.ts";
 import type { ProbeAnswer, ProbeTask } from "./probe_worker.ts";
 import { type Sampled, summarize, timeTrials } from "./measure.ts";
 
@@ -18,12 +23,20 @@ export interface ProbeOptions {
   workerEntry?: URL | string;
 }
 
+/** Options of {@linkcode memoryBandwidth}. */
+export interface BandwidthOptions extends ProbeOptions {
+  /** `copy` (`memory.copy`) or `reduce` (a SIMD add: read two, write one). @default {"copy"} */
+  op?: "copy" | "reduce";
+  /** Workers measuring at once, their rates summed. @default {1} */
+  cores?: number;
+}
+
 /** Runs `tasks` on as many workers at once; resolves with each one's answer. */
 async function onWorkers(
   tasks: { task: ProbeTask; transfer?: Transferable[] }[],
-  options: ProbeOptions,
+  options?: ProbeOptions,
 ): Promise<ProbeAnswer[]> {
-  const entry = options.workerEntry ?? new URL("./probe_worker.ts", import.meta.url);
+  const entry = options?.workerEntry ?? new URL("./probe_worker.ts", import.meta.url);
   const workers = tasks.map(() => new Worker(entry, { type: "module" }));
   try {
     return await Promise.all(
@@ -45,7 +58,7 @@ async function onWorkers(
 }
 
 /** The round trip of one cache line between two workers through a SharedArrayBuffer, µs. */
-export async function cacheLineRoundTrip(options: ProbeOptions = {}): Promise<Sampled> {
+export async function cacheLineRoundTrip(options?: ProbeOptions): Promise<Sampled> {
   const lines = new SharedArrayBuffer(128);
   const side = (pinger: boolean): ProbeTask => ({
     kind: "cacheLine",
@@ -59,7 +72,7 @@ export async function cacheLineRoundTrip(options: ProbeOptions = {}): Promise<Sa
 }
 
 /** The round trip of a small message between two workers over a MessageChannel, µs. */
-export async function postMessageRoundTrip(options: ProbeOptions = {}): Promise<Sampled> {
+export async function postMessageRoundTrip(options?: ProbeOptions): Promise<Sampled> {
   const { port1, port2 } = new MessageChannel();
   const side = (pinger: boolean, port: MessagePort) => ({
     task: { kind: "postMessage", port, pinger, roundTrips: 500, trials: 9 } as ProbeTask,
@@ -78,15 +91,14 @@ export interface BandwidthCurve {
 }
 
 /**
- * The copy (`set`) or reduce (the library's SIMD sum: read two, write one) bandwidth at each of
- * `sizes` bytes, of one core (`cores` 1) or of `cores` workers at once (their sum).
+ * The copy or reduce bandwidth at each of `sizes` bytes (multiples of 64), of one core or of
+ * `cores` workers at once (their sum).
  */
 export async function memoryBandwidth(
-  op: "copy" | "reduce",
-  cores: number,
   sizes: readonly number[],
-  options: ProbeOptions = {},
+  options?: BandwidthOptions,
 ): Promise<BandwidthCurve> {
+  const op = options?.op ?? "copy", cores = options?.cores ?? 1;
   const task: ProbeTask = {
     kind: "bandwidth",
     op,
@@ -110,9 +122,9 @@ export async function memoryBandwidth(
 /** The WebAssembly SIMD peak of one thread, GFLOP/s, and the build it ran. */
 export async function simdPeak(): Promise<{ gflops: Sampled; build: string }> {
   const build = bestSimdBuild();
-  const run = peakLoop(build);
+  const { peak } = limitsKernels(new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }));
   const iterations = 1 << 14;
-  const rates = await timeTrials(() => (run(iterations), iterations), {
+  const rates = await timeTrials(() => (peak(iterations), iterations), {
     trials: 9,
     trialMs: 40,
     warmupMs: 100,

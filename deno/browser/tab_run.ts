@@ -96,7 +96,11 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
   return withTab(async (page) => {
     const { bounds } = WEB_TRANSPORTS.byName[run.transport];
     const limits = keptLimits(await tabFactsOf(page));
-    const readAgainst = sweepBounds(limits, bounds, run.sweep.primitive, run.procs);
+    const readAgainst = sweepBounds(limits, {
+      bounds,
+      primitive: run.sweep.primitive,
+      procs: run.procs,
+    });
     let writer: SweepWriter | undefined;
     await page.expose("dcclSweep", (text) => {
       const message = JSON.parse(text) as

@@ -110,12 +110,11 @@ const REDRAW_MS = 2000;
 /** Runs a sweep, filling the table and chart as it goes. */
 async function sweep(request: PageSweep): Promise<SweepOutcome> {
   const metadata = request.metadata ?? tabMetadata(environment, { ...request.sweep });
-  const bounds = request.bounds !== undefined ? request.bounds : sweepBounds(
-    tabLimits,
-    WEB_TRANSPORTS.byName[request.transport].bounds,
-    request.sweep.primitive,
-    request.procs,
-  );
+  const bounds = request.bounds !== undefined ? request.bounds : sweepBounds(tabLimits, {
+    bounds: WEB_TRANSPORTS.byName[request.transport].bounds,
+    primitive: request.sweep.primitive,
+    procs: request.procs,
+  });
   const layout = tableLayout(request.sweep.timing === "per-iter", bounds);
   const table = byId<HTMLPreElement>("table");
   table.textContent = "";

@@ -81,12 +81,18 @@ export async function measureLimits(progress?: (what: string) => void): Promise<
     tcpRoundTripUs: loopback.tcpRoundTripUs,
     loopbackStreamGBs: loopback.streamGBs,
     copy: {
-      one: await step("copy, one core", () => memoryBandwidth("copy", 1, SIZES)),
-      all: await step(`copy, ${cores} cores`, () => memoryBandwidth("copy", cores, allSizes)),
+      one: await step("copy, one core", () => memoryBandwidth(SIZES, { op: "copy", cores: 1 })),
+      all: await step(
+        `copy, ${cores} cores`,
+        () => memoryBandwidth(allSizes, { op: "copy", cores: cores }),
+      ),
     },
     reduce: {
-      one: await step("reduce, one core", () => memoryBandwidth("reduce", 1, SIZES)),
-      all: await step(`reduce, ${cores} cores`, () => memoryBandwidth("reduce", cores, allSizes)),
+      one: await step("reduce, one core", () => memoryBandwidth(SIZES, { op: "reduce", cores: 1 })),
+      all: await step(
+        `reduce, ${cores} cores`,
+        () => memoryBandwidth(allSizes, { op: "reduce", cores: cores }),
+      ),
     },
     simdPeak: await step("WebAssembly SIMD peak", simdPeak),
     device: await step("the device", deviceLimits),
