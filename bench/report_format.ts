@@ -39,6 +39,11 @@ export interface RunMetadata {
   /** The machine's limits the rows were read against; null when none were measured. */
   limits?: RunBounds | null;
   /**
+   * Which f16 kernels ran: `hardware` (the engine's f16x8 conversions) or `software`
+   * (docs/dtypes.md).
+   */
+  halfKernels?: "hardware" | "software";
+  /**
    * A browser tab's facts (web/environment.ts): user agent, cores, isolation, timer resolution,
    * the WebGPU adapter and whether it is a fallback.
    */

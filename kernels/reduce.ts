@@ -1,12 +1,13 @@
 /**
  * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly memories,
- * the plain-JS reference otherwise.
+ * the plain-JS reference otherwise. f16 runs on the engine's own conversions where it validates
+ * them (V8 with `--experimental-wasm-fp16`: half_hardware_wat.ts), else on the software kernels.
  * @module
  */
 
 import { memoryOf } from "./memories.ts";
-import { dtypeOf, type KernelOp, type TypedArray } from "./elements.ts";
-import { REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
+import { type Dtype, dtypeOf, type KernelOp, type TypedArray } from "./elements.ts";
+import { F16_HARDWARE_WASM_BASE64, REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { reduceBuildName } from "./reduce_wat.ts";
 import {
   divideReference,
@@ -19,18 +20,43 @@ type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
 type DivFn = (dst: number, n: number, k: number) => void;
 type ConvertFn = (dst: number, src: number, n: number) => void;
 
+/** The kernels' builds: every dtype's, and f16's on the engine's conversions. */
+type Build = "all" | "f16_hardware";
+const BUILDS: Record<Build, Record<string, string>> = {
+  all: REDUCE_WASM_BASE64,
+  f16_hardware: F16_HARDWARE_WASM_BASE64,
+};
+
+const decode = (base64: string) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 const compiled = new Map<string, WebAssembly.Module>();
-/** The kernel module for memories shared or private like these, compiled once per worker. */
-function reduceModule(memories: WebAssembly.Memory[]): WebAssembly.Module {
+/** The kernel module of `build` for memories shared or private like these, compiled once per worker. */
+function reduceModule(build: Build, memories: WebAssembly.Memory[]): WebAssembly.Module {
   const key = reduceBuildName(
     memories.map((m) => m.buffer instanceof SharedArrayBuffer ? "shared" : "private"),
   );
-  let module = compiled.get(key);
+  let module = compiled.get(`${build} ${key}`);
   if (!module) {
-    const bytes = Uint8Array.from(atob(REDUCE_WASM_BASE64[key]), (c) => c.charCodeAt(0));
-    compiled.set(key, module = new WebAssembly.Module(bytes));
+    module = new WebAssembly.Module(decode(BUILDS[build][key]));
+    compiled.set(`${build} ${key}`, module);
   }
   return module;
+}
+
+/** Whether this engine validates the f16 conversions (checked once), and whether to use them. */
+let f16Hardware: boolean | undefined;
+
+/**
+ * Which f16 kernels run here: `hardware` (the engine's f16x8 conversions) or `software` (the
+ * conversions spelt out in SIMD integer ops).
+ */
+export function halfKernels(): "hardware" | "software" {
+  f16Hardware ??= WebAssembly.validate(decode(F16_HARDWARE_WASM_BASE64.shared_shared_shared));
+  return f16Hardware ? "hardware" : "software";
+}
+
+/** Runs f16 on the software kernels even where the engine has the conversions (tests: both paths). */
+export function useSoftwareHalf(software: boolean): void {
+  f16Hardware = software ? false : undefined;
 }
 
 /** Lengths up to this run the JS loop (same bits as the kernel: tests/kernels_test.ts). */
@@ -38,24 +64,30 @@ const SHORT_LENGTH = 64;
 /** The same for bf16 words, whose JS loop decodes and encodes each (docs/dtypes.md). */
 const SHORT_BF16 = 16;
 
-/** Kernel instances per memory of `dst`, of `a` and of `b`. */
-const instances = new WeakMap<
-  WebAssembly.Memory,
-  WeakMap<WebAssembly.Memory, WeakMap<WebAssembly.Memory, WebAssembly.Exports>>
->();
+/** Kernel instances of each build per memory of `dst`, of `a` and of `b`. */
+const instances: Record<
+  Build,
+  WeakMap<
+    WebAssembly.Memory,
+    WeakMap<WebAssembly.Memory, WeakMap<WebAssembly.Memory, WebAssembly.Exports>>
+  >
+> = { all: new WeakMap(), f16_hardware: new WeakMap() };
 
+/** The kernels for arrays of `dtype` in memories `dst`, `a` and `b`. */
 function kernels(
+  dtype: Dtype,
   dst: WebAssembly.Memory,
   a: WebAssembly.Memory,
   b: WebAssembly.Memory,
 ): WebAssembly.Exports {
-  let byA = instances.get(dst);
-  if (!byA) instances.set(dst, byA = new WeakMap());
+  const build: Build = dtype === "f16" && halfKernels() === "hardware" ? "f16_hardware" : "all";
+  let byA = instances[build].get(dst);
+  if (!byA) instances[build].set(dst, byA = new WeakMap());
   let byB = byA.get(a);
   if (!byB) byA.set(a, byB = new WeakMap());
   let exports = byB.get(b);
   if (!exports) {
-    const module = reduceModule([dst, a, b]);
+    const module = reduceModule(build, [dst, a, b]);
     exports = new WebAssembly.Instance(module, { mem: { dst, a, b } }).exports;
     byB.set(b, exports);
   }
@@ -93,7 +125,8 @@ export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: Type
   if (!d) return false; // the common miss (a plain destination) looks up one buffer, not three
   const x = memoryOf(a.buffer), y = memoryOf(b.buffer);
   if (!x || !y) return false;
-  const run = kernels(d, x, y)[`${op}_${dtypeOf(dst)}`] as ReduceFn;
+  const dtype = dtypeOf(dst);
+  const run = kernels(dtype, d, x, y)[`${op}_${dtype}`] as ReduceFn;
   run(dst.byteOffset, a.byteOffset, b.byteOffset, dst.length);
   return true;
 }
@@ -103,7 +136,8 @@ export function divide(dst: TypedArray, k: number): void {
   if (dst.length === 0 || k === 1) return;
   const home = memoryOf(dst.buffer);
   if (home) {
-    (kernels(home, home, home)[`div_${dtypeOf(dst)}`] as DivFn)(dst.byteOffset, dst.length, k);
+    const dtype = dtypeOf(dst);
+    (kernels(dtype, home, home, home)[`div_${dtype}`] as DivFn)(dst.byteOffset, dst.length, k);
   } else divideReference(dst, k);
 }
 
@@ -119,22 +153,23 @@ export function toHalf(
   const d = memoryOf(dst.buffer), a = memoryOf(src.buffer);
   const b = residual ? memoryOf(residual.buffer) : a;
   if (!d || !a || !b || dst.length <= SHORT_LENGTH) return toHalfReference(dst, src, residual);
-  const name = `to_${dtypeOf(dst)}`;
+  const dtype = dtypeOf(dst), name = `to_${dtype}`;
   if (residual) {
-    (kernels(d, a, b)[`${name}_feedback`] as ReduceFn)(
+    (kernels(dtype, d, a, b)[`${name}_feedback`] as ReduceFn)(
       dst.byteOffset,
       src.byteOffset,
       residual.byteOffset,
       dst.length,
     );
-  } else (kernels(d, a, a)[name] as ConvertFn)(dst.byteOffset, src.byteOffset, dst.length);
+  } else (kernels(dtype, d, a, a)[name] as ConvertFn)(dst.byteOffset, src.byteOffset, dst.length);
 }
 
 /** `dst` ← the f32 values of `src`'s half-precision elements. */
 export function fromHalf(dst: Float32Array, src: Float16Array | Uint16Array): void {
   const d = memoryOf(dst.buffer), a = memoryOf(src.buffer);
   if (!d || !a || dst.length <= SHORT_LENGTH) return fromHalfReference(dst, src);
-  (kernels(d, a, a)[`from_${dtypeOf(src)}`] as ConvertFn)(
+  const dtype = dtypeOf(src);
+  (kernels(dtype, d, a, a)[`from_${dtype}`] as ConvertFn)(
     dst.byteOffset,
     src.byteOffset,
     dst.length,

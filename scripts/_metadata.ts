@@ -2,6 +2,7 @@
 
 import type { RunMetadata } from "../bench/report_format.ts";
 import { cpuModel } from "../deno/bench/limits/this_machine.ts";
+import { halfKernels } from "../kernels/reduce.ts";
 
 /** Describes this machine and run. */
 export async function collectMetadata(
@@ -14,6 +15,7 @@ export async function collectMetadata(
     v8: Deno.version.v8,
     os: `${Deno.build.os} ${Deno.osRelease()} ${Deno.build.arch}`,
     cpu: cpuModel(),
+    halfKernels: halfKernels(),
     cpus: navigator.hardwareConcurrency,
     memoryBytes: Deno.systemMemoryInfo().total,
     gpuAdapter: await gpuAdapter(),

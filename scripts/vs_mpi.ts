@@ -2,19 +2,28 @@
  * `deno task vs-mpi [flags]`: dccl beside Open MPI in one run, each library measured with the
  * same sizes, exact inputs and time per op (sum of rank times / (ranks × iters)): Open MPI runs
  * the C harness in bench/mpi (built with mpicc), dccl its own tasks. Both are written as dccl
- * CSVs (`deno task compare` reads them) and a table gives dccl against Open MPI per size, with
- * the ratio (above 1: dccl ahead). `--load N` runs N busy loops beside both the whole time;
- * `--cluster HOSTS` runs both across a simulated cluster (deno/bench/cluster.ts).
+ * CSVs (`deno task compare` reads them) and a table gives dccl against Open MPI at every size,
+ * with the ratio (above 1: dccl ahead). `--pairs N` measures both N times in alternating order
+ * and decides each size ahead, behind or within noise. `--load N` runs N busy loops beside both
+ * the whole time; `--cluster HOSTS` runs both across a simulated cluster (deno/bench/cluster.ts).
  * @module
  */
 
 import { stringify } from "csv-stringify/sync";
+import { parse } from "csv-parse/sync";
 import { type PrimitiveName } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";
 import { clusterDown, clusterProblem, clusterUp, holdCluster } from "../deno/bench/cluster.ts";
 import { firstFailure, howItEnded, runOnCluster } from "../deno/bench/cluster_run.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
-import { buildHarness, busyLoops, mpiMissing, ratioTable, runMpi } from "../deno/bench/vs_mpi.ts";
+import {
+  buildHarness,
+  busyLoops,
+  mpiMissing,
+  type PairedCase,
+  ratioTable,
+  runMpi,
+} from "../deno/bench/vs_mpi.ts";
 import { writeAtomically } from "../deno/files/atomic_file.ts";
 import {
   PROCESS_TRANSPORTS,
@@ -57,6 +66,12 @@ const FLAGS: Record<string, FlagSpec> = {
     default: TRANSPORT_NAMES[0],
   },
   max: { help: "largest buffer in floats (2^22, 4M, ...)", default: "4M" },
+  sizes: { help: "comma-separated sizes the table shows (1,1K,64K; default: every size run)" },
+  pairs: {
+    help: "runs of both libraries, in alternating order: sizes are decided ahead, behind or " +
+      "within noise where pairs disagree (8 decides sub-microsecond cells)",
+    default: "1",
+  },
   load: {
     help: "busy loops beside both libraries the whole time (as LOAD=N of the shared tool)",
     default: "0",
@@ -74,6 +89,9 @@ interface VsMpiPlan {
   procs: number[];
   transport: TransportName;
   maxCount: number;
+  /** Sizes the table shows; every size when undefined. */
+  sizes?: number[];
+  pairs: number;
   load: number;
   cluster?: { hosts: number; rate: string };
   out: string;
@@ -119,6 +137,8 @@ const VS_MPI: Task<VsMpiPlan> = {
       procs,
       transport,
       maxCount: size("max", v.max!, "f32"),
+      sizes: v.sizes?.split(",").map((s) => size("sizes", s.trim(), "f32")),
+      pairs: integer("pairs", v.pairs!, 1, 64),
       load: integer("load", v.load!, 0, 64),
       cluster: hosts ? { hosts, rate: v.rate! } : undefined,
       out: writableFolder("out", v.out!),
@@ -137,36 +157,12 @@ const VS_MPI: Task<VsMpiPlan> = {
       try {
         if (plan.load) console.log(`# with ${plan.load} busy loops beside both libraries`);
         if (hosts) console.log(`# ${hosts.length} hosts, links ${plan.cluster!.rate}`);
-        const cases = [];
-        for (const procs of plan.procs) {
-          const mpiCsv = `${plan.out}/mpi_${procs}.csv`;
-          await runMpi({
-            binary,
-            procs,
-            primitives: plan.primitives,
-            maxCount: plan.maxCount,
-            csv: mpiCsv,
-            tcp: TRANSPORTS[plan.transport].launch === "processes",
-            hosts,
-            signal,
-          });
-          const mpi = await Array.fromAsync(readResultsFile(mpiCsv));
-          for (const primitive of plan.primitives) {
-            const csv = `${plan.out}/dccl_${primitive}_${plan.transport}_${procs}.csv`;
-            await runDccl({ plan, primitive, procs, csv, argv, signal, hosts });
-            cases.push({
-              name: `${primitive} ${procs} ranks ${plan.transport}`,
-              dccl: await Array.fromAsync(readResultsFile(csv)),
-              mpi: mpi.filter((p: Point) => p.primitive === primitive),
-            });
-          }
-        }
-        const { lines, rows } = ratioTable(cases, plan.maxCount);
+        const cases = await measurePairs(plan, binary, { argv, signal, hosts });
+        const { lines, rows } = ratioTable(cases, plan.sizes);
         writeAtomically(`${plan.out}/ratios.csv`, stringify(rows));
         console.log(lines.join("\n"));
         console.log(
-          `# dccl / Open MPI: time below 2^10 floats, Gb/s above; the ratio > 1: dccl ahead.\n` +
-            `# files in ${plan.out}; curves: deno task compare ${plan.out}/dccl_*.csv ` +
+          `# files in ${plan.out}; curves: deno task compare ${plan.out}/dccl_*.csv ` +
             `${plan.out}/mpi_*.csv`,
         );
         return 0;
@@ -179,6 +175,83 @@ const VS_MPI: Task<VsMpiPlan> = {
     }
   },
 };
+
+/**
+ * Every case, `plan.pairs` times: in each pair each rank count's Open MPI run and dccl's runs,
+ * the order turned around from one pair to the next so that a drift of the machine weighs on
+ * both alike. Each pair's CSVs go in `pair-<k>/`; the top folder gets, per size, the row of the
+ * median run (one pair: its own rows), which `deno task compare` reads as the table does.
+ */
+async function measurePairs(
+  plan: VsMpiPlan,
+  binary: string,
+  o: { argv: string[]; signal: AbortSignal; hosts?: Awaited<ReturnType<typeof clusterUp>> },
+): Promise<PairedCase[]> {
+  const t = plan.transport;
+  const cases = new Map<string, { dccl: Point[][]; mpi: Point[][] }>();
+  const files = new Map<string, string[]>();
+  const note = (path: string, run: string) => files.set(path, [...(files.get(path) ?? []), run]);
+  for (let k = 0; k < plan.pairs; k++) {
+    const folder = plan.pairs === 1 ? plan.out : `${plan.out}/pair-${k + 1}`;
+    Deno.mkdirSync(folder, { recursive: true });
+    const pair = plan.pairs === 1 ? "" : `pair ${k + 1} of ${plan.pairs}: `;
+    for (const procs of plan.procs) {
+      const mpiCsv = `${folder}/mpi_${procs}.csv`;
+      const mpiRun = async () => {
+        console.error(`dccl vs-mpi: ${pair}Open MPI on ${procs} ranks …`);
+        await runMpi({
+          binary,
+          procs,
+          primitives: plan.primitives,
+          maxCount: plan.maxCount,
+          csv: mpiCsv,
+          tcp: TRANSPORTS[t].launch === "processes",
+          hosts: o.hosts,
+          signal: o.signal,
+        });
+      };
+      const dcclRuns = async () => {
+        for (const primitive of plan.primitives) {
+          console.error(`dccl vs-mpi: ${pair}dccl ${primitive} on ${procs} ranks (${t}) …`);
+          const csv = `${folder}/dccl_${primitive}_${t}_${procs}.csv`;
+          await runDccl({ plan, primitive, procs, csv, ...o });
+          note(`dccl_${primitive}_${t}_${procs}.csv`, csv);
+        }
+      };
+      // Open MPI first in odd pairs, dccl first in even ones.
+      for (const run of k % 2 === 0 ? [mpiRun, dcclRuns] : [dcclRuns, mpiRun]) await run();
+      note(`mpi_${procs}.csv`, mpiCsv);
+      const mpi = await Array.fromAsync(readResultsFile(mpiCsv));
+      for (const primitive of plan.primitives) {
+        const name = `${primitive} ${procs} ranks ${t}`;
+        const csv = `${folder}/dccl_${primitive}_${t}_${procs}.csv`;
+        const c = cases.get(name) ?? { dccl: [], mpi: [] };
+        c.dccl.push(await Array.fromAsync(readResultsFile(csv)));
+        c.mpi.push(mpi.filter((p: Point) => p.primitive === primitive));
+        cases.set(name, c);
+      }
+    }
+  }
+  if (plan.pairs > 1) {
+    for (const [name, runs] of files) medianRows(runs, `${plan.out}/${name}`);
+  }
+  return [...cases].map(([name, c]) => ({ name, ...c }));
+}
+
+/** Writes, per primitive and size, the row of `runs` (CSV files) whose time is the median. */
+function medianRows(runs: readonly string[], path: string): void {
+  const tables = runs.map((run) =>
+    parse(Deno.readTextFileSync(run), { columns: true }) as Record<string, string>[]
+  );
+  const header = Object.keys(tables[0][0] ?? {});
+  const rows = tables[0].map((first) => {
+    const key = (r: Record<string, string>) => `${r.primitive} ${r.count ?? r.floats}`;
+    const same = tables.map((t) => t.find((r) => key(r) === key(first))).filter((r) => r);
+    const sorted = same.toSorted((a, b) => Number(a!.time_us) - Number(b!.time_us));
+    return header.map((c) => sorted[(sorted.length - 1) >> 1]![c]);
+  });
+  writeAtomically(path, stringify([header, ...rows]));
+}
 
 /** The cluster vs-mpi makes for itself. */
 const CLUSTER_NAME = "vsmpi";

@@ -1,21 +1,36 @@
 // WASM SIMD kernels against the JS reference: every op × dtype, odd lengths, unaligned offsets,
 // each operand in a memory of its own, shared (a heap) or private (a large `host` buffer's), and
 // in place; the committed binaries match the kernel source.
-import { divide, fromHalf, reduce, reduceWasm, toHalf } from "../kernels/reduce.ts";
+import {
+  divide,
+  fromHalf,
+  halfKernels,
+  reduce,
+  reduceWasm,
+  toHalf,
+  useSoftwareHalf,
+} from "../kernels/reduce.ts";
 import {
   divideReference,
   fromHalfReference,
   reduceReference,
   toHalfReference,
 } from "../kernels/reduce_reference.ts";
-import { REDUCE_WASM_BASE64 } from "../kernels/reduce_wasm_bytes.generated.ts";
+import {
+  F16_HARDWARE_WASM_BASE64,
+  REDUCE_WASM_BASE64,
+} from "../kernels/reduce_wasm_bytes.generated.ts";
 import {
   LIMITS_PLAIN_WASM_BASE64,
   LIMITS_RELAXED_WASM_BASE64,
 } from "../kernels/limits_wasm_bytes.generated.ts";
 import { compileLimitsWasm } from "../deno/build/limits_kernels.ts";
 import { bestSimdBuild, limitsKernels } from "../kernels/limits.ts";
-import { compileReduceWasm, REDUCE_BUILDS } from "../deno/build/reduce_kernels.ts";
+import {
+  compileHalfHardwareWasm,
+  compileReduceWasm,
+  REDUCE_BUILDS,
+} from "../deno/build/reduce_kernels.ts";
 import { toBase64Lines } from "../deno/build/wat_compiler.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
@@ -110,36 +125,61 @@ Deno.test("wasm kernels equal the JS reference for every op, dtype, length, alig
   }
 });
 
-Deno.test("half-precision kernels equal the JS reference on every word, finite ones alone too", () => {
-  const buffer = heapBuffer(createHeapMemory(64));
-  for (const dtype of ["f16", "bf16"] as const) {
-    const isFinite = (w: number) =>
-      dtype === "f16" ? (w & 0x7c00) !== 0x7c00 : (w & 0x7f80) !== 0x7f80;
-    const all = Array.from({ length: 1 << 16 }, (_, w) => w);
-    // With every word, vectors meet infinities and NaNs; with finite words alone, f16's vectors
-    // take the path for finite words, through subnormals, ties and overflow.
-    for (const words of [all, all.filter(isFinite)]) {
-      const n = words.length;
-      const view = (k: number) => makeView(dtype, buffer, 4096 + k * 2 * n, n);
-      const asWords = (v: TypedArray) => new Uint16Array(v.buffer, v.byteOffset, n);
-      const a = view(0), b = view(1), dst = view(2);
-      const ref = new DTYPE_INFO[dtype].array(n);
-      asWords(a).set(words);
-      for (const shift of [1, 1000, 12345]) {
-        asWords(b).set([...words.slice(shift), ...words.slice(0, shift)]);
-        for (const op of KERNEL_OPS) {
-          reduce(op, dst, a, b);
-          reduceReference(op, ref, a, b);
-          assertEquals(read(dst), read(ref), `${dtype} ${op} shift ${shift}, ${n} words`);
-        }
-      }
-      asWords(dst).set(words);
-      ref.set(dst);
-      divide(dst, 3);
-      divideReference(ref, 3);
-      assertEquals(read(dst), read(ref), `${dtype} div, ${n} words`);
+/**
+ * The f16 kernels this engine runs: on its own conversions (the test task passes V8's
+ * `--experimental-wasm-fp16`, as every task does), and the software ones they fall back to.
+ */
+const HALF_PATHS = halfKernels() === "hardware" ? ["hardware", "software"] as const : ["software"];
+
+/** Runs `body` on each of {@linkcode HALF_PATHS}, then restores the engine's choice. */
+function onEachHalfPath(body: (path: string) => void): void {
+  try {
+    for (const path of HALF_PATHS) {
+      useSoftwareHalf(path === "software");
+      assertEquals(halfKernels(), path);
+      body(path);
     }
+  } finally {
+    useSoftwareHalf(false);
   }
+}
+
+Deno.test("the test task runs f16 on the engine's conversions (V8's --experimental-wasm-fp16)", () => {
+  assertEquals(halfKernels(), "hardware");
+});
+
+Deno.test("half-precision kernels equal the JS reference on every word, finite ones alone too, on both f16 paths", () => {
+  const buffer = heapBuffer(createHeapMemory(64));
+  onEachHalfPath((path) => {
+    for (const dtype of ["f16", "bf16"] as const) {
+      const isFinite = (w: number) =>
+        dtype === "f16" ? (w & 0x7c00) !== 0x7c00 : (w & 0x7f80) !== 0x7f80;
+      const all = Array.from({ length: 1 << 16 }, (_, w) => w);
+      // With every word, vectors meet infinities and NaNs; with finite words alone, f16's vectors
+      // take the path for finite words, through subnormals, ties and overflow.
+      for (const words of [all, all.filter(isFinite)]) {
+        const n = words.length;
+        const view = (k: number) => makeView(dtype, buffer, 4096 + k * 2 * n, n);
+        const asWords = (v: TypedArray) => new Uint16Array(v.buffer, v.byteOffset, n);
+        const a = view(0), b = view(1), dst = view(2);
+        const ref = new DTYPE_INFO[dtype].array(n);
+        asWords(a).set(words);
+        for (const shift of [1, 1000, 12345]) {
+          asWords(b).set([...words.slice(shift), ...words.slice(0, shift)]);
+          for (const op of KERNEL_OPS) {
+            reduce(op, dst, a, b);
+            reduceReference(op, ref, a, b);
+            assertEquals(read(dst), read(ref), `${path} ${dtype} ${op} shift ${shift}, ${n} words`);
+          }
+        }
+        asWords(dst).set(words);
+        ref.set(dst);
+        divide(dst, 3);
+        divideReference(ref, 3);
+        assertEquals(read(dst), read(ref), `${path} ${dtype} div, ${n} words`);
+      }
+    }
+  });
 });
 
 Deno.test("buffers outside a heap fall back to the JS reference", () => {
@@ -159,6 +199,14 @@ Deno.test("the committed kernel binaries match kernels/reduce_wat.ts and limits_
       REDUCE_WASM_BASE64[key],
       toBase64Lines(await compileReduceWasm(build)).join(""),
       key,
+    );
+  }
+  for (const build of REDUCE_BUILDS) {
+    const key = reduceBuildName(build);
+    assertEquals(
+      F16_HARDWARE_WASM_BASE64[key],
+      toBase64Lines(await compileHalfHardwareWasm(build)).join(""),
+      `f16 hardware ${key}`,
     );
   }
   for (
@@ -195,34 +243,38 @@ Deno.test("bf16 words round to nearest even, overflow to infinity and keep NaN",
   assertEquals(fromBf16(0x3f82), 1 + 2 ** -6);
 });
 
-Deno.test("wasm conversions to and from half precision equal the JS reference, with and without error feedback", () => {
+Deno.test("wasm conversions to and from half precision equal the JS reference, with and without error feedback, on both f16 paths", () => {
   const buffer = heapBuffer(createHeapMemory(64));
-  for (const dtype of ["f16", "bf16"] as const) {
-    for (const n of [1, 7, 8, 9, 63, 64, 65, 1001]) {
-      for (const feedback of [false, true]) {
-        const src = makeView("f32", buffer, 4096 + 4, n) as Float32Array;
-        const residual = makeView("f32", buffer, 4096 + 16384 + 8, n) as Float32Array;
-        const half = makeView(dtype, buffer, 4096 + 2 * 16384 + 2, n) as Float16Array | Uint16Array;
-        const guard = makeView(dtype, buffer, 4096 + 2 * 16384 + 2 + 2 * n, 1);
-        guard[0] = 100;
-        const values = Array.from({ length: n }, (_, i) => values_(i, 1));
-        const start = Array.from({ length: n }, (_, i) => values_(i, 2) * 1e-3);
-        src.set(values);
-        residual.set(start);
-        const refResidual = Float32Array.from(start);
-        const ref = new DTYPE_INFO[dtype].array(n) as Float16Array | Uint16Array;
-        toHalf(half, src, feedback ? residual : undefined);
-        toHalfReference(ref, Float32Array.from(values), feedback ? refResidual : undefined);
-        const what = `${dtype} n=${n}${feedback ? " with feedback" : ""}`;
-        assertEquals(read(half), read(ref), what);
-        if (feedback) assertEquals(Array.from(residual), Array.from(refResidual), what);
-        assertEquals(guard[0], 100, `${what} wrote past the end`);
-        const back = makeView("f32", buffer, 4096 + 3 * 16384 + 4, n) as Float32Array;
-        const refBack = new Float32Array(n);
-        fromHalf(back, half);
-        fromHalfReference(refBack, ref);
-        assertEquals(Array.from(back), Array.from(refBack), `${what} back`);
+  onEachHalfPath((path) => {
+    for (const dtype of ["f16", "bf16"] as const) {
+      for (const n of [1, 7, 8, 9, 63, 64, 65, 1001]) {
+        for (const feedback of [false, true]) {
+          const src = makeView("f32", buffer, 4096 + 4, n) as Float32Array;
+          const residual = makeView("f32", buffer, 4096 + 16384 + 8, n) as Float32Array;
+          const half = makeView(dtype, buffer, 4096 + 2 * 16384 + 2, n) as
+            | Float16Array
+            | Uint16Array;
+          const guard = makeView(dtype, buffer, 4096 + 2 * 16384 + 2 + 2 * n, 1);
+          guard[0] = 100;
+          const values = Array.from({ length: n }, (_, i) => values_(i, 1));
+          const start = Array.from({ length: n }, (_, i) => values_(i, 2) * 1e-3);
+          src.set(values);
+          residual.set(start);
+          const refResidual = Float32Array.from(start);
+          const ref = new DTYPE_INFO[dtype].array(n) as Float16Array | Uint16Array;
+          toHalf(half, src, feedback ? residual : undefined);
+          toHalfReference(ref, Float32Array.from(values), feedback ? refResidual : undefined);
+          const what = `${path} ${dtype} n=${n}${feedback ? " with feedback" : ""}`;
+          assertEquals(read(half), read(ref), what);
+          if (feedback) assertEquals(Array.from(residual), Array.from(refResidual), what);
+          assertEquals(guard[0], 100, `${what} wrote past the end`);
+          const back = makeView("f32", buffer, 4096 + 3 * 16384 + 4, n) as Float32Array;
+          const refBack = new Float32Array(n);
+          fromHalf(back, half);
+          fromHalfReference(refBack, ref);
+          assertEquals(Array.from(back), Array.from(refBack), `${what} back`);
+        }
       }
     }
-  }
+  });
 });

@@ -31,7 +31,10 @@ async function checkFiles(out: string, cases: [string, string][]) {
     assertEquals(points.filter((p) => p.wrong !== 0), [], name);
   }
   const ratios = Deno.readTextFileSync(`${out}/ratios.csv`).trim().split("\n");
-  assertEquals(ratios[0], "case,count,dccl_time_us,mpi_time_us,ratio");
+  assertEquals(
+    ratios[0],
+    "case,count,dccl_time_us,mpi_time_us,ratio,pairs_ahead,pairs,verdict",
+  );
   assert_(ratios.length >= 3, ratios.join("\n"));
 }
 
@@ -43,19 +46,36 @@ Deno.test({
   async fn() {
     const out = Deno.makeTempDirSync();
     const r = await vsMpi([
-      "--procs",
-      "2",
-      "--primitives",
-      "allreduce,bcast",
-      "--max",
-      "1K",
-      "--out",
-      out,
+      ...["--procs", "2", "--primitives", "allreduce,bcast", "--max", "1K", "--pairs", "2"],
+      ...["--out", out],
     ]);
     assertEquals(r.code, 0, r.stderr);
+    // Every size, units in the header, and each size decided over the two pairs.
     const lines = r.stdout.split("\n");
-    assert_(/^case\s+2\^0\s+2\^10$/.test(lines[0]), r.stdout);
-    assert_(/^allreduce 2 ranks shm\s+\S+us [\d.]+x\s+\S+ [\d.]+x$/.test(lines[1]), r.stdout);
+    assert_(
+      /^case\s+size\s+dccl µs\s+MPI µs\s+dccl Gb\/s\s+MPI Gb\/s\s+ratio\s+verdict$/.test(lines[0]),
+      r.stdout,
+    );
+    const cells = lines.filter((l) => /^(allreduce|bcast) 2 ranks shm/.test(l));
+    assertEquals(cells.length, 22, r.stdout);
+    for (const cell of cells) {
+      assert_(
+        /\s[\d.]+x {2}(ahead|behind|within noise) \(dccl ahead in [012] of 2\)$/.test(cell),
+        cell,
+      );
+    }
+    // Progress on stderr as it runs: each pair's runs, the order turned around.
+    const progress = r.stderr.split("\n").filter((l) => l.startsWith("dccl vs-mpi: pair"));
+    assertEquals(progress.map((l) => l.includes("Open MPI")), [
+      true,
+      false,
+      false,
+      false,
+      false,
+      true,
+    ]);
+    // The top folder holds the median runs, which compare reads as the table does.
+    for (const pair of ["pair-1", "pair-2"]) assert_(Deno.statSync(`${out}/${pair}`).isDirectory);
     await checkFiles(out, [
       ["mpi_2.csv", "allreduce"],
       ["mpi_2.csv", "bcast"],

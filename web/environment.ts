@@ -7,6 +7,7 @@
  */
 
 import type { RunMetadata } from "../bench/report_format.ts";
+import { halfKernels } from "../internal.ts";
 
 /** The tab's facts. */
 export interface TabEnvironment {
@@ -114,6 +115,7 @@ export function tabMetadata(env: TabEnvironment, options: Record<string, unknown
     v8: chrome,
     os: navigator.platform,
     cpu: "unknown (a tab does not say)",
+    halfKernels: halfKernels(),
     cpus: env.cores,
     memoryBytes: memory === undefined ? 0 : memory * 2 ** 30,
     gpuAdapter: env.adapter && adapterName(env.adapter),

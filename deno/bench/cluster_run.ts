@@ -7,6 +7,7 @@
  * @module
  */
 
+import { rankRuntimeFlags } from "../launch/runtime_flags.ts";
 import type { ClusterHost } from "./cluster.ts";
 
 /** Options of {@linkcode runOnCluster}. */
@@ -71,7 +72,8 @@ export async function runOnCluster(
       const host = hosts[Math.floor(rank / per)];
       const child = new Deno.Command("ip", {
         args: [
-          ...["netns", "exec", host.name, Deno.execPath(), "run", "-A", script, ...args],
+          ...["netns", "exec", host.name, Deno.execPath(), "run", "-A", ...rankRuntimeFlags()],
+          ...[script, ...args],
           ...["--launcher", "env", "--bind", host.address],
         ],
         env: {

@@ -2,7 +2,7 @@
  * Open MPI's side of `deno task vs-mpi`: the C harness beside this project (bench/mpi/mpi_coll.c)
  * built with mpicc and run under mpirun, on this machine or across a simulated cluster's hosts
  * (cluster.ts), writing dccl's CSV; busy loops that load the machine while both run; and the
- * table of dccl against Open MPI at the sizes the docs quote.
+ * table of dccl against Open MPI at every size, over alternating pairs of runs.
  * @module
  */
 
@@ -127,33 +127,82 @@ export function busyLoops(n: number): () => void {
   };
 }
 
-/** The sizes the comparison table shows, floats (those up to the sweep's largest). */
-export const TABLE_COUNTS = [1, 2 ** 10, 2 ** 16, 2 ** 20, 2 ** 22];
+/** One case's points: dccl's and Open MPI's, each run in every pair. */
+export interface PairedCase {
+  name: string;
+  /** Each pair's points, by pair. */
+  dccl: readonly (readonly Point[])[];
+  mpi: readonly (readonly Point[])[];
+}
+
+/** The median of `values`. */
+function median(values: readonly number[]): number {
+  const s = values.toSorted((a, b) => a - b), mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
 
 /**
- * One line per case of dccl against Open MPI: small sizes (below 2^10 floats) as dccl's time over
- * MPI's, larger ones as Gb/s, each with the ratio (above 1: dccl ahead).
+ * dccl against Open MPI at each size both measured (`counts` if given): each side's median time
+ * over the pairs, their ratio (Open MPI's time over dccl's: above 1, dccl ahead) and a verdict —
+ * `ahead` or `behind` where every pair agrees, `within noise` where pairs disagree, `one run`
+ * with one pair (nothing decided). A line per case and size, units in the header; the rows of
+ * ratios.csv alike.
  */
 export function ratioTable(
-  cases: readonly { name: string; dccl: readonly Point[]; mpi: readonly Point[] }[],
-  maxCount: number,
+  cases: readonly PairedCase[],
+  counts?: readonly number[],
 ): { lines: string[]; rows: (string | number)[][] } {
-  const counts = TABLE_COUNTS.filter((c) => c <= maxCount);
-  const lines = [
-    "case".padEnd(28) + counts.map((c) => `2^${Math.log2(c)}`.padStart(22)).join(""),
-  ];
-  const rows: (string | number)[][] = [["case", "count", "dccl_time_us", "mpi_time_us", "ratio"]];
+  const pairs = cases[0]?.dccl.length ?? 0;
+  const head = ["case".padEnd(26), "size".padStart(6)]
+    .concat(["dccl µs", "MPI µs", "dccl Gb/s", "MPI Gb/s", "ratio"].map((h) => h.padStart(10)))
+    .concat("  verdict");
+  const lines = [head.join("")];
+  const rows: (string | number)[][] = [[
+    "case",
+    "count",
+    "dccl_time_us",
+    "mpi_time_us",
+    "ratio",
+    "pairs_ahead",
+    "pairs",
+    "verdict",
+  ]];
   for (const { name, dccl, mpi } of cases) {
-    const cells = counts.map((count) => {
-      const d = dccl.find((p) => p.floats === count), m = mpi.find((p) => p.floats === count);
-      if (!d || !m) return "-";
-      const ratio = m.time_us / d.time_us;
-      rows.push([name, count, d.time_us, m.time_us, Number(ratio.toFixed(3))]);
-      return count < 1024
-        ? `${d.time_us.toFixed(2)}/${m.time_us.toFixed(2)}us ${ratio.toFixed(2)}x`
-        : `${d.gbps.toFixed(1)}/${m.gbps.toFixed(1)} ${ratio.toFixed(2)}x`;
-    });
-    lines.push(name.padEnd(28) + cells.map((c) => c.padStart(22)).join(""));
+    const sizes = [...new Set(dccl[0].map((p) => p.floats))].filter((c) =>
+      (!counts || counts.includes(c)) && mpi[0].some((p) => p.floats === c)
+    ).sort((a, b) => a - b);
+    for (const count of sizes) {
+      const at = (run: readonly Point[]) => run.find((p) => p.floats === count);
+      const both = dccl.map((d, k) => [at(d), at(mpi[k])]).filter(([d, m]) => d && m) as Point[][];
+      if (both.length === 0) continue;
+      const [dUs, mUs] = [0, 1].map((side) => median(both.map((pair) => pair[side].time_us)));
+      const ratio = mUs / dUs;
+      const ahead = both.filter(([d, m]) => m.time_us > d.time_us).length;
+      const verdict = both.length < 2
+        ? "one run"
+        : ahead === both.length
+        ? "ahead"
+        : ahead === 0
+        ? "behind"
+        : "within noise";
+      const gbps = (us: number) => (count * 32 / us / 1e3).toFixed(count < 1024 ? 3 : 1);
+      lines.push(
+        [
+          name.padEnd(26),
+          `2^${Math.log2(count)}`.padStart(6),
+          ...[dUs.toFixed(2), mUs.toFixed(2), gbps(dUs), gbps(mUs), `${ratio.toFixed(2)}x`]
+            .map((c) => c.padStart(10)),
+          `  ${verdict}${both.length > 1 ? ` (dccl ahead in ${ahead} of ${both.length})` : ""}`,
+        ].join(""),
+      );
+      rows.push([name, count, dUs, mUs, Number(ratio.toFixed(3)), ahead, both.length, verdict]);
+    }
+  }
+  if (pairs > 0) {
+    lines.push(
+      `# ratio = Open MPI's time / dccl's (above 1: dccl ahead), medians over ${pairs} ` +
+        `alternating pair${pairs === 1 ? "" : "s"}; Gb/s = count × 32 bits / time`,
+    );
   }
   return { lines, rows };
 }

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { rankRuntimeFlags } from "./runtime_flags.ts";
 import { calibrated } from "../../primitives/launch/calibration.ts";
 import { Communicator } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
@@ -269,7 +270,7 @@ export function launchProcesses<T = unknown>(
   // Arguments go through a file: environment strings are limited to 128 KiB on Linux.
   const argsFile = Deno.makeTempFileSync({ prefix: "dccl-args-", suffix: ".json" });
   Deno.writeTextFileSync(argsFile, JSON.stringify(options.args ?? null));
-  const group = runProcessRanks(["run", "-A", entry], {
+  const group = runProcessRanks(["run", "-A", ...rankRuntimeFlags(), entry], {
     ...options,
     env: {
       ...options.env,
