@@ -51,7 +51,8 @@ export type HalfCall<B extends HalfBinding = HalfBinding> = Omit<HalfReduction<B
 
 /**
  * How a reduction is cut between the kernels: eight at a time over the longest multiple of 8
- * when every view starts on a 16-byte boundary, word by word over the rest.
+ * when every view starts on a 16-byte boundary, word by word over the rest. Each step of the fold
+ * rounds to the half type, as the host reduces rank by rank (docs/dtypes.md).
  */
 export function halfParts(
   k: HalfReduction,
@@ -64,7 +65,9 @@ export function halfParts(
     const words = k.terms.map((j, t) => `    let w${t} = b${j}[k + skip(${j}u)];`);
     const fold = (part: "even" | "odd", into: string) => [
       `    var ${into} = ${part}(w0);`,
-      ...k.terms.slice(1).map((_, t) => `    ${into} = combine(${into}, ${part}(w${t + 1}));`),
+      ...k.terms.slice(1).map((_, t) =>
+        `    ${into} = rounded(combine(${into}, ${part}(w${t + 1})));`
+      ),
     ];
     const body = [...words, ...fold("even", "low"), ...fold("odd", "high")].join("\n");
     parts.push({ kernel: HALF_KERNELS.vec4, start: 0, count: vectors, body });
@@ -73,7 +76,7 @@ export function halfParts(
     const load = (j: number) => `widen(b${j}[(i + skip(${j}u)) / 2u], (i + skip(${j}u)) % 2u)`;
     const body = [
       `      var acc = ${load(k.terms[0])};`,
-      ...k.terms.slice(1).map((j) => `      acc = combine(acc, ${load(j)});`),
+      ...k.terms.slice(1).map((j) => `      acc = rounded(combine(acc, ${load(j)}));`),
       "      let element = narrow(finish(acc));",
     ].join("\n");
     parts.push({ kernel: HALF_KERNELS.word, start: vectors, count: n - vectors, body });

@@ -11,3 +11,8 @@ fn narrow_bits(f: U) -> U {
   let nan = (f & U(0x7fffffffu)) > U(0x7f800000u);
   return select((f + U(0x7fffu) + ((f >> U(16u)) & U(1u))) >> U(16u), (f >> U(16u)) | U(0x40u), nan);
 }
+
+/** `x` rounded to the nearest half and widened back: each step of a reduction rounds, as the host's. */
+fn rounded(x: T) -> T {
+  return widen_bits(narrow_bits(bitcast<U>(x)));
+}

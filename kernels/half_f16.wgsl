@@ -35,3 +35,8 @@ fn narrow_bits(f: U) -> U {
   let magnitude = select(select(subnormal, normal, t >= U(0x38800000u)), large, t >= U(0x47800000u));
   return sign | magnitude;
 }
+
+/** `x` rounded to the nearest half and widened back: each step of a reduction rounds, as the host's. */
+fn rounded(x: T) -> T {
+  return widen_bits(narrow_bits(bitcast<U>(x)));
+}
