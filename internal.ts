@@ -87,7 +87,12 @@ export type {
 } from "./primitives/types.ts";
 export { DEVICE_MEMORY, DTYPES, MEMORY_KINDS, REDUCE_OPS } from "./primitives/types.ts";
 export { RankHeap } from "./primitives/memory/heap.ts";
-export { bestSimdBuild, limitsKernels, PEAK_FLOPS_PER_ITERATION } from "./kernels/limits.ts";
+export {
+  bestSimdBuild,
+  limitsKernels,
+  PEAK_FLOPS_PER_ITERATION,
+  simdPeakGflops,
+} from "./kernels/limits.ts";
 export { halfKernels } from "./kernels/reduce.ts";
 export type { LimitsKernels, SimdBuild } from "./kernels/limits.ts";
 export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";

@@ -46,3 +46,26 @@ export function limitsKernels(
     add: e.add as LimitsKernels["add"],
   };
 }
+
+/**
+ * The SIMD peak of the thread that calls it, GFLOP/s: `trials` timed runs of the peak's loop,
+ * each about `trialMs`, after one to warm up; the median.
+ */
+export function simdPeakGflops(options?: { trials?: number; trialMs?: number }): number {
+  const trials = options?.trials ?? 9, trialMs = options?.trialMs ?? 20;
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const { peak } = limitsKernels(memory);
+  const iterations = 1 << 12;
+  const rates: number[] = [];
+  for (let t = -1; t < trials; t++) {
+    let done = 0;
+    const start = performance.now();
+    while (performance.now() - start < trialMs) {
+      peak(iterations);
+      done += iterations;
+    }
+    const rate = done * PEAK_FLOPS_PER_ITERATION / ((performance.now() - start) / 1000) / 1e9;
+    if (t >= 0) rates.push(rate);
+  }
+  return rates.toSorted((a, b) => a - b)[trials >> 1];
+}

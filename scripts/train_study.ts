@@ -14,6 +14,7 @@ import { collectMetadata } from "./_metadata.ts";
 import { type Task, taskMain } from "./_task.ts";
 import { planTraining, readData, runTraining, summaryOf, TRAIN_FLAGS } from "./_training.ts";
 import { batch } from "./studies/batch.ts";
+import { matmul } from "./studies/matmul.ts";
 import { memory } from "./studies/memory.ts";
 import { speedup } from "./studies/speedup.ts";
 import { strategies } from "./studies/strategies.ts";
@@ -33,6 +34,7 @@ function loadAverage(): number[] | null {
 }
 
 const STUDIES: Record<string, Study> = {
+  "matmul": matmul,
   "speedup": speedup,
   "sync-every": syncEvery,
   "batch": batch,
@@ -165,6 +167,17 @@ const TRAIN_STUDY: Task<StudyPlan> = {
         spread = (100 * (all.at(-1)!.train_s - all[0].train_s)) / median.train_s;
         return median;
       },
+      async measure<T>(module: URL, args: unknown, options: { gpu: boolean }, label: string) {
+        console.error(`[${++runs}] ${study}: ${label} …`);
+        const [result] = await launchGroup<T>(module, {
+          size: 1,
+          transport: "shm",
+          args,
+          gpu: options.gpu,
+          signal,
+        }).results;
+        return result;
+      },
       async breakdown(flags, label) {
         const plan = await planned(flags);
         const args: BreakdownArgs = {
@@ -191,7 +204,9 @@ const TRAIN_STUDY: Task<StudyPlan> = {
     const result = await STUDIES[study](ctx);
     metadata.options.load_after = loadAverage();
     await files.finish(result);
-    console.log(`# dccl train-study ${study}: ${values.epochs} epochs per run`);
+    // Every study trains but matmul, which times its kernels alone.
+    const runsAre = study === "matmul" ? "GEMMs timed alone" : `${values.epochs} epochs per run`;
+    console.log(`# dccl train-study ${study}: ${runsAre}`);
     console.log(formatTable(files.rows));
     for (const note of result.notes) console.log(`# ${note}`);
     console.log(`# wrote ${files.base}.csv, .json, .svg, .html`);

@@ -1,9 +1,13 @@
 // The speedup study's arithmetic and chart: Amdahl's serial fraction fitted only over two or more
-// runs with a core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer rank ticks.
+// runs with a core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer
+// rank ticks. The matmul study's rank program on the CPU and on the device.
 import { assert_, assertEquals } from "./_assert.ts";
 import { amdahlFit, speedupChart } from "../scripts/studies/speedup.ts";
 import { accuracyScale } from "../scripts/studies/study.ts";
 import { specToSvg } from "../bench/compare/chart.ts";
+import { launchGroup } from "../deno/launch/group.ts";
+import type { MatmulArgs, MatmulResult } from "../trainer/matmul.ts";
+import { gpuTest } from "./_gpu.ts";
 
 /** Times of a program whose serial fraction is `f`, at 1, 2, 4 and 8 ranks. */
 const amdahl = (f: number, t1 = 10): [number, number][] =>
@@ -47,3 +51,32 @@ Deno.test("study charts: an accuracy axis spans at least 10 points, within 0–1
   assertEquals(accuracyScale(rows([40.8, 68.0, 89.8]), "test_acc_pct").domain, [40, 90]);
   assertEquals(accuracyScale(rows([2, 3]), "test_acc_pct").domain, [0, 10]);
 });
+
+Deno.test("matmul: the sweep times the trainer's WebAssembly GEMM at each size against the SIMD peak", async () => {
+  const module = new URL("../trainer/matmul.ts", import.meta.url);
+  const args: MatmulArgs = { device: "cpu", sizes: [16, 64], ms: 20 };
+  const [r] = await launchGroup<MatmulResult>(module, { size: 1, transport: "shm", args }).results;
+  assert_(/^WebAssembly \((relaxed|plain) SIMD\)$/.test(r.kernels), r.kernels);
+  assertEquals(r.gflops.length, 2);
+  assert_(
+    r.peakGflops > 0 && r.gflops.every((g) => g > 0 && g < 2 * r.peakGflops),
+    String(r.gflops),
+  );
+});
+
+gpuTest(
+  "matmul: the sweep times the trainer's WGSL GEMM against the device's FMA peak",
+  async () => {
+    const module = new URL("../trainer/matmul.ts", import.meta.url);
+    const args: MatmulArgs = { device: "gpu", sizes: [16], ms: 10 };
+    const [r] = await launchGroup<MatmulResult>(module, {
+      size: 1,
+      transport: "shm",
+      args,
+      gpu: true,
+    })
+      .results;
+    assert_(r.kernels.startsWith("WGSL on "), r.kernels);
+    assert_(r.peakGflops > 0 && r.gflops[0] > 0, `${r.gflops} of ${r.peakGflops}`);
+  },
+);

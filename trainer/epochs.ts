@@ -61,6 +61,11 @@ export interface TrainSummary {
   step_ms: { compute: number; comm: number; wait: number };
   /** Floating-point operations (2 per multiply-add) per second of computation, per computing rank. */
   gflops_per_rank: number;
+  /**
+   * The WebAssembly SIMD peak measured on rank 0 as training ended (GFLOP/s, one thread), which
+   * `gflops_per_rank` is read against; absent for device training.
+   */
+  peak_gflops?: number;
   /** The kernels that computed (WebAssembly with relaxed SIMD, or WGSL). */
   kernels: string;
   /** Allreduce calls rank 0 made to synchronise (a resumed run counts its own part). */
@@ -147,7 +152,12 @@ export function summaryLines(summary: TrainSummary): string[] {
     `${(100 * summary.final_test_acc).toFixed(2)}%`,
     `per step: compute ${compute.toFixed(3)} ms, communication ${comm.toFixed(3)} ms ` +
     `(waiting ${wait.toFixed(3)} ms); computation at ${summary.gflops_per_rank.toFixed(1)} ` +
-    `GFLOP/s per rank (${summary.kernels} kernels)`,
+    `GFLOP/s per rank${
+      summary.peak_gflops
+        ? `, ${(100 * summary.gflops_per_rank / summary.peak_gflops).toFixed(0)}% of the ` +
+          `${summary.peak_gflops.toFixed(1)} GFLOP/s WebAssembly SIMD peak`
+        : ""
+    } (${summary.kernels} kernels)`,
   ];
 }
 

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { simdPeakGflops } from "../internal.ts";
 import { type Communicator, type HostBuffer } from "../web.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
@@ -264,6 +265,8 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
         wait: perStep.wait / Math.max(steps, 1),
       },
       gflops_per_rank: computeS > 0 ? (2 * macs) / computeS / 1e9 : 0,
+      // In the same sitting as the training it is read against.
+      peak_gflops: engine.device === "cpu" && comm.rank === 0 ? simdPeakGflops() : undefined,
       kernels: engine.kernels,
       allreduce_calls: ctx.allreduceCalls,
     };

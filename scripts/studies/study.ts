@@ -37,6 +37,11 @@ export interface StudyContext {
   train(flags: Record<string, string>, label: string): Promise<TrainSummary>;
   /** Measures the batch breakdown of a one-rank run with `flags`. */
   breakdown(flags: Record<string, string>, label: string): Promise<Breakdown>;
+  /**
+   * Runs the rank program `module` with `args` on one rank (with a device when `gpu`);
+   * resolves with what it returns.
+   */
+  measure<T>(module: URL, args: unknown, options: { gpu: boolean }, label: string): Promise<T>;
   /** Records one finished row (written at once). */
   record(row: Row): void;
 }

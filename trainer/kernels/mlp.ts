@@ -9,10 +9,12 @@ import type { RankHeap } from "../../internal.ts";
 import { MLP_PLAIN_WASM_BASE64, MLP_RELAXED_WASM_BASE64 } from "./mlp_wasm_bytes.generated.ts";
 import type { GemmOptions, MlpKernels, PixelSource } from "./mlp_kernels.ts";
 import type { MlpBuild } from "./mlp_wat.ts";
-import { MR, NR } from "./mlp_wat.ts";
+import { KU, MR, NR } from "./mlp_wat.ts";
 
 /** Steps of k per packed block: one B panel (KC × NR floats, 8 KiB) stays in L1. */
 const KC = 256;
+/** Most rows of C for which B is read in place: more reuse each of its panels enough to pack it. */
+const DIRECT_ROWS = 64;
 const FLAG_RELU = 1, FLAG_ACCUMULATE = 2;
 
 const modules = new Map<MlpBuild, WebAssembly.Module>();
@@ -50,6 +52,7 @@ interface Exports {
     bias: number,
     flags: number,
     tile: number,
+    bStride: number,
   ): void;
   relu_mask(d: number, a: number, n: number): void;
   gather_u8(dst: number, src: number, rows: number, count: number, pixels: number): void;
@@ -131,11 +134,15 @@ export class WasmMlpKernels implements MlpKernels {
       const depth = Math.min(KC, k - k0);
       const last = k0 + KC >= k;
       this.#k.pack_a(packA, a.byteOffset + 4 * k0 * acs, ars, acs, m, depth);
-      this.#k.pack_b(packB, b.byteOffset + 4 * k0 * brs, brs, bcs, depth, n);
+      // A row-major B whose rows hold whole panels is read in place: packing it (the weights,
+      // in the forward pass) would copy all of it for B's few rows of reuse.
+      const direct = !transB && m <= DIRECT_ROWS && n % NR === 0 && depth % KU === 0;
+      const bp = direct ? b.byteOffset + 4 * k0 * brs : packB;
+      if (!direct) this.#k.pack_b(packB, b.byteOffset + 4 * k0 * brs, brs, bcs, depth, n);
       const flags = (k0 > 0 || accumulate ? FLAG_ACCUMULATE : 0) | (last && relu ? FLAG_RELU : 0);
       this.#k.gemm_packed(
         packA,
-        packB,
+        bp,
         c.byteOffset,
         n,
         m,
@@ -144,6 +151,7 @@ export class WasmMlpKernels implements MlpKernels {
         k0 === 0 && bias ? bias.byteOffset : 0,
         flags,
         this.#tile.byteOffset,
+        direct ? 4 * n : 4 * NR,
       );
     }
   }

@@ -220,3 +220,22 @@ fn score(@builtin(local_invocation_id) lid: vec3u) {
     x[call.a_off + 1u] += partial[0].y;
   }
 }
+
+// ---- The device's peak: each invocation runs call.k rounds of 8 independent vec4 FMAs on
+// registers alone (nothing loaded), and writes one lane so no compiler drops the work. ----
+
+@compute @workgroup_size(256)
+fn peak(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let i = element(wg, lid);
+  let m = vec4f(0.999, 0.998, 0.997, 0.996);
+  let c = vec4f(0.001);
+  var a0 = vec4f(f32(i)); var a1 = a0 + 1.0; var a2 = a0 + 2.0; var a3 = a0 + 3.0;
+  var a4 = a0 + 4.0; var a5 = a0 + 5.0; var a6 = a0 + 6.0; var a7 = a0 + 7.0;
+  for (var r = 0u; r < call.k; r++) {
+    a0 = fma(a0, m, c); a1 = fma(a1, m, c); a2 = fma(a2, m, c); a3 = fma(a3, m, c);
+    a4 = fma(a4, m, c); a5 = fma(a5, m, c); a6 = fma(a6, m, c); a7 = fma(a7, m, c);
+  }
+  if (i < call.n) {
+    x[call.a_off + i] = (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7).x;
+  }
+}

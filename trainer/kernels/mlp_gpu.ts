@@ -31,8 +31,12 @@ const ENTRIES = [
   "sgd",
   "softmax_xent",
   "score",
+  "peak",
 ] as const;
 type Entry = typeof ENTRIES[number];
+
+/** Floating-point operations of one round of the `peak` kernel: 8 vec4 FMAs. */
+export const PEAK_FLOPS_PER_ROUND = 8 * 4 * 2;
 
 /** Words of the `Call` uniform block. */
 const CALL_WORDS = 20;
@@ -119,6 +123,14 @@ export class GpuMlpKernels {
       ldc: n,
       biasOff: bias?.offset ?? 0,
     }, [a.buffer, b.buffer, c.buffer, bias?.buffer ?? this.#unused]);
+  }
+
+  /**
+   * The device's peak: `invocations` threads of `rounds` × {@linkcode PEAK_FLOPS_PER_ROUND}
+   * register-only FMAs (each writes one float of `out`).
+   */
+  peak(out: Tensor, invocations: number, rounds: number): GpuCall {
+    return this.#elementwise("peak", invocations, { aOff: out.offset, k: rounds }, [out.buffer]);
   }
 
   /** `d[i] = 0` wherever `out[i] ≤ 0`, over n elements. */

@@ -39,7 +39,7 @@ export const MR = 4;
 export const NR = 8;
 const NV = NR / 4;
 /** Depth of the k unroll; packed panels are padded to a multiple of it. */
-const KU = 4;
+export const KU = 4;
 
 /** `acc + a·b` on f32x4 values, as the build does it. */
 function madd(build: MlpBuild, a: string, b: string, acc: string): string {
@@ -175,8 +175,9 @@ function gemmPacked(build: MlpBuild): string {
   ).join(" ");
   const step: string[] = [];
   for (let q = 0; q < KU; q++) {
+    const row = q === 0 ? local("pb") : local(`pb${q}`);
     for (let v = 0; v < NV; v++) {
-      step.push(`(local.set $b${v} (v128.load offset=${(q * NR + v * 4) * 4} ${local("pb")}))`);
+      step.push(`(local.set $b${v} (v128.load offset=${v * 16} ${row}))`);
     }
     step.push(`(local.set $av (v128.load offset=${q * MR * 4} ${local("pa")}))`);
     for (let r = 0; r < MR; r++) {
@@ -224,7 +225,9 @@ function gemmPacked(build: MlpBuild): string {
   return `
   (func (export "gemm_packed") (param $ap i32) (param $bp i32) (param $c i32) (param $ldc i32)
       (param $m i32) (param $n i32) (param $k i32) (param $bias i32) (param $flags i32) (param $t i32)
+      (param $bs i32)
     (local $i i32) (local $j i32) (local $kp i32) (local $pa i32) (local $pb i32) (local $end i32)
+    ${Array.from({ length: KU - 1 }, (_, q) => `(local $pb${q + 1} i32)`).join(" ")}
     (local $a v128) (local $av v128) ${
     Array.from({ length: NV }, (_, v) => `(local $b${v} v128)`).join(" ")
   }
@@ -239,14 +242,23 @@ function gemmPacked(build: MlpBuild): string {
       (block $idone (loop $iloop
         (br_if $idone (i32.ge_u ${local("i")} ${local("m")}))
         (local.set $pa (i32.add ${local("ap")} (i32.mul ${local("i")} ${bytes(local("kp"))})))
-        (local.set $pb (i32.add ${local("bp")} (i32.mul ${local("j")} ${bytes(local("kp"))})))
-        (local.set $end (i32.add ${local("pb")} (i32.mul ${local("kp")} (i32.const ${NR * 4}))))
+        ;; B's rows of k are $bs bytes apart: NR floats in a packed panel, a row of B itself else
+        (local.set $pb (i32.add ${local("bp")} (if (result i32) (i32.eq ${local("bs")} (i32.const ${
+    NR * 4
+  }))
+          (then (i32.mul ${local("j")} ${bytes(local("kp"))})) (else ${bytes(local("j"))}))))
+        (local.set $end (i32.add ${local("pb")} (i32.mul ${local("kp")} ${local("bs")})))
         ${zero.join("\n        ")}
         (block $kdone (loop $kloop
           (br_if $kdone (i32.ge_u ${local("pb")} ${local("end")}))
+          ${
+    Array.from({ length: KU - 1 }, (_, q) =>
+      `(local.set $pb${q + 1} (i32.add ${q === 0 ? local("pb") : local(`pb${q}`)} ${local("bs")}))`)
+      .join("\n          ")
+  }
           ${step.join("\n          ")}
           (local.set $pa (i32.add ${local("pa")} (i32.const ${KU * MR * 4})))
-          (local.set $pb (i32.add ${local("pb")} (i32.const ${KU * NR * 4})))
+          (local.set $pb (i32.add ${local(`pb${KU - 1}`)} ${local("bs")}))
           (br $kloop)))
         (if (i32.and (i32.le_u (i32.add ${local("i")} (i32.const ${MR})) ${local("m")})
                      (i32.le_u (i32.add ${local("j")} (i32.const ${NR})) ${local("n")}))
