@@ -92,13 +92,16 @@ gpuTest(
   },
 );
 
-gpuTest("gpu: gpu_direct rounds f16 and bf16 after each rank's term, as the host does, at 3 and 4 ranks", async () => {
-  const rounding = new URL("./ranks/half_rounding_rank.ts", import.meta.url);
-  for (const size of [3, 4]) {
-    const results = await launchThread<Record<string, number>>(rounding, { size }).results;
-    assertEquals(results, results.map(() => ({ f16: 0, bf16: 0 })), `${size} ranks`);
-  }
-});
+gpuTest(
+  "gpu: gpu_direct rounds f16 and bf16 after each rank's term, as the host does, at 3 and 4 ranks",
+  async () => {
+    const rounding = new URL("./ranks/half_rounding_rank.ts", import.meta.url);
+    for (const size of [3, 4]) {
+      const results = await launchThread<Record<string, number>>(rounding, { size }).results;
+      assertEquals(results, results.map(() => ({ f16: 0, bf16: 0 })), `${size} ranks`);
+    }
+  },
+);
 
 gpuTest("gpu: max and min keep NaN and order −0 below +0 as the host kernels do", async () => {
   const order = new URL("./ranks/order_device_rank.ts", import.meta.url);
