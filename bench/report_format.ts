@@ -10,6 +10,7 @@ import { CSV_COLUMNS, EXTRA_COLUMNS, FIELD_OF_COLUMN, type ResultRow } from "./m
 import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
 import type { LinkCosts } from "../primitives/types.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
+import { bytesName } from "./sizes.ts";
 
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
@@ -230,9 +231,29 @@ export function tableLayout(percentiles?: boolean, bounds?: RunBounds | null): T
         `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}`,
         `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`,
         ...limits,
+        ...spreadLines(rows),
       ].join("\n");
     },
   };
+}
+
+/** Mean time / median sample of a size above which its row is carried by a few slow samples. */
+export const SPREAD_WARNING = 1.25;
+
+/**
+ * A warning when some sizes' mean times (the rows' time) are over {@linkcode SPREAD_WARNING}×
+ * their median sample: a few slow samples (the machine's other work) decided those rows.
+ */
+export function spreadLines(rows: readonly ResultRow[]): string[] {
+  const ratio = (r: ResultRow) => r.time_us / r.p50_us;
+  const spread = rows.filter((r) => ratio(r) > SPREAD_WARNING);
+  if (spread.length === 0) return [];
+  const worst = spread.reduce((a, b) => ratio(b) > ratio(a) ? b : a);
+  return [
+    `# Spread: at ${spread.length} of ${rows.length} sizes the time is over ${SPREAD_WARNING}x ` +
+    `the median sample (${ratio(worst).toFixed(1)}x at ${bytesName(worst.bytes)}): a few slow ` +
+    "samples decided them; the machine was busy: run again, or with fewer ranks than cores",
+  ];
 }
 
 /** OSU's names of the tests, by primitive: `# OSU MPI <name> Latency Test`. */

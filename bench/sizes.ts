@@ -47,3 +47,11 @@ export function countsBetween(
   }
   return counts;
 }
+
+/** A size as a footer says it: 512 B, 4 KiB, 16 MiB. */
+export function bytesName(bytes: number): string {
+  for (const [unit, name] of [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]] as const) {
+    if (bytes >= unit) return `${Number((bytes / unit).toPrecision(3))} ${name}`;
+  }
+  return `${bytes} B`;
+}

@@ -70,8 +70,8 @@ export function parseFlags(
 ): Record<string, string | undefined> {
   const options = Object.fromEntries(
     Object.entries(flags).map(([name, f]) => [name, { type: f.boolean ? "boolean" : "string" }]),
-  ) as Record<string, { type: "string" | "boolean" }>;
-  options.help = { type: "boolean" };
+  ) as Record<string, { type: "string" | "boolean"; short?: string }>;
+  options.help = { type: "boolean", short: "h" };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: !!positionals });
@@ -79,10 +79,13 @@ export function parseFlags(
     const message = (e as Error).message.split("\n")[0];
     const unknown = message.match(/Unknown option '([^']+)'/);
     if (unknown) {
+      const near = nearestFlag(unknown[1], Object.keys(flags));
       throw new UsageError(
-        `unknown flag ${unknown[1]}; accepted: ${
-          Object.keys(flags).map((f) => `--${f}`).join(", ")
-        }`,
+        near
+          ? `unknown flag ${unknown[1]}: did you mean --${near}? (-h lists every flag)`
+          : `unknown flag ${unknown[1]}; accepted: ${
+            Object.keys(flags).map((f) => `--${f}`).join(", ")
+          } (-h explains each)`,
       );
     }
     const positional = message.match(/Unexpected argument '([^']+)'/);
@@ -107,6 +110,36 @@ export function parseFlags(
   return values;
 }
 
+/**
+ * The flag of `names` nearest the unknown `given` (`--proc` → `procs`): one it starts, or one at
+ * most two edits away (a third of its length at most); undefined when none is that near.
+ */
+export function nearestFlag(given: string, names: readonly string[]): string | undefined {
+  const typed = given.replace(/^-+/, "").split("=")[0];
+  if (typed === "") return undefined;
+  const prefixed = names.filter((n) => n.startsWith(typed) || typed.startsWith(n));
+  if (prefixed.length === 1) return prefixed[0];
+  let best: string | undefined, bestDistance = Infinity;
+  for (const name of names) {
+    const d = editDistance(typed, name);
+    if (d < bestDistance) [best, bestDistance] = [name, d];
+  }
+  return bestDistance <= Math.min(2, Math.ceil(typed.length / 3)) ? best : undefined;
+}
+
+/** Levenshtein's distance between `a` and `b`. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}
+
 /** The names of the flags `argv` gives (`--name` or `--name=value`). */
 export function givenFlags(argv: readonly string[]): Set<string> {
   return new Set(argv.filter((a) => a.startsWith("--")).map((a) => a.slice(2).split("=")[0]));
@@ -119,7 +152,8 @@ export function usage(command: string, summary: string, flags: Record<string, Fl
     const left = `  ${short}--${name}${f.boolean ? "" : " X"}`.padEnd(24);
     return `${left}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`;
   });
-  return `usage: deno task ${command} [flags]\n${summary}\n\n${lines.join("\n")}`;
+  const help = `${"  -h, --help".padEnd(24)}this list`;
+  return `usage: deno task ${command} [flags]\n${summary}\n\n${[...lines, help].join("\n")}`;
 }
 
 /** `value` if it is one of `accepted`. */

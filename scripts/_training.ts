@@ -6,7 +6,7 @@
  */
 
 import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
-import { launchGroup } from "../deno/launch/group.ts";
+import { launchGroup, type LaunchOptions } from "../deno/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { CommError } from "../primitives/errors.ts";
 import { TRANSPORTS } from "../deno/registry.ts";
@@ -42,6 +42,8 @@ export interface TrainOutput {
   signal?: AbortSignal;
   /** Return every rank's final parameters (tests). */
   returnParams?: boolean;
+  /** Where process ranks' output lines go (default: the terminal, prefixed with the rank). */
+  onLine?: LaunchOptions["onLine"];
 }
 
 /**
@@ -126,6 +128,7 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     signal: out.signal,
     bind: plan.bind,
     gpu: trainingNeedsDevice(config),
+    onLine: out.onLine,
   });
 }
 

@@ -50,7 +50,7 @@ interface ClusterPlan {
 function taskScript(task: string): string {
   const config = JSON.parse(Deno.readTextFileSync(new URL("../deno.json", import.meta.url)));
   const tasks = Object.entries(config.tasks as Record<string, string>)
-    .filter(([, command]) => /^deno run -A scripts\/[a-z_]+\.ts$/.test(command));
+    .filter(([, command]) => /^deno run -A (--v8-flags=\S+ )?scripts\/[a-z_]+\.ts$/.test(command));
   const found = tasks.find(([name]) => name === task);
   if (!found || task === "cluster") {
     const names = tasks.map(([n]) => n).filter((n) => n !== "cluster");

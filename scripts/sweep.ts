@@ -5,7 +5,7 @@
  * @module
  */
 
-import { stringify } from "csv-stringify/sync";
+import { stringify } from "../deno/files/csv_stringify.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/registry.ts";
 import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";

@@ -6,6 +6,7 @@
  */
 
 import { launchGroup } from "../deno/launch/group.ts";
+import { TRANSPORT_TABLE } from "../deno/registry.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
@@ -34,12 +35,12 @@ function loadAverage(): number[] | null {
 }
 
 const STUDIES: Record<string, Study> = {
-  "matmul": matmul,
   "speedup": speedup,
   "sync-every": syncEvery,
   "batch": batch,
   "strategies": strategies,
   "memory": memory,
+  "matmul": matmul,
 };
 
 const FLAGS: Record<string, FlagSpec> = {
@@ -171,7 +172,7 @@ const TRAIN_STUDY: Task<StudyPlan> = {
         console.error(`[${++runs}] ${study}: ${label} …`);
         const [result] = await launchGroup<T>(module, {
           size: 1,
-          transport: "shm",
+          transport: TRANSPORT_TABLE.launching("workers")[0],
           args,
           gpu: options.gpu,
           signal,

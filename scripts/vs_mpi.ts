@@ -9,7 +9,7 @@
  * @module
  */
 
-import { stringify } from "csv-stringify/sync";
+import { stringify } from "../deno/files/csv_stringify.ts";
 import { parse } from "csv-parse/sync";
 import { type PrimitiveName } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";

@@ -108,3 +108,61 @@ Deno.test("bad input: a dangling link where an output folder goes is one line na
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("bad input: -h prints the usage; an unknown flag gets the nearest known one", async () => {
+  const help = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "scripts/allreduce.ts", "-h"],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(help.code, 0, new TextDecoder().decode(help.stderr));
+  assert_(new TextDecoder().decode(help.stdout).includes("--procs"), "the usage lists --procs");
+  for (
+    const [flag, line] of [
+      ["--proc", "unknown flag --proc: did you mean --procs? (-h lists every flag)"],
+      [
+        "--trasnport=tcp",
+        "unknown flag --trasnport: did you mean --transport? (-h lists every flag)",
+      ],
+    ]
+  ) {
+    const { code, lines } = await task("allreduce", [flag, "4"]);
+    assertEquals([code, lines], [2, [`dccl allreduce: ${line}`]]);
+  }
+  const { code, lines } = await task("allreduce", ["--zzzzzz"]);
+  assertEquals(code, 2);
+  assert_(
+    /^dccl allreduce: unknown flag --zzzzzz; accepted: --procs, .* \(-h explains each\)$/.test(
+      lines[0],
+    ),
+    lines[0],
+  );
+});
+
+Deno.test("bad input: a library user without a permission gets one line naming the flags to add", async () => {
+  const program = await Deno.makeTempFile({ suffix: ".ts" });
+  const lib = new URL("../mod.ts", import.meta.url).href;
+  const rank = new URL("./ranks/sum_rank.ts", import.meta.url).href;
+  await Deno.writeTextFile(
+    program,
+    `import { spawnRanks } from ${JSON.stringify(lib)};
+     try { await spawnRanks(${JSON.stringify(rank)}, { size: 2, transport: "tcp" }); }
+     catch (e) { console.error(String(e)); Deno.exit(3); }`,
+  );
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", program],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
+    assertEquals(out.code, 3, lines.join("\n"));
+    assertEquals(lines, [
+      "PermissionError: ranks over tcp need --allow-run --allow-write --allow-net --allow-env " +
+      "(ranks are Deno processes; the ranks' arguments go through a temporary file; ranks listen " +
+      "and connect; ranks find each other through their environment): run again with them, or -A",
+    ]);
+  } finally {
+    await Deno.remove(program);
+  }
+});

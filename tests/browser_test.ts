@@ -93,6 +93,46 @@ Deno.test({
     });
 
     await t.step(
+      "the page says what it is, its sizes' units, and only the fields a primitive takes",
+      async () => {
+        const page_ = await page.evaluate<{
+          intro: string;
+          units: string[];
+          visiblePre: number;
+          rootShown: Record<string, boolean>;
+          maxRanks: string[];
+          note: string;
+          cores: number;
+        }>(`(() => {
+        const form = document.getElementById("sweep-form");
+        const shown = (primitive) => {
+          form.elements.primitive.value = primitive;
+          form.dispatchEvent(new Event("change"));
+          return getComputedStyle(document.getElementById("root-field")).display !== "none";
+        };
+        const rootShown = { bcast: shown("bcast"), allreduce: shown("allreduce"), gather: shown("gather") };
+        return {
+          intro: document.querySelector("h1 + p").textContent,
+          units: ["min", "max"].map((n) => form.elements[n].parentElement.textContent),
+          visiblePre: [...document.querySelectorAll("pre")]
+            .filter((p) => p.textContent === "" && getComputedStyle(p).display !== "none").length,
+          rootShown,
+          maxRanks: [...document.querySelectorAll("input[name=procs]")].map((i) => i.max),
+          note: document.querySelector(".ranks-note").textContent,
+          cores: navigator.hardwareConcurrency,
+        };
+      })()`);
+        assert_(/choose a primitive and press\s+Run/.test(page_.intro), page_.intro);
+        assert_(page_.units.every((u) => /elements, or bytes/.test(u)), page_.units.join(" | "));
+        assertEquals(page_.visiblePre, 0, "no empty grey bars before a run");
+        assertEquals(page_.rootShown, { bcast: true, allreduce: false, gather: true });
+        const most = String(Math.max(2, page_.cores));
+        assertEquals(page_.maxRanks, [most, most]);
+        assert_(page_.note.includes(`at most ${most}`), page_.note);
+      },
+    );
+
+    await t.step(
       "the page's controls: choose, run, the table fills (read against the tab's limits), the CSV downloads",
       async () => {
         const downloads = await Deno.makeTempDir();
@@ -106,7 +146,7 @@ Deno.test({
           };
           set("primitive", "bcast");
           set("transport", "worker");
-          set("procs", "3");
+          set("procs", "2");
           set("max", "64K");
           document.getElementById("run").click();
         })()`);
@@ -135,7 +175,7 @@ Deno.test({
           assertEquals(rows.map((r) => [r.primitive, r.transport, r.procs, r.wrong]).at(-1), [
             "bcast",
             "worker",
-            "3",
+            "2",
             "0",
           ]);
         } finally {

@@ -58,7 +58,13 @@ Deno.test("compare: crossover table from dccl CSVs", async () => {
   // Line marks in a panel per rank count, a legend entry per curve, the unit on the axis.
   assert_(svg.includes("mark-line role-mark"));
   for (
-    const text of ["allreduce, 2 ranks", "allreduce, 4 ranks", "shm shared", "worker host", "Gb/s"]
+    const text of [
+      "allreduce, 2 ranks",
+      "allreduce, 4 ranks",
+      "shm shared",
+      "worker host",
+      "algbw (GB/s",
+    ]
   ) {
     assert_(svg.includes(`>${text}`), text);
   }
@@ -221,7 +227,7 @@ Deno.test("compare: OSU and nccl-tests alltoall, gather and scatter output is re
   }
 });
 
-Deno.test("compare: the chart draws Gb/s and µs per op side by side, each curve with its own colour, dash and marker", async () => {
+Deno.test("compare: the chart draws GB/s and µs per op against bytes, as the table does, each curve with its own hue, dash and marker", async () => {
   const curves = toCurves([
     ...await fixture("allreduce_shm.csv"),
     ...await fixture("allreduce_worker.csv"),
@@ -241,10 +247,27 @@ Deno.test("compare: the chart draws Gb/s and µs per op side by side, each curve
     "curve",
   ]);
   assertEquals([...new Set(spec.data.values.map((v) => v.metric))].sort(), [
-    "Gb/s (payload bits / time)",
+    "algbw (GB/s: bytes / time, 1 GB = 1e9 B)",
     "time per op (µs)",
   ]);
+  // Two curves: two hues (not two shades of one) and two marker shapes.
+  const scale = (channel: string) =>
+    (line[channel] as unknown as { scale: { range: string[] } }).scale.range;
+  const [a, b] = scale("color").map(hue);
+  assert_(Math.abs(a - b) > 60 && Math.abs(a - b) < 300, `hues ${a} and ${b}`);
+  assert_(scale("shape")[0] !== scale("shape")[1]);
+  // Sizes in bytes: 1 float is 4 B.
+  const bytes = (spec.data.values as unknown as { bytes: number }[]).map((v) => v.bytes);
+  assertEquals(Math.min(...bytes), 4);
 });
+
+/** The hue of `#rrggbb`, degrees. */
+function hue(hex: string): number {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255);
+  const max = Math.max(r, g, b), d = max - Math.min(r, g, b);
+  const h = max === r ? (g - b) / d : max === g ? 2 + (b - r) / d : 4 + (r - g) / d;
+  return (h * 60 + 360) % 360;
+}
 
 Deno.test("compare: unreadable input is a one-line error", async () => {
   const notes = await Deno.makeTempFile({ suffix: "notes.txt" });

@@ -5,6 +5,7 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { crossovers } from "../bench/compare/crossover.ts";
 import { chartSpec } from "../bench/compare/chart.ts";
 import { twoCurves } from "./_curves.ts";
+import { readResultsFile } from "../deno/bench/result_files.ts";
 
 Deno.test("compare: the fastest curve is never slower at the median than its runner-up", () => {
   // A is closer to the fastest on the log average; B is ahead at three sizes of five.
@@ -57,7 +58,37 @@ Deno.test("compare: OSU files of different rank counts never merge; unsaid ones 
 });
 
 Deno.test("compare: the chart's legend is whole, twenty colours, and 1-byte sizes read 1B", () => {
-  const spec = JSON.stringify(chartSpec(twoCurves([1, 2], [2, 1])));
-  assert_(spec.includes('"labelLimit":0') && spec.includes('"scheme":"category20"'), spec);
-  assert_(spec.includes('datum.value < 1 ? format(datum.value * 4, \\"d\\") + \\"B\\"'), spec);
+  const spec = chartSpec(twoCurves([1, 2], [2, 1]));
+  const text = JSON.stringify(spec);
+  assert_(text.includes('"labelLimit":0'), text);
+  const colours = text.match(/"range":\[("#[0-9a-f]{6}",?){20}\]/);
+  assert_(colours && new Set(colours[0].match(/#\w+/g)).size === 20, text);
+  assert_(text.includes('format(datum.value, \\"d\\") + \\"B\\"'), text);
+});
+
+Deno.test("compare: dccl's own table saved as text is read by its header: ranks, transport, algorithm", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      ...["run", "-A", new URL("../scripts/allreduce.ts", import.meta.url).pathname],
+      ...["--procs", "3", "--transport", "worker", "--max", "16", "--iters", "2", "--warmup", "1"],
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+  const file = await Deno.makeTempFile({ suffix: ".txt" });
+  await Deno.writeFile(file, out.stdout);
+  const points = await Array.fromAsync(readResultsFile(file));
+  assertEquals(points.length, 5);
+  const { primitive, procs, transport, memory, threads, type } = points[0];
+  assertEquals({ primitive, procs, transport, memory, threads, type }, {
+    primitive: "allreduce",
+    procs: 3,
+    transport: "worker",
+    memory: "host",
+    threads: 1,
+    type: "f32",
+  });
+  assert_(points.every((p) => p.algorithm !== "" && p.wrong === 0), JSON.stringify(points));
+  await Deno.remove(file);
 });

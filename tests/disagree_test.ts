@@ -10,6 +10,7 @@ import type { LoneArgs, LoneCollective } from "./ranks/lone_rank.ts";
 import { type RankFailedError } from "../mod.ts";
 import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
 import { launchGroup } from "../deno/launch/group.ts";
+import { expectedLine } from "./_expected.ts";
 
 const DISAGREE = new URL("./ranks/disagree_rank.ts", import.meta.url);
 const LONE = new URL("./ranks/lone_rank.ts", import.meta.url);
@@ -23,8 +24,7 @@ const LONE_MODES: Omit<LoneArgs, "count">[] = [
   ),
 ];
 /** The ranks' own reports of the mismatches this test makes: marked as expected in the log. */
-const onLine = (rank: number, _: string, line: string) =>
-  console.error(`[rank ${rank}, expected in this test] ${line}`);
+const onLine = expectedLine;
 /** Far above what detection takes: a run that waits it out fails the time check. */
 const TIMEOUT_MS = 10_000;
 
@@ -99,6 +99,7 @@ for (const transport of TRANSPORT_NAMES) {
           transport,
           args,
           timeoutMs: TIMEOUT_MS,
+          onLine,
         });
         const err = await group.results.then(() => undefined, (e: RankFailedError) => e);
         // Every rank may have caught its error (then there is nothing to blame).

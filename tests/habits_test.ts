@@ -126,6 +126,18 @@ Deno.test("table: nccl-tests' columns in its order, its footer, within 120 colum
   await Deno.remove(file);
 });
 
+Deno.test("table: a footer line warns where a few slow samples decided a size's time, and only there", () => {
+  const layout = tableLayout();
+  const calm = [row({ time_us: 12, p50_us: 10 }), row({ time_us: 12.5, p50_us: 10 })];
+  assert_(!layout.footer(calm).includes("Spread"), layout.footer(calm));
+  const busy = [...calm, row({ bytes: 4096, time_us: 73, p50_us: 10 })];
+  assertEquals(
+    layout.footer(busy).split("\n").at(-1),
+    "# Spread: at 1 of 3 sizes the time is over 1.25x the median sample (7.3x at 4 KiB): a few " +
+      "slow samples decided them; the machine was busy: run again, or with fewer ranks than cores",
+  );
+});
+
 Deno.test("table: --format osu prints OSU's layout, which compare reads as OSU", async () => {
   const layout = osuLayout("allreduce", { dtype: "f32" });
   const text = await Deno.readTextFile(`${FIXTURES}osu_allreduce.txt`);

@@ -10,6 +10,7 @@ import { planTraining, startTraining, TRAIN_FLAGS } from "../scripts/_training.t
 import { liveProcesses } from "../deno/launch/processes.ts";
 import { EPOCH_COLUMNS } from "../trainer/epochs.ts";
 import { parse } from "csv-parse/sync";
+import { expectedLine } from "./_expected.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -188,7 +189,7 @@ for (const transport of ["shm", "worker", "ws"] as const) {
   Deno.test(`train: a rank dying mid-training fails the run fast, naming it: ${transport}`, async () => {
     const p = await plan(["--transport", transport, "--procs", "3", "--epochs", "20"]);
     const metadata = JSON.parse(JSON.stringify({ options: {} }));
-    const group = startTraining(p, { metadata, print: false });
+    const group = startTraining(p, { metadata, print: false, onLine: expectedLine });
     await new Promise((r) => setTimeout(r, transport === "ws" ? 2500 : 1500));
     const killedAt = performance.now();
     group.kill(1);
@@ -215,7 +216,7 @@ Deno.test("train-study: a study writes its CSV, JSON, SVG and HTML and prints it
     assertEquals(
       decode(bad.stderr).trim(),
       "dccl train-study: --study speed is not accepted; accepted: speedup, sync-every, batch, " +
-        "strategies, memory",
+        "strategies, memory, matmul",
     );
     const out = await run(
       "memory",

@@ -25,8 +25,13 @@ export interface PlannedSweep {
   header: string[];
 }
 
-/** Most ranks a tab runs (each is a worker with a heap of its own). */
-export const MAX_TAB_RANKS = 16;
+/**
+ * Most ranks the forms run in a tab of `cores` (navigator.hardwareConcurrency): one per core, as
+ * ranks wait by spinning and more of them than cores wait on each other; two at least (sendrecv).
+ */
+export function maxTabRanks(cores: number): number {
+  return Math.max(2, cores);
+}
 
 /** `value` if it is one of `accepted`; else an Error naming the field and what it takes. */
 function oneOf<T extends string>(field: string, value: string, accepted: readonly T[]): T {
@@ -58,13 +63,20 @@ export function formAlgorithms(
   return ["auto", ...(collective ? algorithmsFor(collective, { transport: facts, side }) : [])];
 }
 
-/** The form's values (as its fields hold them) as a sweep; `adapter`: whether WebGPU has one. */
-export function planSweep(v: Record<string, string>, adapter: boolean): PlannedSweep {
+/** What a tab offers a run: whether WebGPU has an adapter, and its cores. */
+export interface TabOffer {
+  adapter: boolean;
+  cores: number;
+}
+
+/** The form's values (as its fields hold them) as a sweep in a tab that offers `tab`. */
+export function planSweep(v: Record<string, string>, tab: TabOffer): PlannedSweep {
+  const adapter = tab.adapter;
   const primitive = oneOf("primitive", v.primitive, Object.keys(PRIMITIVES) as PrimitiveName[]);
   const spec = PRIMITIVES[primitive];
   const transport = oneOf("transport", v.transport, WEB_TRANSPORTS.names);
   const facts = WEB_TRANSPORTS.byName[transport];
-  const procs = primitive === "sendrecv" ? 2 : integer("ranks", v.procs, 1, MAX_TAB_RANKS);
+  const procs = primitive === "sendrecv" ? 2 : integer("ranks", v.procs, 1, maxTabRanks(tab.cores));
   const memory = oneOf("memory", v.memory || facts.bestMemory, facts.memory);
   const gpu = needsDevice(facts, memory);
   if (gpu && !adapter) {
@@ -122,9 +134,12 @@ export function formMemories(transport: WebTransportName, adapter: boolean): Mem
 }
 
 /** The page's training form as a run: the CLI's defaults for what the form does not ask. */
-export function planTraining(v: Record<string, string>): TrainConfig<WebTransportName> {
+export function planTraining(
+  v: Record<string, string>,
+  cores: number,
+): TrainConfig<WebTransportName> {
   const transport = oneOf("sync transport", v.transport, WEB_TRANSPORTS.launching("workers"));
-  const procs = integer("ranks", v.procs, 1, MAX_TAB_RANKS);
+  const procs = integer("ranks", v.procs, 1, maxTabRanks(cores));
   const epochs = integer("epochs", v.epochs, 1, 1000);
   const batch = integer("batch", v.batch || String(Math.max(1, Math.round(64 / procs))), 1, 60_000);
   const lr = Number(v.lr);

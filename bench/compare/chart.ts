@@ -10,23 +10,52 @@ import type { Crossover, Curve, WrongResults } from "./crossover.ts";
 import type { Point } from "./results.ts";
 
 /**
- * The two figures drawn for every point: bandwidth (or, asked, the share of the machine's limit
- * reached), and time per operation (small sizes).
+ * The two figures drawn for every point, in the CLI table's units: bandwidth (algbw, GB/s; or,
+ * asked, the share of the machine's limit reached), and time per operation (small sizes).
  */
 const METRICS = [
-  ["gbps", "Gb/s (payload bits / time)"],
+  ["algbw", "algbw (GB/s: bytes / time, 1 GB = 1e9 B)"],
   ["time_us", "time per op (µs)"],
 ] as const;
 const SHARE = ["pct_limit", "% of the machine's limit (deno task limits)"] as const;
 
+/**
+ * Curve colours: ten distinct hues first (Tableau's), then their pale forms; with the markers
+ * below, two curves differ in hue and in shape, so a grey print still tells them apart.
+ */
+const HUES = [
+  "#4c78a8",
+  "#f58518",
+  "#54a24b",
+  "#b279a2",
+  "#9d755d",
+  "#e45756",
+  "#72b7b2",
+  "#eeca3b",
+  "#ff9da6",
+  "#79706e",
+  "#9ecae9",
+  "#ffbf79",
+  "#88d27a",
+  "#d6a5c9",
+  "#d8b5a5",
+  "#ff9d98",
+  "#bab0ac",
+  "#f2cf5b",
+  "#fcbfd2",
+  "#83bcb6",
+];
+// No cross: a red cross marks a size with wrong results.
+const MARKERS = ["circle", "square", "triangle-up", "diamond", "triangle-down", "triangle-right"];
+
 /** Options of {@linkcode chartSpec}. */
 export interface ChartOptions {
-  /** Draw each point's share of the machine's limit instead of its Gb/s. @default {false} */
+  /** Draw each point's share of the machine's limit instead of its algbw. @default {false} */
   ofLimit?: boolean;
 }
 
 /**
- * The Vega-Lite spec: a row per primitive × ranks, Gb/s and µs per op against floats on log axes
+ * The Vega-Lite spec: a row per primitive × ranks, GB/s and µs per op against bytes on log axes
  * side by side, each curve with its own colour, dash and marker; sizes whose results had wrong
  * elements are red crosses off the lines.
  */
@@ -36,16 +65,17 @@ export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite
   const values = drawn.flatMap((c) =>
     chartPoints(c, perCurve)
       .flatMap((p) =>
-        metrics.filter(([field]) => p[field] !== undefined).map(([field, metric]) => ({
-          panel: `${c.primitive}, ${c.procs} ranks`,
-          metric,
-          value: p[field],
-          curve: c.label,
-          floats: p.floats,
-          gbps: p.gbps,
-          time_us: p.time_us,
-          wrong: p.wrong,
-        }))
+        metrics.map(([field, metric]) => [metric, valueOf(p, field)] as const)
+          .filter(([, value]) => value !== undefined).map(([metric, value]) => ({
+            panel: `${c.primitive}, ${c.procs} ranks`,
+            metric,
+            value,
+            curve: c.label,
+            bytes: p.floats * 4,
+            algbw: p.gbps / 8,
+            time_us: p.time_us,
+            wrong: p.wrong,
+          }))
       )
   );
   return {
@@ -56,7 +86,7 @@ export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite
     data: { values },
     facet: {
       row: { field: "panel", type: "nominal", title: null },
-      // Gb/s before µs: the titles sort that way.
+      // Bandwidth before µs: the titles sort that way.
       column: { field: "metric", type: "nominal", title: null },
     },
     spec: {
@@ -64,39 +94,34 @@ export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite
       height: 260,
       encoding: {
         x: {
-          field: "floats",
+          field: "bytes",
           type: "quantitative",
           scale: { type: "log", base: 2 },
           axis: {
-            title: "buffer size (floats; K = 2^10, M = 2^20)",
-            values: sizeTicks(values.map((v) => v.floats)),
+            title: "buffer size (bytes, as the table's size; K = 2^10 B, M = 2^20 B)",
+            values: sizeTicks(values.map((v) => v.bytes)),
             labelExpr: BINARY_SIZE,
           },
         },
         y: { field: "value", type: "quantitative", scale: { type: "log" }, axis: { title: null } },
         tooltip: [
           { field: "curve" },
-          { field: "floats" },
+          { field: "bytes" },
           { field: "time_us", format: ".2f" },
-          { field: "gbps", format: ".3f" },
+          { field: "algbw", title: "algbw (GB/s)", format: ".3f" },
           { field: "wrong" },
         ],
       },
       layer: [
         {
           transform: [{ filter: "datum.wrong == 0" }],
-          mark: { type: "line", point: true },
+          mark: { type: "line", point: { filled: true, size: 45 } },
           encoding: {
             // Twenty colours before one repeats; dashes and markers repeat at other lengths, so
             // no two curves of a chart look alike.
-            color: {
-              field: "curve",
-              type: "nominal",
-              title: null,
-              scale: { scheme: "category20" },
-            },
+            color: { field: "curve", type: "nominal", title: null, scale: { range: HUES } },
             strokeDash: { field: "curve", type: "nominal", title: null },
-            shape: { field: "curve", type: "nominal", title: null },
+            shape: { field: "curve", type: "nominal", title: null, scale: { range: MARKERS } },
           },
         },
         {
@@ -109,6 +134,11 @@ export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite
     // Legend labels whole: they are what tells the curves apart.
     config: { legend: { labelLimit: 0 } },
   };
+}
+
+/** A point's figure of `field`: algbw (GB/s) from its Gb/s; the others as they are. */
+function valueOf(p: Point, field: "algbw" | "time_us" | "pct_limit"): number | undefined {
+  return field === "algbw" ? p.gbps / 8 : p[field];
 }
 
 /** Most points of one curve a chart draws (of each kind: right, and wrong results). */
@@ -174,28 +204,25 @@ function thinned(points: Point[], most: number): Point[] {
 }
 
 /** Powers of two across the sizes, every one or every few, for at most ~10 ticks. */
-function sizeTicks(floats: number[]): number[] {
-  if (floats.length === 0) return [];
+function sizeTicks(sizes: number[]): number[] {
+  if (sizes.length === 0) return [];
   // A loop, not a spread: a spread of a million sizes overflows the stack.
   let min = Infinity, max = -Infinity;
-  for (const f of floats) [min, max] = [Math.min(min, f), Math.max(max, f)];
+  for (const f of sizes) [min, max] = [Math.min(min, f), Math.max(max, f)];
   const lo = Math.floor(Math.log2(min)), hi = Math.ceil(Math.log2(max));
   const step = Math.max(1, Math.ceil((hi - lo) / 10));
   return Array.from({ length: Math.floor((hi - lo) / step) + 1 }, (_, k) => 2 ** (lo + k * step));
 }
 
-/**
- * A Vega expression writing a power of two as the CLI's sizes: 512, 4K, 16M, 1G, and sizes below
- * one float (other tools' 1- and 2-byte messages) in bytes: 1B, 2B.
- */
+/** A Vega expression writing a power of two of bytes as the CLI's sizes: 4B, 512B, 4KB, 16MB, 1GB. */
 const BINARY_SIZE = [
-  [2 ** 30, "G"],
-  [2 ** 20, "M"],
-  [2 ** 10, "K"],
+  [2 ** 30, "GB"],
+  [2 ** 20, "MB"],
+  [2 ** 10, "KB"],
 ].reduceRight(
   (rest, [unit, suffix]) =>
     `datum.value >= ${unit} ? format(datum.value / ${unit}, "d") + "${suffix}" : ${rest}`,
-  'datum.value < 1 ? format(datum.value * 4, "d") + "B" : format(datum.value, "d")',
+  'format(datum.value, "d") + "B"',
 );
 
 /** Renders the chart to an SVG document. */

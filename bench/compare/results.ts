@@ -348,16 +348,32 @@ const NCCL_TESTS: [RegExp, string][] = [
   [/scatter/i, "scatter"],
 ];
 
+/** What dccl's own table says of its run in its first line. */
+type DcclHeader = Pick<Point, "primitive" | "procs" | "threads" | "transport" | "memory">;
+
 /**
- * nccl-tests output: a `#  Rank  n …` line per rank and rows of `size count type redop root
+ * `# dccl allreduce: 4 ranks (2 processes × 2 threads), transport tcp, memory shared` (or
+ * `3 logical ranks on 1 device`) → what it names; undefined for any other line.
+ */
+function dcclHeader(line: string): DcclHeader | undefined {
+  const m = line.match(/^#\s*dccl (\w+): (\d+) [^,]*, transport (\w+), memory (\w+)/);
+  if (!m) return undefined;
+  const [, primitive, procs, transport, memory] = m;
+  const threads = Number(line.match(/× (\d+) threads\)/)?.[1] ?? 1);
+  return { primitive, procs: Number(procs), threads, transport, memory };
+}
+
+/**
+ * nccl-tests output (or dccl's table saved as text, read by its header): a `#  Rank  n …` line per rank and rows of `size count type redop root
  * time algbw busbw #wrong` (out-of-place, then in-place); the out-of-place figures are used.
  */
 async function* readNcclTests(source: string, text: AsyncIterable<string>): AsyncGenerator<Point> {
-  let named: string | undefined, procs = 0, points = 0;
+  let named: string | undefined, procs = 0, points = 0, dccl: DcclHeader | undefined;
   for await (const line of text) {
     const trimmed = line.trim();
     if (trimmed.startsWith("#")) {
       named ??= trimmed.match(/\b(\w+_perf)\b/)?.[1];
+      dccl ??= dcclHeader(trimmed);
       if (/^#\s+Rank\s+\d+/.test(trimmed)) procs++;
       continue;
     }
@@ -365,6 +381,21 @@ async function* readNcclTests(source: string, text: AsyncIterable<string>): Asyn
     if (c.length < 9 || !/^\d+$/.test(c[0])) continue;
     const bytes = Number(c[0]), time_us = Number(c[5]);
     if (!(bytes > 0) || !(time_us > 0)) continue;
+    if (dccl) {
+      points++;
+      yield checked({
+        source,
+        ...dccl,
+        // dccl's table ends each row with the algorithm that ran.
+        algorithm: c.length > 13 ? c[c.length - 1] : "",
+        type: c[2],
+        floats: bytes / 4,
+        time_us,
+        gbps: (bytes * 8) / time_us / 1e3,
+        wrong: Number(c[8]) || 0,
+      });
+      continue;
+    }
     const primitive = NCCL_TESTS.find(([re]) => re.test(named ?? source))?.[1];
     if (!primitive) {
       throw new ResultFormatError(

@@ -8,6 +8,7 @@
 import type { TransportBounds } from "../../internal.ts";
 import type { ResultRow } from "../metrics.ts";
 import { type PrimitiveName, PRIMITIVES } from "../cases.ts";
+import { bytesName } from "../sizes.ts";
 import type { Sampled } from "./measure.ts";
 import type { BandwidthCurve, DeviceLimits } from "./probes.ts";
 
@@ -175,14 +176,6 @@ export function pctOfLimit(
   const floor = b.latency.roundTripUs / 2 / row.time_us;
   const bound = bandwidthAt(b.bandwidth, row.bytes);
   return 100 * Math.max(floor, bound > 0 ? row.busbw_gbs / bound : 0);
-}
-
-/** A size as the footer says it: 512 B, 4 KiB, 16 MiB. */
-function bytesName(bytes: number): string {
-  for (const [unit, name] of [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]] as const) {
-    if (bytes >= unit) return `${Number((bytes / unit).toPrecision(3))} ${name}`;
-  }
-  return `${bytes} B`;
 }
 
 /**

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { stringify } from "csv-stringify/sync";
+import { stringify } from "../files/csv_stringify.ts";
 import type { SizeResult } from "../../bench/harness.ts";
 import {
   CSV_HEADER,

@@ -28,6 +28,8 @@ const FLAGS = [
   "--enable-features=Vulkan",
   "--use-vulkan=swiftshader",
   "--use-webgpu-adapter=swiftshader",
+  // Room for the form on one line and the chart beside its axis in a screenshot.
+  "--window-size=1280,900",
   "--remote-debugging-pipe",
 ];
 

@@ -12,6 +12,7 @@ import { WEB_TRANSPORTS } from "../../primitives/registry.ts";
 import { TRANSPORT_NAMES, TRANSPORT_TABLE, type TransportName, TRANSPORTS } from "../registry.ts";
 import { launchProcesses } from "./processes.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
+import { requirePermissions } from "./permissions.ts";
 
 /** Options of {@linkcode launchGroup}: every launcher's, and process ranks' address. */
 export interface LaunchOptions extends GroupOptions {
@@ -55,6 +56,7 @@ export function launchGroup<T = unknown>(
   // Deno's ranks install its platform offers and are placed on CPUs as Open MPI binds them.
   const common = { runtime: RANK_RUNTIME, placement: cpuForSlot, ...given };
   const launch = TRANSPORTS[transport].launch;
+  requirePermissions(launch, transport, new URL(module));
   if ((threads ?? 1) > 1 && launch !== "processes") {
     throw new RangeError(
       `threads ${threads} is not accepted with transport ${transport}: a process's ranks share ` +

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { stringify } from "csv-stringify/sync";
+import { stringify } from "../../deno/files/csv_stringify.ts";
 import type { TopLevelSpec } from "vega-lite";
 import { htmlPage, htmlTable, specToSvg } from "../../bench/compare/chart.ts";
 import type { RunMetadata } from "../../bench/report_format.ts";

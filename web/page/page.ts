@@ -9,7 +9,13 @@
  */
 
 import { stringify } from "csv-stringify/browser/esm/sync";
-import { CSV_HEADER, csvValues, sidecar, tableLayout } from "../../bench/report_format.ts";
+import {
+  CSV_HEADER,
+  csvValues,
+  sidecar,
+  spreadLines,
+  tableLayout,
+} from "../../bench/report_format.ts";
 import type { SizeResult } from "../../bench/harness.ts";
 import { type Point, pointOfRow, readResults } from "../../bench/compare/results.ts";
 import {
@@ -34,7 +40,7 @@ import {
   tabEnvironment,
   tabMetadata,
 } from "../environment.ts";
-import { formAlgorithms, formMemories, planSweep, planTraining } from "../forms.ts";
+import { formAlgorithms, formMemories, maxTabRanks, planSweep, planTraining } from "../forms.ts";
 import {
   pageBundle,
   runGroup,
@@ -119,6 +125,7 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
   const table = byId<HTMLPreElement>("table");
   table.textContent = "";
   say("chart", "");
+  say("sweep-warning", "");
   const results: SizeResult[] = [];
   let drawing = Promise.resolve(), drawn = -Infinity;
   const draw = () =>
@@ -139,8 +146,10 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
     },
   });
   await draw();
-  const footer = layout.footer(results.map((r) => r.row));
-  if (results.length > 0) table.textContent += footer + "\n";
+  const rows = results.map((r) => r.row);
+  if (results.length > 0) table.textContent += layout.footer(rows) + "\n";
+  // The CLI's footer says it too; here it also stands out above the table.
+  say("sweep-warning", spreadLines(rows).join("").replace(/^# /, ""));
   last = outcome;
   for (const id of ["download-csv", "download-json"]) byId<HTMLButtonElement>(id).disabled = false;
   return outcome;
@@ -265,10 +274,24 @@ function refreshChoices(form: HTMLFormElement): void {
   }
   memoriesFor = transport;
   const memory = select("memory").value as Parameters<typeof formAlgorithms>[2];
-  fill(
-    select("algorithm"),
-    formAlgorithms(v.primitive as keyof typeof PRIMITIVES, transport, memory),
-  );
+  const primitive = v.primitive as keyof typeof PRIMITIVES;
+  fill(select("algorithm"), formAlgorithms(primitive, transport, memory));
+  // Only the fields the primitive takes, as the CLI's header names only those.
+  byId("root-field").hidden = !PRIMITIVES[primitive].rooted;
+  byId("op-field").hidden = !PRIMITIVES[primitive].reduces;
+}
+
+/** Caps the forms' ranks at the tab's cores, saying why beside them. */
+function capRanks(forms: HTMLFormElement[]): void {
+  const most = maxTabRanks(environment.cores);
+  for (const form of forms) {
+    (form.elements.namedItem("procs") as HTMLInputElement).max = String(most);
+  }
+  for (const note of document.querySelectorAll(".ranks-note")) {
+    note.textContent = `ranks: at most ${most}, this tab's ${environment.cores} cores ` +
+      "(navigator.hardwareConcurrency): ranks wait by spinning, and more ranks than cores " +
+      "would wait on each other";
+  }
 }
 
 /** Measures the tab's limits and shows them; sweeps from then on are read against them. */
@@ -320,7 +343,10 @@ async function main(): Promise<TabEnvironment> {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      const planned = planSweep(valuesOf(form), adapter !== null);
+      const planned = planSweep(valuesOf(form), {
+        adapter: adapter !== null,
+        cores: environment.cores,
+      });
       say("sweep-status", "running …");
       const outcome = await sweep(planned);
       say("sweep-status", `done: ${outcome.results.length} sizes, ${outcome.wrong} wrong elements`);
@@ -334,10 +360,12 @@ async function main(): Promise<TabEnvironment> {
     () => download("dccl.json", lastJson(), "application/json"),
   );
   const trainForm = byId<HTMLFormElement>("train-form");
+  capRanks([form, trainForm]);
   trainForm.addEventListener("submit", (e) => {
     e.preventDefault();
     try {
-      train(planTraining(valuesOf(trainForm))).catch((e) => failed("train-status", e));
+      train(planTraining(valuesOf(trainForm), environment.cores))
+        .catch((e) => failed("train-status", e));
     } catch (e) {
       failed("train-status", e);
     }
