@@ -1,16 +1,17 @@
 /**
  * dccl's internals, for programs that build on more than the communicator (the trainer's kernels,
  * tools that read the registry): the algorithm registry and `auto`, transport facts, the rank
- * heap, the WebGPU device and kernels, and element conversions. Runtime-neutral, as web.ts; the
+ * heap, the WebGPU device and kernels, and element conversions. Runtime-neutral, as core.ts; the
  * Deno-only parts (the transport table with processes, the process launcher) are `./deno`.
  * They may change between minor versions.
  *
  * @example What `auto` picks for an allreduce of 1 MiB on 4 shm ranks
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { autoAlgorithm, WEB_TRANSPORTS } from "./internal.ts";
  *
  * const shm = WEB_TRANSPORTS.byName.shm;
- * console.log(autoAlgorithm("allreduce", { transport: shm, bytes: 2 ** 20, size: 4 })); // shm_direct
+ * assertEquals(autoAlgorithm("allreduce", { transport: shm, bytes: 2 ** 20, size: 4 }), "shm_direct");
  * ```
  * @module
  */
@@ -27,12 +28,12 @@ export type { Indexed, Launching, WebTransportName } from "./primitives/registry
 export {
   algorithmsFor,
   autoAlgorithm,
-  CROSSOVERS,
   offersOf,
   pickAlgorithm,
-  runnable,
+  runnableAlgorithms,
 } from "./primitives/auto.ts";
 export type { AutoQuery, PickQuery } from "./primitives/auto.ts";
+export { sideOfNeed } from "./primitives/collectives/algorithm.ts";
 export type {
   Algorithm,
   AlgorithmOf,
@@ -44,17 +45,17 @@ export type {
   PricedCall,
 } from "./primitives/collectives/algorithm.ts";
 export type {
-  AllgatherAlgorithm,
-  AllreduceAlgorithm,
-  AlltoallAlgorithm,
-  BcastAlgorithm,
+  AllgatherRun,
+  AllreduceRun,
+  AlltoallRun,
+  BcastRun,
   CollectiveContext,
   Completion,
-  GatherAlgorithm,
-  HostPicker,
-  ReduceAlgorithm,
-  ReduceScatterAlgorithm,
-  ScatterAlgorithm,
+  GatherRun,
+  HostAlgorithmPicker,
+  ReduceRun,
+  ReduceScatterRun,
+  ScatterRun,
   Signatures,
 } from "./primitives/collectives/context.ts";
 export { needsDevice, sideOfMemory } from "./primitives/transports/transport.ts";
@@ -79,27 +80,35 @@ export type {
 export type {
   AlgorithmNeed,
   CollectiveName,
-  Crossovers,
   KernelOp,
   LinkCosts,
   Side,
   TypedArray,
 } from "./primitives/types.ts";
-export { DEVICE_MEMORY, DTYPES, MEMORY_KINDS, REDUCE_OPS } from "./primitives/types.ts";
-export { RankHeap } from "./primitives/memory/heap.ts";
+export {
+  DEVICE_MEMORY,
+  DTYPE_INFO,
+  dtypeOf,
+  DTYPES,
+  MAX_BYTES,
+  MEMORY_KINDS,
+  REDUCE_OPS,
+} from "./primitives/types.ts";
+export { createHeapMemory, RankHeap } from "./primitives/memory/heap.ts";
+export { fromStored, toStored } from "./kernels/elements.ts";
 export {
   bestSimdBuild,
   limitsKernels,
   PEAK_FLOPS_PER_ITERATION,
   simdPeakGflops,
 } from "./kernels/limits.ts";
-export { halfKernels } from "./kernels/reduce.ts";
+export { fromHalf, halfKernels, toHalf } from "./kernels/reduce.ts";
 export type { LimitsKernels, SimdBuild } from "./kernels/limits.ts";
 export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
 export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
 export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";
 export type { MigrationCount } from "./primitives/memory/managed.ts";
-export { GpuKernels } from "./kernels/gpu_kernels.ts";
+export { deviceRefusal, GpuKernels } from "./kernels/gpu_kernels.ts";
 export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
 export { launchThread } from "./primitives/launch/thread.ts";
 export type { ThreadOptions } from "./primitives/launch/thread.ts";

@@ -9,12 +9,13 @@
  *
  * @example Four workers allreduce a shared buffer
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { spawnRanks } from "./mod.ts";
  *
  * // examples/allreduce_rank.ts: every rank allreduces rank + 1 and returns the sum
  * const module = new URL("./examples/allreduce_rank.ts", import.meta.url);
  * const results = await spawnRanks<number>(module, { size: 4, transport: "shm" });
- * console.log(results); // [10, 10, 10, 10]
+ * assertEquals(results, [10, 10, 10, 10]);
  * ```
  * @module
  */
@@ -32,7 +33,7 @@ export {
   PeerFailedError,
   RankFailedError,
   toBf16,
-} from "./web.ts";
+} from "./core.ts";
 export type {
   AlgorithmOptions,
   AllocOptions,
@@ -46,8 +47,8 @@ export type {
   ReduceOptions,
   RootOptions,
   TagOptions,
-} from "./web.ts";
-export type { TransportName } from "./deno/registry.ts";
+} from "./core.ts";
+export type { TransportName } from "./deno/transport_table.ts";
 export { launchGroup, spawnRanks } from "./deno/launch/group.ts";
 export type { LaunchOptions } from "./deno/launch/group.ts";
 export { joinFromEnv, launchFromEnv } from "./deno/launch/env_rank.ts";

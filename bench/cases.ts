@@ -5,10 +5,15 @@
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator/communicator.ts";
-import type { CommBuffer } from "../primitives/memory/comm_buffer.ts";
-import { ManagedBuffer } from "../primitives/memory/managed.ts";
-import type { CollectiveName } from "../primitives/types.ts";
+import {
+  type CommBuffer,
+  type Communicator,
+  type Dtype,
+  ManagedBuffer,
+  type MemoryKind,
+  type ReduceOp,
+} from "../core.ts";
+import { type CollectiveName, DTYPE_INFO, type Side } from "../internal.ts";
 import {
   clear,
   clearRecvFillSend,
@@ -16,13 +21,6 @@ import {
   wrongInputs,
   wrongReducedIn,
 } from "./exact_inputs.ts";
-import {
-  type Dtype,
-  DTYPE_INFO,
-  type MemoryKind,
-  type ReduceOp,
-  type Side,
-} from "../primitives/types.ts";
 
 /** Primitive names as the CLI and CSV spell them. */
 export type PrimitiveName =

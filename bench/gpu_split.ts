@@ -8,8 +8,8 @@
  * @module
  */
 
-import type { GpuDevice } from "../primitives/memory/gpu_device.ts";
-import { GpuBuffer } from "../primitives/memory/gpu.ts";
+import { GpuBuffer } from "../core.ts";
+import type { GpuDevice } from "../internal.ts";
 
 /** One size's split, µs. */
 export interface GpuSplit {

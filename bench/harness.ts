@@ -8,11 +8,15 @@
  */
 
 import { pctOfLimit, type RunBounds } from "./limits/machine_limits.ts";
-import type { Communicator } from "../primitives/communicator/communicator.ts";
-import { sideOfMemory, type TransportFacts } from "../primitives/transports/transport.ts";
-import { pickAlgorithm } from "../primitives/auto.ts";
-import { sideOfNeed } from "../primitives/collectives/algorithm.ts";
-import { DEVICE_MEMORY, DTYPE_INFO } from "../primitives/types.ts";
+import type { Communicator } from "../core.ts";
+import {
+  DEVICE_MEMORY,
+  DTYPE_INFO,
+  pickAlgorithm,
+  sideOfMemory,
+  sideOfNeed,
+  type TransportFacts,
+} from "../internal.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
 import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
 
@@ -124,6 +128,9 @@ export async function measureSweep(
       const timed = options.timing === "per-iter"
         ? await loop.perIteration(sized, iters)
         : await loop.backToBack(sized, iters);
+      // What the timed calls ran, as the communicator resolved it (before the harness's own
+      // collectives below run calls of their own).
+      const picked = spec.collective ? comm.lastAlgorithm(spec.collective)! : options.algorithm;
       const moved = [
         comm.migrations.migrations - before.migrations,
         comm.migrations.bytes - before.bytes,
@@ -142,7 +149,7 @@ export async function measureSweep(
         ...timed.samplesUs,
       ]);
       if (comm.rank !== 0) continue;
-      const result = summarize(comm, options, count, iters, all);
+      const result = summarize(comm, options, { count, iters, picked }, all);
       wrongTotal += result.row.wrong + (result.row.inplace_wrong || 0);
       await onResult(result);
     }
@@ -332,8 +339,7 @@ const HEAD = 7;
 function summarize(
   comm: Communicator,
   o: SweepOptions,
-  count: number,
-  iters: number,
+  { count, iters, picked }: { count: number; iters: number; picked: string },
   perRank: Float64Array[],
 ): SizeResult {
   const spec = PRIMITIVES[o.primitive];
@@ -343,9 +349,6 @@ function summarize(
     const atK = perRank.map((r) => r[HEAD + k]);
     return o.timing === "per-iter" ? Math.max(...atK) : atK.reduce((s, t) => s + t, 0) / atK.length;
   });
-  const picked = spec.collective && o.algorithm === "auto"
-    ? comm.autoAlgorithm(spec.collective, bytes, o.memory)
-    : o.algorithm;
   const sum = (k: number) => perRank.reduce((s, r) => s + r[k], 0);
   const measured = (k: number) => ({
     rankTotalsUs: perRank.map((r) => r[k]),

@@ -6,6 +6,7 @@
  *
  * @example nccl-tests' metrics of a measured allreduce: 2 ranks, 100 iterations of 4 MiB
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { metrics, PRIMITIVES } from "./mod.ts";
  *
  * const m = metrics({
@@ -14,7 +15,7 @@
  *   bytes: 4 << 20,
  *   busFactor: PRIMITIVES.allreduce.busFactor(2),
  * });
- * console.log(m.time_us, m.algbw_gbs.toFixed(1)); // 10.5 399.5
+ * assertEquals([m.time_us, m.algbw_gbs.toFixed(1)], [10.5, "399.5"]);
  * ```
  * @module
  */
@@ -34,7 +35,7 @@ export {
   type Timing,
   TIMINGS,
 } from "./harness.ts";
-export { type HarnessArgs, type HarnessSummary, runSweep } from "./harness_rank.ts";
+export { type HarnessArgs, type HarnessSummary, runSweep } from "./sweep_rank.ts";
 export { CSV_COLUMNS, type Measured, metrics, type ResultRow } from "./metrics.ts";
 export {
   CSV_HEADER,

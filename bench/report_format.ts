@@ -7,8 +7,7 @@
 
 import type { SizeResult } from "./harness.ts";
 import { CSV_COLUMNS, EXTRA_COLUMNS, FIELD_OF_COLUMN, type ResultRow } from "./metrics.ts";
-import type { GpuInfo } from "../primitives/memory/gpu_device.ts";
-import type { LinkCosts } from "../primitives/types.ts";
+import type { GpuInfo, LinkCosts } from "../internal.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
 

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { type Dtype, DTYPE_INFO, MAX_BYTES } from "../primitives/types.ts";
+import type { Dtype } from "../core.ts";
+import { DTYPE_INFO, MAX_BYTES } from "../internal.ts";
 
 const SUFFIX: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };
 

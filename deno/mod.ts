@@ -6,9 +6,10 @@
  *
  * @example Which transports start their ranks as processes
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { TRANSPORT_TABLE } from "./mod.ts";
  *
- * console.log(TRANSPORT_TABLE.launching("processes")); // ["ws", "tcp"]
+ * assertEquals(TRANSPORT_TABLE.launching("processes"), ["ws", "tcp"]);
  * ```
  * @module
  */
@@ -19,7 +20,7 @@ export {
   TRANSPORT_TABLE,
   type TransportName,
   TRANSPORTS,
-} from "./registry.ts";
+} from "./transport_table.ts";
 export {
   joinAsRank0,
   launchProcesses,

@@ -1,10 +1,10 @@
 /**
  * A rank program, as every rank runs it (SPMD): allreduce rank + 1 over a shared buffer and
- * return the sum, 1 + 2 + … + size on every rank. The examples of mod.ts and web.ts start it.
+ * return the sum, 1 + 2 + … + size on every rank. The examples of mod.ts and core.ts start it.
  * @module
  */
 
-import type { Communicator } from "../web.ts";
+import type { Communicator } from "../core.ts";
 
 /** Allreduces rank + 1 and returns the sum. */
 export async function run(comm: Communicator): Promise<number> {

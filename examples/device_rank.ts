@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Communicator, MemoryKind } from "../web.ts";
+import type { Communicator, MemoryKind } from "../core.ts";
 
 /** Allreduces rank + 1 on `memory` and returns the sum. */
 export async function run(comm: Communicator, memory: MemoryKind = "gpu"): Promise<number> {

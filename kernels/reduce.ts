@@ -5,7 +5,7 @@
  * @module
  */
 
-import { memoryOf } from "./memories.ts";
+import { memoryOf } from "./memory_owners.ts";
 import { type Dtype, dtypeOf, type KernelOp, type TypedArray } from "./elements.ts";
 import { F16_HARDWARE_WASM_BASE64, REDUCE_WASM_BASE64 } from "./reduce_wasm_bytes.generated.ts";
 import { reduceBuildName } from "./reduce_wat.ts";

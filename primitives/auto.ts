@@ -1,29 +1,16 @@
 /**
- * How `auto` picks an algorithm (docs/auto.md). Between hosts whose links a group measured as it
- * formed, the cheapest algorithm that states a cost (each descriptor prices itself); where the
- * transport gives direct access to every rank's memory, the algorithm that uses it; otherwise the
- * crossovers measured with the harness and `deno task compare`, named below. The caller can force
- * any algorithm the transport can run (`{ algorithm }`, `--algorithm`).
+ * How `auto` picks an algorithm (docs/auto.md), naming none: between hosts whose links a group
+ * measured as it formed, the cheapest algorithm that states a cost (each descriptor prices
+ * itself); on one host, of the most direct kind the transport runs, the algorithm whose own
+ * measured bound (`winsBelow`) covers the call's size. The caller can force any algorithm the
+ * transport can run (`{ algorithm }`, `--algorithm`).
  * @module
  */
 
 import { type Algorithm, type AlgorithmOf, onHost, sideOfNeed } from "./collectives/algorithm.ts";
 import { ALGORITHMS, type AlgorithmTable, type Indexed } from "./registry.ts";
 import type { TransportFacts } from "./transports/transport.ts";
-import type { AlgorithmNeed, CollectiveName, Crossovers, LinkCosts, Side } from "./types.ts";
-
-/**
- * The crossovers `auto` picks by on one machine, measured with the harness (docs/auto.md, "Why";
- * the data: docs/results/2026-11-transports.md). A transport's descriptor overrides any it
- * measured otherwise (`TransportFacts.crossovers`).
- */
-export const CROSSOVERS: Readonly<Crossovers> = {
-  recursiveDoublingBelow: 512 * 1024,
-  recursiveDoublingBelowOnTwo: 512 * 1024,
-  rabenseifnerBelow: 4 * 1024 * 1024,
-  binomialScatterBelow: 8 * 1024,
-  pipelinedFrom: 16 * 1024 * 1024,
-};
+import type { AlgorithmNeed, CollectiveName, LinkCosts, Side } from "./types.ts";
 
 /** A call `auto` picks for. */
 export interface AutoQuery {
@@ -56,7 +43,7 @@ export function offersOf(transport: TransportFacts, threads?: number): readonly 
 }
 
 /** The algorithms of `collective` that can run on `query`'s transport on its side. */
-export function runnable<C extends CollectiveName>(
+export function runnableAlgorithms<C extends CollectiveName>(
   collective: C,
   query: Omit<AutoQuery, "bytes" | "size">,
 ): Indexed<AlgorithmOf<C>>[] {
@@ -67,67 +54,59 @@ export function runnable<C extends CollectiveName>(
   );
 }
 
-/** Names of {@linkcode runnable}'s algorithms. */
+/** Names of {@linkcode runnableAlgorithms}'s algorithms. */
 export function algorithmsFor(
   collective: CollectiveName,
   query: Omit<AutoQuery, "bytes" | "size">,
 ): string[] {
-  return runnable(collective, query).map((a) => a.name);
+  return runnableAlgorithms(collective, query).map((a) => a.name);
 }
+
+/**
+ * The kinds of algorithm `auto` prefers, most direct first: direct access moves each byte across
+ * memory once and beat every message algorithm at every size and rank count measured; a
+ * hierarchy's phases share memory within each process.
+ */
+const PREFERRED: readonly (readonly AlgorithmNeed[])[] = [
+  ["shared", "device"],
+  ["hierarchy"],
+  ["messages", "staging"],
+];
 
 /** The name of the algorithm `auto` picks for `collective` on `query`'s call. */
 export function autoAlgorithm(collective: CollectiveName, query: AutoQuery): string {
   const { transport, bytes, size, threads = 1, links } = query;
   const side = query.side ?? "host";
-  const hierarchical = threads > 1 && size > threads;
-  const candidates: readonly Algorithm[] = runnable(collective, query);
-  // Ranks are numbered host by host, so a binomial tree crosses each host's link once per call,
-  // as the hierarchical bcast and reduce do, without their shared-memory phases: on a 2 × 2
-  // cluster it led them at small sizes and matched or beat them at large (docs/hierarchy.md).
-  if (hierarchical && side === "host" && (collective === "bcast" || collective === "reduce")) {
-    return "binomial";
-  }
-  if (links && side === "host" && !hierarchical) {
+  const spansProcesses = threads > 1 && size > threads;
+  const candidates: readonly Algorithm[] = runnableAlgorithms(collective, query);
+  if (links && side === "host" && !spansProcesses) {
     const priced = cheapest(candidates, links, bytes, size);
     if (priced) return priced;
   }
-  // Direct access moves each byte across memory once: it beat every message algorithm at every
-  // size and rank count measured.
-  const direct = side === "host" ? "shared" : "device";
-  const first = candidates.find((a) => a.needs === direct);
-  if (first) return first.name;
-  const x = { ...CROSSOVERS, ...transport.crossovers };
-  if (side === "device") {
-    return bytes >= x.pipelinedFrom && candidates.some((a) => a.name === "pipelined")
-      ? "pipelined"
-      : "staged";
-  }
-  if (hierarchical && candidates.some((a) => a.name === "hierarchical")) return "hierarchical";
-  switch (collective) {
-    case "allreduce": {
-      if (bytes < (size === 2 ? x.recursiveDoublingBelowOnTwo : x.recursiveDoublingBelow)) {
-        return "recursive_doubling";
-      }
-      const powerOfTwo = (size & (size - 1)) === 0;
-      return bytes < x.rabenseifnerBelow && size > 2 && powerOfTwo ? "rabenseifner" : "ring";
+  // Each algorithm's own bound (or the transport's word on it): of the most direct kind that has
+  // one, the algorithm with the smallest bound above the call's bytes, or the largest bound.
+  const bound = (a: Algorithm) => {
+    const own = a.winsBelow?.(size) ?? 0;
+    return transport.winsBelow?.[`${collective}/${a.name}`]?.(size, own) ?? own;
+  };
+  for (const kind of PREFERRED) {
+    if (kind.includes("hierarchy") && !spansProcesses) continue;
+    let above: Algorithm | undefined, aboveBound = Infinity;
+    let largest: Algorithm | undefined, largestBound = 0;
+    for (const a of candidates) {
+      if (!kind.includes(a.needs)) continue;
+      const b = bound(a);
+      if (b > bytes && (above === undefined || b < aboveBound)) [above, aboveBound] = [a, b];
+      if (b > largestBound) [largest, largestBound] = [a, b];
     }
-    case "bcast":
-    case "reduce":
-      // Binomial trees beat the scatter forms at every size measured on one machine.
-      return "binomial";
-    case "allgather":
-    case "reduceScatter":
-      return "ring";
-    case "alltoall":
-      return "pairwise";
-    case "gather":
-      // The tree's copies (its subtree blocks, then the root's reordering) cost more than the
-      // root's n − 1 receives at every size measured.
-      return "linear";
-    case "scatter":
-      // The root's ⌈log2 n⌉ sends beat its n − 1 until the forwarded blocks cost more.
-      return bytes < x.binomialScatterBelow ? "binomial" : "linear";
+    const picked = above ?? largest;
+    if (picked) return picked.name;
   }
+  // No algorithm here states where it wins: the first the transport can run.
+  if (candidates.length === 0) {
+    throw new RangeError(`No ${collective} algorithm runs on transport ${transport.name}`);
+  }
+  return candidates[0].name;
 }
 
 /** The cheapest of `candidates` that state a cost, by their costs over `links`. */
@@ -157,7 +136,7 @@ export function pickAlgorithm<C extends CollectiveName>(
   const name = query.algorithm === undefined || query.algorithm === "auto"
     ? autoAlgorithm(collective, query)
     : query.algorithm;
-  const candidates = runnable(collective, query);
+  const candidates = runnableAlgorithms(collective, query);
   const picked = candidates.find((a) => a.name === name);
   if (!picked) {
     const threads = query.threads ?? 1;

@@ -3,7 +3,7 @@
  * algorithm.ts), and the transports a web page can run, in order (NCCL's `ncclTransports[]`).
  * Adding an algorithm is its file and a line in {@linkcode ALGORITHM_LIST}; `auto` (auto.ts)
  * then prices it between hosts with no other edit. Processes transports join the web ones in
- * the Deno table (deno/registry.ts).
+ * the Deno table (deno/transport_table.ts).
  * @module
  */
 

@@ -70,20 +70,3 @@ export interface LinkCosts {
   /** γ: µs per byte a rank takes to reduce one buffer into another. */
   reduceUsPerByte: number;
 }
-
-/**
- * Sizes in bytes at which `auto` changes algorithm on one machine (docs/auto.md; the values are
- * auto.ts's `CROSSOVERS`, which a transport's descriptor may override).
- */
-export interface Crossovers {
-  /** Allreduce: recursive doubling below this. */
-  recursiveDoublingBelow: number;
-  /** Allreduce between two ranks: recursive doubling below this, the ring from it. */
-  recursiveDoublingBelowOnTwo: number;
-  /** Allreduce: Rabenseifner below this on power-of-two groups of more than two, then the ring. */
-  rabenseifnerBelow: number;
-  /** Scatter: the binomial tree below this, then linear. */
-  binomialScatterBelow: number;
-  /** Device buffers over host transports: `pipelined` from this, `staged` below. */
-  pipelinedFrom: number;
-}

@@ -5,13 +5,14 @@
  * @module
  */
 
-import type { HarnessArgs, HarnessSummary } from "../bench/harness_rank.ts";
-import { run as runHarness } from "../deno/bench/harness_rank.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import type { HarnessArgs, HarnessSummary } from "../bench/sweep_rank.ts";
+import { run as runHarness } from "../deno/bench/cli_sweep_rank.ts";
+import type { PrimitiveName } from "../bench/cases.ts";
+import { describeSweep } from "../bench/sweep_plan.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
 import { launchGroup } from "../deno/launch/group.ts";
-import { TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORTS } from "../deno/transport_table.ts";
 import { type RunBounds, sweepBounds } from "../bench/limits/machine_limits.ts";
 import { keptLimits } from "../deno/bench/limits/this_machine.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
@@ -22,36 +23,7 @@ import { requireDevice, type Task, taskMain } from "./_task.ts";
 
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
-  const s = plan.sweep;
-  const spec = PRIMITIVES[s.primitive], factor = spec.busFormula;
-  // Only what this primitive takes: sendrecv names no op and no root.
-  const takes = [
-    `algorithm ${s.algorithm}`,
-    ...(spec.reduces ? [`op ${s.op}`] : []),
-    `dtype ${s.dtype}`,
-    ...(spec.rooted ? [`root ${s.root}`] : []),
-  ].join(", ");
-  const ranks = TRANSPORTS[plan.transport].launch === "thread"
-    ? `${plan.procs} logical ranks on 1 device`
-    : plan.threads > 1
-    ? `${plan.procs} ranks (${plan.processes} processes × ${plan.threads} threads)`
-    : `${plan.procs} ranks`;
-  const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
-  // Each line fits a 120-column terminal, as the table does.
-  return [
-    `dccl ${s.primitive}: ${ranks}, transport ${s.transport}, memory ${s.memory}${touched}`,
-    takes,
-    (s.timing === "per-iter"
-      ? "timing per-iter: a barrier, then each op timed alone on every rank"
-      : "timing back-to-back: after a barrier every rank times `iters` consecutive ops") +
-    (plan.device ? ", to the device's completion" : ""),
-    `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
-      s.warmup ?? "adaptive"
-    }; time = sum of rank times / (ranks × iters)`,
-    `algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${factor}; ` +
-    "#wrong = elements ≠ exact result, all ranks",
-    "the CSV adds iters, min/max (fastest/slowest rank), Gb/s = bytes × 8 / time / 1e9",
-  ];
+  return describeSweep(plan.sweep, { ...plan, transport: TRANSPORTS[plan.transport] });
 }
 
 /** Output choices of {@linkcode runPlan}. */
@@ -89,7 +61,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       bounds,
     },
   };
-  const module = new URL("../deno/bench/harness_rank.ts", import.meta.url);
+  const module = new URL("../deno/bench/cli_sweep_rank.ts", import.meta.url);
   if (plan.launcher === "env") {
     // This process is one of a group an external launcher started: its rank, or its threads.
     const options = { timeoutMs: plan.timeoutMs, gpu: plan.device, bind: plan.bind };

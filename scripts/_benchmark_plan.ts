@@ -4,16 +4,20 @@
  * @module
  */
 
-import { countsBetween } from "../bench/sizes.ts";
-import { memoryNeeded, type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { type FootprintQuery, memoryNeeded, type SweepOptions, TIMINGS } from "../bench/harness.ts";
+import type { PrimitiveName } from "../bench/cases.ts";
+import { planSweep } from "../bench/sweep_plan.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
-import { deviceRefusal } from "../kernels/gpu_kernels.ts";
-import { algorithmsFor } from "../primitives/auto.ts";
-import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
-import { type TransportName, TRANSPORTS } from "../deno/registry.ts";
-import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../primitives/types.ts";
-import { type FlagSpec, integer, number, oneOf, outputFiles, size, UsageError } from "./_flags.ts";
+import { type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
+import {
+  type Dtype,
+  DTYPE_INFO,
+  DTYPES,
+  MAX_BYTES,
+  MEMORY_KINDS,
+  REDUCE_OPS,
+} from "../primitives/types.ts";
+import { type FlagSpec, number, oneOf, outputFiles, UsageError } from "./_flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "./_launcher.ts";
 
 const DEFAULT_MAX = 268_435_456;
@@ -130,7 +134,6 @@ export function planRun(
   options: PlanOptions = {},
 ): RunPlan {
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
-  const spec = PRIMITIVES[primitive];
   const launch = planLaunch(v, options.given ?? new Set());
   const { launcher, transport, threads, bind } = launch;
   const procs = launch.procs * threads;
@@ -141,98 +144,50 @@ export function planRun(
     );
   }
   const info = TRANSPORTS[transport];
-  const memory = oneOf("memory", v.memory ?? info.bestMemory, info.memory);
-  const side = sideOfMemory(info, memory);
-  const algorithms = spec.collective
-    ? algorithmsFor(spec.collective, { transport: info, side, threads })
-    : [];
-  const algorithm = oneOf("algorithm", v.algorithm!, ["auto", ...algorithms]);
-  const dtype = oneOf("dtype", v.dtype!, DTYPES);
-  const device = needsDevice(info, memory);
-  const refusal = device ? deviceRefusal(dtype) : undefined;
-  if (refusal) {
-    throw new UsageError(
-      `--dtype ${dtype} is not accepted with ${
-        info.needsDevice ? `transport ${transport}` : `${memory} memory`
-      }: ${refusal}`,
-    );
-  }
-  const touch = v.touch === undefined ? undefined : oneOf("touch", v.touch, ["host", "device"]);
-  if (touch && memory !== "managed") {
-    throw new UsageError(
-      `--touch ${touch} is not accepted: it touches managed memory (--memory managed)`,
-    );
-  }
-  const op = oneOf("op", v.op!, REDUCE_OPS);
-  const root = integer("root", v.root!, 0, procs - 1);
-  const timing = oneOf<Timing>("timing", v.timing!, TIMINGS);
-  const min = size("min", v.min!, dtype);
   const notes: string[] = [];
   // The default is 2^28 elements, 1 GiB of f32: a wider element's largest buffer is fewer.
   const defaultMax = options.given ? !options.given.has("max") : v.max === String(DEFAULT_MAX);
-  const widest = MAX_BYTES / DTYPE_INFO[dtype].bytes;
+  const widest = v.dtype && DTYPES.includes(v.dtype as Dtype)
+    ? MAX_BYTES / DTYPE_INFO[v.dtype as Dtype].bytes
+    : DEFAULT_MAX;
   if (defaultMax && v.max === String(DEFAULT_MAX) && DEFAULT_MAX > widest) {
     v = { ...v, max: String(widest) };
-    notes.push(`--max lowered to ${widest} elements: the largest ${dtype} buffer is 1 GiB`);
+    notes.push(`--max lowered to ${widest} elements: the largest ${v.dtype} buffer is 1 GiB`);
   }
-  let max = size("max", v.max!, dtype);
-  if (max < min) throw new UsageError(`--max ${v.max} is below --min ${v.min}`);
-  const factor = integer("step-factor", v["step-factor"]!, 2, 1024);
-  const iters = v.iters === undefined ? undefined : integer("iters", v.iters, 1, 1e9);
-  const warmup = v.warmup === undefined ? undefined : integer("warmup", v.warmup, 0, 1e9);
   const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
   const { csv, json } = outputFiles(v);
-
-  const shape = { primitive, facts: info, memory, dtype, procs, threads, algorithm };
-  const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
-  if (group > 0.9 * availableBytes) {
-    throw new UsageError(
-      `--procs ${procs} does not fit: ${procs} ${transport} ranks need ${gb(group)} before any ` +
-        `buffer (each rank's runtime${
-          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
-        }); ${gb(availableBytes)} available`,
-    );
-  }
-  const fits = (count: number) => {
-    const need = memoryNeeded({ ...shape, maxCount: count });
-    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
-  };
-  if (!fits(max)) {
-    const need = memoryNeeded({ ...shape, maxCount: max });
-    const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
-      ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
-      : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
-        `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
-    if (!defaultMax) throw new UsageError(`--max ${v.max} does not fit: it needs ${problem}`);
-    const asked = max;
-    while (max > min && !fits(max)) max = Math.floor(max / 2);
-    if (!fits(max)) throw new UsageError(`--min ${v.min} does not fit: it needs ${problem}`);
-    notes.push(`--max lowered to ${max} elements: ${asked} needs ${problem}`);
-  }
-
-  const counts = countsBetween(min, max, { factor, fit: (c) => spec.fit(c, procs) });
-  if (counts.length === 0) {
-    throw new UsageError(
-      `--max ${v.max} is too small: ${primitive} over ${procs} ranks needs at least ${procs} elements`,
-    );
-  }
+  const { sweep, device } = planSweep({
+    primitive,
+    transport: info,
+    procs,
+    threads,
+    memory: v.memory,
+    algorithm: v.algorithm!,
+    dtype: v.dtype!,
+    op: v.op!,
+    root: v.root!,
+    min: v.min!,
+    max: v.max!,
+    stepFactor: v["step-factor"],
+    iters: v.iters,
+    warmup: v.warmup,
+    timing: v.timing!,
+    touch: v.touch,
+    inPlace: !v["out-of-place-only"],
+  }, {
+    field: (name) => `--${name}`,
+    refuse: (message) => new UsageError(message),
+    fitMax: (max, min, planned) =>
+      fitMemory(max, min, {
+        shape: { ...planned, facts: info, procs, threads },
+        availableBytes,
+        asked: { max: defaultMax ? undefined : v.max, min: v.min! },
+        notes,
+      }),
+  });
   return {
     transport,
-    sweep: {
-      primitive,
-      transport,
-      memory,
-      algorithm,
-      dtype,
-      op,
-      root,
-      counts,
-      iters,
-      warmup,
-      timing,
-      inPlace: !v["out-of-place-only"],
-      ...(touch ? { touch } : {}),
-    },
+    sweep,
     device,
     procs,
     processes: launch.procs,
@@ -248,6 +203,53 @@ export function planRun(
     full: v.full === "true",
     notes,
   };
+}
+
+/**
+ * The largest count of `max` or below (halving, down to `min`) whose sweep fits this machine's
+ * memory and a rank heap; a UsageError when a `max` the user `asked` for does not fit, or when
+ * not even `min` (or the ranks alone) does. Lowering is said in `notes`.
+ */
+function fitMemory(
+  max: number,
+  min: number,
+  o: {
+    shape: Omit<FootprintQuery, "maxCount">;
+    availableBytes: number;
+    /** `--max` and `--min` as given (`max` undefined: the default, which may be lowered). */
+    asked: { max?: string; min: string };
+    notes: string[];
+  },
+): number {
+  const { shape, availableBytes } = o;
+  const { procs } = shape, info = shape.facts;
+  const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
+  if (group > 0.9 * availableBytes) {
+    throw new UsageError(
+      `--procs ${procs} does not fit: ${procs} ${info.name} ranks need ${gb(group)} before any ` +
+        `buffer (each rank's runtime${
+          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
+        }); ${gb(availableBytes)} available`,
+    );
+  }
+  const fits = (count: number) => {
+    const need = memoryNeeded({ ...shape, maxCount: count });
+    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
+  };
+  if (fits(max)) return max;
+  const need = memoryNeeded({ ...shape, maxCount: max });
+  const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
+    ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
+    : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
+      `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
+  if (o.asked.max !== undefined) {
+    throw new UsageError(`--max ${o.asked.max} does not fit: it needs ${problem}`);
+  }
+  let fitted = max;
+  while (fitted > min && !fits(fitted)) fitted = Math.floor(fitted / 2);
+  if (!fits(fitted)) throw new UsageError(`--min ${o.asked.min} does not fit: it needs ${problem}`);
+  o.notes.push(`--max lowered to ${fitted} elements: ${max} needs ${problem}`);
+  return fitted;
 }
 
 function gb(bytes: number): string {

@@ -12,7 +12,7 @@ import {
   TRANSPORT_NAMES,
   type TransportName,
   TRANSPORTS,
-} from "../deno/registry.ts";
+} from "../deno/transport_table.ts";
 import { address, type FlagSpec, integer, oneOf, UsageError } from "./_flags.ts";
 import { MAX_PROCS } from "./_task.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The trainer as a task (`deno task train …`): a validated plan (_training_plan.ts) → ranks
- * running deno/trainer/rank.ts → every rank's result, with the local launcher's restarts from the
+ * running deno/trainer/cli_train_rank.ts → every rank's result, with the local launcher's restarts from the
  * last checkpoint. `train-study` runs every run it makes this way.
  * @module
  */
@@ -9,7 +9,7 @@ import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
 import { launchGroup, type LaunchOptions } from "../deno/launch/group.ts";
 import type { RankGroup } from "../primitives/launch/supervisor.ts";
 import { CommError } from "../primitives/errors.ts";
-import { TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORTS } from "../deno/transport_table.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import {
   type CheckpointMeta,
@@ -18,9 +18,9 @@ import {
   removeUncommitted,
 } from "../deno/trainer/checkpoint.ts";
 import type { Mnist } from "../trainer/mnist.ts";
-import type { TrainRankResult } from "../trainer/rank.ts";
+import type { TrainRankResult } from "../trainer/training_run.ts";
 import type { TrainSummary } from "../trainer/epochs.ts";
-import { run as runTrainingRank, type TrainRankArgs } from "../deno/trainer/rank.ts";
+import { run as runTrainingRank, type TrainRankArgs } from "../deno/trainer/cli_train_rank.ts";
 import {
   describeTraining,
   resumable,
@@ -32,7 +32,7 @@ export { planTraining, readData, TRAIN_FLAGS } from "./_training_plan.ts";
 export type { TrainPlan } from "./_training_plan.ts";
 
 /** The rank program of training. */
-const TRAIN_RANK = new URL("../deno/trainer/rank.ts", import.meta.url);
+const TRAIN_RANK = new URL("../deno/trainer/cli_train_rank.ts", import.meta.url);
 
 /** Options of {@linkcode runTraining}. */
 export interface TrainOutput {

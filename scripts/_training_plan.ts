@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type TransportName, TRANSPORTS } from "../deno/registry.ts";
+import { type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
 import {
   type CheckpointOptions,
   DEVICES,
@@ -16,7 +16,7 @@ import { META_FILES, readCheckpoint } from "../deno/trainer/checkpoint.ts";
 import { DataError, type Mnist, MNIST_CLASSES } from "../trainer/mnist.ts";
 import { loadMnistFolder, packagedMnistDir } from "../deno/trainer/mnist_folder.ts";
 import { ACTIVATIONS } from "../trainer/model.ts";
-import { STRATEGIES } from "../trainer/rank.ts";
+import { STRATEGIES } from "../trainer/training_run.ts";
 import { needsDevice } from "../primitives/transports/transport.ts";
 import {
   type FlagSpec,

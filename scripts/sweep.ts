@@ -7,7 +7,7 @@
 
 import { stringify } from "../deno/files/csv_stringify.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
-import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
 import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
 import { checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";

@@ -6,7 +6,7 @@
  */
 
 import { launchGroup } from "../deno/launch/group.ts";
-import { TRANSPORT_TABLE } from "../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";

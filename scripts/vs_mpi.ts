@@ -13,7 +13,13 @@ import { stringify } from "../deno/files/csv_stringify.ts";
 import { parse } from "csv-parse/sync";
 import { type PrimitiveName } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";
-import { clusterDown, clusterProblem, clusterUp, holdCluster } from "../deno/bench/cluster.ts";
+import {
+  clusterDown,
+  clusterHosts,
+  clusterProblem,
+  clusterUp,
+  holdCluster,
+} from "../deno/bench/cluster.ts";
 import { firstFailure, howItEnded, runOnCluster } from "../deno/bench/cluster_run.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
 import {
@@ -30,7 +36,7 @@ import {
   TRANSPORT_NAMES,
   type TransportName,
   TRANSPORTS,
-} from "../deno/registry.ts";
+} from "../deno/transport_table.ts";
 import { runPlan } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "./_benchmark_plan.ts";
 import {
@@ -151,6 +157,7 @@ const VS_MPI: Task<VsMpiPlan> = {
     const hold = plan.cluster ? holdCluster(CLUSTER_NAME, "vs-mpi") : undefined;
     const stopLoops = busyLoops(plan.load);
     try {
+      if (plan.cluster) await takeDownStaleCluster();
       const hosts = plan.cluster
         ? await clusterUp({ name: CLUSTER_NAME, ...plan.cluster, signal })
         : undefined;
@@ -255,6 +262,16 @@ function medianRows(runs: readonly string[], path: string): void {
 
 /** The cluster vs-mpi makes for itself. */
 const CLUSTER_NAME = "vsmpi";
+
+/**
+ * Removes a vs-mpi cluster that a killed run (SIGKILL leaves no time to clean) left up. Called
+ * with the name held, so no running vs-mpi owns it.
+ */
+async function takeDownStaleCluster(): Promise<void> {
+  if ((await clusterHosts(CLUSTER_NAME)).length === 0) return;
+  console.error(`# removing cluster ${CLUSTER_NAME}, left up by an earlier run that was killed`);
+  await clusterDown(CLUSTER_NAME);
+}
 
 /** dccl's side of one case: in this process's launcher, or as ranks on the cluster's hosts. */
 async function runDccl(o: {

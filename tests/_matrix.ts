@@ -3,11 +3,11 @@
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor } from "../primitives/auto.ts";
 import { type CollectiveName } from "../primitives/types.ts";
-import { TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORTS } from "../deno/transport_table.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { sideOfMemory } from "../primitives/transports/transport.ts";
 import type { Dtype, MemoryKind, ReduceOp } from "../mod.ts";
-import type { TransportName } from "../deno/registry.ts";
+import type { TransportName } from "../deno/transport_table.ts";
 
 const COUNTS = [0, 1, 4, 1000, 65537];
 const OPS: ReduceOp[] = ["sum", "prod", "max", "min", "avg"];

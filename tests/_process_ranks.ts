@@ -1,7 +1,7 @@
 // Helpers of the process transport tests: rank processes started the way external launchers
 // start them (the env launcher's variables), and the two ways tcp moves bytes.
 import { PORT_MARK } from "../primitives/launch/rank_report.ts";
-import type { TransportName } from "../deno/registry.ts";
+import type { TransportName } from "../deno/transport_table.ts";
 
 export const rankModule = (name: string): URL => new URL(`./ranks/${name}`, import.meta.url);
 export const processRank = new URL("../deno/launch/process_rank.ts", import.meta.url).pathname;

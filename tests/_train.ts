@@ -5,7 +5,7 @@ import { parseFlags } from "../scripts/_flags.ts";
 import { packagedMnistDir } from "../deno/trainer/mnist_folder.ts";
 import { planTraining, readData, runTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
-import type { TrainRankResult } from "../trainer/rank.ts";
+import type { TrainRankResult } from "../trainer/training_run.ts";
 
 const SHARED_MNIST = new URL("../../shared/data/mnist", import.meta.url).pathname;
 

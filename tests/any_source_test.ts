@@ -8,7 +8,7 @@ import { liveWorkers } from "../primitives/launch/workers.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import type { TransportName } from "../deno/registry.ts";
+import type { TransportName } from "../deno/transport_table.ts";
 
 const RANK = new URL("./ranks/any_source_rank.ts", import.meta.url);
 

@@ -7,7 +7,7 @@ import { assert_, assertEquals } from "./_assert.ts";
 const ROOT = new URL("../", import.meta.url);
 const ENTRIES = [
   "mod.ts",
-  "web.ts",
+  "core.ts",
   "internal.ts",
   "bench/mod.ts",
   "trainer/mod.ts",
@@ -116,4 +116,17 @@ Deno.test("api: no JSDoc example is skipped", () => {
   };
   visit("");
   assertEquals(skipped, []);
+});
+
+Deno.test("api: the docs of every entry lint without a warning (deno doc --lint)", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["doc", "--lint", ...ENTRIES],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const said = new TextDecoder().decode(out.stderr).split("\n").filter((l) =>
+    /Warning|error/.test(l)
+  );
+  assertEquals([out.code, said], [0, []]);
 });

@@ -12,7 +12,7 @@ import type { CheckCase } from "./ranks/check_rank.ts";
 import { Chromium, chromiumAvailable, type ChromiumPage } from "../deno/browser/chromium.ts";
 import { servePage } from "../deno/browser/page_server.ts";
 import { CSV_HEADER } from "../bench/report_format.ts";
-import { TRANSPORT_TABLE, type TransportName } from "../deno/registry.ts";
+import { TRANSPORT_TABLE, type TransportName } from "../deno/transport_table.ts";
 
 const AVAILABLE = await chromiumAvailable();
 const MISSING = AVAILABLE ? "" : " (ignored: Debian's package chromium is not installed)";

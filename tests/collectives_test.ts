@@ -9,7 +9,7 @@ import { schedulerCalls } from "../deno/platform/scheduler_calls.ts";
 import { heavyFence } from "../deno/platform/heavy_fence.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
-import { TRANSPORT_TABLE } from "../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 
 /** Where membarrier and sched_yield exist (and so are used): Linux on x86-64. */
 const LINUX_X86 = Deno.build.os === "linux" && Deno.build.arch === "x86_64";

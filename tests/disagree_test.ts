@@ -8,7 +8,7 @@ import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
 import type { LoneArgs, LoneCollective } from "./ranks/lone_rank.ts";
 import { type RankFailedError } from "../mod.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/transport_table.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 import { expectedLine } from "./_expected.ts";
 

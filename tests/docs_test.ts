@@ -1,6 +1,11 @@
 // What the docs promise a newcomer is there: every task of deno.json has its section in
-// docs/cli.md (README points there for "every flag and task").
+// docs/cli.md (README points there for "every flag and task"), and the algorithm lists of
+// docs/auto.md and README are the registry's.
 import { assertEquals } from "./_assert.ts";
+import { ALGORITHM_NAMES, ALGORITHMS } from "../primitives/registry.ts";
+import { sideOfNeed } from "../primitives/collectives/algorithm.ts";
+import type { CollectiveName } from "../primitives/types.ts";
+import { TRANSPORT_NAMES } from "../deno/transport_table.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -16,23 +21,45 @@ Deno.test("docs: every task of deno.json is in docs/cli.md", () => {
   assertEquals(tasks.filter((t) => !own.has(t) && !named.has(t)), []);
 });
 
-Deno.test("docs: the API docs of every entry lint without a warning", async () => {
-  const entries = [
-    "mod.ts",
-    "web.ts",
-    "internal.ts",
-    "bench/mod.ts",
-    "trainer/mod.ts",
-    "deno/mod.ts",
-  ];
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["doc", "--lint", ...entries],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const said = new TextDecoder().decode(out.stderr).split("\n").filter((l) =>
-    /Warning|error/.test(l)
-  );
-  assertEquals([out.code, said], [0, []]);
+/** The names a cell lists: comma-separated, each before its parenthesised note. */
+function listed(cell: string): string[] {
+  let depth = 0, plain = "";
+  for (const c of cell) {
+    if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (depth === 0) plain += c;
+  }
+  return plain.split(",").map((n) => n.trim()).filter((n) => n !== "");
+}
+
+Deno.test("docs: auto.md's table and README's list name every algorithm of the registry, and no other", () => {
+  const auto = Deno.readTextFileSync(new URL("docs/auto.md", ROOT));
+  const wrong: string[] = [];
+  for (const collective of Object.keys(ALGORITHM_NAMES) as CollectiveName[]) {
+    const docName = collective === "reduceScatter" ? "reduce_scatter" : collective;
+    const row = auto.split("\n").find((l) => l.split("|")[1]?.trim() === docName);
+    if (!row) {
+      wrong.push(`${collective}: no row`);
+      continue;
+    }
+    const [host, device] = row.split("|").slice(2, 4).map(listed);
+    for (const [side, cell] of [["host", host], ["device", device]] as const) {
+      const registry = ALGORITHMS.of(collective)
+        .filter((a) => sideOfNeed(a.needs) === side).map((a) => a.name);
+      if (JSON.stringify([...cell].sort()) !== JSON.stringify([...registry].sort())) {
+        wrong.push(`${collective} on ${side} buffers: docs ${cell}, registry ${registry}`);
+      }
+    }
+  }
+  const readme = Deno.readTextFileSync(new URL("README.md", ROOT));
+  const paragraph = readme.slice(readme.indexOf("Algorithms: "), readme.indexOf("## The CLI"));
+  const named = new Set([...paragraph.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
+  const every = new Set(Object.values(ALGORITHM_NAMES).flat());
+  for (const name of every) if (!named.has(name)) wrong.push(`README lacks ${name}`);
+  // Besides the algorithms it names the transports they run on, and `auto`.
+  const others = new Set<string>([...TRANSPORT_NAMES, "auto"]);
+  for (const name of named) {
+    if (!every.has(name) && !others.has(name)) wrong.push(`README names ${name}, no algorithm`);
+  }
+  assertEquals(wrong, []);
 });

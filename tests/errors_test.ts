@@ -2,7 +2,7 @@
 // a worker that is terminated, a rank that never arrives, mismatched counts) make every other rank
 // fail fast with an error naming the failed rank, and leave no worker running.
 import { spawnRanks } from "../mod.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/transport_table.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 import { launchWorkers } from "../primitives/launch/workers.ts";
 import { launchGroup } from "../deno/launch/group.ts";

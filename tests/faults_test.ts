@@ -10,8 +10,8 @@ import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import type { FaultArgs, FaultMode } from "./ranks/faults_rank.ts";
 import { expectedReduction, inputValue } from "../bench/exact_inputs.ts";
 import { launchGroup } from "../deno/launch/group.ts";
-import { type TransportName } from "../deno/registry.ts";
-import { TRANSPORTS } from "../deno/registry.ts";
+import { type TransportName } from "../deno/transport_table.ts";
+import { TRANSPORTS } from "../deno/transport_table.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { ReduceOp } from "../primitives/types.ts";
 

@@ -13,7 +13,7 @@ import { launchGroup } from "../deno/launch/group.ts";
 import { launchThread } from "../primitives/launch/thread.ts";
 import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
-import { TRANSPORT_TABLE, type TransportName } from "../deno/registry.ts";
+import { TRANSPORT_TABLE, type TransportName } from "../deno/transport_table.ts";
 
 const CHECK = new URL("./ranks/check_rank.ts", import.meta.url);
 

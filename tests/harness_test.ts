@@ -1,7 +1,7 @@
 // A small real sweep per primitive and transport, end to end through the harness and reporter:
 // every size a row, every row exact; and a corrupted result shows up in `wrong`.
 import { parse } from "csv-parse/sync";
-import { TRANSPORT_TABLE } from "../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";

@@ -15,7 +15,7 @@ import { toCurves } from "../bench/compare/crossover.ts";
 import type { Point } from "../bench/compare/results.ts";
 import type { ResultRow } from "../bench/metrics.ts";
 import { fingerprintOf, machineFacts } from "../deno/bench/limits/this_machine.ts";
-import { TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORTS } from "../deno/transport_table.ts";
 
 const flat = (median: number) => ({ median, min: median, max: median, trials: 1 });
 const curve = (gbs: number) => ({ bytes: [4096, 2 ** 26], gbs: [flat(gbs), flat(gbs)] });

@@ -5,9 +5,9 @@
 import { assert_, assertEquals } from "./_assert.ts";
 import { decode, envRank, envRank0, rankModule } from "./_process_ranks.ts";
 import { type LinksReport, PICK_BYTES } from "./ranks/links_rank.ts";
-import { autoAlgorithm, runnable } from "../primitives/auto.ts";
+import { autoAlgorithm, runnableAlgorithms } from "../primitives/auto.ts";
 import { type CollectiveName, type LinkCosts } from "../primitives/types.ts";
-import { PROCESS_TRANSPORTS, TRANSPORTS } from "../deno/registry.ts";
+import { PROCESS_TRANSPORTS, TRANSPORTS } from "../deno/transport_table.ts";
 import { launchProcesses } from "../deno/launch/processes.ts";
 
 /** A 1 Gb/s link with 50 µs of latency, reducing at 4 GB/s. */
@@ -21,7 +21,7 @@ const pickBetweenHosts = (c: CollectiveName, bytes: number, size: number, links 
 
 Deno.test("every message algorithm of allreduce, bcast and reduce states its cost", () => {
   for (const collective of MODELED) {
-    for (const a of runnable(collective, { transport: STREAM })) {
+    for (const a of runnableAlgorithms(collective, { transport: STREAM })) {
       if (a.needs !== "messages") continue;
       for (const size of [2, 3, 4, 8]) {
         const us = a.cost?.(GIGABIT, { bytes: 1 << 20, size });

@@ -7,7 +7,7 @@ import {
   MLP_PLAIN_WASM_BASE64,
   MLP_RELAXED_WASM_BASE64,
 } from "../trainer/kernels/mlp_wasm_bytes.generated.ts";
-import { compileMlpWasm } from "../deno/build/mlp_kernels.ts";
+import { compileMlpWasm } from "../deno/build/mlp_wasm.ts";
 import { toBase64Lines } from "../deno/build/wat_compiler.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import type { MlpBuild } from "../trainer/kernels/mlp_wat.ts";

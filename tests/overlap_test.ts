@@ -5,9 +5,9 @@ import type { CheckCase } from "./ranks/check_rank.ts";
 import { assertEquals } from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import { launchGroup } from "../deno/launch/group.ts";
-import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/transport_table.ts";
 import type { Dtype } from "../primitives/types.ts";
-import type { TransportName } from "../deno/registry.ts";
+import type { TransportName } from "../deno/transport_table.ts";
 
 const OVERLAP = new URL("./ranks/overlap_rank.ts", import.meta.url);
 

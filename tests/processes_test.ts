@@ -6,7 +6,7 @@ import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
 import { joinAsRank0, launchProcesses, liveProcesses } from "../deno/launch/processes.ts";
-import { PROCESS_TRANSPORTS } from "../deno/registry.ts";
+import { PROCESS_TRANSPORTS } from "../deno/transport_table.ts";
 
 import { decode, envRank, envRank0, rankModule, ways } from "./_process_ranks.ts";
 

@@ -1,7 +1,7 @@
 // Random (non-integer) data: every algorithm stays within f32 rounding of the f64 sum, and all
 // ranks end with bit-identical results.
 import { algorithmsFor } from "../primitives/auto.ts";
-import { TRANSPORT_TABLE, TRANSPORTS } from "../deno/registry.ts";
+import { TRANSPORT_TABLE, TRANSPORTS } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 

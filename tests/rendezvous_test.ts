@@ -3,8 +3,8 @@
 // receiver has a communicator is still judged against the receiver's calls.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { PORT_MARK, RESULT_MARK } from "../primitives/launch/rank_report.ts";
-import { TRANSPORT_TABLE } from "../deno/registry.ts";
-import { type TransportName } from "../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
+import { type TransportName } from "../deno/transport_table.ts";
 import { closedWithin, frame, rawUpgrade } from "./_raw_ws.ts";
 import { tokenDigest } from "../deno/transports/rendezvous.ts";
 import { Communicator } from "../primitives/communicator/communicator.ts";

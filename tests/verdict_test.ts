@@ -1,7 +1,7 @@
-// The launchers' verdict (primitives/launch/verdict.ts): whichever order the ranks' reports come
+// The launchers' verdict (primitives/launch/blame.ts): whichever order the ranks' reports come
 // in, the group's failure names the rank that caused it.
 import { assertEquals } from "./_assert.ts";
-import { GroupEnds, type RankEnd } from "../primitives/launch/verdict.ts";
+import { GroupEnds, type RankEnd } from "../primitives/launch/blame.ts";
 import { oddCall } from "../primitives/launch/odd_call.ts";
 import { callStamp } from "../primitives/communicator/stamp.ts";
 

@@ -4,7 +4,7 @@
 // install it.
 import { assert_, assertEquals } from "./_assert.ts";
 import { mpiMissing } from "../deno/bench/vs_mpi.ts";
-import { clusterLeftovers, clusterProblem } from "../deno/bench/cluster.ts";
+import { clusterLeftovers, clusterProblem, clusterUp } from "../deno/bench/cluster.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
 
 const MISSING = await mpiMissing();
@@ -99,10 +99,11 @@ Deno.test("vs-mpi: without Open MPI it says how to install it, in one line", asy
 Deno.test({
   name: NO_CLUSTER
     ? `vs-mpi: on a simulated cluster (skipped: ${NO_CLUSTER})`
-    : "vs-mpi: --cluster 2 runs both libraries across two hosts and leaves nothing behind",
+    : "vs-mpi: --cluster 2 runs both libraries across two hosts, replaces a killed run's cluster and leaves nothing behind",
   ignore: NO_CLUSTER !== undefined,
   async fn() {
     const out = Deno.makeTempDirSync();
+    await clusterUp({ name: "vsmpi", hosts: 1 }); // as a SIGKILLed run leaves it
     const r = await vsMpi([
       "--cluster",
       "2",

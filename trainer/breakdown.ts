@@ -6,10 +6,10 @@
  * @module
  */
 
-import type { Communicator } from "../web.ts";
+import type { Communicator } from "../core.ts";
 import type { TrainConfig } from "./config.ts";
 import type { Mnist } from "./mnist.ts";
-import { createEngine } from "./rank.ts";
+import { createEngine } from "./training_run.ts";
 
 /** What the launcher hands the rank. */
 export interface BreakdownArgs {

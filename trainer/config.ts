@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { MemoryKind } from "../web.ts";
+import type { MemoryKind } from "../core.ts";
 import type { Activation } from "./model.ts";
 import type { SyncEvery } from "./sync/strategy.ts";
 import type { GradDtype } from "./sync/compression.ts";

@@ -8,8 +8,8 @@
 import { WasmMlpKernels } from "./kernels/mlp.ts";
 import type { MlpKernels } from "./kernels/mlp_kernels.ts";
 import { MLP_REFERENCE } from "./kernels/mlp_reference.ts";
-import { type CommBuffer, type Communicator, HostBuffer, type MemoryKind } from "../web.ts";
-import { type RankHeap } from "../internal.ts";
+import { type CommBuffer, type Communicator, HostBuffer, type MemoryKind } from "../core.ts";
+import type { RankHeap } from "../internal.ts";
 import { CpuModel } from "./cpu_model.ts";
 import type { Engine, Score } from "./engine.ts";
 import { SyncedSlab } from "./engine.ts";

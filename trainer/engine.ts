@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type CommBuffer, HostBuffer } from "../web.ts";
+import { type CommBuffer, HostBuffer } from "../core.ts";
 import type { ImageSet } from "./mnist.ts";
 
 /**

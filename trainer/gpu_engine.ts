@@ -19,8 +19,8 @@ import {
   GpuBuffer,
   HostBuffer,
   type MemoryKind,
-} from "../web.ts";
-import { type GpuDevice } from "../internal.ts";
+} from "../core.ts";
+import type { GpuDevice } from "../internal.ts";
 import { type Engine, type Score, SyncedSlab } from "./engine.ts";
 import type { ImageSet } from "./mnist.ts";
 import { type Activation, initParams, type MlpLayout } from "./model.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Communicator } from "../web.ts";
+import type { Communicator } from "../core.ts";
 import { simdPeakGflops } from "../internal.ts";
 import { WasmMlpKernels } from "./kernels/mlp.ts";
 import { GpuMlpKernels, PEAK_FLOPS_PER_ROUND, type Tensor } from "./kernels/mlp_gpu.ts";

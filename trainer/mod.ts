@@ -3,20 +3,21 @@
  * synchronise over dccl's collectives (gradient buckets allreduced during the backward pass,
  * local SGD, a parameter server), the run's epochs and summary, and MNIST from any source of its
  * IDX files. Runtime-neutral: `train` runs on any rank a runtime gives it data and an observer
- * for (Deno's rank program is deno/trainer/rank.ts; `deno task train` runs it).
+ * for (Deno's rank program is deno/trainer/cli_train_rank.ts; `deno task train` runs it).
  *
  * @example The layout of the trainer's default model
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { MlpLayout } from "./mod.ts";
  *
  * const layout = new MlpLayout([784, 256, 10]);
- * console.log(layout.size); // 203530 parameters: 784 × 256 + 256 + 256 × 10 + 10
+ * assertEquals(layout.size, 203530); // 784 × 256 + 256 + 256 × 10 + 10 parameters
  * ```
  * @module
  */
 
-export { train } from "./rank.ts";
-export type { RunCheckpoints, RunPosition, TrainIo, TrainRankResult } from "./rank.ts";
+export { train } from "./training_run.ts";
+export type { RunCheckpoints, RunPosition, TrainIo, TrainRankResult } from "./training_run.ts";
 export { DEVICES, PS_MODES, SYNC_STRATEGIES } from "./config.ts";
 export type { CheckpointOptions, Device, PsMode, SyncName, TrainConfig } from "./config.ts";
 export type { StepState, SyncEvery } from "./sync/strategy.ts";

@@ -1,23 +1,22 @@
 /**
  * The page's forms as runs: the benchmark form as a sweep, with the CLI's choices (primitive,
  * transport, ranks, memory kind, dtype, op, root, algorithm, size range, iterations, timing, in
- * place), and the training form as a run with the CLI's defaults; each wrong value is one line
- * saying what is accepted.
+ * place) planned as the CLI plans one, and the training form as a run with the CLI's defaults;
+ * each wrong value is one line saying what is accepted.
  * @module
  */
 
 import { algorithmsFor } from "../primitives/auto.ts";
 import { WEB_TRANSPORTS, type WebTransportName } from "../primitives/registry.ts";
 import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
-import { DTYPES, MEMORY_KINDS, type MemoryKind, REDUCE_OPS } from "../primitives/types.ts";
-import { deviceRefusal } from "../kernels/gpu_kernels.ts";
+import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
-import { type SweepOptions, type Timing, TIMINGS } from "../bench/harness.ts";
-import { countForms, countOf, countsBetween } from "../bench/sizes.ts";
+import type { SweepOptions } from "../bench/harness.ts";
+import { describeSweep, planSweep } from "../bench/sweep_plan.ts";
 import { DEVICES, type TrainConfig } from "../trainer/config.ts";
 
 /** A sweep the form asks for, before it runs. */
-export interface PlannedSweep {
+export interface FormSweep {
   sweep: SweepOptions;
   procs: number;
   transport: WebTransportName;
@@ -37,7 +36,7 @@ export function maxTabRanks(cores: number): number {
 function oneOf<T extends string>(field: string, value: string, accepted: readonly T[]): T {
   const found = accepted.find((a) => a === value);
   if (found === undefined) {
-    throw new Error(`${field} ${value} is not accepted: expected ${accepted.join(", ")}`);
+    throw new Error(`${field} ${value} is not accepted; accepted: ${accepted.join(", ")}`);
   }
   return found;
 }
@@ -69,60 +68,45 @@ export interface TabOffer {
   cores: number;
 }
 
-/** The form's values (as its fields hold them) as a sweep in a tab that offers `tab`. */
-export function planSweep(v: Record<string, string>, tab: TabOffer): PlannedSweep {
-  const adapter = tab.adapter;
+/** The form's fields by the planner's names (the others are the same). */
+const FIELDS: Record<string, string> = { procs: "ranks", "step-factor": "step factor" };
+
+/**
+ * The form's values (as its fields hold them) as a sweep in a tab that offers `tab`, planned as
+ * the CLI plans one (bench/sweep_plan.ts); the header is the CLI's, and says it ran in a tab.
+ */
+export function planFormSweep(v: Record<string, string>, tab: TabOffer): FormSweep {
   const primitive = oneOf("primitive", v.primitive, Object.keys(PRIMITIVES) as PrimitiveName[]);
-  const spec = PRIMITIVES[primitive];
-  const transport = oneOf("transport", v.transport, WEB_TRANSPORTS.names);
-  const facts = WEB_TRANSPORTS.byName[transport];
+  const transport = WEB_TRANSPORTS.byName[oneOf("transport", v.transport, WEB_TRANSPORTS.names)];
   const procs = primitive === "sendrecv" ? 2 : integer("ranks", v.procs, 1, maxTabRanks(tab.cores));
-  const memory = oneOf("memory", v.memory || facts.bestMemory, facts.memory);
-  const gpu = needsDevice(facts, memory);
-  if (gpu && !adapter) {
-    throw new Error(`${transport} with ${memory} memory needs a WebGPU adapter; this tab has none`);
-  }
-  const dtype = oneOf("dtype", v.dtype, DTYPES);
-  const refusal = gpu ? deviceRefusal(dtype) : undefined;
-  if (refusal) throw new Error(`dtype ${dtype} is not accepted on the device: ${refusal}`);
-  const op = oneOf("op", v.op, REDUCE_OPS);
-  const root = integer("root", v.root || "0", 0, procs - 1);
-  const algorithm = oneOf("algorithm", v.algorithm, formAlgorithms(primitive, transport, memory));
-  const count = (field: string) => {
-    const n = countOf(v[field].trim(), dtype);
-    if (n === undefined) {
-      throw new Error(`${field} ${v[field]} is not accepted: expected ${countForms(dtype)}`);
-    }
-    return n;
-  };
-  const [min, max] = [count("min"), count("max")];
-  if (max < min) throw new Error(`max ${v.max} is below min ${v.min}`);
-  const counts = countsBetween(min, max, { fit: (c) => spec.fit(c, procs) });
-  if (counts.length === 0) {
-    throw new Error(`max ${v.max} is too small: ${primitive} over ${procs} ranks needs ${procs}`);
-  }
-  const iters = v.iters ? integer("iters", v.iters, 1, 1e9) : undefined;
-  const timing = oneOf<Timing>("timing", v.timing || "back-to-back", TIMINGS);
-  const sweep: SweepOptions = {
+  const { sweep, device } = planSweep({
     primitive,
     transport,
-    memory,
-    algorithm,
-    dtype,
-    op,
-    root,
-    counts,
-    iters,
-    timing,
-    inPlace: v.inPlace !== "false" && spec.inPlace,
-  };
+    procs,
+    memory: v.memory,
+    algorithm: v.algorithm,
+    dtype: v.dtype,
+    op: v.op,
+    root: v.root || "0",
+    min: v.min,
+    max: v.max,
+    iters: v.iters,
+    timing: v.timing || "back-to-back",
+    inPlace: v.inPlace !== "false",
+  }, {
+    field: (name) => FIELDS[name] ?? name,
+    refuse: (message) => new Error(message),
+  });
+  if (device && !tab.adapter) {
+    throw new Error(
+      `${transport.name} with ${sweep.memory} memory needs a WebGPU adapter; this tab has none`,
+    );
+  }
   const header = [
-    `dccl ${primitive} in a browser tab: ${procs} ranks, transport ${transport}, memory ${memory}, ` +
-    `algorithm ${algorithm}, op ${op}, dtype ${dtype}, root ${root}`,
-    `timing ${timing}; time_us = sum of rank times / (ranks * iters); busbw = algbw * ` +
-    spec.busFormula,
+    ...describeSweep(sweep, { procs, transport, device }),
+    "in a browser tab: ranks are the tab's workers (or logical ranks on its GPU)",
   ];
-  return { sweep, procs, transport, gpu, header };
+  return { sweep, procs, transport: transport.name, gpu: device, header };
 }
 
 /** Memory kinds a tab can use on `transport` (device ones only with an adapter). */

@@ -9,15 +9,15 @@
 import { launchWebGroup, type WebGroupOptions } from "../primitives/launch/web_group.ts";
 import type { WebTransportName } from "../primitives/registry.ts";
 import type { SizeResult, SweepOptions } from "../bench/harness.ts";
-import type { HarnessSummary } from "../bench/harness_rank.ts";
+import type { HarnessSummary } from "../bench/sweep_rank.ts";
 import type { ReportOptions, RunMetadata } from "../bench/report_format.ts";
 import type { RunBounds } from "../bench/limits/machine_limits.ts";
 import type { TrainConfig } from "../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../trainer/epochs.ts";
 import type { Mnist } from "../trainer/mnist.ts";
-import type { TrainRankResult } from "../trainer/rank.ts";
-import type { SweepMessage, WebHarnessArgs } from "./harness_rank.ts";
-import type { TrainMessage, WebTrainArgs } from "./train_rank.ts";
+import type { TrainRankResult } from "../trainer/training_run.ts";
+import type { SweepMessage, WebHarnessArgs } from "./tab_sweep_rank.ts";
+import type { TrainMessage, WebTrainArgs } from "./tab_train_rank.ts";
 
 /**
  * The entry modules in a bundle whose root is `root` (deno/browser/page_server.ts builds it, each
@@ -27,8 +27,8 @@ export function bundleEntries(root: URL) {
   return {
     workers: new URL("primitives/launch/worker_rank.js", root),
     thread: new URL("primitives/launch/thread_rank.js", root),
-    harness: new URL("web/harness_rank.js", root),
-    train: new URL("web/train_rank.js", root),
+    harness: new URL("web/tab_sweep_rank.js", root),
+    train: new URL("web/tab_train_rank.js", root),
     probe: new URL("bench/limits/probe_worker.js", root),
   };
 }

@@ -15,7 +15,7 @@ import { parse } from "csv-parse/sync";
 import { type GpuSplit, gpuSplit } from "../../bench/gpu_split.ts";
 import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
 import { withTab } from "../browser/tab_run.ts";
-import { TRANSPORT_TABLE } from "../registry.ts";
+import { TRANSPORT_TABLE } from "../transport_table.ts";
 
 const out = Deno.args[0];
 if (!out) {

@@ -22,7 +22,7 @@ import {
   MAILBOX,
 } from "./bench_ranks.ts";
 import { type PrimitiveName, PRIMITIVES } from "../../bench/cases.ts";
-import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../registry.ts";
+import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../transport_table.ts";
 import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../../primitives/types.ts";
 
 const RANKS = 2;

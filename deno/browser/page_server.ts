@@ -20,8 +20,8 @@ const ROOT = new URL("../../", import.meta.url);
 /** What the bundle holds: the page, the ranks' entries and the rank programs the page starts. */
 export const PAGE_ENTRIES: readonly string[] = [
   "web/page/page.ts",
-  "web/harness_rank.ts",
-  "web/train_rank.ts",
+  "web/tab_sweep_rank.ts",
+  "web/tab_train_rank.ts",
   "primitives/launch/worker_rank.ts",
   "primitives/launch/thread_rank.ts",
   "bench/limits/probe_worker.ts",

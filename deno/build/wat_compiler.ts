@@ -46,6 +46,29 @@ export function joined(bytes: Uint8Array, indent: string): string {
   return `[\n${lines}\n${indent}].join("")`;
 }
 
+/**
+ * The constants of a module built twice, relaxed-SIMD and plain-SIMD: `<PREFIX>_RELAXED_WASM_BASE64`
+ * and `<PREFIX>_PLAIN_WASM_BASE64`, each documented as "Base64 of `what`, … build."
+ */
+export async function simdBuilds(
+  what: string,
+  prefix: string,
+  compile: (build: "relaxed" | "plain") => Promise<Uint8Array>,
+): Promise<string[]> {
+  return [
+    constant(
+      `Base64 of ${what}, relaxed-SIMD build.`,
+      `${prefix}_RELAXED_WASM_BASE64`,
+      await compile("relaxed"),
+    ),
+    constant(
+      `Base64 of ${what}, plain-SIMD build.`,
+      `${prefix}_PLAIN_WASM_BASE64`,
+      await compile("plain"),
+    ),
+  ];
+}
+
 export async function write(target: URL, source: string, constants: string[]): Promise<void> {
   await Deno.writeTextFile(
     target,

@@ -13,7 +13,7 @@ import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import "../platform/install.ts";
-import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../transport_table.ts";
 import { bindRankThread, cpuForSlot } from "../platform/cpu_binding.ts";
 import { PORT_MARK } from "../../primitives/launch/rank_report.ts";
 import type { RankGroup } from "../../primitives/launch/supervisor.ts";
@@ -201,6 +201,7 @@ export interface JoinOptions {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { joinFromEnv } from "./env_rank.ts";
  *
  * // What torchrun or mpirun would export; MASTER_PORT 0 lets rank 0 of a one-rank group pick one.
@@ -208,7 +209,7 @@ export interface JoinOptions {
  * await using comm = await joinFromEnv({ env });
  * const one = Float32Array.of(comm.rank + 1);
  * await comm.allreduce(one);
- * console.log(comm.size, one[0]); // 1 1
+ * assertEquals([comm.size, one[0]], [1, 1]);
  * ```
  */
 export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> {
@@ -251,12 +252,13 @@ export interface EnvGroupOptions extends JoinOptions {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { launchFromEnv } from "./env_rank.ts";
  *
  * // Process 0 of 1 (as mpirun -np 1 would export), running 2 ranks as workers sharing memory.
  * const env = { RANK: "0", WORLD_SIZE: "1", MASTER_PORT: "0", DCCL_TOKEN: "a secret" };
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
- * console.log(await launchFromEnv<number>(module, { threads: 2, env }).results); // [3, 3]
+ * assertEquals(await launchFromEnv<number>(module, { threads: 2, env }).results, [3, 3]);
  * ```
  */
 export function launchFromEnv<T = unknown>(

@@ -9,7 +9,12 @@ import type { GroupOptions, RankGroup } from "../../primitives/launch/supervisor
 import { launchWebGroup } from "../../primitives/launch/web_group.ts";
 import { cpuForSlot } from "../platform/cpu_binding.ts";
 import { WEB_TRANSPORTS } from "../../primitives/registry.ts";
-import { TRANSPORT_NAMES, TRANSPORT_TABLE, type TransportName, TRANSPORTS } from "../registry.ts";
+import {
+  TRANSPORT_NAMES,
+  TRANSPORT_TABLE,
+  type TransportName,
+  TRANSPORTS,
+} from "../transport_table.ts";
 import { launchProcesses } from "./processes.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
 import { requirePermissions } from "./permissions.ts";
@@ -39,12 +44,13 @@ export interface LaunchOptions extends GroupOptions {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { launchGroup } from "./group.ts";
  *
  * // Two Deno processes linked over WebSocket, each running examples/allreduce_rank.ts.
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
  * const group = launchGroup<number>(module, { size: 2, transport: "ws" });
- * console.log(await group.results); // [3, 3]
+ * assertEquals(await group.results, [3, 3]);
  * ```
  */
 export function launchGroup<T = unknown>(
@@ -82,10 +88,11 @@ export function launchGroup<T = unknown>(
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { spawnRanks } from "./group.ts";
  *
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
- * console.log(await spawnRanks<number>(module, { size: 4 })); // [10, 10, 10, 10]
+ * assertEquals(await spawnRanks<number>(module, { size: 4 }), [10, 10, 10, 10]);
  * ```
  */
 export function spawnRanks<T = unknown>(

@@ -1,7 +1,7 @@
 /**
  * Entry point of a process started by the process launcher (processes.ts): joins the group from
  * the environment over its transport, runs the module's `run(comm, args)`, and reports on marked
- * stdout lines (report.ts): exit 0 with its result, or, on any error, exit 1 after telling its
+ * stdout lines (rank_report.ts): exit 0 with its result, or, on any error, exit 1 after telling its
  * peers (so they fail fast, naming this rank). With `DCCL_THREADS` > 1 the process runs that many
  * ranks of a hierarchical group as workers (hierarchy.ts) and relays each one's reports.
  * @module

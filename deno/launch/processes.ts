@@ -13,7 +13,7 @@ import { Communicator } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import "../platform/install.ts";
-import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../registry.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE, type TransportName } from "../transport_table.ts";
 import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
 import { failedEnd, parseMarked } from "../../primitives/launch/rank_report.ts";
 import {
@@ -78,7 +78,7 @@ export function printLine(rank: number, stream: "stdout" | "stderr", line: strin
 /**
  * Runs `deno <denoArgs>` as ranks 0 … size−1; `results` resolves when all exit 0 (with each
  * rank's stdout line marked as a result, if any) and rejects with a `RankFailedError` naming the
- * rank that caused the failure (primitives/launch/verdict.ts), once every child has exited.
+ * rank that caused the failure (primitives/launch/blame.ts), once every child has exited.
  */
 export function runProcessRanks(
   denoArgs: string[],
@@ -255,11 +255,12 @@ export interface ProcessesOptions
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { launchProcesses } from "./processes.ts";
  *
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
  * const group = launchProcesses<number>(module, { size: 2, transport: "tcp" });
- * console.log(await group.results); // [3, 3]
+ * assertEquals(await group.results, [3, 3]);
  * ```
  */
 export function launchProcesses<T = unknown>(
@@ -292,6 +293,7 @@ export function launchProcesses<T = unknown>(
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { joinAsRank0 } from "./processes.ts";
  *
  * // This process is rank 0; ranks 1 and 2 run examples/allreduce_rank.ts in processes of their own.
@@ -301,7 +303,7 @@ export function launchProcesses<T = unknown>(
  * buf.view.fill(comm.rank + 1);
  * await comm.allreduce(buf); // rank 0's part, here
  * await comm[Symbol.asyncDispose]();
- * console.log(buf.view[0], await others.results); // 6 [undefined, 6, 6]
+ * assertEquals([buf.view[0], await others.results], [6, [undefined, 6, 6]]);
  * ```
  */
 export async function joinAsRank0(

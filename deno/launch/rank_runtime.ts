@@ -9,7 +9,7 @@
 import "../platform/install.ts";
 import type { MeshOptions, Transport } from "../../primitives/transports/transport.ts";
 import { bindRankThread } from "../platform/cpu_binding.ts";
-import { TRANSPORT_TABLE } from "../registry.ts";
+import { TRANSPORT_TABLE } from "../transport_table.ts";
 
 /** Binds the rank's thread to `cpu`, if its launcher placed it on one. */
 export function start(cpu: number | undefined): void {

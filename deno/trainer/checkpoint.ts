@@ -14,12 +14,12 @@
  */
 
 import { createHash } from "node:crypto";
-import type { Communicator, HostBuffer } from "../../web.ts";
+import type { Communicator, HostBuffer } from "../../core.ts";
 import type { CheckpointOptions, TrainConfig } from "../../trainer/config.ts";
 import type { Engine, Score } from "../../trainer/engine.ts";
 import type { StepState } from "../../trainer/sync/strategy.ts";
 import type { EpochRow } from "../../trainer/epochs.ts";
-import type { RunCheckpoints, RunPosition } from "../../trainer/rank.ts";
+import type { RunCheckpoints, RunPosition } from "../../trainer/training_run.ts";
 import { removeQuietly, writeAtomically } from "../files/atomic_file.ts";
 
 /** One rank's file of a generation, as the set names it. */

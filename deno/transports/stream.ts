@@ -206,7 +206,7 @@ export abstract class StreamTransport extends InboxTransport {
   }
 
   /**
-   * Says goodbye to every peer and waits for theirs (goodbyes.ts). Then ends every connection
+   * Says goodbye to every peer and waits for theirs (closing_check.ts). Then ends every connection
    * once queued frames are out, and closes each once the peer's side has ended too (a peer
    * answers the end of a stream by ending its side), so nothing either side sent is lost to a
    * reset. Rejects with what the goodbyes found, or with the failure that aborted this transport.

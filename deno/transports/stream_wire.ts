@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Goodbye } from "../../primitives/transports/goodbyes.ts";
+import type { Goodbye } from "../../primitives/transports/closing_check.ts";
 
 /**
  * Largest payload of one data frame: a larger message goes as several, so the two ways of an
@@ -25,7 +25,7 @@ export type Frame =
   | { kind: "probe"; tag: number; stamp: number }
   /** "The group failed because rank `rank` did", and why. */
   | { kind: "abort"; rank: number; reason: string }
-  /** This rank closes its part of the group (goodbyes.ts); no message follows. */
+  /** This rank closes its part of the group (closing_check.ts); no message follows. */
   | ({ kind: "closing" } & Goodbye)
   /** "This rank finished and sends nothing more." */
   | { kind: "bye" }

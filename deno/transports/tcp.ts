@@ -132,7 +132,9 @@ export const TCP: ProcessesTransport & { name: "tcp" } = {
   name: "tcp",
   summary: "processes (or hosts) over TCP, one connection per pair, frames of their own",
   // Between 2 processes recursive doubling beats the ring up to 1 MiB (docs/auto.md).
-  crossovers: { recursiveDoublingBelowOnTwo: 2 ** 20 },
+  winsBelow: {
+    "allreduce/recursive_doubling": (size, measured) => size === 2 ? 2 ** 20 : measured,
+  },
   async connect(o) {
     const mesh = await connectStreamMesh(o, TCP_HANDSHAKE);
     return new TcpTransport(o.rank, o.size, mesh.connections, {

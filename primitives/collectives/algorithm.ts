@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { GpuBuffer } from "../memory/gpu.ts";
+import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import type { AlgorithmNeed, CollectiveName, LinkCosts, Side, TypedArray } from "../types.ts";
 import type { Signatures } from "./context.ts";
 
@@ -37,6 +37,15 @@ export interface Facts<C extends CollectiveName, N extends AlgorithmNeed> {
    * the transport can run there; one without a cost is never picked between hosts.
    */
   cost?(links: LinkCosts, call: PricedCall): number;
+  /**
+   * Where `auto` picks it on one host (docs/auto.md): the buffer size, in bytes, below which it
+   * wins a call on `size` ranks; `Infinity` from where the others of its kind stop, 0 never.
+   * Among the algorithms of the most direct kind the transport runs (direct access, then a
+   * hierarchy, then messages or staging), `auto` takes the one whose bound is the smallest above
+   * the call's bytes. Measured with the harness and `deno task compare`; a transport may restate
+   * it (`TransportFacts.winsBelow`). Absent: never picked on one host, only forced.
+   */
+  winsBelow?(size: number): number;
   /**
    * Elements of scratch the busiest rank holds through a call of `count` elements per rank (the
    * whole buffer for the block collectives) on `size` ranks, beyond the call's own buffers: the

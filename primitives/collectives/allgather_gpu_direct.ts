@@ -23,4 +23,6 @@ export const ALLGATHER_GPU_DIRECT: DeviceAlgorithm<"allgather"> = {
   collective: "allgather",
   needs: "device",
   run: allgatherGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -21,4 +21,6 @@ export const ALLGATHER_RING: HostAlgorithm<"allgather"> = {
   collective: "allgather",
   needs: "messages",
   run: allgatherRing,
+  // The only message algorithm of its collective.
+  winsBelow: () => Infinity,
 };

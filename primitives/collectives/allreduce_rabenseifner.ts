@@ -64,6 +64,9 @@ export const ALLREDUCE_RABENSEIFNER: HostAlgorithm<"allreduce"> = {
   // Scratch: the half it keeps, and the fold.
   scratch: (count, size) => count / 2 + foldScratch(count, size),
   run: viaOutput(allreduceRabenseifner),
+  // It led at 2^18–2^19 floats on 4 ranks; on 2 it is recursive doubling's exchange, and off a
+  // power of two its fold costs more than it saves.
+  winsBelow: (size) => size > 2 && (size & (size - 1)) === 0 ? 4 * 1024 * 1024 : 0,
   // Halving then doubling: 2 log2 p steps, (p−1)/p of the buffer sent twice and reduced once.
   cost: (links, call) => {
     const p2 = powerOfTwoBelow(call.size);

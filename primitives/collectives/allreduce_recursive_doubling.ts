@@ -42,6 +42,8 @@ export const ALLREDUCE_RECURSIVE_DOUBLING: HostAlgorithm<"allreduce"> = {
   // Scratch: a peer's whole buffer, and the fold.
   scratch: (count, size) => count + foldScratch(count, size),
   run: viaOutput(allreduceRecursiveDoubling),
+  // Over `worker` it led below 2^17 floats at 2 and 4 ranks (docs/auto.md).
+  winsBelow: () => 512 * 1024,
   // log2 p rounds, each swapping and reducing the whole buffer.
   cost: (links, call) =>
     foldUs(links, call) +

@@ -34,6 +34,8 @@ export const ALLREDUCE_RING: HostAlgorithm<"allreduce"> = {
   // Scratch: one chunk of a peer's.
   scratch: (count, size) => Math.ceil(count / size),
   run: allreduceRing,
+  // Bandwidth-optimal: every size the latency-bound algorithms do not win.
+  winsBelow: () => Infinity,
   // 2(p−1) steps of a chunk each; a segment is reduced while the next arrives, so only one
   // segment's reduction per step shows.
   cost: ({ latencyUs: a, usPerByte: b, reduceUsPerByte: g }, { bytes, size: p }) =>

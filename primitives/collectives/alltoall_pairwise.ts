@@ -28,4 +28,6 @@ export const ALLTOALL_PAIRWISE: HostAlgorithm<"alltoall"> = {
   collective: "alltoall",
   needs: "messages",
   run: alltoallPairwise,
+  // The only message algorithm of its collective.
+  winsBelow: () => Infinity,
 };

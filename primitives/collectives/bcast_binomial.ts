@@ -34,6 +34,9 @@ export const BCAST_BINOMIAL: HostAlgorithm<"bcast"> = {
   collective: "bcast",
   needs: "messages",
   run: bcastBinomial,
+  // It beat the scatter forms at every size on one machine, and in a hierarchical group too:
+  // ranks are numbered host by host, so the tree crosses each host's link once per call.
+  winsBelow: () => Infinity,
   // Calls in a row overlap: the root's ⌈log2 p⌉ sends of the buffer set the pace.
   cost: (links, { bytes, size }) =>
     Math.ceil(Math.log2(size)) * (links.latencyUs + bytes * links.usPerByte),

@@ -20,4 +20,6 @@ export const BCAST_GPU_DIRECT: DeviceAlgorithm<"bcast"> = {
   collective: "bcast",
   needs: "device",
   run: bcastGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

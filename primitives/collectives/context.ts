@@ -44,7 +44,7 @@ export class CollectiveContext {
   constructor(
     readonly transport: Transport,
     readonly heap: RankHeap,
-    readonly pickHost: HostPicker,
+    readonly pickHost: HostAlgorithmPicker,
   ) {
     this.rank = transport.rank;
     this.size = transport.size;
@@ -178,7 +178,7 @@ export type Operand = TypedArray | DeviceView | CommBuffer;
  * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
  * (in place) and is otherwise a distinct buffer of the same length and dtype.
  */
-export type AllreduceAlgorithm<B = TypedArray> = (
+export type AllreduceRun<B = TypedArray> = (
   ctx: CollectiveContext,
   input: B,
   output: B,
@@ -200,7 +200,7 @@ export function viaOutput<Rest extends unknown[]>(
 }
 
 /** Broadcast of `buf` from `root`. */
-export type BcastAlgorithm<B = TypedArray> = (
+export type BcastRun<B = TypedArray> = (
   ctx: CollectiveContext,
   buf: B,
   root: number,
@@ -209,7 +209,7 @@ export type BcastAlgorithm<B = TypedArray> = (
  * Reduction of every rank's `input` into `output` on `root`. On the root `output` may be `input`
  * (in place); on every other rank it is `input`, which stays unchanged.
  */
-export type ReduceAlgorithm<B = TypedArray> = (
+export type ReduceRun<B = TypedArray> = (
   ctx: CollectiveContext,
   input: B,
   output: B,
@@ -217,13 +217,13 @@ export type ReduceAlgorithm<B = TypedArray> = (
   root: number,
 ) => Completion;
 /** `recv` (size × n) gets every rank's `send` (n), in rank order. */
-export type AllgatherAlgorithm<B = TypedArray> = (
+export type AllgatherRun<B = TypedArray> = (
   ctx: CollectiveContext,
   send: B,
   recv: B,
 ) => Completion;
 /** `recv` (n) gets part `rank` of the reduction of every rank's `send` (size × n). */
-export type ReduceScatterAlgorithm<B = TypedArray> = (
+export type ReduceScatterRun<B = TypedArray> = (
   ctx: CollectiveContext,
   send: B,
   recv: B,
@@ -233,7 +233,7 @@ export type ReduceScatterAlgorithm<B = TypedArray> = (
  * All-to-all: block j of every rank's `send` (size × n) goes to rank j, where it lands as block
  * i (the sender's rank) of `recv` (size × n).
  */
-export type AlltoallAlgorithm<B = TypedArray> = (
+export type AlltoallRun<B = TypedArray> = (
   ctx: CollectiveContext,
   send: B,
   recv: B,
@@ -242,7 +242,7 @@ export type AlltoallAlgorithm<B = TypedArray> = (
  * Gather to `root`: every rank's `send` (n) lands as its block of the root's `recv` (size × n).
  * On other ranks `recv` is `send` and is not written.
  */
-export type GatherAlgorithm<B = TypedArray> = (
+export type GatherRun<B = TypedArray> = (
   ctx: CollectiveContext,
   send: B,
   recv: B,
@@ -252,7 +252,7 @@ export type GatherAlgorithm<B = TypedArray> = (
  * Scatter from `root`: block r of the root's `send` (size × n) lands in rank r's `recv` (n). On
  * other ranks `send` is `recv` and is not read.
  */
-export type ScatterAlgorithm<B = TypedArray> = (
+export type ScatterRun<B = TypedArray> = (
   ctx: CollectiveContext,
   send: B,
   recv: B,
@@ -261,22 +261,22 @@ export type ScatterAlgorithm<B = TypedArray> = (
 
 /** Each collective's algorithm signature over operands of type `B`. */
 export interface Signatures<B> {
-  /** {@linkcode AllreduceAlgorithm}. */
-  allreduce: AllreduceAlgorithm<B>;
-  /** {@linkcode BcastAlgorithm}. */
-  bcast: BcastAlgorithm<B>;
-  /** {@linkcode ReduceAlgorithm}. */
-  reduce: ReduceAlgorithm<B>;
-  /** {@linkcode AllgatherAlgorithm}. */
-  allgather: AllgatherAlgorithm<B>;
-  /** {@linkcode ReduceScatterAlgorithm}. */
-  reduceScatter: ReduceScatterAlgorithm<B>;
-  /** {@linkcode AlltoallAlgorithm}. */
-  alltoall: AlltoallAlgorithm<B>;
-  /** {@linkcode GatherAlgorithm}. */
-  gather: GatherAlgorithm<B>;
-  /** {@linkcode ScatterAlgorithm}. */
-  scatter: ScatterAlgorithm<B>;
+  /** {@linkcode AllreduceRun}. */
+  allreduce: AllreduceRun<B>;
+  /** {@linkcode BcastRun}. */
+  bcast: BcastRun<B>;
+  /** {@linkcode ReduceRun}. */
+  reduce: ReduceRun<B>;
+  /** {@linkcode AllgatherRun}. */
+  allgather: AllgatherRun<B>;
+  /** {@linkcode ReduceScatterRun}. */
+  reduceScatter: ReduceScatterRun<B>;
+  /** {@linkcode AlltoallRun}. */
+  alltoall: AlltoallRun<B>;
+  /** {@linkcode GatherRun}. */
+  gather: GatherRun<B>;
+  /** {@linkcode ScatterRun}. */
+  scatter: ScatterRun<B>;
 }
 
 /**
@@ -284,7 +284,7 @@ export interface Signatures<B> {
  * one-level group: what staging runs on the host and the hierarchical algorithms over channels.
  * The communicator hands the registry's in (the registry lists these algorithms).
  */
-export type HostPicker = <C extends CollectiveName>(
+export type HostAlgorithmPicker = <C extends CollectiveName>(
   ctx: CollectiveContext,
   collective: C,
   bytes: number,

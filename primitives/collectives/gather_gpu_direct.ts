@@ -22,4 +22,6 @@ export const GATHER_GPU_DIRECT: DeviceAlgorithm<"gather"> = {
   collective: "gather",
   needs: "device",
   run: gatherGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -26,4 +26,7 @@ export const GATHER_LINEAR: HostAlgorithm<"gather"> = {
   collective: "gather",
   needs: "messages",
   run: gatherLinear,
+  // The binomial tree's copies (its subtree blocks, then the root's reordering) cost more than
+  // the root's n − 1 receives at every size measured.
+  winsBelow: () => Infinity,
 };

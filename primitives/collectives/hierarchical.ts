@@ -18,13 +18,13 @@ import type { HierarchyAccess, SharedAccess } from "../transports/transport.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import {
-  type AllgatherAlgorithm,
-  type AllreduceAlgorithm,
-  type BcastAlgorithm,
+  type AllgatherRun,
+  type AllreduceRun,
+  type BcastRun,
   chunk,
   type CollectiveContext,
-  type ReduceAlgorithm,
-  type ReduceScatterAlgorithm,
+  type ReduceRun,
+  type ReduceScatterRun,
 } from "./context.ts";
 import { requireViews } from "./_shm_direct.ts";
 
@@ -51,7 +51,7 @@ function heapView(ctx: CollectiveContext, buf: TypedArray, slot: number): TypedA
  * rank t allreduces its part over its channel, then every rank copies the other parts from its
  * host's ranks.
  */
-const hierarchicalAllreduce: AllreduceAlgorithm = async (ctx, input, output, op) => {
+const hierarchicalAllreduce: AllreduceRun = async (ctx, input, output, op) => {
   const { h, host, channel, shared } = levels(ctx);
   const parts = split(input, h.threads);
   const [s, e] = parts(h.local);
@@ -68,7 +68,7 @@ const hierarchicalAllreduce: AllreduceAlgorithm = async (ctx, input, output, op)
  * Reduce to `root`: parts reduced on each host as in allreduce, each part reduced over its
  * channel to the root's host, where the root gathers them.
  */
-const hierarchicalReduce: ReduceAlgorithm = async (ctx, input, output, op, root) => {
+const hierarchicalReduce: ReduceRun = async (ctx, input, output, op, root) => {
   const { h, host, channel, shared } = levels(ctx);
   const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
   const parts = split(input, h.threads);
@@ -95,7 +95,7 @@ const hierarchicalReduce: ReduceAlgorithm = async (ctx, input, output, op, root)
  * Broadcast from `root`: the root's host splits the buffer among its ranks (part t to rank t),
  * each part is broadcast over its channel, and every rank copies the other parts from its host.
  */
-const hierarchicalBcast: BcastAlgorithm = async (ctx, buf, root) => {
+const hierarchicalBcast: BcastRun = async (ctx, buf, root) => {
   const { h, host, channel, shared } = levels(ctx);
   const rootHost = Math.floor(root / h.threads), rootLocal = root % h.threads;
   const parts = split(buf, h.threads);
@@ -116,7 +116,7 @@ const hierarchicalBcast: BcastAlgorithm = async (ctx, buf, root) => {
  * Allgather: each rank gathers its channel's blocks (rank t of every host), then copies the other
  * channels' blocks from its host's ranks.
  */
-const hierarchicalAllgather: AllgatherAlgorithm = async (ctx, send, recv) => {
+const hierarchicalAllgather: AllgatherRun = async (ctx, send, recv) => {
   const { h, host, channel, shared } = levels(ctx);
   const n = send.length;
   const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
@@ -134,7 +134,7 @@ const hierarchicalAllgather: AllgatherAlgorithm = async (ctx, send, recv) => {
  * Reduce-scatter: rank t reduces, over its host, the blocks of every host's rank t, then
  * reduce-scatters them over its channel: rank (host p, t) ends with block p · threads + t.
  */
-const hierarchicalReduceScatter: ReduceScatterAlgorithm = async (ctx, send, recv, op) => {
+const hierarchicalReduceScatter: ReduceScatterRun = async (ctx, send, recv, op) => {
   const { h, host, channel, shared } = levels(ctx);
   const n = recv.length;
   const sends = requireViews(shared.exchangeViews(host.staged(send, 2), host.stamp));
@@ -202,19 +202,25 @@ function gatherParts(
   shared.barrier(host.stamp);
 }
 
-/** `hierarchical` of collective `C`, running `run`. */
+/** `hierarchical` of collective `C`, running `run`; `auto` picks it where `picked`. */
 function hierarchical<C extends "allreduce" | "bcast" | "reduce" | "allgather" | "reduceScatter">(
   collective: C,
   run: HostAlgorithm<C>["run"],
+  picked: boolean,
 ): HostAlgorithm<C> {
-  return { name: "hierarchical", collective, needs: "hierarchy", run };
+  const winsBelow = picked ? () => Infinity : undefined;
+  return { name: "hierarchical", collective, needs: "hierarchy", run, winsBelow };
 }
 
-/** `hierarchical` of every collective that has one. */
+/**
+ * `hierarchical` of every collective that has one. `auto` leaves bcast and reduce to the binomial
+ * tree, which crosses each host's link once per call without the shared-memory phases: on a 2 × 2
+ * cluster it led them at small sizes and matched or beat them at large (docs/hierarchy.md).
+ */
 export const HIERARCHICAL = [
-  hierarchical("allreduce", hierarchicalAllreduce),
-  hierarchical("bcast", hierarchicalBcast),
-  hierarchical("reduce", hierarchicalReduce),
-  hierarchical("allgather", hierarchicalAllgather),
-  hierarchical("reduceScatter", hierarchicalReduceScatter),
+  hierarchical("allreduce", hierarchicalAllreduce, true),
+  hierarchical("bcast", hierarchicalBcast, false),
+  hierarchical("reduce", hierarchicalReduce, false),
+  hierarchical("allgather", hierarchicalAllgather, true),
+  hierarchical("reduceScatter", hierarchicalReduceScatter, true),
 ] as const;

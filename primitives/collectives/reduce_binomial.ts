@@ -41,6 +41,8 @@ export const REDUCE_BINOMIAL: HostAlgorithm<"reduce"> = {
   // Scratch: a child's buffer and the running sum.
   scratch: (count) => 2 * count,
   run: viaOutput(reduceBinomial),
+  // As bcast's tree: ahead of the scatter forms at every size, and of `hierarchical`'s.
+  winsBelow: () => Infinity,
   // The root receives and reduces the buffer ⌈log2 p⌉ times.
   cost: (links, { bytes, size }) =>
     Math.ceil(Math.log2(size)) *

@@ -26,4 +26,6 @@ export const REDUCE_GPU_DIRECT: DeviceAlgorithm<"reduce"> = {
   collective: "reduce",
   needs: "device",
   run: reduceGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -25,4 +25,6 @@ export const REDUCE_SCATTER_GPU_DIRECT: DeviceAlgorithm<"reduceScatter"> = {
   collective: "reduceScatter",
   needs: "device",
   run: reduceScatterGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

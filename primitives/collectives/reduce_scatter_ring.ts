@@ -34,4 +34,6 @@ export const REDUCE_SCATTER_RING: HostAlgorithm<"reduceScatter"> = {
   // Scratch: the send buffer's copy, and one chunk of a peer's.
   scratch: (count, size) => count + Math.ceil(count / size),
   run: reduceScatterRing,
+  // The only message algorithm of its collective.
+  winsBelow: () => Infinity,
 };

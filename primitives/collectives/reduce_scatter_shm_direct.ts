@@ -30,4 +30,6 @@ export const REDUCE_SCATTER_SHM_DIRECT: HostAlgorithm<"reduceScatter"> = {
   collective: "reduceScatter",
   needs: "shared",
   run: reduceScatterShmDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

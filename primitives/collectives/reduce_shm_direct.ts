@@ -63,4 +63,6 @@ export const REDUCE_SHM_DIRECT: HostAlgorithm<"reduce"> = {
   collective: "reduce",
   needs: "shared",
   run: reduceShmDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -48,4 +48,7 @@ export const SCATTER_BINOMIAL: HostAlgorithm<"scatter"> = {
   // Scratch: a subtree's blocks.
   scratch: (count) => count,
   run: scatterBinomial,
+  // The root's ⌈log2 n⌉ sends beat its n − 1 until the forwarded blocks cost more: it led the
+  // linear scatter up to 2K floats over `worker` at 4 ranks.
+  winsBelow: () => 8 * 1024,
 };

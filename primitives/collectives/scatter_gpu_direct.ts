@@ -22,4 +22,6 @@ export const SCATTER_GPU_DIRECT: DeviceAlgorithm<"scatter"> = {
   collective: "scatter",
   needs: "device",
   run: scatterGpuDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -26,4 +26,5 @@ export const SCATTER_LINEAR: HostAlgorithm<"scatter"> = {
   collective: "scatter",
   needs: "messages",
   run: scatterLinear,
+  winsBelow: () => Infinity,
 };

@@ -32,4 +32,6 @@ export const SCATTER_SHM_DIRECT: HostAlgorithm<"scatter"> = {
   // Scratch: the root's blocks.
   scratch: (count) => count,
   run: scatterShmDirect,
+  // Direct access moves each byte across memory once: ahead of every other at every size.
+  winsBelow: () => Infinity,
 };

@@ -14,7 +14,7 @@
  */
 
 import type { CommBuffer } from "../memory/comm_buffer.ts";
-import type { GpuBuffer } from "../memory/gpu.ts";
+import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import {
   type CollectiveName,
   type Dtype,
@@ -217,14 +217,29 @@ const RUNS: { [C in CollectiveName]: (pipelined: boolean) => Signatures<GpuBuffe
     stage(ctx, SHAPES.scatter, { send, recv, op: "sum", root }, pipelined),
 };
 
+/** Pipelining pays once a buffer is four segments or more. */
+const PIPELINED_FROM = 16 * 1024 * 1024;
+
 /** `staged` (whole buffers) for collective `C`. */
 function staged<C extends CollectiveName>(collective: C): DeviceAlgorithm<C> {
-  return { name: "staged", collective, needs: "staging", run: RUNS[collective](false) };
+  return {
+    name: "staged",
+    collective,
+    needs: "staging",
+    run: RUNS[collective](false),
+    winsBelow: () => PIPELINED_FROM,
+  };
 }
 
 /** `pipelined` (segments in flight) for collective `C`. */
 function pipelined<C extends CollectiveName>(collective: C): DeviceAlgorithm<C> {
-  return { name: "pipelined", collective, needs: "staging", run: RUNS[collective](true) };
+  return {
+    name: "pipelined",
+    collective,
+    needs: "staging",
+    run: RUNS[collective](true),
+    winsBelow: () => Infinity,
+  };
 }
 
 /** `staged` for every collective. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { MAX_TAG } from "./call_book.ts";
+import { MAX_TAG } from "./call_log.ts";
 import type { CheckedCall } from "./collective_call.ts";
 import type { AlgorithmOptions, ReduceOptions, RootOptions } from "./options.ts";
 import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";

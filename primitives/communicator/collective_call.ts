@@ -8,10 +8,10 @@
 import { type AlgorithmOf, onHost } from "../collectives/algorithm.ts";
 import type { CollectiveContext, Completion, Signatures } from "../collectives/context.ts";
 import type { CommBuffer } from "../memory/comm_buffer.ts";
-import type { GpuBuffer } from "../memory/gpu.ts";
+import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import type { Indexed } from "../registry.ts";
 import type { CollectiveName, KernelOp, ReduceOp, TypedArray } from "../types.ts";
-import type { Call, Keep } from "./collective_runner.ts";
+import type { Keep, PlannedCall } from "./collective_runner.ts";
 import { DEVICE, HOST, type OperandSide } from "./operands.ts";
 import { callStamp } from "./stamp.ts";
 
@@ -57,12 +57,15 @@ export function planCall<C extends CollectiveName>(
   picked: Indexed<AlgorithmOf<C>>,
   call: CheckedCall<C>,
   size: number,
-): { onHost: true; call: Call<TypedArray> } | { onHost: false; call: Call<GpuBuffer> } {
+): { onHost: true; call: PlannedCall<TypedArray> } | {
+  onHost: false;
+  call: PlannedCall<GpuBuffer>;
+} {
   const { collective, op = "sum", root = 0 } = call;
   const stamp = callStamp(collective, call.block.dtype, call.block.length, op, root, picked.index);
   const bind: Bind<C> = BIND[collective], kop = kernelOp(op);
   const divides = op === "avg" && (call.divides ?? true);
-  const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): Call<B> => ({
+  const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): PlannedCall<B> => ({
     stamp,
     side,
     run: bind(run, kop, root),

@@ -6,21 +6,26 @@
  * @module
  */
 
-import { type CallBook, MAX_TAG } from "./call_book.ts";
-import { CollectiveContext, type Completion, type HostPicker } from "../collectives/context.ts";
+import { type CallLog, MAX_TAG } from "./call_log.ts";
+import {
+  CollectiveContext,
+  type Completion,
+  type HostAlgorithmPicker,
+} from "../collectives/context.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type BufferLike, type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { type OperandSide, operandsOf } from "./operands.ts";
 import type { Transport } from "../transports/transport.ts";
-import { DONE, type ReduceOp, type TypedArray } from "../types.ts";
+import { DONE, type TypedArray } from "../types.ts";
+import type { ReduceOptions, RootOptions } from "./options.ts";
 
 /**
- * A checked collective call on operands of type `B` (host views or device buffers): its stamp,
- * its algorithm over its operands (input and output, or a bcast's one buffer twice), and what it
- * does on one rank and after the algorithm.
+ * A collective call planned for the runner: its stamp, its algorithm over its operands (input and
+ * output, or a bcast's one buffer twice), and what it does on one rank and after the algorithm.
+ * `B`: host views or device buffers.
  */
-export interface Call<B> {
+export interface PlannedCall<B> {
   stamp: number;
   /** Where its operands come from. */
   side: OperandSide<B>;
@@ -32,34 +37,25 @@ export interface Call<B> {
   after?(a: B, b: B): void;
 }
 
-/** The collectives whose last call is kept (those small messages run in loops). */
-export type RepeatedKind = "bcast" | "allreduce" | "reduce";
-
-/** The options a kept call is compared on. */
-export interface RepeatOptions {
-  out?: BufferLike;
-  op?: ReduceOp;
-  root?: number;
-  algorithm?: string;
-}
-
-/** A call to keep for {@linkcode CollectiveRunner.repeat}: its kind, buffer and options. */
+/**
+ * A call on host buffers to keep for {@linkcode CollectiveRunner.repeat}: a collective whose small
+ * calls run in loops, its buffer and the caller's options (those a repeat must match).
+ */
 export interface Keep {
-  kind: RepeatedKind;
+  kind: "bcast" | "allreduce" | "reduce";
   buf: BufferLike;
-  options: RepeatOptions;
+  options: ReduceOptions & RootOptions;
 }
 
 /**
- * A checked call on host buffers, kept so that a call with the same arguments (a loop of small
- * collectives) skips the checks, the algorithm choice and the stamp: about half of a 1-float
- * call's JS time. Device and managed buffers resolve per call and are never kept.
+ * A kept call: a call with the same arguments (a loop of small collectives) skips the checks,
+ * the algorithm choice and the stamp, about half of a 1-float call's JS time. Device and managed
+ * buffers resolve per call and are never kept.
  */
-interface KeptCall extends RepeatOptions {
-  buf: BufferLike;
+interface KeptCall extends Keep {
   /** The buffer's length then (a view over a resizable buffer can change length). */
   length: number;
-  call: Call<TypedArray>;
+  call: PlannedCall<TypedArray>;
   ops: TypedArray[];
 }
 
@@ -75,12 +71,12 @@ export interface RunnerHooks {
 export class CollectiveRunner {
   readonly #transport: Transport;
   readonly #heap: RankHeap;
-  readonly #calls: CallBook;
+  readonly #calls: CallLog;
   readonly #size: number;
   /** Collectives that run on after their call returns finish before the next begins. */
   readonly #blocking: boolean;
   readonly #hooks: RunnerHooks;
-  readonly #pickHost: HostPicker;
+  readonly #pickHost: HostAlgorithmPicker;
   #seq = 0;
   /**
    * The context the next call runs on. A call that goes on after it returns keeps its context
@@ -98,7 +94,7 @@ export class CollectiveRunner {
    */
   #direct = true;
   /** The last checked call of each small-message collective (see {@linkcode repeat}). */
-  #kept: Partial<Record<RepeatedKind, KeptCall>> = {};
+  #kept: Partial<Record<Keep["kind"], KeptCall>> = {};
 
   /**
    * The runner of calls over `transport` with scratch in `heap`, recorded in `calls`; `pickHost`
@@ -108,9 +104,9 @@ export class CollectiveRunner {
     transport: Transport,
     { heap, calls, hooks, pickHost }: {
       heap: RankHeap;
-      calls: CallBook;
+      calls: CallLog;
       hooks: RunnerHooks;
-      pickHost: HostPicker;
+      pickHost: HostAlgorithmPicker;
     },
   ) {
     this.#transport = transport;
@@ -138,12 +134,13 @@ export class CollectiveRunner {
    * Runs the kept call of `kind` again if this one repeats it: the same buffer (of the same length)
    * and the same `out`, `op`, `root` and `algorithm`. Otherwise `undefined`.
    */
-  repeat(kind: RepeatedKind, buf: BufferLike, o: RepeatOptions): Promise<void> | undefined {
+  repeat(kind: Keep["kind"], buf: BufferLike, o: Keep["options"]): Promise<void> | undefined {
     const r = this.#kept[kind];
-    if (
-      r === undefined || r.buf !== buf || r.length !== buf.length || r.out !== o.out ||
-      r.op !== o.op || r.root !== o.root || r.algorithm !== o.algorithm
-    ) return undefined;
+    if (r === undefined || r.buf !== buf || r.length !== buf.length) return undefined;
+    const k = r.options;
+    if (k.out !== o.out || k.op !== o.op || k.root !== o.root || k.algorithm !== o.algorithm) {
+      return undefined;
+    }
     return this.#rerun(r);
   }
 
@@ -152,7 +149,11 @@ export class CollectiveRunner {
    * `buffers` (each with whether the call writes it); kept as `keep` says when every buffer is a
    * host buffer.
    */
-  runOnHost(call: Call<TypedArray>, buffers: [CommBuffer, boolean][], keep?: Keep): Promise<void> {
+  runOnHost(
+    call: PlannedCall<TypedArray>,
+    buffers: [CommBuffer, boolean][],
+    keep?: Keep,
+  ): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
     const views: TypedArray[] = [];
     for (const [b] of buffers) {
@@ -162,14 +163,12 @@ export class CollectiveRunner {
       views.push(b.view);
     }
     if (keep && this.#size > 1 && !call.after) {
-      const { buf, options: { out, op, root, algorithm } } = keep;
+      // The options as they are now: the caller may change its object later.
+      const { out, op, root, algorithm } = keep.options;
       this.#kept[keep.kind] = {
-        buf,
-        length: buf.length,
-        out,
-        op,
-        root,
-        algorithm,
+        ...keep,
+        options: { out, op, root, algorithm },
+        length: keep.buf.length,
         call,
         ops: views,
       };
@@ -181,7 +180,7 @@ export class CollectiveRunner {
    * Runs a checked collective on device buffers as the next call in issue order, on the operands
    * of `buffers` (each with whether the call writes it).
    */
-  runOnDevice<B>(call: Call<B>, buffers: [CommBuffer, boolean][]): Promise<void> {
+  runOnDevice<B>(call: PlannedCall<B>, buffers: [CommBuffer, boolean][]): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
     return this.#later(call, () => operandsOf(call.side, buffers));
   }
@@ -208,14 +207,14 @@ export class CollectiveRunner {
    * Begins `call` now, on a context of its own: not `async`, so a call that completes at once
    * allocates no promise. On a blocking transport, the next collective waits for it to finish.
    */
-  #now<B>(call: Call<B>, ops: B[]): Promise<void> {
+  #now<B>(call: PlannedCall<B>, ops: B[]): Promise<void> {
     const done = this.#start(call, ops);
     if (this.#blocking && done !== DONE) this.#order.holdUntil(done);
     return done;
   }
 
   /** Begins `call` once the calls issued before it have (see {@linkcode #now}). */
-  async #later<B>(call: Call<B>, operands: () => B[] | Promise<B[]>): Promise<void> {
+  async #later<B>(call: PlannedCall<B>, operands: () => B[] | Promise<B[]>): Promise<void> {
     const turn = this.#order.claim();
     let done: Promise<void>;
     try {
@@ -232,7 +231,7 @@ export class CollectiveRunner {
   }
 
   /** Runs `call` on `ops` now: on one rank without a context, else on a context of its own. */
-  #start<B>(call: Call<B>, ops: B[]): Promise<void> {
+  #start<B>(call: PlannedCall<B>, ops: B[]): Promise<void> {
     const a = ops[0], b = ops[1];
     try {
       if (this.#size === 1) {

@@ -8,9 +8,9 @@
  */
 
 import { bytesIn, CallArguments } from "./call_arguments.ts";
-import { CallBook, MAX_TAG } from "./call_book.ts";
+import { CallLog, MAX_TAG } from "./call_log.ts";
 import { type CheckedCall, planCall } from "./collective_call.ts";
-import { type Call, CollectiveRunner } from "./collective_runner.ts";
+import { CollectiveRunner, type PlannedCall } from "./collective_runner.ts";
 import { barrierDissemination } from "../collectives/barrier_dissemination.ts";
 import { CommError, failureNotice, PeerFailedError } from "../errors.ts";
 import type { BufferLike, CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
@@ -29,8 +29,8 @@ import type {
 } from "./options.ts";
 import { PointToPoint } from "./point_to_point.ts";
 import { callStamp } from "./stamp.ts";
-import { sideOfMemory, type Transport } from "../transports/transport.ts";
-import type { CollectiveName, LinkCosts, MemoryKind, Side, TypedArray } from "../types.ts";
+import type { Transport } from "../transports/transport.ts";
+import type { CollectiveName, LinkCosts, Side, TypedArray } from "../types.ts";
 
 export type { AlgorithmOptions, AllocOptions, ReduceOptions, RootOptions, TagOptions };
 export { MAX_TAG };
@@ -45,7 +45,8 @@ export { MAX_TAG };
  *
  * @example Allreduce in place
  * ```ts
- * import { spawnRanks } from "../../web.ts";
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
+ * import { spawnRanks } from "../../core.ts";
  *
  * // examples/allreduce_rank.ts, which every rank runs:
  * //   const buf = comm.alloc(1 << 20, { memory: "shared" });
@@ -53,7 +54,7 @@ export { MAX_TAG };
  * //   await comm.allreduce(buf, { op: "sum" });
  * //   return buf.view[0];
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
- * console.log(await spawnRanks<number>(module, { size: 3 })); // [6, 6, 6]
+ * assertEquals(await spawnRanks<number>(module, { size: 3 }), [6, 6, 6]);
  * ```
  */
 export class Communicator implements AsyncDisposable {
@@ -68,6 +69,8 @@ export class Communicator implements AsyncDisposable {
   readonly #p2p: PointToPoint;
   /** Ranks per process of a hierarchical group (1: one level). */
   readonly #threads: number;
+  /** The algorithm each collective's last call ran. */
+  readonly #ran: Partial<Record<CollectiveName, string>> = {};
   #closed = false;
   /** The failure that broke this communicator: every later call throws it. */
   #broken?: Error;
@@ -79,8 +82,8 @@ export class Communicator implements AsyncDisposable {
     this.#transport = transport;
     this.#memory = memory;
     memory.rank ??= transport.rank;
-    const calls = new CallBook(transport.rank);
-    CALL_BOOKS.set(this, calls);
+    const calls = new CallLog(transport.rank);
+    CALL_LOGS.set(this, calls);
     const hooks = { checkOpen: () => this.#checkOpen(), broke: (e: unknown) => this.#broke(e) };
     this.#args = new CallArguments(this.rank, this.size, memory, transport.facts);
     this.#threads = transport.hierarchy?.threads ?? 1;
@@ -302,7 +305,7 @@ export class Communicator implements AsyncDisposable {
     try {
       this.#checkOpen();
       const { shared, device } = this.#transport;
-      const call: Call<TypedArray> = {
+      const call: PlannedCall<TypedArray> = {
         stamp: BARRIER_STAMP,
         side: HOST,
         run: (ctx) => {
@@ -365,12 +368,11 @@ export class Communicator implements AsyncDisposable {
   }
 
   /**
-   * The algorithm `auto` picks for a collective on a buffer of `bytes` of `memory` (for
-   * reports).
+   * The algorithm the last call of `collective` ran: `auto`'s pick at its size, or the one it
+   * named (for reports, as the benchmark's `picked`); undefined before the first.
    */
-  autoAlgorithm(collective: CollectiveName, bytes: number, memory?: MemoryKind): string {
-    memory ??= "host";
-    return this.#pick(collective, "auto", bytes, sideOfMemory(this.#transport.facts, memory)).name;
+  lastAlgorithm(collective: CollectiveName): string | undefined {
+    return this.#ran[collective];
   }
 
   /**
@@ -448,6 +450,7 @@ export class Communicator implements AsyncDisposable {
       const side = this.#args.side(input, output);
       const bytes = call.bytes ?? bytesIn(call.block);
       const picked = this.#pick(call.collective, call.algorithm, bytes, side);
+      this.#ran[call.collective] = picked.name;
       const planned = planCall(picked, call, this.size);
       return planned.onHost
         ? this.#runner.runOnHost(planned.call, call.buffers, call.keep)
@@ -460,8 +463,8 @@ export class Communicator implements AsyncDisposable {
 
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 
-/** Each communicator's call book, for {@linkcode recentCalls} (the launchers' side, not users'). */
-const CALL_BOOKS = new WeakMap<Communicator, CallBook>();
+/** Each communicator's call log, for {@linkcode recentCalls} (the launchers' side, not users'). */
+const CALL_LOGS = new WeakMap<Communicator, CallLog>();
 
 /** How many of a rank's latest calls its launcher hears of. */
 const REPORTED_CALLS = 16;
@@ -471,5 +474,5 @@ const REPORTED_CALLS = 16;
  * when it ends, and its launcher's verdict finds the rank whose call differs from the others'.
  */
 export function recentCalls(comm: Communicator): [number, number][] {
-  return CALL_BOOKS.get(comm)?.recent(REPORTED_CALLS) ?? [];
+  return CALL_LOGS.get(comm)?.recent(REPORTED_CALLS) ?? [];
 }

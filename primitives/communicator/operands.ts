@@ -8,7 +8,7 @@
 import { copy } from "../../kernels/copy.ts";
 import { divide } from "../../kernels/reduce.ts";
 import { type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
-import { GpuBuffer } from "../memory/gpu.ts";
+import { GpuBuffer } from "../memory/gpu_memory.ts";
 import { ManagedBuffer } from "../memory/managed.ts";
 import type { TypedArray } from "../types.ts";
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { CallBook } from "./call_book.ts";
+import type { CallLog } from "./call_log.ts";
 import type { RunnerHooks } from "./collective_runner.ts";
 import { MismatchError } from "../errors.ts";
 import { IssueOrder } from "./issue_order.ts";
@@ -27,7 +27,7 @@ const P2P_STAMPS = Object.fromEntries(
 export class PointToPoint {
   readonly #transport: Transport;
   readonly #memory: RankMemory;
-  readonly #calls: CallBook;
+  readonly #calls: CallLog;
   readonly #hooks: RunnerHooks;
   /** The order sends and receives are posted in, by tag. */
   readonly #sends = new IssueOrder();
@@ -41,7 +41,7 @@ export class PointToPoint {
   /** Host areas of staged device messages, free for reuse. */
   readonly #stagingFree: TypedArray[] = [];
 
-  constructor(transport: Transport, memory: RankMemory, calls: CallBook, hooks: RunnerHooks) {
+  constructor(transport: Transport, memory: RankMemory, calls: CallLog, hooks: RunnerHooks) {
     this.#transport = transport;
     this.#memory = memory;
     this.#calls = calls;

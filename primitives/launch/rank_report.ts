@@ -6,7 +6,7 @@
 
 import { type Communicator, recentCalls } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
-import type { RankEnd } from "./verdict.ts";
+import type { RankEnd } from "./blame.ts";
 
 /** Launcher → ranks in workers: the program every rank runs, and its group. */
 export interface RankProgram {
@@ -45,7 +45,7 @@ export interface FailureReport {
   failedRank?: number;
   /** Peers told this rank that it failed: `failedRank` is the one that said so. */
   accused?: boolean;
-  /** Its latest collective calls, `[tag, stamp]` (for the verdict: calls.ts). */
+  /** Its latest collective calls, `[tag, stamp]` (for the blame: odd_call.ts). */
   calls?: [number, number][];
 }
 

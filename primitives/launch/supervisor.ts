@@ -1,13 +1,13 @@
 /**
  * What every launcher does with its ranks once they run: record how each ended, tell the others
  * at once when one fails, give them a moment to report, give stragglers a deadline once one has
- * finished, blame the right rank (verdict.ts), stop whatever still runs, and settle.
+ * finished, blame the right rank (blame.ts), stop whatever still runs, and settle.
  * @module
  */
 
 import { platform } from "../platform.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import { GroupEnds, type RankEnd } from "./verdict.ts";
+import { GroupEnds, type RankEnd } from "./blame.ts";
 
 /** What a group of ranks is started with, however its transport starts them. */
 export interface GroupOptions {

@@ -31,11 +31,12 @@ export interface ThreadOptions extends GroupOptions {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { launchThread } from "./thread.ts";
  *
  * // 4 logical ranks on this machine's GPU (a software adapter will do: CI has one)
  * const module = new URL("../../examples/device_rank.ts", import.meta.url);
- * console.log(await launchThread<number>(module, { size: 4 }).results); // [10, 10, 10, 10]
+ * assertEquals(await launchThread<number>(module, { size: 4 }).results, [10, 10, 10, 10]);
  * ```
  */
 export function launchThread<T = unknown>(

@@ -2,7 +2,7 @@
  * The launcher of workers transports (`shm`, `worker`): runs one module in `size` Web Workers
  * (SPMD), each handed a connected Communicator, and collects what each rank returns. The
  * transport's descriptor prepares what the ranks share; when a rank fails the others are told at
- * once, the rank that caused it is blamed (verdict.ts), and every worker is terminated whatever
+ * once, the rank that caused it is blamed (blame.ts), and every worker is terminated whatever
  * happens.
  * @module
  */
@@ -67,11 +67,12 @@ export interface HostPart extends HierarchyPlan {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { launchWorkers } from "./workers.ts";
  *
  * const module = new URL("../../examples/allreduce_rank.ts", import.meta.url);
  * const group = launchWorkers<number>(module, { size: 4, transport: "worker" });
- * console.log(await group.results); // [10, 10, 10, 10]
+ * assertEquals(await group.results, [10, 10, 10, 10]);
  * ```
  */
 export function launchWorkers<T = unknown>(

@@ -52,6 +52,7 @@ export abstract class CommBuffer {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { HostBuffer } from "./comm_buffer.ts";
  *
  * // What comm.alloc(4, { memory: "host" }) returns; a plain typed array wraps the same way.
@@ -59,7 +60,7 @@ export abstract class CommBuffer {
  * await buf.write(Float32Array.of(1, 2, 3, 4));
  * const out = new Float32Array(2);
  * await buf.read(out, 2);
- * console.log(out); // Float32Array [3, 4]
+ * assertEquals(out, Float32Array.of(3, 4));
  * ```
  */
 export class HostBuffer<T extends TypedArray = TypedArray> extends CommBuffer {

@@ -5,7 +5,7 @@
  */
 
 import type { CommBuffer, HostBuffer } from "./comm_buffer.ts";
-import { GpuBuffer } from "./gpu.ts";
+import { GpuBuffer } from "./gpu_memory.ts";
 import { ManagedBuffer } from "./managed.ts";
 import { memoryOf } from "./heap.ts";
 import { DTYPE_INFO } from "../types.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { memoryOf, registerMemoryBuffer } from "../../kernels/memories.ts";
+import { memoryOf, registerMemoryBuffer } from "../../kernels/memory_owners.ts";
 import { type Dtype, DTYPE_INFO, makeView, type TypedArray } from "../types.ts";
 
 export { memoryOf };
@@ -18,9 +18,12 @@ const MAX_PAGES = 65535;
 export const HEAP_MAX_BYTES: number = MAX_PAGES * PAGE;
 const ALIGN = 64;
 
-/** Creates the shared memory behind a heap; launchers make one per rank and hand it to every rank. */
-export function createHeapMemory(initialPages = 16): WebAssembly.Memory {
-  return new WebAssembly.Memory({ initial: initialPages, maximum: MAX_PAGES, shared: true });
+/**
+ * Creates the shared memory behind a heap; launchers make one per rank and hand it to every rank.
+ * It starts at `initialPages` 64 KiB pages (16 when not given) and grows as buffers need.
+ */
+export function createHeapMemory(initialPages?: number): WebAssembly.Memory {
+  return new WebAssembly.Memory({ initial: initialPages ?? 16, maximum: MAX_PAGES, shared: true });
 }
 
 /** First-fit allocator over a rank's heap memory. Single-threaded: only its rank allocates. */

@@ -7,7 +7,7 @@
  */
 
 import { CommBuffer, HostBuffer, windowOf } from "./comm_buffer.ts";
-import { GpuBuffer } from "./gpu.ts";
+import { GpuBuffer } from "./gpu_memory.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import type { RankHeap } from "./heap.ts";
 import { type Dtype, DTYPE_INFO, type Side, type TypedArray } from "../types.ts";
@@ -37,12 +37,14 @@ class Pages {
  *
  * @example
  * ```ts
- * import { spawnRanks } from "../../web.ts";
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
+ * import { spawnRanks } from "../../core.ts";
  *
  * // examples/device_rank.ts on managed memory: written on the host, reduced there (shm's
  * // algorithms run on the host copy), read back on the host.
  * const module = new URL("../../examples/device_rank.ts", import.meta.url);
- * console.log(await spawnRanks<number>(module, { size: 2, gpu: true, args: "managed" })); // [3, 3]
+ * const sums = await spawnRanks<number>(module, { size: 2, gpu: true, args: "managed" });
+ * assertEquals(sums, [3, 3]);
  * ```
  */
 export class ManagedBuffer extends CommBuffer {

@@ -8,7 +8,7 @@
 
 import { wgslType } from "../../kernels/gpu_kernels.ts";
 import { type BufferOwner, type CommBuffer, HostBuffer, owned } from "./comm_buffer.ts";
-import { GpuBuffer } from "./gpu.ts";
+import { GpuBuffer } from "./gpu_memory.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import { privateView, type RankHeap } from "./heap.ts";
 import { ManagedBuffer, type MigrationCount } from "./managed.ts";

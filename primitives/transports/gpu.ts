@@ -78,7 +78,7 @@ export class GpuTransport extends InboxTransport {
   }
 
   /**
-   * Says goodbye to every other rank of the group and waits for theirs (goodbyes.ts); rejects
+   * Says goodbye to every other rank of the group and waits for theirs (closing_check.ts); rejects
    * with what that finds, or with the failure that aborted the group.
    */
   async close(): Promise<void> {

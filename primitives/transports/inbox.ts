@@ -8,7 +8,7 @@
  */
 
 import { type CommError, CommTimeoutError, MismatchError } from "../errors.ts";
-import type { Unclaimed } from "./goodbyes.ts";
+import type { Unclaimed } from "./closing_check.ts";
 import { platform } from "../platform.ts";
 
 /**

@@ -1,12 +1,12 @@
 /**
  * What the message transports (`worker`, `ws` and `tcp`, and `gpu`'s host messages) share: an
- * inbox of arriving messages (inbox.ts), the goodbyes ranks exchange as they close (goodbyes.ts),
+ * inbox of arriving messages (inbox.ts), the goodbyes ranks exchange as they close (closing_check.ts),
  * and the communicator's calls that judge both. Each transport carries bytes its own way.
  * @module
  */
 
 import { type CommError, PeerFailedError } from "../errors.ts";
-import { type Goodbye, Goodbyes } from "./goodbyes.ts";
+import { ClosingCheck, type Goodbye } from "./closing_check.ts";
 import { Inbox, type InboxHooks } from "./inbox.ts";
 import type { CallCheck, Transport, TransportFacts } from "./transport.ts";
 
@@ -18,7 +18,7 @@ export abstract class InboxTransport implements Transport {
   readonly size: number;
   /** Messages arriving from every peer. */
   protected readonly inbox: Inbox;
-  protected readonly goodbyes: Goodbyes;
+  protected readonly goodbyes: ClosingCheck;
   /** Messages sent to each peer. */
   protected readonly sent: number[];
   /** Milliseconds a wait may go without progress. */
@@ -41,7 +41,7 @@ export abstract class InboxTransport implements Transport {
     this.rank = rank;
     this.size = size;
     this.timeoutMs = timeoutMs;
-    this.goodbyes = new Goodbyes(rank, size, linked);
+    this.goodbyes = new ClosingCheck(rank, size, linked);
     this.sent = new Array(size).fill(0);
     this.inbox = new Inbox(rank, size, timeoutMs, {
       check: (peer, tag, stamp) => this.#calls?.arrived(peer, tag, stamp),

@@ -9,7 +9,7 @@
 
 import { type CommError, CommTimeoutError, failureNotice } from "../errors.ts";
 import type { TypedArray } from "../types.ts";
-import { type Goodbye, Goodbyes } from "./goodbyes.ts";
+import { ClosingCheck, type Goodbye } from "./closing_check.ts";
 import { EAGER_BYTES, ShmArrivals } from "./shm_arrivals.ts";
 import { ShmControl } from "./shm_control.ts";
 import {
@@ -65,7 +65,7 @@ export class ShmTransport implements Transport, SharedAccess {
   readonly #rings: ShmRings;
   readonly #arrivals: ShmArrivals;
   readonly #pipeline: ShmPipeline;
-  readonly #goodbyes: Goodbyes;
+  readonly #goodbyes: ClosingCheck;
 
   /**
    * Connects rank `rank` of `heaps.length` ranks. `heaps[r]` is rank r's heap memory;
@@ -89,7 +89,7 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#rings = new ShmRings(control, setup.rings, (error) => this.abort(error));
     this.#arrivals = new ShmArrivals(control);
     this.#pipeline = new ShmPipeline(control);
-    this.#goodbyes = new Goodbyes(rank, this.size, undefined, options.ids);
+    this.#goodbyes = new ClosingCheck(rank, this.size, undefined, options.ids);
     control.progress = this.#rings.progress;
     control.judgeGoodbye = (peer) =>
       this.#goodbyes.heard(peer, this.#goodbyeOf(peer), this.#rings.sent[peer]);
@@ -165,7 +165,7 @@ export class ShmTransport implements Transport, SharedAccess {
   }
 
   /**
-   * Says goodbye (goodbyes.ts): publishes this rank's calls, waits (up to the timeout) until every
+   * Says goodbye (closing_check.ts): publishes this rank's calls, waits (up to the timeout) until every
    * peer has closed, draining what they send meanwhile, and judges their goodbyes. Throws what
    * that finds, or the failure that aborted the group.
    */

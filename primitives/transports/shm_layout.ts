@@ -62,7 +62,7 @@ export const RANK_WORD = {
   EAGER_OFFSET: 8,
   /**
    * 1 once this rank has closed (0 while open), published after its goodbye: its collective
-   * calls + 1, their digest and its last call's stamp (two words; goodbyes.ts).
+   * calls + 1, their digest and its last call's stamp (two words; closing_check.ts).
    */
   CLOSED: 9,
   CLOSED_CALLS: 10,

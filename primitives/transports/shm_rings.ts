@@ -8,7 +8,7 @@
 
 import type { CommError } from "../errors.ts";
 import { MismatchError } from "../errors.ts";
-import type { Unclaimed } from "./goodbyes.ts";
+import type { Unclaimed } from "./closing_check.ts";
 import type { ShmControl } from "./shm_control.ts";
 import {
   loadStamp,

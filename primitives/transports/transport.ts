@@ -10,7 +10,6 @@ import type { GpuDevice } from "../memory/gpu_device.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import type {
   AlgorithmNeed,
-  Crossovers,
   Dtype,
   KernelOp,
   LinkCosts,
@@ -273,8 +272,12 @@ export interface TransportFacts {
   readonly rankBytes: number;
   /** Memory a whole group shares, bytes. */
   groupBytes(size: number): number;
-  /** Crossovers of `auto` measured otherwise on this transport (auto.ts `CROSSOVERS`). */
-  readonly crossovers?: Partial<Crossovers>;
+  /**
+   * Algorithms' one-host bounds measured otherwise on this transport, by `collective/name`: each
+   * gets the group's size and the algorithm's own bound (`Facts.winsBelow`) and says this
+   * transport's.
+   */
+  readonly winsBelow?: Readonly<Record<string, (size: number, measured: number) => number>>;
   /** Which of the machine's limits bound it (bench/limits: `deno task limits`). */
   readonly bounds: TransportBounds;
 }

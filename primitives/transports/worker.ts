@@ -8,7 +8,7 @@
 
 import { type CommError, failureNotice, noticeError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
-import type { Goodbye } from "./goodbyes.ts";
+import type { Goodbye } from "./closing_check.ts";
 import type { Segment } from "./inbox.ts";
 import { InboxTransport } from "./inbox_transport.ts";
 import type { TransportFacts, WorkersTransport } from "./transport.ts";
@@ -34,7 +34,7 @@ interface Probe {
   probe: { tag: number; stamp: number };
 }
 
-/** A peer closing its part of the group (see goodbyes.ts). */
+/** A peer closing its part of the group (see closing_check.ts). */
 interface GoodbyeMessage {
   bye: Goodbye;
 }
@@ -108,7 +108,7 @@ export class WorkerTransport extends InboxTransport {
   }
 
   /**
-   * Says goodbye to every peer and waits for theirs (goodbyes.ts); rejects with what that finds,
+   * Says goodbye to every peer and waits for theirs (closing_check.ts); rejects with what that finds,
    * or with the failure that aborted this transport.
    */
   async close(): Promise<void> {

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 import { pct, round, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 export async function batch(ctx: StudyContext): Promise<StudyResult> {

@@ -5,7 +5,7 @@
  */
 
 import type { TopLevelSpec } from "vega-lite";
-import { PROCESS_TRANSPORTS, TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { PROCESS_TRANSPORTS, TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 import { pct, round, type Row, SCHEMA, type StudyContext, type StudyResult } from "./study.ts";
 
 /** Ranks as threads (the first workers transport) and as processes (the first processes one). */

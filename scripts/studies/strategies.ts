@@ -5,7 +5,7 @@
  * @module
  */
 
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 import { barChart, pct, round, type StudyContext, type StudyResult } from "./study.ts";
 
 const KINDS: [string, Record<string, string>][] = [

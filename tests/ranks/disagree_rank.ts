@@ -1,7 +1,7 @@
 // Rank program for tests/disagree_test.ts: ranks that disagree about their calls in the way `mode`
 // says, then return at once (no later call would reveal it): every rank must still fail.
 import type { Communicator } from "../../mod.ts";
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 
 export type DisagreeMode =
   | "all-roots" // every rank broadcasts naming itself the root

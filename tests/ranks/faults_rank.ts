@@ -1,6 +1,6 @@
 // Rank program for tests/faults_test.ts: `mode` picks the fault or the mismatch to stage.
 import { type Communicator } from "../../mod.ts";
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 import { launchGroup } from "../../deno/launch/group.ts";
 import { Communicator as CommunicatorClass } from "../../primitives/communicator/communicator.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";

@@ -5,7 +5,7 @@
 // runs in a rank worker so that its WebGPU device is torn down by the launcher (tests/_gpu.ts).
 import type { Communicator } from "../../mod.ts";
 import { assertEquals } from "../_assert.ts";
-import { GpuBuffer } from "../../primitives/memory/gpu.ts";
+import { GpuBuffer } from "../../primitives/memory/gpu_memory.ts";
 import { divideReference, reduceReference } from "../../kernels/reduce_reference.ts";
 import { setValues, valuesOf } from "../../kernels/elements.ts";
 import { DTYPE_INFO, KERNEL_OPS, type TypedArray } from "../../primitives/types.ts";

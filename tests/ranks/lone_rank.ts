@@ -1,8 +1,8 @@
 // Rank program for tests/disagree_test.ts: every rank makes one collective, and rank 1 alone
 // passes another root, count or dtype; the verdict must name rank 1, whoever checks first.
 import type { Communicator } from "../../mod.ts";
-import type { Dtype } from "../../web.ts";
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import type { Dtype } from "../../core.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 
 export type LoneCollective =
   | "bcast"

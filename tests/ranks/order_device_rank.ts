@@ -3,7 +3,7 @@
 // bf16. It runs in a rank worker so that its WebGPU device is torn down by the launcher.
 import type { Communicator } from "../../mod.ts";
 import { assertEquals } from "../_assert.ts";
-import { GpuBuffer } from "../../primitives/memory/gpu.ts";
+import { GpuBuffer } from "../../primitives/memory/gpu_memory.ts";
 import { reduce } from "../../kernels/reduce.ts";
 import { setValues } from "../../kernels/elements.ts";
 import { DTYPE_INFO, type TypedArray } from "../../primitives/types.ts";

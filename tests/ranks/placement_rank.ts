@@ -5,7 +5,7 @@
 import type { Communicator } from "../../mod.ts";
 import { inputValue, wrongReduced } from "../../bench/exact_inputs.ts";
 import { algorithmsFor } from "../../primitives/auto.ts";
-import { TRANSPORT_TABLE } from "../../deno/registry.ts";
+import { TRANSPORT_TABLE } from "../../deno/transport_table.ts";
 
 /** Wrong elements of this rank's results, for allreduces of each count in `counts`. */
 export async function run(comm: Communicator, counts: number[]): Promise<number> {

@@ -69,7 +69,8 @@ let noData: WebAssembly.Memory | undefined;
  *
  * @example
  * ```ts
- * import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
+ * import { createHeapMemory, RankHeap } from "../../internal.ts";
  * import { WasmMlpKernels } from "./mlp.ts";
  *
  * const heap = new RankHeap(createHeapMemory());
@@ -79,7 +80,7 @@ let noData: WebAssembly.Memory | undefined;
  * const b = heap.alloc("f32", k * n).fill(0.5) as Float32Array;
  * const c = heap.alloc("f32", m * n) as Float32Array;
  * kernels.gemm(c, a, b, m, n, k);
- * console.log(c); // every element 4 × 1 × 0.5 = 2
+ * assertEquals([...c], [2, 2, 2, 2, 2, 2]); // every element 4 × 1 × 0.5
  * ```
  */
 export class WasmMlpKernels implements MlpKernels {

@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { HostBuffer } from "../../web.ts";
+import type { HostBuffer } from "../../core.ts";
 import type { Engine } from "../engine.ts";
 import {
   broadcastParams,

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Communicator, HostBuffer } from "../../web.ts";
-import { fromHalf, toHalf } from "../../kernels/reduce.ts";
+import type { Communicator, HostBuffer } from "../../core.ts";
+import { fromHalf, toHalf } from "../../internal.ts";
 
 /** The element types gradients can travel in. */
 export const GRAD_DTYPES = ["f32", "f16", "bf16"] as const;

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { CommBuffer } from "../../web.ts";
+import type { CommBuffer } from "../../core.ts";
 import type { Shard } from "../data.ts";
 import {
   broadcastParams,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Communicator } from "../../web.ts";
+import type { Communicator } from "../../core.ts";
 import { epochShard, type Shard } from "../data.ts";
 import type { Engine } from "../engine.ts";
 import type { ImageSet } from "../mnist.ts";

@@ -40,7 +40,13 @@ import {
   tabEnvironment,
   tabMetadata,
 } from "../environment.ts";
-import { formAlgorithms, formMemories, maxTabRanks, planSweep, planTraining } from "../forms.ts";
+import {
+  formAlgorithms,
+  formMemories,
+  maxTabRanks,
+  planFormSweep,
+  planTraining,
+} from "../forms.ts";
 import {
   pageBundle,
   runGroup,
@@ -343,7 +349,7 @@ async function main(): Promise<TabEnvironment> {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      const planned = planSweep(valuesOf(form), {
+      const planned = planFormSweep(valuesOf(form), {
         adapter: adapter !== null,
         cores: environment.cores,
       });

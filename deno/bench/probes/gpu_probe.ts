@@ -10,7 +10,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { GpuBuffer } from "../../../primitives/memory/gpu.ts";
+import { GpuBuffer } from "../../../primitives/memory/gpu_memory.ts";
 import { GpuDevice } from "../../../primitives/memory/gpu_device.ts";
 
 const { values } = parseArgs({

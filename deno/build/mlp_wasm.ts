@@ -4,7 +4,7 @@
  * @module
  */
 
-import { compileWat, constant, write } from "./wat_compiler.ts";
+import { compileWat, simdBuilds, write } from "./wat_compiler.ts";
 import { type MlpBuild, mlpWat } from "../../trainer/kernels/mlp_wat.ts";
 
 /** Compiles one build of the trainer's kernel module and returns its binary. */
@@ -16,17 +16,6 @@ if (import.meta.main) {
   await write(
     new URL("../../trainer/kernels/mlp_wasm_bytes.generated.ts", import.meta.url),
     "trainer/kernels/mlp_wat.ts",
-    [
-      constant(
-        "Base64 of the trainer's kernel module, relaxed-SIMD build.",
-        "MLP_RELAXED_WASM_BASE64",
-        await compileMlpWasm("relaxed"),
-      ),
-      constant(
-        "Base64 of the trainer's kernel module, plain-SIMD build.",
-        "MLP_PLAIN_WASM_BASE64",
-        await compileMlpWasm("plain"),
-      ),
-    ],
+    await simdBuilds("the trainer's kernel module", "MLP", compileMlpWasm),
   );
 }

@@ -1,15 +1,15 @@
 /**
- * The rank program of training in a browser tab: the run of trainer/rank.ts on the data the page
+ * The rank program of training in a browser tab: the run of trainer/training_run.ts on the data the page
  * read and handed over, rank 0 posting its progress and every epoch on the run's
  * BroadcastChannel, where the page draws them. A tab keeps no checkpoints.
  * @module
  */
 
-import type { Communicator } from "../web.ts";
+import type { Communicator } from "../core.ts";
 import type { TrainConfig } from "../trainer/config.ts";
 import type { EpochRow, TrainObserver } from "../trainer/epochs.ts";
 import type { Mnist } from "../trainer/mnist.ts";
-import { train, type TrainRankResult } from "../trainer/rank.ts";
+import { train, type TrainRankResult } from "../trainer/training_run.ts";
 
 /** What the page hands every rank. */
 export interface WebTrainArgs {

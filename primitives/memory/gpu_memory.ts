@@ -15,12 +15,13 @@ import type { GpuDevice } from "./gpu_device.ts";
  *
  * @example
  * ```ts
- * import { spawnRanks } from "../../web.ts";
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
+ * import { spawnRanks } from "../../core.ts";
  *
  * // examples/device_rank.ts writes rank + 1 into comm.alloc(n, { memory: "gpu" }), allreduces it
  * // and reads element 0 back; its group opens a device in every rank.
  * const module = new URL("../../examples/device_rank.ts", import.meta.url);
- * console.log(await spawnRanks<number>(module, { size: 2, gpu: true, args: "gpu" })); // [3, 3]
+ * assertEquals(await spawnRanks<number>(module, { size: 2, gpu: true, args: "gpu" }), [3, 3]);
  * ```
  */
 export class GpuBuffer extends CommBuffer implements DeviceView {

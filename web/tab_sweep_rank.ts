@@ -1,12 +1,12 @@
 /**
  * The rank program of a sweep in a browser tab: the sweep every benchmark runs
- * (bench/harness_rank.ts), with rank 0 posting the run's report, each size's result and its end
+ * (bench/sweep_rank.ts), with rank 0 posting the run's report, each size's result and its end
  * on the run's BroadcastChannel, where the page draws them as they come.
  * @module
  */
 
-import type { Communicator } from "../web.ts";
-import { type HarnessArgs, type HarnessSummary, runSweep } from "../bench/harness_rank.ts";
+import type { Communicator } from "../core.ts";
+import { type HarnessArgs, type HarnessSummary, runSweep } from "../bench/sweep_rank.ts";
 import type { SizeResult } from "../bench/harness.ts";
 import type { ReportOptions, SweepSink } from "../bench/report_format.ts";
 

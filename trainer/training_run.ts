@@ -3,12 +3,12 @@
  * evaluates on the test set (sharded over ranks), and aggregates every epoch's scores and time
  * split over ranks; rank 0 reports to its runtime's observer. With checkpoints (Deno's:
  * deno/trainer/checkpoint.ts) it writes them as it goes and, with `resume`, first goes back to
- * the last one. Deno's rank program is deno/trainer/rank.ts.
+ * the last one. Deno's rank program is deno/trainer/cli_train_rank.ts.
  * @module
  */
 
+import type { Communicator, HostBuffer } from "../core.ts";
 import { simdPeakGflops } from "../internal.ts";
-import { type Communicator, type HostBuffer } from "../web.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";

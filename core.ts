@@ -6,12 +6,13 @@
  *
  * @example Two workers allreduce in place
  * ```ts
- * import { spawnRanks } from "./web.ts";
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
+ * import { spawnRanks } from "./core.ts";
  *
  * // examples/allreduce_rank.ts: every rank allreduces rank + 1 and returns the sum
  * const module = new URL("./examples/allreduce_rank.ts", import.meta.url);
  * const sums = await spawnRanks<number>(module, { size: 2, transport: "shm" });
- * console.log(sums); // [3, 3]: 1 + 2 on every rank
+ * assertEquals(sums, [3, 3]); // 1 + 2 on every rank
  * ```
  * @module
  */
@@ -26,7 +27,7 @@ export type {
 } from "./primitives/communicator/communicator.ts";
 export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
 export type { BufferLike } from "./primitives/memory/comm_buffer.ts";
-export { GpuBuffer } from "./primitives/memory/gpu.ts";
+export { GpuBuffer } from "./primitives/memory/gpu_memory.ts";
 export { ManagedBuffer } from "./primitives/memory/managed.ts";
 export {
   CommError,

@@ -1,11 +1,11 @@
 /**
- * The rank program of every benchmark run on Deno: the sweep (bench/harness_rank.ts), with rank 0
+ * The rank program of every benchmark run on Deno: the sweep (bench/sweep_rank.ts), with rank 0
  * writing the table, CSV and JSON sidecar (sweep_writer.ts).
  * @module
  */
 
 import type { Communicator } from "../../primitives/communicator/communicator.ts";
-import { type HarnessArgs, type HarnessSummary, runSweep } from "../../bench/harness_rank.ts";
+import { type HarnessArgs, type HarnessSummary, runSweep } from "../../bench/sweep_rank.ts";
 import { SweepWriter } from "./sweep_writer.ts";
 
 /** Runs the sweep on this rank. */

@@ -21,7 +21,7 @@ const REMEMBERED = 64;
 const DIGEST_SEED = 0x811c9dc5 | 0, DIGEST_PRIME = 0x01000193;
 
 /** Checks arrivals against this rank's calls (see the module docs). */
-export class CallBook implements CallCheck {
+export class CallLog implements CallCheck {
   readonly #rank: number;
   /** The last {@linkcode REMEMBERED} calls' tags and stamps, by tag modulo their number. */
   readonly #tags = new Float64Array(REMEMBERED).fill(-1);

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { compileWat, constant, write } from "./wat_compiler.ts";
+import { compileWat, simdBuilds, write } from "./wat_compiler.ts";
 import { limitsWat, type SimdBuild } from "../../kernels/limits_wat.ts";
 
 /** Compiles one build of the limits' kernels and returns its binary. */
@@ -16,17 +16,6 @@ if (import.meta.main) {
   await write(
     new URL("../../kernels/limits_wasm_bytes.generated.ts", import.meta.url),
     "kernels/limits_wat.ts",
-    [
-      constant(
-        "Base64 of the limits' kernels, relaxed-SIMD build.",
-        "LIMITS_RELAXED_WASM_BASE64",
-        await compileLimitsWasm("relaxed"),
-      ),
-      constant(
-        "Base64 of the limits' kernels, plain-SIMD build.",
-        "LIMITS_PLAIN_WASM_BASE64",
-        await compileLimitsWasm("plain"),
-      ),
-    ],
+    await simdBuilds("the limits' kernels", "LIMITS", compileLimitsWasm),
   );
 }

@@ -1,12 +1,12 @@
 /**
  * What every benchmark's ranks run: each rank measures the sweep; rank 0 also reports it (like
  * nccl-tests' and OSU's rank 0) to the sink its runtime gives it — Deno's writes the table and
- * files (deno/bench/harness_rank.ts), a browser tab's draws them.
+ * files (deno/bench/cli_sweep_rank.ts), a browser tab's draws them.
  * @module
  */
 
-import type { Communicator } from "../primitives/communicator/communicator.ts";
-import type { LinkCosts } from "../primitives/types.ts";
+import type { Communicator } from "../core.ts";
+import type { LinkCosts } from "../internal.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import type { ReportOptions, SweepSink } from "./report_format.ts";
 

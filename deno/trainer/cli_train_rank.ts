@@ -1,15 +1,15 @@
 /**
- * The rank program of `deno task train`: the run of trainer/rank.ts with Deno's data, output and
+ * The rank program of `deno task train`: the run of trainer/training_run.ts with Deno's data, output and
  * checkpoints — MNIST handed over by the launcher (worker ranks share its bytes) or read from the
  * folder (process ranks), rank 0 printing and writing the epochs (train_writer.ts), checkpoints
  * in a folder (checkpoint.ts).
  * @module
  */
 
-import type { Communicator } from "../../web.ts";
+import type { Communicator } from "../../core.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
 import type { Mnist } from "../../trainer/mnist.ts";
-import { train, type TrainRankResult } from "../../trainer/rank.ts";
+import { train, type TrainRankResult } from "../../trainer/training_run.ts";
 import { Checkpointer } from "./checkpoint.ts";
 import { loadMnistFolder } from "./mnist_folder.ts";
 import { TrainReporter, type TrainReportOptions } from "./train_writer.ts";

@@ -27,14 +27,14 @@ export interface Unclaimed {
 }
 
 /** A rank's goodbyes: what it says, what it heard, and a wait for the rest. */
-export class Goodbyes {
+export class ClosingCheck {
   readonly #rank: number;
   /** Peers heard from (a goodbye, or an end without one); this rank counts as heard. */
   readonly #heard: boolean[];
   /** Peers that say goodbye to this rank. */
   readonly #expected: boolean[];
   #left: number;
-  /** Goodbyes that came before the calls could judge them, with what this rank had sent. */
+  /** ClosingCheck that came before the calls could judge them, with what this rank had sent. */
   #unjudged: { peer: number; bye: Goodbye; sent: number }[] = [];
   /** How many of this rank's messages each peer that said goodbye took. */
   readonly #taken: (number | undefined)[] = [];
@@ -45,7 +45,7 @@ export class Goodbyes {
   readonly #ids?: readonly number[];
 
   /**
-   * Goodbyes of every rank of `size` but `rank` that `expected` says will say one (the ranks a
+   * ClosingCheck of every rank of `size` but `rank` that `expected` says will say one (the ranks a
    * transport links this rank to); `ids` name the ranks in messages.
    */
   constructor(
@@ -108,7 +108,7 @@ export class Goodbyes {
 
   /**
    * Resolves once every peer has said goodbye, `stop()` holds (checked as goodbyes arrive and
-   * when {@linkcode Goodbyes.interrupt} is called), or `timeoutMs` passed without a goodbye.
+   * when {@linkcode ClosingCheck.interrupt} is called), or `timeoutMs` passed without a goodbye.
    */
   wait(timeoutMs: number, stop: () => boolean): Promise<void> {
     return new Promise((resolve) => {
@@ -128,7 +128,7 @@ export class Goodbyes {
     });
   }
 
-  /** Ends a {@linkcode Goodbyes.wait} whose `stop()` may now hold (an abort, say). */
+  /** Ends a {@linkcode ClosingCheck.wait} whose `stop()` may now hold (an abort, say). */
   interrupt(): void {
     this.#wake?.();
   }

@@ -1,0 +1,196 @@
+/**
+ * One sweep's choices, as a person typed them, checked against the registry into the sweep the
+ * harness runs, and the lines that describe it above its table. The CLI (`planRun`, which adds
+ * launching and this machine's memory) and the page's form plan through it alike; each names the
+ * fields its own way (`--memory`, or the form's `memory`) and raises its own kind of error.
+ * @module
+ */
+
+import type { Dtype } from "../core.ts";
+import {
+  algorithmsFor,
+  deviceRefusal,
+  DTYPES,
+  needsDevice,
+  REDUCE_OPS,
+  sideOfMemory,
+  type TransportFacts,
+} from "../internal.ts";
+import { type PrimitiveName, PRIMITIVES } from "./cases.ts";
+import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
+import { countForms, countOf, countsBetween } from "./sizes.ts";
+
+/** A sweep's choices as typed: the CLI's flag values, or the page's fields. */
+export interface SweepChoices {
+  primitive: PrimitiveName;
+  /** The transport's facts (the caller chose it among those it can start). */
+  transport: TransportFacts;
+  /** Ranks in the group (processes × threads), already checked. */
+  procs: number;
+  /** Ranks per process of a hierarchical group. @default {1} */
+  threads?: number;
+  /** A memory kind; the transport's best when absent or empty. */
+  memory?: string;
+  algorithm: string;
+  dtype: string;
+  op: string;
+  root: string;
+  /** Smallest and largest buffer, as {@linkcode countOf} reads them. */
+  min: string;
+  max: string;
+  /** Each size is the previous one times this. @default {"2"} */
+  stepFactor?: string;
+  iters?: string;
+  warmup?: string;
+  timing: string;
+  /** Managed memory: the side to touch the buffers on before every op. */
+  touch?: string;
+  inPlace: boolean;
+}
+
+/** How a caller names its fields and refuses a choice. */
+export interface ChoiceWords {
+  /** The field as the person typed it (`--memory`, or the form's `memory`). */
+  field(name: string): string;
+  /** The error to throw for a refused choice (one line). */
+  refuse(message: string): Error;
+  /**
+   * The largest count to run, given the largest and smallest asked for and the sweep so far (the
+   * CLI lowers it to fit this machine's memory). @default {the one asked for}
+   */
+  fitMax?(max: number, min: number, sweep: Omit<SweepOptions, "counts">): number;
+}
+
+/** A checked sweep: what the harness runs, and whether its ranks need a WebGPU device. */
+export interface PlannedSweep {
+  sweep: SweepOptions;
+  device: boolean;
+}
+
+/** Checks `c` into a sweep, refusing the first choice not accepted as `words` says. */
+export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
+  const { primitive, transport, procs } = c;
+  const spec = PRIMITIVES[primitive];
+  const refuse = (name: string, value: string, accepted: string) =>
+    words.refuse(`${words.field(name)} ${value} is not accepted${accepted}`);
+  const oneOf = <T extends string>(name: string, value: string, accepted: readonly T[]): T => {
+    const found = accepted.find((a) => a === value);
+    if (found === undefined) throw refuse(name, value, `; accepted: ${accepted.join(", ")}`);
+    return found;
+  };
+  const integer = (name: string, value: string, min: number, max: number) => {
+    const n = /^\d+$/.test(value.trim()) ? Number(value) : NaN;
+    if (!(Number.isSafeInteger(n) && n >= min && n <= max)) {
+      throw refuse(name, value, `: expected an integer from ${min} to ${max}`);
+    }
+    return n;
+  };
+  const memory = oneOf("memory", c.memory || transport.bestMemory, transport.memory);
+  const side = sideOfMemory(transport, memory);
+  const algorithms = spec.collective
+    ? algorithmsFor(spec.collective, { transport, side, threads: c.threads })
+    : [];
+  const algorithm = oneOf("algorithm", c.algorithm, ["auto", ...algorithms]);
+  const dtype = oneOf<Dtype>("dtype", c.dtype, DTYPES);
+  const device = needsDevice(transport, memory);
+  const refusal = device ? deviceRefusal(dtype) : undefined;
+  if (refusal) {
+    throw words.refuse(
+      `${words.field("dtype")} ${dtype} is not accepted with ${
+        transport.needsDevice ? `transport ${transport.name}` : `${memory} memory`
+      }: ${refusal}`,
+    );
+  }
+  const touch = c.touch === undefined ? undefined : oneOf("touch", c.touch, ["host", "device"]);
+  if (touch && memory !== "managed") {
+    throw words.refuse(
+      `${words.field("touch")} ${touch} is not accepted: it touches managed memory ` +
+        `(${words.field("memory")} managed)`,
+    );
+  }
+  const op = oneOf("op", c.op, REDUCE_OPS);
+  const root = integer("root", c.root, 0, procs - 1);
+  const timing = oneOf<Timing>("timing", c.timing, TIMINGS);
+  const count = (name: "min" | "max") => {
+    const n = countOf(c[name].trim(), dtype);
+    if (n === undefined) throw refuse(name, c[name], `: expected ${countForms(dtype)}`);
+    return n;
+  };
+  const min = count("min");
+  let max = count("max");
+  if (max < min) {
+    throw words.refuse(`${words.field("max")} ${c.max} is below ${words.field("min")} ${c.min}`);
+  }
+  const factor = integer("step-factor", c.stepFactor ?? "2", 2, 1024);
+  const iters = c.iters ? integer("iters", c.iters, 1, 1e9) : undefined;
+  const warmup = c.warmup ? integer("warmup", c.warmup, 0, 1e9) : undefined;
+  const sweep: Omit<SweepOptions, "counts"> = {
+    primitive,
+    transport: transport.name,
+    memory,
+    algorithm,
+    dtype,
+    op,
+    root,
+    iters,
+    warmup,
+    timing,
+    inPlace: c.inPlace && spec.inPlace,
+    ...(touch ? { touch } : {}),
+  };
+  max = words.fitMax?.(max, min, sweep) ?? max;
+  const counts = countsBetween(min, max, { factor, fit: (n) => spec.fit(n, procs) });
+  if (counts.length === 0) {
+    throw words.refuse(
+      `${words.field("max")} ${c.max} is too small: ${primitive} over ${procs} ranks needs at ` +
+        `least ${procs} elements`,
+    );
+  }
+  return { sweep: { ...sweep, counts }, device };
+}
+
+/** How a planned sweep's ranks run, for the lines above its table. */
+export interface SweepRanks {
+  procs: number;
+  /** Processes (or workers) and ranks per process (`--threads`). @default {procs, 1} */
+  processes?: number;
+  threads?: number;
+  /** The transport's facts: logical ranks on one device, or ranks of their own. */
+  transport: TransportFacts;
+  /** Whether the ranks time to the device's completion. */
+  device: boolean;
+}
+
+/** The lines above a sweep's table: what ran, how it was timed, and the units. */
+export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
+  const spec = PRIMITIVES[s.primitive];
+  // Only what this primitive takes: sendrecv names no op and no root.
+  const takes = [
+    `algorithm ${s.algorithm}`,
+    ...(spec.reduces ? [`op ${s.op}`] : []),
+    `dtype ${s.dtype}`,
+    ...(spec.rooted ? [`root ${s.root}`] : []),
+  ].join(", ");
+  const { procs, threads = 1, processes = procs } = ranks;
+  const group = ranks.transport.launch === "thread"
+    ? `${procs} logical ranks on 1 device`
+    : threads > 1
+    ? `${procs} ranks (${processes} processes × ${threads} threads)`
+    : `${procs} ranks`;
+  const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
+  // Each line fits a 120-column terminal, as the table does.
+  return [
+    `dccl ${s.primitive}: ${group}, transport ${s.transport}, memory ${s.memory}${touched}`,
+    takes,
+    (s.timing === "per-iter"
+      ? "timing per-iter: a barrier, then each op timed alone on every rank"
+      : "timing back-to-back: after a barrier every rank times `iters` consecutive ops") +
+    (ranks.device ? ", to the device's completion" : ""),
+    `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
+      s.warmup ?? "adaptive"
+    }; time = sum of rank times / (ranks × iters)`,
+    `algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
+    "#wrong = elements ≠ exact result, all ranks",
+    "the CSV adds iters, min/max (fastest/slowest rank), Gb/s = bytes × 8 / time / 1e9",
+  ];
+}
