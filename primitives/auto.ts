@@ -75,24 +75,32 @@ const PREFERRED: readonly (readonly AlgorithmNeed[])[] = [
 
 /** The name of the algorithm `auto` picks for `collective` on `query`'s call. */
 export function autoAlgorithm(collective: CollectiveName, query: AutoQuery): string {
+  return autoPick(collective, query, runnableAlgorithms(collective, query)).name;
+}
+
+/** `auto`'s pick among `candidates`, the algorithms of `collective` runnable on `query`'s call. */
+function autoPick<A extends Algorithm>(
+  collective: CollectiveName,
+  query: AutoQuery,
+  candidates: readonly A[],
+): A {
   const { transport, bytes, size, threads = 1, links } = query;
   const side = query.side ?? "host";
   const spansProcesses = threads > 1 && size > threads;
-  const candidates: readonly Algorithm[] = runnableAlgorithms(collective, query);
   if (links && side === "host" && !spansProcesses) {
     const priced = cheapest(candidates, links, bytes, size);
     if (priced) return priced;
   }
   // Each algorithm's own bound (or the transport's word on it): of the most direct kind that has
   // one, the algorithm with the smallest bound above the call's bytes, or the largest bound.
-  const bound = (a: Algorithm) => {
+  const bound = (a: A) => {
     const own = a.winsBelow?.(size) ?? 0;
     return transport.winsBelow?.[`${collective}/${a.name}`]?.(size, own) ?? own;
   };
   for (const kind of PREFERRED) {
     if (kind.includes("hierarchy") && !spansProcesses) continue;
-    let above: Algorithm | undefined, aboveBound = Infinity;
-    let largest: Algorithm | undefined, largestBound = 0;
+    let above: A | undefined, aboveBound = Infinity;
+    let largest: A | undefined, largestBound = 0;
     for (const a of candidates) {
       if (!kind.includes(a.needs)) continue;
       const b = bound(a);
@@ -100,26 +108,26 @@ export function autoAlgorithm(collective: CollectiveName, query: AutoQuery): str
       if (b > largestBound) [largest, largestBound] = [a, b];
     }
     const picked = above ?? largest;
-    if (picked) return picked.name;
+    if (picked) return picked;
   }
   // No algorithm here states where it wins: the first the transport can run.
   if (candidates.length === 0) {
     throw new RangeError(`No ${collective} algorithm runs on transport ${transport.name}`);
   }
-  return candidates[0].name;
+  return candidates[0];
 }
 
 /** The cheapest of `candidates` that state a cost, by their costs over `links`. */
-function cheapest(
-  candidates: readonly Algorithm[],
+function cheapest<A extends Algorithm>(
+  candidates: readonly A[],
   links: LinkCosts,
   bytes: number,
   size: number,
-): string | undefined {
-  let best: string | undefined, bestUs = Infinity;
+): A | undefined {
+  let best: A | undefined, bestUs = Infinity;
   for (const algorithm of candidates) {
     const us = size === 1 ? 0 : algorithm.cost?.(links, { bytes, size });
-    if (us !== undefined && us < bestUs) [best, bestUs] = [algorithm.name, us];
+    if (us !== undefined && us < bestUs) [best, bestUs] = [algorithm, us];
   }
   return best;
 }
@@ -133,11 +141,11 @@ export function pickAlgorithm<C extends CollectiveName>(
   collective: C,
   query: PickQuery,
 ): Indexed<AlgorithmOf<C>> {
-  const name = query.algorithm === undefined || query.algorithm === "auto"
-    ? autoAlgorithm(collective, query)
-    : query.algorithm;
   const candidates = runnableAlgorithms(collective, query);
-  const picked = candidates.find((a) => a.name === name);
+  const name = query.algorithm ?? "auto";
+  const picked = name === "auto"
+    ? autoPick(collective, query, candidates)
+    : candidates.find((a) => a.name === name);
   if (!picked) {
     const threads = query.threads ?? 1;
     const group = threads > 1 ? ` × ${threads} threads` : "";

@@ -55,18 +55,14 @@ export async function simdBuilds(
   prefix: string,
   compile: (build: "relaxed" | "plain") => Promise<Uint8Array>,
 ): Promise<string[]> {
-  return [
+  const builds = ["relaxed", "plain"] as const;
+  return await Promise.all(builds.map(async (build) =>
     constant(
-      `Base64 of ${what}, relaxed-SIMD build.`,
-      `${prefix}_RELAXED_WASM_BASE64`,
-      await compile("relaxed"),
-    ),
-    constant(
-      `Base64 of ${what}, plain-SIMD build.`,
-      `${prefix}_PLAIN_WASM_BASE64`,
-      await compile("plain"),
-    ),
-  ];
+      `Base64 of ${what}, ${build}-SIMD build.`,
+      `${prefix}_${build.toUpperCase()}_WASM_BASE64`,
+      await compile(build),
+    )
+  ));
 }
 
 export async function write(target: URL, source: string, constants: string[]): Promise<void> {

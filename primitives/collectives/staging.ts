@@ -220,27 +220,19 @@ const RUNS: { [C in CollectiveName]: (pipelined: boolean) => Signatures<GpuBuffe
 /** Pipelining pays once a buffer is four segments or more. */
 const PIPELINED_FROM = 16 * 1024 * 1024;
 
-/** `staged` (whole buffers) for collective `C`. */
-function staged<C extends CollectiveName>(collective: C): DeviceAlgorithm<C> {
+/** `staged` (whole buffers) or `pipelined` (segments in flight) for collective `C`. */
+function staging<C extends CollectiveName>(collective: C, pipelined: boolean): DeviceAlgorithm<C> {
   return {
-    name: "staged",
+    name: pipelined ? "pipelined" : "staged",
     collective,
     needs: "staging",
-    run: RUNS[collective](false),
-    winsBelow: () => PIPELINED_FROM,
+    run: RUNS[collective](pipelined),
+    winsBelow: () => pipelined ? Infinity : PIPELINED_FROM,
   };
 }
 
-/** `pipelined` (segments in flight) for collective `C`. */
-function pipelined<C extends CollectiveName>(collective: C): DeviceAlgorithm<C> {
-  return {
-    name: "pipelined",
-    collective,
-    needs: "staging",
-    run: RUNS[collective](true),
-    winsBelow: () => Infinity,
-  };
-}
+const staged = <C extends CollectiveName>(collective: C) => staging(collective, false);
+const pipelined = <C extends CollectiveName>(collective: C) => staging(collective, true);
 
 /** `staged` for every collective. */
 export const STAGED = [
