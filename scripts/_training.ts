@@ -17,6 +17,7 @@ import {
   removeCheckpoints,
   removeUncommitted,
 } from "../deno/trainer/checkpoint.ts";
+import { makeFolder } from "../deno/files/made_folder.ts";
 import type { Mnist } from "../trainer/mnist.ts";
 import type { TrainRankResult } from "../trainer/training_run.ts";
 import type { TrainSummary } from "../trainer/epochs.ts";
@@ -52,12 +53,23 @@ export interface TrainOutput {
  */
 export async function runTraining(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
   const checkpoint = plan.config.checkpoint;
-  if (checkpoint) {
-    Deno.mkdirSync(checkpoint.dir, { recursive: true });
-    // No rank runs yet: what an earlier run left half-written goes (or all of it, told to).
-    if (plan.config.resume || !plan.overwriteCheckpoint) removeUncommitted(checkpoint.dir);
-    else removeCheckpoints(checkpoint.dir);
+  if (!checkpoint) return await runPlan(plan, out);
+  const folder = makeFolder(checkpoint.dir);
+  // No rank runs yet: what an earlier run left half-written goes (or all of it, told to).
+  if (plan.config.resume || !plan.overwriteCheckpoint) removeUncommitted(checkpoint.dir);
+  else removeCheckpoints(checkpoint.dir);
+  try {
+    return await runPlan(plan, out);
+  } catch (e) {
+    // A run that kept no checkpoint leaves no folder it made (a full disk, say).
+    removeUncommitted(checkpoint.dir);
+    folder.takeBack();
+    throw e;
   }
+}
+
+/** Runs a plan on the local launcher (with its restarts) or the external one. */
+async function runPlan(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResult[]> {
   if (plan.launcher === "local") return await withRestarts(plan, out);
   const { config } = plan;
   const options = {

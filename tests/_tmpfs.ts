@@ -17,8 +17,8 @@ async function probe(): Promise<string> {
   }
 }
 
-async function mount(dir: string, bytes: number): Promise<boolean> {
-  const args = ["-t", "tmpfs", "-o", `size=${bytes}`, "tmpfs", dir];
+async function mount(dir: string, bytes: number, readOnly = false): Promise<boolean> {
+  const args = ["-t", "tmpfs", "-o", `size=${bytes}${readOnly ? ",ro" : ""}`, "tmpfs", dir];
   return (await new Deno.Command("mount", { args, stderr: "null" }).output()).success;
 }
 
@@ -26,11 +26,20 @@ async function unmount(dir: string): Promise<void> {
   await new Deno.Command("umount", { args: [dir] }).output();
 }
 
-/** Runs `body` with a folder on a fresh tmpfs of `bytes`, unmounted afterwards. */
-export async function withTmpfs(bytes: number, body: (dir: string) => void | Promise<void>) {
+/**
+ * Runs `body` with a folder on a fresh tmpfs of `bytes` (mounted read-only when told), unmounted
+ * afterwards.
+ */
+export async function withTmpfs(
+  bytes: number,
+  body: (dir: string) => void | Promise<void>,
+  options?: { readOnly?: boolean },
+) {
   const dir = await Deno.makeTempDir();
   try {
-    if (!await mount(dir, bytes)) throw new Error(`cannot mount a tmpfs on ${dir}`);
+    if (!await mount(dir, bytes, options?.readOnly)) {
+      throw new Error(`cannot mount a tmpfs on ${dir}`);
+    }
     try {
       await body(dir);
     } finally {

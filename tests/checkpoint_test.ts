@@ -171,8 +171,8 @@ function rankProcess(rank: number, dir: string): number {
 }
 
 /** Two epochs with a checkpoint after each (generations 1 and 2), momentum 0: files of 814 KB. */
-async function twoGenerations(dir: string): Promise<string[]> {
-  const flags = [...QUICK, "--momentum", "0", "--checkpoint", dir];
+async function twoGenerations(dir: string, procs = 2): Promise<string[]> {
+  const flags = [...QUICK, "--momentum", "0", "--checkpoint", dir, "--procs", String(procs)];
   await runTraining(await plan([...flags, "--epochs", "2"]), { metadata: METADATA, print: false });
   assertEquals([meta(dir)!.generation, meta(dir)!.epoch], [2, 2]);
   return [...flags, "--epochs", "3"];
@@ -270,35 +270,53 @@ async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-Deno.test("checkpoint: replicas changed consistently with their digests are refused at resume: one line, exit 2", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const flags = await twoGenerations(dir);
-    // Rank 1's first parameter nudged, and its digest in checkpoint.json made to match.
-    const file = `${dir}/rank-1.g2.bin`;
-    const bytes = await Deno.readFile(file);
-    new Float32Array(bytes.buffer, 32, 1)[0] += 0.25;
-    await Deno.writeFile(file, bytes);
-    const m = JSON.parse(await Deno.readTextFile(`${dir}/checkpoint.json`));
-    m.files[1].sha256 = await sha256(bytes);
-    await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
-    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "scripts/train.ts", ...flags, "--data", MNIST_DIR, "--resume"],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const lines = decode(stderr).trim().split("\n").filter((l) => l.startsWith("dccl train:"));
-    assertEquals(code, 2, decode(stderr));
-    assertEquals(lines, [
-      `dccl train: ${dir}/checkpoint.json was written where every rank held the same ` +
-      `parameters, but rank-1.g2.bin holds other ones than rank-0.g2.bin: the files were ` +
-      `changed after they were written; refusing to resume from diverged replicas`,
-    ]);
-    assert_(!decode(stdout).includes("epoch 3"), "no epoch was trained");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+// Whether the replicas must agree follows from the run's settings, never from a field an editor
+// can flip; the refusal names the file that differs from the majority.
+const CHANGED_REPLICAS: { procs: number; changed: number; flip?: boolean; named: string }[] = [
+  {
+    procs: 2,
+    changed: 1,
+    flip: true,
+    named: "rank-0.g2.bin, rank-1.g2.bin hold parameters that differ, with no majority",
+  },
+  {
+    procs: 3,
+    changed: 0,
+    named: "rank-0.g2.bin holds other parameters than rank-1.g2.bin, rank-2.g2.bin",
+  },
+];
+for (const { procs, changed, flip, named } of CHANGED_REPLICAS) {
+  Deno.test(`checkpoint: replicas changed consistently with their digests are refused at resume, one line, exit 2: ${procs} ranks, rank ${changed} changed${flip ? ', "replicated": false written in' : ""}`, async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const flags = await twoGenerations(dir, procs);
+      // One rank's first parameter nudged, and its digest in checkpoint.json made to match.
+      const file = `${dir}/rank-${changed}.g2.bin`;
+      const bytes = await Deno.readFile(file);
+      new Float32Array(bytes.buffer, 32, 1)[0] += 0.25;
+      await Deno.writeFile(file, bytes);
+      const m = JSON.parse(await Deno.readTextFile(`${dir}/checkpoint.json`));
+      m.files[changed].sha256 = await sha256(bytes);
+      if (flip) m.replicated = false;
+      await Deno.writeTextFile(`${dir}/checkpoint.json`, JSON.stringify(m));
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "scripts/train.ts", ...flags, "--data", MNIST_DIR, "--resume"],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const lines = decode(stderr).trim().split("\n").filter((l) => l.startsWith("dccl train:"));
+      assertEquals(code, 2, decode(stderr));
+      assertEquals(lines, [
+        `dccl train: ${dir}/checkpoint.json was written where every rank held the same ` +
+        `parameters, but ${named}: the files were changed after they were written; refusing ` +
+        `to resume from diverged replicas`,
+      ]);
+      assert_(!decode(stdout).includes("epoch 3"), "no epoch was trained");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
 
 Deno.test("checkpoint: a new run never replaces another's checkpoint unless told to", async () => {
   const dir = await Deno.makeTempDir();

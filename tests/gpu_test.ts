@@ -144,6 +144,23 @@ gpuTest("gpu: mismatched calls and bad input fail clearly", async () => {
 });
 
 gpuTest(
+  "gpu: device messages whose ends never meet fail at the timeout, naming the peer",
+  async () => {
+    const errors = await launchGroup<string>(
+      new URL("./ranks/unmatched_device_rank.ts", import.meta.url),
+      { size: 2, transport: "gpu", gpu: true, timeoutMs: 1500 },
+    ).results;
+    for (const e of errors) {
+      assert_(
+        /^CommTimeoutError: Rank \d timed out after 1500 ms waiting for rank \d to receive its device message \(tag 0\)$/
+          .test(e),
+        e,
+      );
+    }
+  },
+);
+
+gpuTest(
   "gpu: workers holding devices close them before they end; the process exits cleanly",
   async () => {
     // The command that once aborted with glibc's "corrupted size vs. prev_size": the launcher

@@ -126,10 +126,11 @@ Deno.test({
       );
       assertEquals([...Deno.readDirSync(dir)], []);
     }));
-  await t.step("a checkpoint: no temporary file and no half generation", () =>
+  await t.step("a checkpoint: no temporary file, no half generation, no folder it made", () =>
     // One rank's file (814 KB: no momentum) fits, the second does not.
     withTmpfs(1200 * 1024, async (dir) => {
-      const { code, stderr } = await task("train.ts", [...QUICK_TRAIN, "--checkpoint", dir]);
+      const into = `${dir}/runs/first`;
+      const { code, stderr } = await task("train.ts", [...QUICK_TRAIN, "--checkpoint", into]);
       assertEquals(code, 1, stderr);
       assert_(
         /^dccl train: cannot write .*\/rank-\d\.g1\.bin: no space left on device$/m.test(stderr),

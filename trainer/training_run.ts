@@ -42,9 +42,14 @@ export interface RunPosition {
 
 /** A run's checkpoints, as the training loop uses them (every rank calls each collectively). */
 export interface RunCheckpoints {
-  /** The last checkpoint loaded into the engine, if there is one. */
+  /**
+   * The last checkpoint loaded into the engine, if there is one; `replicatedAt(step)` says
+   * whether every rank held the same parameters at a position `step` steps into an epoch (the
+   * strategy's rule), so the ranks' files must agree there.
+   */
   load(
     config: TrainConfig,
+    replicatedAt: (step: number) => boolean,
   ): Promise<
     { meta: RunPosition & { rows: EpochRow[] }; score: Score; epochMs: number } | undefined
   >;
@@ -162,8 +167,10 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     await strategy.start(ctx);
     const computing = strategy.computing(comm.size).length;
     let first = { epoch: 0, step: 0 };
-    const resumed = config.resume ? await checkpointer?.load(config) : undefined;
     const epochSteps = Math.floor(trainSet.count / (config.batch * computing));
+    const replicatedAt = (step: number) =>
+      comm.size === 1 || strategy.replicatedAfter(step, epochSteps, config);
+    const resumed = config.resume ? await checkpointer?.load(config, replicatedAt) : undefined;
     if (resumed && resumed.meta.step >= epochSteps) {
       throw new RangeError(
         `the checkpoint's position, step ${resumed.meta.step} of epoch ${

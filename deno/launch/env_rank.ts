@@ -19,7 +19,7 @@ import { PORT_MARK } from "../../primitives/launch/rank_report.ts";
 import type { RankGroup } from "../../primitives/launch/supervisor.ts";
 import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
-import { createHash, createHmac } from "node:crypto";
+import { createHmac } from "node:crypto";
 import { readUserSecret } from "./user_secret.ts";
 
 /** Where a rank stands, read from the environment. */
@@ -38,8 +38,6 @@ export interface EnvRank {
   tokenFrom: string;
   /** The per-user secret file the token was keyed with, when it was derived and one was read. */
   tokenSecret?: string;
-  /** Why the token is guessable by other local users, when it is (no per-user secret). */
-  tokenWarning?: string;
   /** Which convention supplied rank and size. */
   source: string;
   /** The transport (`DCCL_TRANSPORT`; the registry's first processes transport unless set). */
@@ -71,11 +69,12 @@ const RUN_IDS: readonly string[] = [
  * The group's token: `DCCL_TOKEN` when set, else an HMAC of the first run id the launcher shares
  * keyed with this user's secret (user_secret.ts), so ranks of one run accept each other, ranks of
  * another run are refused, and another local user, who can compute the run id, cannot compute the
- * token. Without a readable secret the token is the run id's digest alone, with a warning.
+ * token. Without a usable secret there is no token: a run id is public, so nothing is derived
+ * from it alone (a one-line Error says how to set either).
  */
 function tokenOf(
   env: Record<string, string | undefined>,
-): Pick<EnvRank, "token" | "tokenFrom" | "tokenSecret" | "tokenWarning"> {
+): Pick<EnvRank, "token" | "tokenFrom" | "tokenSecret"> {
   if (env.DCCL_TOKEN) return { token: env.DCCL_TOKEN, tokenFrom: "DCCL_TOKEN" };
   const from = RUN_IDS.find((v) => env[v] && env[v] !== "none");
   if (!from) {
@@ -86,16 +85,16 @@ function tokenOf(
   }
   const id = from === "SLURM_JOB_ID" ? `${env[from]}.${env.SLURM_STEP_ID ?? ""}` : env[from];
   const runId = `dccl run ${from}=${id}`;
-  const { secret, path, problem } = readUserSecret(env);
-  if (!secret) {
-    const token = createHash("sha256").update(runId).digest("hex");
-    const tokenWarning = `the group's token is guessable by other local users: ${problem}; ` +
-      `it derives from ${from} alone (set DCCL_TOKEN to a secret)`;
-    return { token, tokenFrom: from, tokenWarning };
+  const found = readUserSecret(env);
+  if (!found.secret) {
+    throw new Error(
+      `DCCL_TOKEN is not set and there is no usable per-user secret to key ${from} with ` +
+        `(${found.problem}): export the same secret as DCCL_TOKEN for every rank, or let dccl ` +
+        `keep one in a config folder of yours (XDG_CONFIG_HOME or HOME, writable by you alone)`,
+    );
   }
-  const token = createHmac("sha256", secret).update(runId).digest("hex");
-  const tokenWarning = problem && `the group's token is guessable by other local users: ${problem}`;
-  return { token, tokenFrom: from, tokenSecret: path, tokenWarning };
+  const token = createHmac("sha256", found.secret).update(runId).digest("hex");
+  return { token, tokenFrom: from, tokenSecret: found.path };
 }
 
 const CONVENTIONS: [string, string, string][] = [
@@ -172,16 +171,6 @@ function decimal(env: Record<string, string | undefined>, name: string): number 
   return Number(value);
 }
 
-/**
- * Prints the token's warning, once per machine: by the launcher's first local rank (rank 0 where
- * the launcher gives none).
- */
-function warnIfGuessable(me: EnvRank): void {
-  if (me.tokenWarning && (me.local?.rank ?? me.rank) === 0) {
-    console.error(`dccl: warning: ${me.tokenWarning}`);
-  }
-}
-
 /** Options of {@linkcode joinFromEnv}. */
 export interface JoinOptions {
   /** The transport, over `DCCL_TRANSPORT`. */
@@ -216,7 +205,6 @@ export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> 
   options ??= {};
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
-  warnIfGuessable(me);
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
   if (me.local) bindRankThread(cpuForSlot(me.local.rank, me.local.size));
   const processes = TRANSPORT_TABLE.launchedAs(options.transport ?? me.transport, "processes");
@@ -266,7 +254,6 @@ export function launchFromEnv<T = unknown>(
   options: EnvGroupOptions,
 ): RankGroup<T> {
   const me = rankFromEnv(options.env);
-  warnIfGuessable(me);
   const part = hostPartOf(me, options.threads, options.transport ?? me.transport, options.bind);
   const group = { ...options, size: options.threads, runtime: RANK_RUNTIME, placement: cpuForSlot };
   return launchWorkers<T>(module, { ...group, host: part });

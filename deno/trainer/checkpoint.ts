@@ -8,7 +8,8 @@
  * flushed (deno/files/atomic_file.ts): a crash at any moment leaves the last set whole. On the
  * way back in the fields are checked, every file's digest (integrity against accidents, not
  * authenticity: anyone who can write the folder can write matching digests), the numbers are
- * finite, and ranks that held one replica of the parameters compare them (docs/training.md,
+ * finite, and ranks that held one replica of the parameters compare them — where they did
+ * follows from the strategy and the settings, never from a field of the set (docs/training.md,
  * "Checkpoints").
  * @module
  */
@@ -44,11 +45,6 @@ export interface CheckpointMeta extends RunPosition {
   rows: EpochRow[];
   /** Each rank's file, by rank. */
   files: RankFile[];
-  /**
-   * Every rank held the same parameters when the set was written (at an epoch's end, always; a
-   * set without the field: at a step 0), so a resume checks that their files still agree.
-   */
-  replicated?: boolean;
 }
 
 /** A checkpoint that cannot be trusted or gone on from: one line naming its file. */
@@ -301,6 +297,7 @@ export class Checkpointer implements RunCheckpoints {
    */
   async load(
     config: TrainConfig,
+    replicatedAt: (step: number) => boolean,
   ): Promise<{ meta: CheckpointMeta; score: Score; epochMs: number } | undefined> {
     const which = config.resume === "previous" ? "previous" : "latest";
     const meta = readMeta(this.#o.dir, config, which);
@@ -328,7 +325,7 @@ export class Checkpointer implements RunCheckpoints {
         `${path} holds NaN or infinite values: not a state to train on from`,
       );
     }
-    if (meta.replicated ?? meta.step === 0) {
+    if (replicatedAt(meta.step)) {
       await this.#checkReplicas(meta, which, state.subarray(0, params.length));
     }
     this.#generation = meta.generation;
@@ -347,7 +344,8 @@ export class Checkpointer implements RunCheckpoints {
   /**
    * Every rank's digest of the parameters it loaded, compared (collective): a set written where
    * the ranks held one replica whose files now disagree (changed consistently with their
-   * digests, say) would train on silently diverged replicas; every rank refuses it alike.
+   * digests, say) would train on silently diverged replicas; every rank refuses it alike, naming
+   * the files that differ from the majority's (or, without one, every file).
    */
   async #checkReplicas(meta: CheckpointMeta, which: Generation, params: Float32Array) {
     this.#mine.view.fill(0).set(
@@ -356,19 +354,24 @@ export class Checkpointer implements RunCheckpoints {
       ),
     );
     await this.#comm.allgather(this.#mine, this.#all);
-    const digest = (r: number) =>
-      this.#all.view.subarray(r * FILE_WORDS, r * FILE_WORDS + 8).join();
-    const differ = meta.files.map((_, r) => r).filter((r) => digest(r) !== digest(0));
-    if (differ.length === 0) return;
-    const dir = this.#o.dir;
+    const digests = meta.files.map((_, r) =>
+      this.#all.view.subarray(r * FILE_WORDS, r * FILE_WORDS + 8).join()
+    );
+    const holders = (d: string) => digests.filter((x) => x === d).length;
+    const common = digests.reduce((best, d) => holders(d) > holders(best) ? d : best);
+    if (holders(common) === digests.length) return;
+    const names = (rs: number[]) => rs.map((r) => meta.files[r].name).join(", ");
+    const ranks = digests.map((_, r) => r);
+    const set = `${this.#o.dir}/${META_FILES[which]}`;
+    const odd = ranks.filter((r) => digests[r] !== common);
+    const why = holders(common) * 2 > digests.length
+      ? `${names(odd)} hold${odd.length === 1 ? "s" : ""} other parameters than ${
+        names(ranks.filter((r) => digests[r] === common))
+      }`
+      : `${names(ranks)} hold parameters that differ, with no majority`;
     throw new CheckpointError(
-      `${dir}/${META_FILES[which]} was written where every rank held the same parameters, but ` +
-        `${differ.map((r) => meta.files[r].name).join(", ")} hold${
-          differ.length === 1 ? "s" : ""
-        } other ones than ` +
-        `${
-          meta.files[0].name
-        }: the files were changed after they were written; refusing to resume from diverged replicas`,
+      `${set} was written where every rank held the same parameters, but ${why}: the files ` +
+        `were changed after they were written; refusing to resume from diverged replicas`,
     );
   }
 
@@ -388,7 +391,7 @@ export class Checkpointer implements RunCheckpoints {
     // The epoch's last step is followed by its checkpoint (afterEpoch).
     if (this.#o.every === "epoch" || this.#steps < this.#o.every || !state.clean) return undefined;
     if (position.step >= steps) return undefined;
-    return this.save(position, rows, this.#engine.runningScore?.(), state.replicated);
+    return this.save(position, rows, this.#engine.runningScore?.());
   }
 
   /** An epoch's loop starts now (after `carriedMs` of it before a resume). */
@@ -400,20 +403,14 @@ export class Checkpointer implements RunCheckpoints {
   /** After an epoch: writes a checkpoint at the start of the next one. */
   async afterEpoch(epoch: number, rows: EpochRow[]): Promise<void> {
     this.#epochStartedAt = performance.now();
-    await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 }, true);
+    await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });
   }
 
   /**
-   * Writes every rank's state, then commits the set (collective), saying whether every rank
-   * holds the same parameters. A write that fails fails the group; what it left is removed
-   * before the next run starts (removeUncommitted).
+   * Writes every rank's state, then commits the set (collective). A write that fails fails the
+   * group; what it left is removed before the next run starts (removeUncommitted).
    */
-  async save(
-    position: RunPosition,
-    rows: EpochRow[],
-    score: Score | undefined,
-    replicated: boolean,
-  ): Promise<void> {
+  async save(position: RunPosition, rows: EpochRow[], score: Score | undefined): Promise<void> {
     this.#steps = 0;
     const comm = this.#comm, dir = this.#o.dir;
     const generation = this.#generation + 1;
@@ -442,7 +439,6 @@ export class Checkpointer implements RunCheckpoints {
           name: rankFile(generation, r),
           ...unpackFile(this.#all.view.subarray(r * FILE_WORDS, (r + 1) * FILE_WORDS)),
         })),
-        replicated,
       };
       const commit = (which: Generation, set: CheckpointMeta) =>
         writeAtomically(`${dir}/${META_FILES[which]}`, JSON.stringify(set), { durable: true });

@@ -2,7 +2,8 @@
  * How a communicator runs a checked collective call: as the next in the order this rank issued
  * them (issue_order.ts), on a context of its own (a call that goes on after it returns keeps its
  * context until it finishes), on one rank without one. The last checked call of each
- * small-message collective is kept, so a loop of small collectives skips the checks.
+ * small-message collective is kept, so a loop of small collectives skips the checks. A call whose
+ * buffers overlap those of a call in flight begins once that one has finished (in_flight.ts).
  * @module
  */
 
@@ -12,6 +13,7 @@ import {
   type Completion,
   type HostAlgorithmPicker,
 } from "../collectives/context.ts";
+import { type InFlight, type Use, usesOf } from "./in_flight.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type BufferLike, type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
@@ -57,6 +59,7 @@ interface KeptCall extends Keep {
   length: number;
   call: PlannedCall<TypedArray>;
   ops: TypedArray[];
+  uses: Use[];
 }
 
 /** What the runner asks of its communicator. */
@@ -77,6 +80,7 @@ export class CollectiveRunner {
   readonly #blocking: boolean;
   readonly #hooks: RunnerHooks;
   readonly #pickHost: HostAlgorithmPicker;
+  readonly #inFlight: InFlight;
   #seq = 0;
   /**
    * The context the next call runs on. A call that goes on after it returns keeps its context
@@ -98,15 +102,17 @@ export class CollectiveRunner {
 
   /**
    * The runner of calls over `transport` with scratch in `heap`, recorded in `calls`; `pickHost`
-   * is the registry's pick of host algorithms (what staging and hierarchies run inside).
+   * is the registry's pick of host algorithms (what staging and hierarchies run inside);
+   * `inFlight` the communicator's calls in flight (point-to-point ones too).
    */
   constructor(
     transport: Transport,
-    { heap, calls, hooks, pickHost }: {
+    { heap, calls, hooks, pickHost, inFlight }: {
       heap: RankHeap;
       calls: CallLog;
       hooks: RunnerHooks;
       pickHost: HostAlgorithmPicker;
+      inFlight: InFlight;
     },
   ) {
     this.#transport = transport;
@@ -116,6 +122,7 @@ export class CollectiveRunner {
     this.#blocking = transport.blocking ?? transport.facts.blocking;
     this.#hooks = hooks;
     this.#pickHost = pickHost;
+    this.#inFlight = inFlight;
     this.#ctx = this.#context();
   }
 
@@ -155,10 +162,15 @@ export class CollectiveRunner {
     keep?: Keep,
   ): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
+    const uses = usesOf(buffers);
+    const wait = this.#inFlight.before(uses);
     const views: TypedArray[] = [];
     for (const [b] of buffers) {
       if (!(b instanceof HostBuffer)) {
-        return this.#later(call, () => operandsOf(call.side, buffers));
+        return this.#inFlight.enter(
+          uses,
+          this.#later(call, () => operandsOf(call.side, buffers), wait),
+        );
       }
       views.push(b.view);
     }
@@ -171,9 +183,12 @@ export class CollectiveRunner {
         length: keep.buf.length,
         call,
         ops: views,
+        uses,
       };
     }
-    return this.#order.free() ? this.#now(call, views) : this.#later(call, () => views);
+    return this.#order.free() && !wait
+      ? this.#now(call, views, uses)
+      : this.#inFlight.enter(uses, this.#later(call, () => views, wait));
   }
 
   /**
@@ -182,7 +197,12 @@ export class CollectiveRunner {
    */
   runOnDevice<B>(call: PlannedCall<B>, buffers: [CommBuffer, boolean][]): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
-    return this.#later(call, () => operandsOf(call.side, buffers));
+    const uses = usesOf(buffers);
+    const wait = this.#inFlight.before(uses);
+    return this.#inFlight.enter(
+      uses,
+      this.#later(call, () => operandsOf(call.side, buffers), wait),
+    );
   }
 
   /**
@@ -190,12 +210,15 @@ export class CollectiveRunner {
    * calls never have (every call of a loop of small collectives comes this way).
    */
   #rerun(r: KeptCall): Promise<void> {
-    if (!this.#direct) return this.#later(r.call, () => r.ops);
+    const wait = this.#inFlight.before(r.uses);
+    if (!this.#direct || wait) {
+      return this.#inFlight.enter(r.uses, this.#later(r.call, () => r.ops, wait));
+    }
     try {
       const ctx = this.#begin(r.call.stamp);
       const pending = r.call.run(ctx, r.ops[0], r.ops[1]);
       if (!pending) return DONE;
-      const done = this.#finishing(pending, ctx);
+      const done = this.#inFlight.enter(r.uses, this.#finishing(pending, ctx));
       if (this.#blocking) this.#order.holdUntil(done);
       return done;
     } catch (e) {
@@ -207,23 +230,34 @@ export class CollectiveRunner {
    * Begins `call` now, on a context of its own: not `async`, so a call that completes at once
    * allocates no promise. On a blocking transport, the next collective waits for it to finish.
    */
-  #now<B>(call: PlannedCall<B>, ops: B[]): Promise<void> {
-    const done = this.#start(call, ops);
+  #now<B>(call: PlannedCall<B>, ops: B[], uses: Use[]): Promise<void> {
+    const done = this.#inFlight.enter(uses, this.#start(call, ops));
     if (this.#blocking && done !== DONE) this.#order.holdUntil(done);
     return done;
   }
 
-  /** Begins `call` once the calls issued before it have (see {@linkcode #now}). */
-  async #later<B>(call: PlannedCall<B>, operands: () => B[] | Promise<B[]>): Promise<void> {
+  /**
+   * Begins `call` once the collectives issued before it have begun, and what it waits for
+   * (`wait`: in_flight.ts) has (see {@linkcode #now}).
+   */
+  async #later<B>(
+    call: PlannedCall<B>,
+    operands: () => B[] | Promise<B[]>,
+    wait: Promise<void> | undefined,
+  ): Promise<void> {
     const turn = this.#order.claim();
+    const begun = wait && this.#inFlight.park();
     let done: Promise<void>;
     try {
       await turn.ready;
+      if (wait) await wait;
       this.#hooks.checkOpen();
       done = this.#start(call, await operands());
     } catch (e) {
       turn.release();
       throw this.#hooks.broke(e);
+    } finally {
+      begun?.();
     }
     if (this.#blocking) done.then(turn.release, turn.release);
     else turn.release();

@@ -20,6 +20,7 @@ import type { RankHeap } from "../memory/heap.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
 import { pickAlgorithm, pickHostAlgorithm } from "../auto.ts";
 import { HOST } from "./operands.ts";
+import { InFlight } from "./in_flight.ts";
 import type {
   AlgorithmOptions,
   AllocOptions,
@@ -87,10 +88,12 @@ export class Communicator implements AsyncDisposable {
     const hooks = { checkOpen: () => this.#checkOpen(), broke: (e: unknown) => this.#broke(e) };
     this.#args = new CallArguments(this.rank, this.size, memory, transport.facts);
     this.#threads = transport.hierarchy?.threads ?? 1;
+    const inFlight = new InFlight();
     this.#runner = new CollectiveRunner(transport, {
       heap: memory.heap,
       calls,
       hooks,
+      inFlight,
       pickHost: (ctx, collective, bytes) =>
         pickHostAlgorithm(collective, {
           transport: ctx.transport.facts,
@@ -99,7 +102,7 @@ export class Communicator implements AsyncDisposable {
           links: ctx.transport.links,
         }).run,
     });
-    this.#p2p = new PointToPoint(transport, memory, calls, hooks);
+    this.#p2p = new PointToPoint(transport, memory, { calls, hooks, inFlight });
     transport.calls = calls;
   }
 

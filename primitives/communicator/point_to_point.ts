@@ -3,13 +3,15 @@
  * (issue_order.ts), directly from host buffers, through the device transport's own messages for
  * device buffers, and through host memory for device buffers over a host transport (as MPI
  * without CUDA-aware transports). Every message carries its dtype's stamp; a receive into another
- * dtype is a mismatch.
+ * dtype is a mismatch. A send or receive whose buffer overlaps a call in flight that writes it
+ * (or, for a receive, reads it) is posted once that call has finished (in_flight.ts).
  * @module
  */
 
 import type { CallLog } from "./call_log.ts";
 import type { RunnerHooks } from "./collective_runner.ts";
 import { MismatchError } from "../errors.ts";
+import { type InFlight, type Use, usesOf } from "./in_flight.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
@@ -29,6 +31,7 @@ export class PointToPoint {
   readonly #memory: RankMemory;
   readonly #calls: CallLog;
   readonly #hooks: RunnerHooks;
+  readonly #inFlight: InFlight;
   /** The order sends and receives are posted in, by tag. */
   readonly #sends = new IssueOrder();
   readonly #recvs = new IssueOrder();
@@ -41,21 +44,33 @@ export class PointToPoint {
   /** Host areas of staged device messages, free for reuse. */
   readonly #stagingFree: TypedArray[] = [];
 
-  constructor(transport: Transport, memory: RankMemory, calls: CallLog, hooks: RunnerHooks) {
+  /**
+   * Messages over `transport` from and into `memory`, judged by `calls`; `inFlight` holds the
+   * communicator's calls in flight (collectives too).
+   */
+  constructor(
+    transport: Transport,
+    memory: RankMemory,
+    { calls, hooks, inFlight }: { calls: CallLog; hooks: RunnerHooks; inFlight: InFlight },
+  ) {
     this.#transport = transport;
     this.#memory = memory;
     this.#calls = calls;
     this.#hooks = hooks;
+    this.#inFlight = inFlight;
   }
 
   /** Sends checked `buf` (used on `side`) to `peer` with `tag`. */
   send(buf: CommBuffer, peer: number, tag: number, side: Side): Promise<void> {
     const stamp = P2P_STAMPS[buf.dtype];
     const device = side === "device" ? this.#transport.device : undefined;
-    if (side === "host" && buf instanceof HostBuffer && this.#sends.free(tag)) {
-      return this.#broken(this.#transport.send(peer, bytesOf(buf.view), tag, stamp));
+    const uses = usesOf([[buf, false]]);
+    const wait = this.#inFlight.before(uses);
+    if (side === "host" && buf instanceof HostBuffer && this.#sends.free(tag) && !wait) {
+      const sent = this.#transport.send(peer, bytesOf(buf.view), tag, stamp);
+      return this.#broken(this.#inFlight.enter(uses, sent));
     }
-    return this.#inTurn(this.#sends, tag, async () => {
+    return this.#inTurn(this.#sends, tag, uses, wait, async () => {
       if (device) {
         return device.send(peer, await DEVICE.operand(buf, false), tag, stamp);
       }
@@ -84,13 +99,16 @@ export class PointToPoint {
   recv(buf: CommBuffer, peer: number | "any", tag: number, side: Side): Promise<number> {
     const device = side === "device" ? this.#transport.device : undefined;
     const check = (stamp: number, from: number) => this.#checkDtype(buf.dtype, stamp, from, tag);
-    if (peer !== "any" && side === "host" && buf instanceof HostBuffer && this.#recvs.free(tag)) {
+    const uses = usesOf([[buf, true]]);
+    const wait = this.#inFlight.before(uses);
+    const direct = side === "host" && buf instanceof HostBuffer && this.#recvs.free(tag) && !wait;
+    if (peer !== "any" && direct) {
       const from = peer;
-      return this.#broken(
-        this.#transport.recv(from, bytesOf(buf.view), tag).then((stamp) => check(stamp, from)),
-      );
+      const received = this.#transport.recv(from, bytesOf(buf.view), tag)
+        .then((stamp) => check(stamp, from));
+      return this.#broken(this.#inFlight.enter(uses, received));
     }
-    return this.#inTurn(this.#recvs, tag, async () => {
+    return this.#inTurn(this.#recvs, tag, uses, wait, async () => {
       const { rank, size } = this.#transport;
       const from = peer === "any"
         ? await (device ?? this.#transport).probe(
@@ -120,19 +138,40 @@ export class PointToPoint {
   }
 
   /**
-   * Runs `post` (which posts a send or receive) once the calls with `tag` issued before it in
-   * `order` have posted theirs.
+   * Runs `post` (which posts a send or receive on `uses`) once the calls with `tag` issued before
+   * it in `order` have posted theirs and what it waits for (`wait`: in_flight.ts) has; in flight
+   * on `uses` from now until it completes.
    */
-  async #inTurn<T>(order: IssueOrder, tag: number, post: () => Promise<T>): Promise<T> {
+  #inTurn<T>(
+    order: IssueOrder,
+    tag: number,
+    uses: Use[],
+    wait: Promise<void> | undefined,
+    post: () => Promise<T>,
+  ): Promise<T> {
+    return this.#inFlight.enter(uses, this.#posted(order, tag, wait, post));
+  }
+
+  /** {@linkcode #inTurn} without entering the call. */
+  async #posted<T>(
+    order: IssueOrder,
+    tag: number,
+    wait: Promise<void> | undefined,
+    post: () => Promise<T>,
+  ): Promise<T> {
     const turn = order.claim(tag);
+    const begun = wait && this.#inFlight.park();
     let posted: Promise<T>;
     try {
       await turn.ready;
+      if (wait) await wait;
       this.#hooks.checkOpen();
       posted = post();
     } catch (e) {
       turn.release();
       throw this.#hooks.broke(e);
+    } finally {
+      begun?.();
     }
     turn.release();
     return await this.#broken(posted);

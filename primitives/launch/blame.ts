@@ -1,8 +1,11 @@
 /**
  * Which rank a failed group blames. Launchers record how each rank ended; when one fails, the
  * others usually fail too, because of it (a peer closed, a wait timed out) and sometimes before
- * the launcher learns of the first. The first cause wins: a rank that threw its own error, died or
- * stalled, never one whose error only names the rank it was waiting for.
+ * the launcher learns of the first. Where the ranks' reported calls differ, the rank whose call
+ * differs from the majority's is the cause, whoever checked first and whether or not it caught
+ * what it was told (a two-rank check cannot tell which of the two is wrong). Otherwise the first
+ * cause wins: a rank that threw its own error, died or stalled, never one whose error only names
+ * the rank it was waiting for.
  * @module
  */
 
@@ -106,6 +109,8 @@ export class GroupEnds {
         reason: e.reason,
       };
     });
+    const odd = this.#oddCall(failures.map(({ e }) => e), outcomes);
+    if (odd) return odd;
     // A rank told by its peers that it failed (a notice naming itself) repeats their verdict; it
     // is the cause only when no rank saw more.
     const named = failures.filter(({ rank, e }) => isConsequence(rank, e));
@@ -114,8 +119,6 @@ export class GroupEnds {
     if (cause) {
       return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
     }
-    const odd = this.#oddCall(failures.map(({ e }) => e), outcomes);
-    if (odd) return odd;
     // Every failure names another rank: follow the names from the first to the end of the chain;
     // the last rank that named it says why. The chain starts at the first rank that saw for
     // itself (a mismatch, a timeout) rather than repeating a peer's notice, which names the
@@ -160,18 +163,19 @@ export class GroupEnds {
   }
 
   /**
-   * The rank whose call differs from the group's, when the ranks' reported calls show one that
-   * failed (odd_call.ts); the reason quotes a mismatch check that named it, where one did.
+   * The rank whose call differs from the group's, when the ranks' reported calls (every rank that
+   * ended reports its own, failed or not) show one (odd_call.ts): the reason says what it called
+   * and what the others did, then quotes a mismatch check that named it, where one did.
    */
   #oddCall(failures: RankEnd[], outcomes: RankOutcome[]): RankFailedError | undefined {
     const histories = new Map<number, CallHistory>();
     this.#ends.forEach((e, i) => e?.calls && histories.set(this.#members[i], e.calls));
     const odd = oddCall(histories);
     const end = odd && this.#endOf(odd.rank);
-    if (!odd || !isFailure(end)) return undefined;
+    if (!odd || !end) return undefined;
     // A check that named it, quoted: its own report first (a peer's notice may be cut short).
     const names = new RegExp(`\\b[Rr]ank ${odd.rank}\\b`);
-    const checks = failures.filter((e) =>
+    const checks = [end, ...failures].filter((e) =>
       e.reason?.includes("MismatchError") && names.test(e.reason)
     );
     const check = checks.find((e) => e.name === "MismatchError") ?? checks[0];
@@ -181,9 +185,8 @@ export class GroupEnds {
       : `ranks ${odd.others.join(", ")}`;
     return new RankFailedError(
       odd.rank,
-      `its call differs from that of ${them}: ${
-        quoted ?? `it called ${odd.called} where ${them} called ${odd.theyCalled}`
-      }`,
+      `its call differs from that of ${them}: rank ${odd.rank} called ${odd.called} where ` +
+        `${them} called ${odd.theyCalled}${quoted ? ` (${quoted})` : ""}`,
       end,
       outcomes,
     );

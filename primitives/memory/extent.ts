@@ -25,6 +25,19 @@ function startOf(buf: CommBuffer): number {
   return buf instanceof GpuBuffer ? buf.byteOffset : (buf as HostBuffer).view.byteOffset;
 }
 
+/** Where a buffer's bytes are: their memory and `[start, end)` there, in bytes. */
+export interface Extent {
+  readonly home: object;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** `buf`'s extent. */
+export function extentOf(buf: CommBuffer): Extent {
+  const start = startOf(buf);
+  return { home: homeOf(buf), start, end: start + bytesIn(buf) };
+}
+
 /** Whether `a` and `b` share any byte. */
 export function overlaps(a: CommBuffer, b: CommBuffer): boolean {
   if (homeOf(a) !== homeOf(b)) return false;

@@ -36,11 +36,16 @@ interface Join {
   timer?: ReturnType<typeof setTimeout>;
 }
 
-/** A device message while its two ends meet. */
+/**
+ * One end of a device message while the two ends meet: a send completes when its receive takes
+ * it (as MPI_Ssend does; the copy between them is recorded then), and either end waiting longer
+ * than the timeout fails, naming the other.
+ */
 interface Transfer {
   view: DeviceView;
   stamp: number;
   settle: { resolve: (stamp: number) => void; reject: (e: Error) => void };
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 /** A rank waiting for a device message from any of `peers`. */
@@ -193,7 +198,7 @@ export class GpuGroup {
             `rank ${from} sent it: every message must be received`,
           { failedRank: closed },
         );
-        for (const t of transfers) t.settle.reject(error);
+        for (const t of transfers) settleWith(t, error);
       }
     };
     fail(this.#sends, "to");
@@ -210,7 +215,7 @@ export class GpuGroup {
     }
     this.#joins.clear();
     for (const list of [...this.#sends.values(), ...this.#recvs.values()]) {
-      for (const t of list) t.settle.reject(error);
+      for (const t of list) settleWith(t, error);
     }
     this.#sends.clear();
     this.#recvs.clear();
@@ -239,10 +244,12 @@ export class GpuGroup {
       const other = theirs.get(key)?.shift();
       if (!other) {
         mine.set(key, [...(mine.get(key) ?? []), me]);
+        this.#expire(mine, key, me);
         if (mine === this.#sends) this.#answerProbe(key);
         if (this.#closed.size > 0) this.#failStale();
         return;
       }
+      clearTimeout(other.timer);
       const [send, recv] = mine === this.#sends ? [me, other] : [other, me];
       const bytes = (t: Transfer) => t.view.length * DTYPE_INFO[t.view.dtype].bytes;
       if (bytes(send) !== bytes(recv)) {
@@ -259,6 +266,29 @@ export class GpuGroup {
       send.settle.resolve(0);
       recv.settle.resolve(send.stamp);
     });
+  }
+
+  /** Fails `me`, waiting in `mine` under `key`, if its other end has not come by the timeout. */
+  #expire(mine: Map<string, Transfer[]>, key: string, me: Transfer): void {
+    me.timer = setTimeout(() => {
+      const waiting = mine.get(key) ?? [];
+      const at = waiting.indexOf(me);
+      if (at < 0) return;
+      waiting.splice(at, 1);
+      const [from, to, tag] = key.split(":").map(Number);
+      const sending = mine === this.#sends;
+      me.settle.reject(
+        new CommTimeoutError(
+          sending
+            ? `Rank ${from} timed out after ${this.#timeoutMs} ms waiting for rank ${to} to ` +
+              `receive its device message (tag ${tag})`
+            : `Rank ${to} timed out after ${this.#timeoutMs} ms waiting for a device message ` +
+              `(tag ${tag}) from rank ${from}`,
+          { failedRank: sending ? to : from },
+        ),
+      );
+    }, this.#timeoutMs);
+    platform.unrefTimer(me.timer);
   }
 
   /** A send is waiting under `key`: the first probe of its receiver for it learns. */
@@ -300,4 +330,10 @@ export class GpuGroup {
     }
     return { ...view, length: count };
   }
+}
+
+/** Fails a waiting end of a device message with `error`. */
+function settleWith(t: Transfer, error: Error): void {
+  clearTimeout(t.timer);
+  t.settle.reject(error);
 }

@@ -15,6 +15,7 @@
 import type { HostBuffer } from "../../core.ts";
 import type { Engine } from "../engine.ts";
 import {
+  atSync,
   broadcastParams,
   everyRank,
   loadBatch,
@@ -67,6 +68,7 @@ async function reduceBucket(ctx: StrategyContext, b: Bucket): Promise<void> {
 export const allreduceStrategy: Strategy = {
   computing: everyRank,
   start: broadcastParams,
+  replicatedAfter: atSync,
   async epoch(ctx, epoch) {
     const { comm, engine, options, watch } = ctx;
     const shard = shardOf(ctx, epoch);
@@ -96,8 +98,7 @@ export const allreduceStrategy: Strategy = {
         watch.lap("compute");
       }
       ctx.progress(step + 1, shard.steps);
-      const synced = accumulated === 0;
-      const saving = ctx.stepDone(step + 1, shard.steps, { clean: synced, replicated: synced });
+      const saving = ctx.stepDone(step + 1, shard.steps, { clean: accumulated === 0 });
       if (saving) await saving;
     }
   },

@@ -6,6 +6,7 @@
  */
 
 import {
+  atSync,
   averageParams,
   broadcastParams,
   everyRank,
@@ -19,6 +20,7 @@ import {
 export const localSgdStrategy: Strategy = {
   computing: everyRank,
   start: broadcastParams,
+  replicatedAfter: atSync,
   async epoch(ctx, epoch) {
     const { comm, engine, options, watch } = ctx;
     const shard = shardOf(ctx, epoch);
@@ -33,8 +35,7 @@ export const localSgdStrategy: Strategy = {
       if (synced) watch.lap("comm");
       ctx.progress(step + 1, shard.steps);
       // Each rank's own parameters and momentum are checkpointed: any step will do.
-      const replicated = synced || comm.size === 1;
-      const saving = ctx.stepDone(step + 1, shard.steps, { clean: true, replicated });
+      const saving = ctx.stepDone(step + 1, shard.steps, { clean: true });
       if (saving) await saving;
     }
   },

@@ -108,6 +108,9 @@ async function serverAsyncEpoch(ctx: StrategyContext, sizes: number[]): Promise<
 export const psStrategy: Strategy = {
   computing: (size) => Array.from({ length: size - 1 }, (_, r) => r + 1),
   start: broadcastParams,
+  // Epochs begin and end with every rank holding the server's parameters; within one, workers'
+  // copies lag the server's (and no checkpoint is written there).
+  replicatedAfter: (step, steps) => step === 0 || step === steps,
   async epoch(ctx, epoch) {
     const { comm, engine } = ctx;
     if (comm.rank === 0) {

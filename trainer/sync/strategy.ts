@@ -60,8 +60,6 @@ export interface Staleness {
 export interface StepState {
   /** No gradients are half accumulated: a checkpoint may be written here. */
   clean: boolean;
-  /** Every rank holds the same parameters (a resume from here checks they still do). */
-  replicated: boolean;
 }
 
 /** One rank's state during training. */
@@ -97,6 +95,17 @@ export interface Strategy {
   start(ctx: StrategyContext): Promise<void>;
   /** Trains one epoch; afterwards every rank holds the parameters to evaluate. */
   epoch(ctx: StrategyContext, epoch: number): Promise<void>;
+  /**
+   * Whether every rank holds the same parameters after `step` of an epoch of `steps` (0: its
+   * start) under `options`: the rule a resume checks the ranks' files by, which follows from the
+   * strategy and the run's settings alone, never from a checkpoint's own fields.
+   */
+  replicatedAfter(step: number, steps: number, options: StrategyOptions): boolean;
+}
+
+/** After `step` of `steps`, the ranks have just synchronised (every K batches, and at the end). */
+export function atSync(step: number, steps: number, options: StrategyOptions): boolean {
+  return step % syncInterval(options.syncEvery, steps) === 0 || step === steps;
 }
 
 /** Every rank computes (allreduce, local-sgd). */
