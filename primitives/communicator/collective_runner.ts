@@ -13,7 +13,7 @@ import {
   type Completion,
   type HostAlgorithmPicker,
 } from "../collectives/context.ts";
-import { type InFlight, type Use, usesOf } from "./in_flight.ts";
+import { type Entry, type InFlight, type Use, usesOf } from "./in_flight.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type BufferLike, type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
@@ -167,10 +167,7 @@ export class CollectiveRunner {
     const views: TypedArray[] = [];
     for (const [b] of buffers) {
       if (!(b instanceof HostBuffer)) {
-        return this.#inFlight.enter(
-          uses,
-          this.#later(call, () => operandsOf(call.side, buffers), wait),
-        );
+        return this.#later(call, () => operandsOf(call.side, buffers), wait, uses);
       }
       views.push(b.view);
     }
@@ -188,7 +185,7 @@ export class CollectiveRunner {
     }
     return this.#order.free() && !wait
       ? this.#now(call, views, uses)
-      : this.#inFlight.enter(uses, this.#later(call, () => views, wait));
+      : this.#later(call, () => views, wait, uses);
   }
 
   /**
@@ -198,10 +195,11 @@ export class CollectiveRunner {
   runOnDevice<B>(call: PlannedCall<B>, buffers: [CommBuffer, boolean][]): Promise<void> {
     if (this.#size === 1 && !call.alone && !call.after) return DONE;
     const uses = usesOf(buffers);
-    const wait = this.#inFlight.before(uses);
-    return this.#inFlight.enter(
+    return this.#later(
+      call,
+      () => operandsOf(call.side, buffers),
+      this.#inFlight.before(uses),
       uses,
-      this.#later(call, () => operandsOf(call.side, buffers), wait),
     );
   }
 
@@ -211,14 +209,12 @@ export class CollectiveRunner {
    */
   #rerun(r: KeptCall): Promise<void> {
     const wait = this.#inFlight.before(r.uses);
-    if (!this.#direct || wait) {
-      return this.#inFlight.enter(r.uses, this.#later(r.call, () => r.ops, wait));
-    }
+    if (!this.#direct || wait) return this.#later(r.call, () => r.ops, wait, r.uses);
     try {
       const ctx = this.#begin(r.call.stamp);
       const pending = r.call.run(ctx, r.ops[0], r.ops[1]);
       if (!pending) return DONE;
-      const done = this.#inFlight.enter(r.uses, this.#finishing(pending, ctx));
+      const done = this.#finishing(pending, ctx, this.#inFlight.enter(r.uses));
       if (this.#blocking) this.#order.holdUntil(done);
       return done;
     } catch (e) {
@@ -231,20 +227,22 @@ export class CollectiveRunner {
    * allocates no promise. On a blocking transport, the next collective waits for it to finish.
    */
   #now<B>(call: PlannedCall<B>, ops: B[], uses: Use[]): Promise<void> {
-    const done = this.#inFlight.enter(uses, this.#start(call, ops));
+    const done = this.#start(call, ops, uses);
     if (this.#blocking && done !== DONE) this.#order.holdUntil(done);
     return done;
   }
 
   /**
-   * Begins `call` once the collectives issued before it have begun, and what it waits for
-   * (`wait`: in_flight.ts) has (see {@linkcode #now}).
+   * Begins `call` on `uses` once the collectives issued before it have begun, and what it waits
+   * for (`wait`: in_flight.ts) has (see {@linkcode #now}); in flight from now on.
    */
   async #later<B>(
     call: PlannedCall<B>,
     operands: () => B[] | Promise<B[]>,
     wait: Promise<void> | undefined,
+    uses: Use[],
   ): Promise<void> {
+    const entry = this.#inFlight.enter(uses);
     const turn = this.#order.claim();
     const begun = wait && this.#inFlight.park();
     let done: Promise<void>;
@@ -252,8 +250,9 @@ export class CollectiveRunner {
       await turn.ready;
       if (wait) await wait;
       this.#hooks.checkOpen();
-      done = this.#start(call, await operands());
+      done = this.#start(call, await operands(), uses, entry);
     } catch (e) {
+      this.#inFlight.leave(entry);
       turn.release();
       throw this.#hooks.broke(e);
     } finally {
@@ -264,32 +263,45 @@ export class CollectiveRunner {
     return done;
   }
 
-  /** Runs `call` on `ops` now: on one rank without a context, else on a context of its own. */
-  #start<B>(call: PlannedCall<B>, ops: B[]): Promise<void> {
+  /**
+   * Runs `call` on `ops` (`uses`) now: on one rank without a context, else on a context of its
+   * own; in flight until it finishes (as `entry`, when it entered as it was issued).
+   */
+  #start<B>(call: PlannedCall<B>, ops: B[], uses: Use[], entry?: Entry): Promise<void> {
     const a = ops[0], b = ops[1];
     try {
       if (this.#size === 1) {
         call.alone?.(a, b);
         call.after?.(a, b);
+        this.#inFlight.leave(entry);
         return DONE;
       }
       const ctx = this.#begin(call.stamp);
       const pending = call.run(ctx, a, b);
       if (!pending) {
         call.after?.(a, b);
+        this.#inFlight.leave(entry);
         return DONE;
       }
-      return this.#finishing(pending, ctx, () => call.after?.(a, b));
+      const after = call.after && (() => call.after!(a, b));
+      return this.#finishing(pending, ctx, entry ?? this.#inFlight.enter(uses), after);
     } catch (e) {
+      this.#inFlight.leave(entry);
       return Promise.reject(this.#hooks.broke(e));
     }
   }
 
   /**
    * A call's algorithm still `pending` on `ctx`, which it keeps until it finishes (the next call
-   * gets another); then `after`, or the communicator breaks.
+   * gets another); then it leaves the calls in flight (`entry`) and runs `after`, or the
+   * communicator breaks.
    */
-  #finishing(pending: Promise<void>, ctx: CollectiveContext, after?: () => void): Promise<void> {
+  #finishing(
+    pending: Promise<void>,
+    ctx: CollectiveContext,
+    entry: Entry,
+    after?: () => void,
+  ): Promise<void> {
     this.#ctx = this.#idle.pop() ?? this.#context();
     const seq = this.#seq;
     return pending.then(() => {
@@ -297,8 +309,13 @@ export class CollectiveRunner {
       // serves the next call again.
       if (this.#seq === seq) [this.#ctx, ctx] = [ctx, this.#ctx];
       this.#idle.push(ctx);
-      after?.();
+      try {
+        after?.();
+      } finally {
+        this.#inFlight.leave(entry);
+      }
     }, (e) => {
+      this.#inFlight.leave(entry);
       throw this.#hooks.broke(e);
     });
   }

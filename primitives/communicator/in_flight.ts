@@ -17,24 +17,35 @@
 
 import { type Extent, extentOf } from "../memory/extent.ts";
 import type { CommBuffer } from "../memory/comm_buffer.ts";
-import { DONE } from "../types.ts";
 
 /** One buffer of a call: its bytes, and whether the call writes them. */
 export interface Use extends Extent {
   readonly writes: boolean;
 }
 
-/** The uses of a call's buffers (each with whether the call writes it). */
-export function usesOf(buffers: readonly (readonly [CommBuffer, boolean])[]): Use[] {
-  return buffers.map(([buf, writes]) => ({ ...extentOf(buf), writes }));
+/** The use of `buf` by a call that `writes` it or only reads it. */
+export function useOf(buf: CommBuffer, writes: boolean): Use {
+  const { home, start, end } = extentOf(buf);
+  return { home, start, end, writes };
 }
 
-interface Entry {
-  uses: readonly Use[];
-  done: Promise<unknown>;
+/** The uses of a call's buffers (each with whether the call writes it). */
+export function usesOf(buffers: readonly (readonly [CommBuffer, boolean])[]): Use[] {
+  const uses: Use[] = [];
+  for (const [buf, writes] of buffers) uses.push(useOf(buf, writes));
+  return uses;
+}
+
+/** A call in flight: its uses, until it leaves; `settled` once a later call waits for it. */
+export interface Entry {
+  readonly uses: readonly Use[];
+  settled?: Promise<void>;
+  release?: () => void;
 }
 
 const settle = () => {};
+/** The entry of a call on no buffers (a barrier): never in the table. */
+const NOWHERE: Entry = { uses: [] };
 
 /** The calls in flight on one communicator and the buffers they use. */
 export class InFlight {
@@ -52,13 +63,15 @@ export class InFlight {
   before(uses: readonly Use[]): Promise<void> | undefined {
     const parked = this.#parked;
     if (this.#entries.length === 0) return parked;
-    let waits: Promise<unknown>[] | undefined;
+    let waits: Promise<void>[] | undefined;
     for (const entry of this.#entries) {
-      if (clash(entry.uses, uses)) (waits ??= []).push(entry.done.then(settle, settle));
+      if (!clash(entry.uses, uses)) continue;
+      entry.settled ??= new Promise<void>((resolve) => entry.release = resolve);
+      (waits ??= []).push(entry.settled);
     }
     if (!waits) return parked;
     if (parked) waits.push(parked);
-    return Promise.all(waits).then(settle);
+    return waits.length === 1 ? waits[0] : Promise.all(waits).then(settle);
   }
 
   /**
@@ -75,17 +88,21 @@ export class InFlight {
     return begun;
   }
 
-  /** Enters a call on `uses` until `done` settles; returns `done`. */
-  enter<T>(uses: readonly Use[], done: Promise<T>): Promise<T> {
-    if (uses.length === 0 || done === DONE) return done;
-    const entry = { uses, done };
+  /** A call on `uses` is in flight from now until it {@linkcode leave}s. */
+  enter(uses: readonly Use[]): Entry {
+    if (uses.length === 0) return NOWHERE;
+    const entry: Entry = { uses };
     this.#entries.push(entry);
-    const leave = () => {
-      const i = this.#entries.indexOf(entry);
-      if (i >= 0) this.#entries.splice(i, 1);
-    };
-    done.then(leave, leave);
-    return done;
+    return entry;
+  }
+
+  /** `entry`'s call has settled (however it ended); nothing for none. */
+  leave(entry: Entry | undefined): void {
+    if (!entry || entry === NOWHERE) return;
+    const i = this.#entries.indexOf(entry);
+    if (i < 0) return;
+    this.#entries.splice(i, 1);
+    entry.release?.();
   }
 }
 

@@ -11,14 +11,22 @@
 import type { CallLog } from "./call_log.ts";
 import type { RunnerHooks } from "./collective_runner.ts";
 import { MismatchError } from "../errors.ts";
-import { type InFlight, type Use, usesOf } from "./in_flight.ts";
+import { type Entry, type InFlight, type Use, useOf } from "./in_flight.ts";
 import { IssueOrder } from "./issue_order.ts";
 import { type CommBuffer, HostBuffer } from "../memory/comm_buffer.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
 import { DEVICE, HOST } from "./operands.ts";
 import { callStamp } from "./stamp.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
-import { type Dtype, DTYPE_INFO, dtypeOf, DTYPES, type Side, type TypedArray } from "../types.ts";
+import {
+  DONE,
+  type Dtype,
+  DTYPE_INFO,
+  dtypeOf,
+  DTYPES,
+  type Side,
+  type TypedArray,
+} from "../types.ts";
 
 /** Stamps of point-to-point messages: only the dtype is checked (lengths are, by the transport). */
 const P2P_STAMPS = Object.fromEntries(
@@ -64,11 +72,11 @@ export class PointToPoint {
   send(buf: CommBuffer, peer: number, tag: number, side: Side): Promise<void> {
     const stamp = P2P_STAMPS[buf.dtype];
     const device = side === "device" ? this.#transport.device : undefined;
-    const uses = usesOf([[buf, false]]);
+    const uses = [useOf(buf, false)];
     const wait = this.#inFlight.before(uses);
     if (side === "host" && buf instanceof HostBuffer && this.#sends.free(tag) && !wait) {
       const sent = this.#transport.send(peer, bytesOf(buf.view), tag, stamp);
-      return this.#broken(this.#inFlight.enter(uses, sent));
+      return sent === DONE ? DONE : this.#settled(sent, this.#inFlight.enter(uses));
     }
     return this.#inTurn(this.#sends, tag, uses, wait, async () => {
       if (device) {
@@ -99,14 +107,14 @@ export class PointToPoint {
   recv(buf: CommBuffer, peer: number | "any", tag: number, side: Side): Promise<number> {
     const device = side === "device" ? this.#transport.device : undefined;
     const check = (stamp: number, from: number) => this.#checkDtype(buf.dtype, stamp, from, tag);
-    const uses = usesOf([[buf, true]]);
+    const uses = [useOf(buf, true)];
     const wait = this.#inFlight.before(uses);
     const direct = side === "host" && buf instanceof HostBuffer && this.#recvs.free(tag) && !wait;
     if (peer !== "any" && direct) {
       const from = peer;
       const received = this.#transport.recv(from, bytesOf(buf.view), tag)
         .then((stamp) => check(stamp, from));
-      return this.#broken(this.#inFlight.enter(uses, received));
+      return this.#settled(received, this.#inFlight.enter(uses));
     }
     return this.#inTurn(this.#recvs, tag, uses, wait, async () => {
       const { rank, size } = this.#transport;
@@ -142,23 +150,14 @@ export class PointToPoint {
    * it in `order` have posted theirs and what it waits for (`wait`: in_flight.ts) has; in flight
    * on `uses` from now until it completes.
    */
-  #inTurn<T>(
+  async #inTurn<T>(
     order: IssueOrder,
     tag: number,
     uses: Use[],
     wait: Promise<void> | undefined,
     post: () => Promise<T>,
   ): Promise<T> {
-    return this.#inFlight.enter(uses, this.#posted(order, tag, wait, post));
-  }
-
-  /** {@linkcode #inTurn} without entering the call. */
-  async #posted<T>(
-    order: IssueOrder,
-    tag: number,
-    wait: Promise<void> | undefined,
-    post: () => Promise<T>,
-  ): Promise<T> {
+    const entry = this.#inFlight.enter(uses);
     const turn = order.claim(tag);
     const begun = wait && this.#inFlight.park();
     let posted: Promise<T>;
@@ -168,18 +167,23 @@ export class PointToPoint {
       this.#hooks.checkOpen();
       posted = post();
     } catch (e) {
+      this.#inFlight.leave(entry);
       turn.release();
       throw this.#hooks.broke(e);
     } finally {
       begun?.();
     }
     turn.release();
-    return await this.#broken(posted);
+    return await this.#settled(posted, entry);
   }
 
-  /** An operation whose failure breaks the communicator. */
-  #broken<T>(op: Promise<T>): Promise<T> {
-    return op.catch((e) => {
+  /** An operation in flight as `entry` until it settles; its failure breaks the communicator. */
+  #settled<T>(op: Promise<T>, entry: Entry): Promise<T> {
+    return op.then((value) => {
+      this.#inFlight.leave(entry);
+      return value;
+    }, (e) => {
+      this.#inFlight.leave(entry);
       throw this.#hooks.broke(e);
     });
   }
