@@ -105,7 +105,11 @@ export async function measureSweep(
     await comm.allreduce(agreed, { op: "max" });
     return agreed[0];
   };
-  const loop = new Loop(comm, comm.gpu ? await comm.gpu.completionFloorMs() : 0);
+  // Every count of calls below follows from values the ranks agreed on (`slowest`), never from
+  // one rank's own view: a rank whose calls differ in number would meet a peer's measured call
+  // with its bookkeeping. Whether the loops end at a device's completion is agreed too.
+  const device = await slowest(comm.gpu ? 1 : 0) > 0;
+  const loop = new Loop(comm, device, comm.gpu ? await comm.gpu.completionFloorMs() : 0);
   let wrongTotal = 0;
   try {
     for (const count of options.counts) {
@@ -210,12 +214,13 @@ async function warmUp(
 class Loop {
   readonly #comm: Communicator;
   readonly #device: boolean;
-  /** Deno's completion floor on this rank's device, µs (0 without one). */
+  /** Deno's completion floor on this rank's device, µs (0 without one; subtracted before agreeing). */
   readonly #floorUs: number;
 
-  constructor(comm: Communicator, floorMs: number) {
+  /** Loops of `comm`'s rank, ending at the device's completion where any rank has one. */
+  constructor(comm: Communicator, device: boolean, floorMs: number) {
     this.#comm = comm;
-    this.#device = comm.gpu !== undefined;
+    this.#device = device;
     this.#floorUs = floorMs * 1e3;
   }
 

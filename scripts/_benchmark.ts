@@ -14,9 +14,9 @@ import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
 import { type RunBounds, sweepBounds } from "../bench/limits/machine_limits.ts";
-import { keptLimits } from "../deno/bench/limits/this_machine.ts";
+import { keptLimits, LimitsFileError } from "../deno/bench/limits/this_machine.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
-import { givenFlags } from "./_flags.ts";
+import { givenFlags, UsageError } from "./_flags.ts";
 import { translateHabits } from "./_habits.ts";
 import { collectMetadata } from "./_metadata.ts";
 import { requireDevice, type Task, taskMain } from "./_task.ts";
@@ -35,11 +35,18 @@ export interface RunOutput {
 
 /**
  * What bounds `plan`'s run on this machine (its transport's limits, as `deno task limits` kept
- * them), or null where they were not measured.
+ * them), or null where they were not measured; a UsageError (bad input: the run does not start)
+ * naming a kept file that does not hold limits.
  */
 export function boundsOf(plan: RunPlan): RunBounds | null {
   const { bounds } = TRANSPORTS[plan.transport];
-  return sweepBounds(keptLimits(), { bounds, primitive: plan.sweep.primitive, procs: plan.procs });
+  let limits;
+  try {
+    limits = keptLimits();
+  } catch (e) {
+    throw e instanceof LimitsFileError ? new UsageError(e.message) : e;
+  }
+  return sweepBounds(limits, { bounds, primitive: plan.sweep.primitive, procs: plan.procs });
 }
 
 /** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */
@@ -95,9 +102,20 @@ export function checkDevice(plan: RunPlan): Promise<void> {
   return requireDevice(plan.device, what);
 }
 
-/** What a stopped run says it leaves: an interrupted one keeps its complete rows. */
+/** When this process began: a CSV older than it was not written by this run. */
+const STARTED_AT = Date.now();
+
+/**
+ * What a stopped run says it leaves: an interrupted one keeps its complete rows, where it wrote
+ * any (its CSV is written with its header as the sweep starts).
+ */
 export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefined {
-  return interrupted && plan.csv ? `; ${plan.csv} holds the complete rows` : undefined;
+  if (!interrupted || !plan.csv) return undefined;
+  let written = false;
+  try {
+    written = (Deno.statSync(plan.csv).mtime?.getTime() ?? 0) >= STARTED_AT - 1000;
+  } catch { /* no CSV */ }
+  return written ? `; ${plan.csv} holds the complete rows` : `; nothing was written to ${plan.csv}`;
 }
 
 /** The task `deno task <primitive>`. */
@@ -110,6 +128,7 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
     async plan(values, _, argv) {
       const plan = planRun(primitive, values, { given: givenFlags(argv) });
       await checkDevice(plan);
+      boundsOf(plan); // a kept limits file that does not read stops the run before it starts
       return plan;
     },
     notes: (plan) => plan.notes,

@@ -147,12 +147,15 @@ export function givenFlags(argv: readonly string[]): Set<string> {
 
 /** The help text of a task. */
 export function usage(command: string, summary: string, flags: Record<string, FlagSpec>): string {
-  const lines = Object.entries(flags).map(([name, f]) => {
-    const short = f.aliases ? `${f.aliases.join(", ")}, ` : "";
-    const left = `  ${short}--${name}${f.boolean ? "" : " X"}`.padEnd(24);
-    return `${left}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`;
-  });
-  const help = `${"  -h, --help".padEnd(24)}this list`;
+  const lefts = Object.entries(flags).map(([name, f]) =>
+    `  ${f.aliases ? `${f.aliases.join(", ")}, ` : ""}--${name}${f.boolean ? "" : " X"}`
+  );
+  // The widest flag still leaves two spaces before its help.
+  const width = Math.max(24, ...lefts.map((l) => l.length + 2));
+  const lines = Object.values(flags).map((f, i) =>
+    `${lefts[i].padEnd(width)}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`
+  );
+  const help = `${"  -h, --help".padEnd(width)}this list`;
   return `usage: deno task ${command} [flags]\n${summary}\n\n${[...lines, help].join("\n")}`;
 }
 

@@ -9,12 +9,12 @@ import { stringify } from "../deno/files/csv_stringify.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
 import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
-import { checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
+import { boundsOf, checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
 import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_flags.ts";
 import { collectMetadata } from "./_metadata.ts";
 import { writeAtomically, writeTogether } from "../deno/files/atomic_file.ts";
-import { renderHtml, renderSvg } from "../bench/compare/chart.ts";
+import { type FailedRun, renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import {
   crossovers,
   CurveSet,
@@ -101,14 +101,14 @@ const SWEEP: Task<SweepPlan> = {
       procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
       out: writableFolder("out", values.out!),
     };
-    // Validate the shared flags once, on a combination that always exists.
-    const first = TRANSPORTS[TRANSPORT_NAMES[0]];
-    planRun("allreduce", {
+    // Validate the shared flags (and the kept limits) once, on a combination the sweep runs.
+    const first = TRANSPORTS[plan.transports[0]];
+    boundsOf(planRun("allreduce", {
       ...values,
       procs: "2",
       transport: first.name,
       memory: first.bestMemory,
-    });
+    }));
     return plan;
   },
   async run(sweep, signal, argv) {
@@ -124,6 +124,7 @@ const SWEEP: Task<SweepPlan> = {
     const machine = await collectMetadata(argv, {});
     let failed = 0;
     const measured: string[] = [];
+    const failures: FailedRun[] = [];
     const cells = sweep.primitives.length * sweep.transports.length * sweep.memory.length *
       sweep.procs.length;
     const started = performance.now();
@@ -162,6 +163,7 @@ const SWEEP: Task<SweepPlan> = {
               const code = stoppedBy(`dccl sweep ${name}`, why, stoppedRun(plan, interrupted));
               index([...axes, "failed", 0, 0, plan.csv!, String(why)]);
               if (interrupted) return code;
+              failures.push({ name, reason: firstLine(why) });
               failed++;
             }
           }
@@ -169,8 +171,8 @@ const SWEEP: Task<SweepPlan> = {
       }
     }
     console.log(`index: ${indexPath}`);
-    if (measured.length > 0) {
-      const { svg, html } = await drawSweep(measured, sweep.out);
+    if (measured.length > 0 || failures.length > 0) {
+      const { svg, html } = await drawSweep(measured, failures, sweep.out);
       console.log(`chart: ${svg}\nreport: ${html}`);
     }
     return failed > 0 ? 1 : 0;
@@ -179,17 +181,33 @@ const SWEEP: Task<SweepPlan> = {
 
 /**
  * The sweep's own chart and report beside its CSVs (`chart.svg`, `report.html`), drawn by the
- * same code as `deno task compare` over every CSV it measured.
+ * same code as `deno task compare` over every CSV it measured, with the combinations that failed.
  */
-async function drawSweep(csvs: string[], out: string): Promise<{ svg: string; html: string }> {
+async function drawSweep(
+  csvs: string[],
+  failures: FailedRun[],
+  out: string,
+): Promise<{ svg: string; html: string }> {
   const set = new CurveSet();
   for (const csv of csvs) for await (const point of readResultsFile(csv)) set.add(point);
   const curves = set.curves();
   const svg = await renderSvg(curves);
-  const html = renderHtml(svg, crossovers(curves), csvs, DEFAULT_TOLERANCE, wrongResults(curves));
+  const html = renderHtml(
+    svg,
+    crossovers(curves),
+    csvs,
+    DEFAULT_TOLERANCE,
+    wrongResults(curves),
+    failures,
+  );
   const paths = { svg: `${out}/chart.svg`, html: `${out}/report.html` };
   writeTogether([[paths.svg, () => svg], [paths.html, () => html]]);
   return paths;
+}
+
+/** An error's first line, for the report. */
+function firstLine(e: unknown): string {
+  return String(e instanceof Error ? `${e.name}: ${e.message}` : e).split("\n")[0];
 }
 
 Deno.exit(await taskMain(SWEEP, Deno.args));

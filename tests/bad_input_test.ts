@@ -4,7 +4,8 @@
 // error). Each is one line naming what was wrong, exit 2, nothing written.
 import { assert_, assertEquals } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import { givenFlags, parseFlags } from "../scripts/_flags.ts";
+import { givenFlags, parseFlags, usage } from "../scripts/_flags.ts";
+import { TRAIN_FLAGS } from "../scripts/_training_plan.ts";
 
 /** Runs `script` with `args` (and `env`, if given); resolves with its exit code and stderr. */
 async function task(script: string, args: string[], env?: Record<string, string>) {
@@ -164,5 +165,13 @@ Deno.test("bad input: a library user without a permission gets one line naming t
     ]);
   } finally {
     await Deno.remove(program);
+  }
+});
+
+Deno.test("bad input: every flag of the usage stands apart from its help, however long its name", () => {
+  for (const [name, flags] of [["allreduce", BENCHMARK_FLAGS], ["train", TRAIN_FLAGS]] as const) {
+    const lines = usage(name, "", flags).split("\n").filter((l) => l.startsWith("  "));
+    const joined = lines.filter((l) => !/^  (-\w, )*--[\w-]+( X)?  +\S/.test(l));
+    assertEquals(joined, [], `deno task ${name} -h`);
   }
 });

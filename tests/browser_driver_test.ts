@@ -103,3 +103,34 @@ Deno.test({
   assertEquals(left, [], "processes of the run alive 10 s after the driver was killed");
   assertEquals(await settles(() => exists(profile), (e) => !e), false, "profile left");
 });
+
+Deno.test({
+  name:
+    `browser driver: a SIGKILLed \`deno task browser\` leaves neither the profile nor the page's bundle${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  const tmp = await Deno.makeTempDir();
+  try {
+    const task = new Deno.Command(Deno.execPath(), {
+      args: [
+        ...["run", "-A", new URL("../scripts/browser.ts", import.meta.url).pathname],
+        ...["allreduce", "--procs", "2", "--max", "64M"],
+      ],
+      env: { TMPDIR: tmp },
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const ours = () => [...Deno.readDirSync(tmp)].map((e) => e.name);
+    const started = await settles(
+      ours,
+      (names) => names.some((n) => n.startsWith("dccl-chromium-")),
+      120_000,
+    );
+    assert_(started.some((n) => n.startsWith("dccl-page-")), `the bundle is there: ${started}`);
+    task.kill("SIGKILL");
+    await task.status;
+    assertEquals(await settles(ours, (names) => names.length === 0), [], "left in TMPDIR");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});

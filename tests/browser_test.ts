@@ -287,3 +287,27 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test({
+  name:
+    `browser: a page whose bundle cannot be loaded says so, and the server's log names the file${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  const logged: string[] = [];
+  const server = await servePage({ log: (line) => logged.push(line) });
+  Deno.removeSync(`${server.bundle}/web/page/page.js`);
+  const chromium = await Chromium.launch({ alsoRemove: [server.bundle] });
+  try {
+    const page = await chromium.page(server.url);
+    await until(page, `${text("environment")}.includes("did not run")`, 20_000);
+    assertEquals(
+      await page.evaluate(text("environment")),
+      "This page's code did not run (its bundle, /bundle/web/page/page.js, could not be " +
+        "loaded): restart deno task serve, or see its log.",
+    );
+    assert_(logged.includes("404 /bundle/web/page/page.js: no such file is served"), logged.join());
+  } finally {
+    await chromium.close();
+    await server.close();
+  }
+});

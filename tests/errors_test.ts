@@ -45,6 +45,11 @@ for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].needsDevice
         "Float64Array, Int32Array, Float16Array or Uint16Array (bf16)",
     );
     assertEquals(
+      r.array,
+      "TypeError: Cannot allreduce an Array: expected a CommBuffer (comm.alloc) or a Float32Array, " +
+        "Float64Array, Int32Array, Float16Array or Uint16Array (bf16)",
+    );
+    assertEquals(
       r.detached,
       "TypeError: Cannot allreduce a buffer whose memory was transferred (its ArrayBuffer is detached)",
     );
@@ -121,3 +126,18 @@ for (const transport of ["shm", "worker"] as const) {
     assertEquals(liveWorkers(), 0);
   });
 }
+
+Deno.test("a rank alone in its group is told it has no peers to send to or receive from", async () => {
+  const [r] = await launchGroup<Record<string, string>>(ERRORS, {
+    size: 1,
+    transport: "shm",
+    args: "alone",
+  }).results;
+  assertEquals(r, {
+    send:
+      "RangeError: Cannot send to rank 1: this rank is the only one (a group of 1 has no peers)",
+    recv:
+      "RangeError: Cannot receive from rank 0: this rank is the only one (a group of 1 has no peers)",
+    any: "RangeError: Cannot receive from any rank: this rank is the only one",
+  });
+});

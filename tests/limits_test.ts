@@ -16,6 +16,7 @@ import type { Point } from "../bench/compare/results.ts";
 import type { ResultRow } from "../bench/metrics.ts";
 import { fingerprintOf, machineFacts } from "../deno/bench/limits/this_machine.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
+import { taskWithCache } from "./_cache_task.ts";
 
 const flat = (median: number) => ({ median, min: median, max: median, trials: 1 });
 const curve = (gbs: number) => ({ bytes: [4096, 2 ** 26], gbs: [flat(gbs), flat(gbs)] });
@@ -99,24 +100,7 @@ Deno.test("limits: the footer reads the peak against the bound and the smallest 
   ]);
 });
 
-/** Deno's own cache, which a task with another XDG_CACHE_HOME must still find. */
-const DENO_DIR = JSON.parse(
-  new TextDecoder().decode(
-    new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).outputSync().stdout,
-  ),
-).denoDir as string;
-
-/** Runs a task with its own cache folder; resolves with exit code, stdout and stderr. */
-async function task(args: string[], cache: string) {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", ...args],
-    env: { XDG_CACHE_HOME: cache, DENO_DIR },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code, out: text(stdout), err: text(stderr) };
-}
+const task = taskWithCache;
 
 Deno.test("limits: a run reads its rows against the kept limits (CSV, sidecar, footer), or says how to measure them", async () => {
   const dir = await Deno.makeTempDir();

@@ -80,6 +80,11 @@ async function idxFolder(count: number, side: number): Promise<string> {
 
 Deno.test("train: data that cannot train the model is refused in one line", async () => {
   const small = await idxFolder(200, 10), empty = await idxFolder(0, 28);
+  const odd = await idxFolder(200, 10);
+  Deno.removeSync(`${odd}/train-images-idx3-ubyte`);
+  Deno.mkdirSync(`${odd}/train-images-idx3-ubyte`);
+  Deno.removeSync(`${odd}/t10k-images-idx3-ubyte`);
+  await new Deno.Command("mkfifo", { args: [`${odd}/t10k-images-idx3-ubyte`] }).output();
   try {
     const cases: [string[], RegExp][] = [
       // Images of another size than the first layer's width.
@@ -96,6 +101,11 @@ Deno.test("train: data that cannot train the model is refused in one line", asyn
       ],
       // A folder of no images.
       [["--data", empty], /^--data .*: its training set has no images$/],
+      // A folder, and a FIFO, where an IDX file belongs.
+      [
+        ["--data", odd],
+        /^--data .*: \S*train-images-idx3-ubyte is not a file \(MNIST's IDX files are plain files\)$/,
+      ],
     ];
     for (const [argv, message] of cases) {
       const read = argv.includes("--data") ? undefined : MNIST;
@@ -112,6 +122,7 @@ Deno.test("train: data that cannot train the model is refused in one line", asyn
   } finally {
     await Deno.remove(small, { recursive: true });
     await Deno.remove(empty, { recursive: true });
+    await Deno.remove(odd, { recursive: true });
   }
   // Both tasks exit 2 with one line, not a stack trace.
   for (const script of ["train.ts", "train_study.ts"]) {

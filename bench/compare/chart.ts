@@ -128,6 +128,19 @@ export function chartSpec(curves: Curve[], options: ChartOptions = {}): vegaLite
           transform: [{ filter: "datum.wrong > 0" }],
           mark: { type: "point", shape: "cross", color: "#d62728", size: 140, strokeWidth: 2 },
         },
+        // The limit itself across a share-of-limit panel: a point above it beat a bound.
+        ...(options.ofLimit
+          ? [{
+            transform: [{ filter: `datum.metric == ${JSON.stringify(SHARE[1])}` }],
+            mark: { type: "rule" as const, color: "#444444", strokeDash: [6, 3] },
+            encoding: {
+              x: { aggregate: "min" as const, field: "bytes", type: "quantitative" as const },
+              x2: { aggregate: "max" as const, field: "bytes" },
+              y: { datum: 100 },
+              tooltip: null,
+            },
+          }]
+          : []),
       ],
     },
     resolve: { scale: { y: "independent" } },
@@ -265,13 +278,25 @@ ${body}
 `;
 }
 
-/** A self-contained HTML page: title, inputs, the SVG inline, and the crossover table. */
+/** A run that produced no curve (a sweep's combination that failed), and why. */
+export interface FailedRun {
+  /** What it was (a sweep's `allreduce-shm-managed-2`). */
+  name: string;
+  /** Its error's first line. */
+  reason: string;
+}
+
+/**
+ * A self-contained HTML page: title, inputs, the SVG inline, the crossover table, then the sizes
+ * with wrong results and the runs that failed (a sweep's), where there are any.
+ */
 export function renderHtml(
   svg: string,
   rows: Crossover[],
   inputs: string[],
   tolerance: number,
   wrong: WrongResults[] = [],
+  failed: FailedRun[] = [],
 ): string {
   const table = htmlTable(
     ["primitive", "procs", "from floats", "to floats", "fastest", "margin", "level with"],
@@ -293,8 +318,16 @@ ${svg}
 <p>A curve within ${Math.round(tolerance * 100)}% of the fastest at a size counts as fastest
 there (level with it). margin: median over the range of the runner-up's time / this curve's
 time.</p>
-${table}${wrongTable(wrong)}`,
+${table}${wrongTable(wrong)}${failedTable(failed)}`,
   );
+}
+
+/** The runs that failed, if any: named in the report, never left out in silence. */
+function failedTable(failed: FailedRun[]): string {
+  if (failed.length === 0) return "";
+  return `
+<h2>Failed (no curve)</h2>
+${htmlTable(["run", "why"], failed.map((f) => [f.name, f.reason]))}`;
 }
 
 /** The sizes whose results had wrong elements (red crosses in the chart), if any. */

@@ -52,7 +52,24 @@ export interface MachineLimits {
   simdPeak: { gflops: Sampled; build: string };
   /** The device's copy bandwidth and submit round trip, where an adapter exists. */
   device?: DeviceLimits;
+  /** How busy the machine was while they were measured (files of earlier versions: unknown). */
+  sitting?: Sitting;
 }
+
+/**
+ * How busy a machine was around a sitting of its limits: the share of its CPUs' time that other
+ * processes used in a second just before and just after (where the system says; else the load
+ * average per core), and whether that makes the sitting too busy to stand for the machine.
+ */
+export interface Sitting {
+  /** Others' share of the CPUs before and after, 0 … 1 (or load per core). */
+  load: number[];
+  /** Too busy to be the machine's limits: kept only when told (`--keep-busy`), and said so. */
+  busy: boolean;
+}
+
+/** Others' share of the CPUs above which a sitting is busy. */
+export const BUSY_SHARE = 0.25;
 
 /** What bounds one run: its latency floor and its bandwidth ceiling (a rank's share). */
 export interface RunBounds {
@@ -64,6 +81,8 @@ export interface RunBounds {
   latency: { name: string; roundTripUs: number };
   /** The busbw (GB/s) the run can reach at each size. */
   bandwidth: { name: string; bytes: number[]; gbs: number[] };
+  /** How busy the machine was while the limits were measured, where the file says. */
+  sitting?: Sitting;
 }
 
 const LATENCY_NAMES: Record<TransportBounds["latency"], string> = {
@@ -110,6 +129,7 @@ export function runBounds(limits: MachineLimits, shape: RunShape): RunBounds | u
     measured: limits.date,
     latency: { name: LATENCY_NAMES[shape.bounds.latency], roundTripUs: latency },
     bandwidth,
+    ...(limits.sitting && { sitting: limits.sitting }),
   };
 }
 
@@ -181,7 +201,8 @@ export function pctOfLimit(
 /**
  * The footer's lines that read a run against the machine's limits: its peak busbw as a share of
  * the bandwidth bound, and its smallest size's time against the round trip; or, without limits,
- * how to measure them.
+ * how to measure them. A run past its bound or under its floor, or limits measured on a busy
+ * machine, add a line saying the limits look stale and how to measure them again.
  */
 export function limitLines(rows: readonly ResultRow[], b: RunBounds | undefined): string[] {
   if (!b) return ["# Limits: none measured for this machine (deno task limits measures them)"];
@@ -190,6 +211,27 @@ export function limitLines(rows: readonly ResultRow[], b: RunBounds | undefined)
   const bound = bandwidthAt(b.bandwidth, peak.bytes);
   const small = rows.reduce((least, r) => r.bytes < least.bytes ? r : least);
   const rtt = b.latency.roundTripUs;
+  const beaten = [
+    peak.busbw_gbs > bound && `its peak busbw is above the bandwidth bound`,
+    small.time_us < rtt / 2 &&
+    `its ${small.floats}-element time is below the floor (half the ${b.latency.name})`,
+  ].filter(Boolean);
+  const stale = [
+    ...(beaten.length > 0
+      ? [
+        `# Limits look stale: ${
+          beaten.join(" and ")
+        }; deno task limits --refresh measures them again on an idle machine`,
+      ]
+      : []),
+    ...(b.sitting?.busy
+      ? [
+        `# Limits look stale: measured on a busy machine (others used ${
+          Math.round(100 * Math.max(...b.sitting.load))
+        }% of the CPUs); deno task limits --refresh measures them again on an idle machine`,
+      ]
+      : []),
+  ];
   return [
     `# Peak busbw ${peak.busbw_gbs.toFixed(2)} GB/s at ${bytesName(peak.bytes)} = ` +
     `${(100 * peak.busbw_gbs / bound).toFixed(0)}% of this machine's bound, ` +
@@ -198,5 +240,6 @@ export function limitLines(rows: readonly ResultRow[], b: RunBounds | undefined)
     `${(small.time_us / rtt).toFixed(1)}x the ${b.latency.name} (${rtt.toFixed(2)} µs)`,
     `# Limits: measured ${b.measured.slice(0, 10)} (machine ${b.fingerprint}; ` +
     `deno task limits --refresh measures again)`,
+    ...stale,
   ];
 }

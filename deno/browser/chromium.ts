@@ -34,14 +34,15 @@ const FLAGS = [
 ];
 
 /**
- * The guard (`setsid sh -c GUARD sh <profile> <chromium command…>`): Chromium gets the guard's
+ * The guard (`setsid sh -c GUARD sh <folders> <chromium command…>`): Chromium gets the guard's
  * stdin as fd 3 and its stdout as fd 4 and runs in a session of its own; the guard lets go of both
  * pipes (so their ends close with this process), ignores the terminal's signals (this process
  * decides), waits for Chromium, kills its session's leftovers, waits up to 5 s for them to go,
- * removes the profile and exits with Chromium's status (127: no such command).
+ * removes the folders (the profile, and the page's bundle: one a line) and exits with Chromium's
+ * status (127: no such command).
  */
 const GUARD = `
-profile=$1; shift
+folders=$1; shift
 exec 3<&0 4>&1
 if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null >/dev/null &
 else "$@" </dev/null >/dev/null & fi
@@ -55,7 +56,7 @@ tries=0
 while [ "$tries" -lt 100 ] && ps -o stat= -s "$browser" 2>/dev/null | grep -qv '^Z'; do
   kill -KILL -- "-$browser" 2>/dev/null; sleep 0.05; tries=$((tries + 1))
 done
-rm -rf -- "$profile"
+printf '%s\\n' "$folders" | while IFS= read -r folder; do [ -n "$folder" ] && rm -rf -- "$folder"; done
 exit "$code"
 `;
 
@@ -270,15 +271,21 @@ export class Chromium {
     this.#profile = profile;
   }
 
-  /** Starts Chromium (a ChromiumMissing error when there is none). */
-  static async launch(timeoutMs = 30_000): Promise<Chromium> {
+  /**
+   * Starts Chromium (a ChromiumMissing error when there is none); `alsoRemove` are folders its
+   * guard removes with the profile once it ends, however this process ends (the page's bundle).
+   */
+  static async launch(
+    options: { timeoutMs?: number; alsoRemove?: string[] } = {},
+  ): Promise<Chromium> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
     const profile = await Deno.makeTempDir({ prefix: "dccl-chromium-" });
     const guard = spawnGuard([
       "sh",
       "-c",
       GUARD,
       "sh",
-      profile,
+      [profile, ...options.alsoRemove ?? []].join("\n"),
       CHROMIUM,
       ...FLAGS,
       `--user-data-dir=${profile}`,

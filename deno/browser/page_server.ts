@@ -6,14 +6,22 @@
  * page's bundle under `/bundle/` (built here with `deno bundle --platform browser
  * --code-splitting`: the page, the ranks' entries and their rank programs share chunks, so a
  * worker's library is one module graph), and MNIST's four files under `/mnist/`. It answers GET
- * and HEAD only (405 otherwise), and only to Host 127.0.0.1 or localhost with its port (403
- * otherwise: no DNS rebinding); files are streamed, so memory stays flat in the number of clients
- * (docs/security.md).
+ * and HEAD only (405 otherwise), and only to Host 127.0.0.1 or localhost with its port, in any
+ * case (403 otherwise: no DNS rebinding); files are streamed, so memory stays flat in the number
+ * of clients; a request head has 10 s to arrive and at most 128 connections are open at once
+ * (http_server.ts); what it cannot serve it says in its log (docs/security.md).
  * @module
  */
 
 import { MNIST_FILES } from "../../trainer/mnist.ts";
 import { packagedMnistDir } from "../trainer/mnist_folder.ts";
+import {
+  type HttpRequest,
+  type HttpResponse,
+  type HttpServer,
+  plainAnswer,
+  serveHttp,
+} from "./http_server.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -57,6 +65,8 @@ export async function bundlePage(extra: readonly string[] = []): Promise<string>
 export interface PageServer {
   /** The isolated page's address. */
   url: URL;
+  /** The folder of the bundle it serves (removed when it closes). */
+  bundle: string;
   /** Stops the server and removes the bundle it served. */
   close(): Promise<void>;
 }
@@ -67,6 +77,8 @@ export interface PageServerOptions {
   port?: number;
   /** Extra bundle entries (tests' rank programs), paths from the repository root. */
   extraEntries?: readonly string[];
+  /** Where the server says what went wrong (a missing file, a slow client). @default {stderr} */
+  log?(line: string): void;
 }
 
 const TYPES: Record<string, string> = {
@@ -79,31 +91,28 @@ const TYPES: Record<string, string> = {
  * What every response carries, and the isolating pair (on the page, and on the scripts: a worker
  * an isolated page starts must be served isolating too).
  */
-function headers(type: string, isolated: boolean): Headers {
-  const h = new Headers({
+function headers(type: string, isolated: boolean): Record<string, string> {
+  return {
     "content-type": type,
     "cross-origin-resource-policy": "same-origin",
     "cache-control": "no-store",
-  });
-  if (isolated) {
-    h.set("cross-origin-opener-policy", "same-origin");
-    h.set("cross-origin-embedder-policy", "require-corp");
-  }
-  return h;
+    ...(isolated && {
+      "cross-origin-opener-policy": "same-origin",
+      "cross-origin-embedder-policy": "require-corp",
+    }),
+  };
 }
 
 /** Serves the page on 127.0.0.1 (see the module docs). */
 export async function servePage(options: PageServerOptions = {}): Promise<PageServer> {
+  const log = options.log ?? ((line: string) => console.error(`dccl page server: ${line}`));
   const bundle = await bundlePage(options.extraEntries);
   const mnist = await packagedMnistDir();
   const page = await Deno.readFile(new URL("web/index.html", ROOT));
   const mnistNames = new Set(Object.values(MNIST_FILES).flatMap((n) => [n, `${n}.gz`]));
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: HttpServer;
   try {
-    server = Deno.serve(
-      { hostname: "127.0.0.1", port: options.port ?? 0, onListen: () => {} },
-      answer,
-    );
+    server = serveHttp({ hostname: "127.0.0.1", port: options.port ?? 0, handler: answer, log });
   } catch (e) {
     await Deno.remove(bundle, { recursive: true }).catch(() => {});
     if (e instanceof Deno.errors.AddrInUse) {
@@ -119,30 +128,35 @@ export async function servePage(options: PageServerOptions = {}): Promise<PageSe
   );
   return {
     url: new URL(`http://127.0.0.1:${port}/`),
+    bundle,
     async close() {
-      await server.shutdown();
+      await server.close();
       await Deno.remove(bundle, { recursive: true }).catch(() => {});
     },
   };
 
   /** What `request` gets, before its path is looked at: only GET and HEAD, to our own names. */
-  async function answer(request: Request): Promise<Response> {
-    if (!hosts.has(request.headers.get("host") ?? "")) {
+  async function answer(request: HttpRequest): Promise<HttpResponse> {
+    // Host names are case-insensitive (RFC 9110 §4.2.3).
+    if (!hosts.has((request.headers.get("host") ?? "").toLowerCase())) {
       // Another name for this address is a DNS rebinding: a page of another site reading ours.
-      return plain(403, `Host is not accepted: expected ${[...hosts].join(" or ")}`);
+      return plainAnswer(403, `Host is not accepted: expected ${[...hosts].join(" or ")}`);
     }
     if (request.method !== "GET" && request.method !== "HEAD") {
-      return plain(405, "only GET and HEAD are answered", { allow: "GET, HEAD" });
+      return plainAnswer(405, "only GET and HEAD are answered", { allow: "GET, HEAD" });
     }
-    const served = await route(new URL(request.url).pathname);
-    if (!served) return plain(404, "not found");
-    const h = headers(served.type, served.isolated);
-    h.set("content-length", String(served.length));
-    if (request.method === "HEAD") {
-      served.file?.close();
-      return new Response(null, { headers: h });
+    const path = request.target.split("?")[0];
+    const served = await route(path);
+    if (!served) {
+      log(`404 ${path.slice(0, 200)}: no such file is served`);
+      return plainAnswer(404, "not found");
     }
-    return new Response(served.file?.readable ?? served.bytes, { headers: h });
+    return {
+      status: 200,
+      headers: headers(served.type, served.isolated),
+      length: served.length,
+      body: served.file?.readable ?? served.bytes,
+    };
   }
 
   /** The file at `path`, opened to be streamed (or the page's bytes); undefined when none. */
@@ -188,10 +202,4 @@ async function opened(path: string, type: string): Promise<Served> {
     file?.close();
     return undefined;
   }
-}
-
-function plain(status: number, text: string, extra: Record<string, string> = {}): Response {
-  const h = headers("text/plain; charset=utf-8", false);
-  for (const [k, v] of Object.entries(extra)) h.set(k, v);
-  return new Response(`${text}\n`, { status, headers: h });
 }

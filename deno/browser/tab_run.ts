@@ -32,7 +32,7 @@ export async function withTab<T>(
   const server = await servePage();
   let chromium: Chromium | undefined;
   try {
-    chromium = await Chromium.launch();
+    chromium = await Chromium.launch({ alsoRemove: [server.bundle] });
     const page = await chromium.page(server.url);
     await page.evaluate("dccl.ready.then(() => true)");
     return await untilAborted(body(page), signal);

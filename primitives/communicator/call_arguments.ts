@@ -289,6 +289,11 @@ export class CallArguments {
   }
 
   peer(peer: number, verb: string): number {
+    if (this.#size === 1) {
+      throw new RangeError(
+        `Cannot ${verb} rank ${peer}: this rank is the only one (a group of 1 has no peers)`,
+      );
+    }
     if (!Number.isInteger(peer) || peer < 0 || peer >= this.#size || peer === this.#rank) {
       throw new RangeError(
         `Cannot ${verb} rank ${peer}: peers are 0 … ${this.#size - 1} other than ${this.#rank}`,
@@ -329,7 +334,7 @@ function commBufferOf(buf: BufferLike, what: string): CommBuffer {
     const got = buf === null
       ? "null"
       : typeof buf === "object"
-      ? `a ${(buf as object).constructor?.name ?? "plain object"}`
+      ? withArticle((buf as object).constructor?.name ?? "plain object")
       : typeof buf;
     throw new TypeError(
       `Cannot ${what} ${got}: expected a CommBuffer (comm.alloc) or a Float32Array, ` +
@@ -342,6 +347,11 @@ function commBufferOf(buf: BufferLike, what: string): CommBuffer {
     );
   }
   return cb;
+}
+
+/** `an Array`, `a Map`: a type's name as a sentence says it. */
+function withArticle(name: string): string {
+  return `${/^[aeiou]/i.test(name) ? "an" : "a"} ${name}`;
 }
 
 function checkCount(count: number, dtype: Dtype, verb: string): void {

@@ -13,6 +13,7 @@ import type { Indexed } from "../registry.ts";
 import type { CollectiveName, KernelOp, ReduceOp, TypedArray } from "../types.ts";
 import type { Keep, PlannedCall } from "./collective_runner.ts";
 import { DEVICE, HOST, type OperandSide } from "./operands.ts";
+import { type Averaging, exactMeanOnDevice, exactMeanOnHost } from "./exact_mean.ts";
 import { callStamp } from "./stamp.ts";
 
 /** A collective call whose arguments are checked. */
@@ -73,6 +74,14 @@ export function planCall<C extends CollectiveName>(
     alone: collective === "bcast" ? undefined : side.copy,
     after: divides ? (_, out) => side.divide(out, size) : undefined,
   });
+  // An i32 average is the truncated true mean, never the mean of a wrapped sum (exact_mean.ts).
+  const averaging = op === "avg" && call.block.dtype === "i32" && size > 1;
+  if (averaging) {
+    const c = collective as Averaging;
+    return onHost(picked)
+      ? { onHost: true, call: { stamp, side: HOST, run: exactMeanOnHost(c, root) } }
+      : { onHost: false, call: { stamp, side: DEVICE, run: exactMeanOnDevice(c, root) } };
+  }
   return onHost(picked)
     ? { onHost: true, call: made(HOST, picked.run) }
     : { onHost: false, call: made(DEVICE, picked.run) };

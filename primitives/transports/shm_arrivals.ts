@@ -168,15 +168,18 @@ export class ShmArrivals {
   };
   #firstMissing = (): number => this.#arrival.next;
   /**
-   * An arrival that stalls: a missing rank that has begun a pipelined call this rank has not made
-   * is in another call (pipelined writers never wait for their readers, so only this finds it).
+   * An arrival that stalls: a missing rank that has begun a pipelined call this rank has not made,
+   * without arriving, is in another call (pipelined writers never wait for their readers, so only
+   * this finds it).
    */
   #stalled = (): void => {
     const control = this.#control;
     const r = this.#arrival.next;
     const current = Atomics.load(this.#ctrl, control.word(r, RANK_WORD.PIPE_CURRENT));
     const ahead = (current - control.pipeSeq) | 0;
-    if (ahead <= 0) return;
+    // Looked at again after its pipelined calls: one that arrived and then went on to them (a
+    // busy machine kept this rank from seeing the arrival) published the arrival first.
+    if (ahead <= 0 || this.#allArrived()) return;
     // Its stamp words hold its latest two pipelined calls: the first ahead is one of them then.
     const parity = control.word(r, RANK_WORD.PIPE_CURRENT_STAMP + ((control.pipeSeq + 1) & 1) * 2);
     throw control.otherCall(

@@ -246,7 +246,7 @@ export class ShmControl {
       if (idleSince < 0 || (who ?? -1) !== waitingFor) {
         idleSince = now;
         waitingFor = who ?? -1;
-      } else if (stalled && now - idleSince > STALL_PROBE_MS) {
+      } else if (stalled && now - idleSince > STALL_PROBE_MS && !done()) {
         stalled();
         stalled = undefined;
       } else if (now - idleSince > this.#timeoutMs) {

@@ -184,15 +184,17 @@ export class ShmPipeline {
     return theirs !== undefined && theirs !== this.#stamp;
   };
   /**
-   * A read that stalls: a writer that has made an arrival this rank has not is in another call
-   * (a collective that is not pipelined).
+   * A read that stalls: a writer that has made an arrival this rank has not, without writing
+   * this call's slot, is in another call (a collective that is not pipelined). The slot is looked
+   * at again after the arrival: a writer that wrote it and then went on to its next call (a busy
+   * machine kept this rank from reading) published the slot first.
    */
   #stalled = (): void => {
     const control = this.#control;
     const w = this.#writer;
     const arrived = Atomics.load(this.#ctrl, control.word(w, RANK_WORD.ARRIVE_SEQ));
     const ahead = (arrived - control.arriveSeq) | 0;
-    if (ahead <= 0) return;
+    if (ahead <= 0 || this.#slotWritten()) return;
     const parity = control.word(w, RANK_WORD.STAMP + ((control.arriveSeq + 1) & 1) * 2);
     throw control.otherCall(
       w,

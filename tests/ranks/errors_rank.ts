@@ -24,11 +24,18 @@ type Mode =
   | "count-mismatch"
   | "throw-mid-allreduce"
   | "loop-allreduce"
-  | "skip-collective";
+  | "skip-collective"
+  | "alone";
 
 export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
   const buf = comm.alloc(16);
   switch (mode) {
+    case "alone":
+      return {
+        send: await caught(() => comm.send(buf, 1)),
+        recv: await caught(() => comm.recv(buf, 0)),
+        any: await caught(() => comm.recv(buf, "any")),
+      };
     case "bad-arguments":
       return {
         root: await caught(() => comm.bcast(buf, { root: comm.size + 1 })),
@@ -47,6 +54,7 @@ export async function run(comm: Communicator, mode: Mode): Promise<unknown> {
         scatterSend: await caught(() => comm.scatter(undefined, buf, { root: comm.rank })),
         scatterRoot: await caught(() => comm.scatter(buf, buf, { root: -1 })),
         nothing: await caught(() => comm.allreduce(null as unknown as Float32Array)),
+        array: await caught(() => comm.allreduce([1, 2] as unknown as Float32Array)),
         overlap: await caught(() =>
           comm.allreduce(buf.subarray(0, 8), { out: buf.subarray(4, 12) })
         ),
