@@ -171,7 +171,7 @@ Deno.test("bad input: a library user without a permission gets one line naming t
 Deno.test("bad input: every flag of the usage stands apart from its help, however long its name", () => {
   for (const [name, flags] of [["allreduce", BENCHMARK_FLAGS], ["train", TRAIN_FLAGS]] as const) {
     const lines = usage(name, "", flags).split("\n").filter((l) => l.startsWith("  "));
-    const joined = lines.filter((l) => !/^  (-\w, )*--[\w-]+( X)?  +\S/.test(l));
+    const joined = lines.filter((l) => !/^ {2}(-\w, )*--[\w-]+( X)? {2,}\S/.test(l));
     assertEquals(joined, [], `deno task ${name} -h`);
   }
 });
