@@ -30,3 +30,21 @@ export function assertThrows(fn: () => unknown, ctor: ErrorConstructor, message?
     (e: unknown) => e instanceof ctor && (!message || message.test((e as Error).message)),
   );
 }
+
+/**
+ * The group timeout of tests that check a failure comes fast: far above what detection takes on
+ * a busy machine (process start-up included), so a run that waited it out stands apart.
+ */
+export const FAIL_FAST_TIMEOUT_MS = 60_000;
+
+/**
+ * Asserts that what began at `start` (performance.now()) ended within half of `timeoutMs`, the
+ * group's timeout: it failed fast instead of waiting the timeout out.
+ */
+export function assertFailedFast(start: number, timeoutMs: number, what: string): void {
+  const ms = performance.now() - start;
+  assert.ok(
+    ms < timeoutMs / 2,
+    `${what}: ${ms.toFixed(0)} ms, not within half the ${timeoutMs} ms timeout`,
+  );
+}

@@ -17,7 +17,10 @@ const HALF_OPS: ReduceOp[] = ["sum", "avg"];
  * Every case of `transport` at `size` ranks on `memory` (default: `shared` where the transport
  * carries it, else its best kind): every algorithm for that memory's side (the hierarchical ones
  * too for processes of `threads` ranks), counts, ops and dtypes (device memory holds no f64),
- * plus the in-place forms, and `host` memory where the side is the host.
+ * plus the in-place forms, and `host` memory where the side is the host. Beyond 4 ranks, where
+ * what is new is the algorithms' shapes (non-powers of two, more steps), not their ops or dtypes
+ * (each op and dtype meets every algorithm at 1 … 4 ranks), every op runs at one count and every
+ * dtype with sum: the same algorithms and counts, a third of the cases.
  */
 export function matrix(
   transport: TransportName,
@@ -42,10 +45,13 @@ export function matrix(
       ]
       : ["auto"];
     const reduces = PRIMITIVES[primitive].reduces;
+    const few = size <= 4;
     for (const algorithm of algorithms) {
       for (const count of COUNTS) {
-        // Every op on small counts; the large odd count with sum keeps the suite quick.
-        for (const op of reduces && count <= 1000 ? OPS : ["sum" as const]) {
+        // Every op on small counts (beyond 4 ranks on one); the large odd count with sum keeps
+        // the suite quick.
+        const everyOp = reduces && count <= 1000 && (few || count === 1000);
+        for (const op of everyOp ? OPS : ["sum" as const]) {
           add({ primitive, algorithm, count, op, dtype: "f32", memory, repeat: device ? 1 : 2 });
         }
       }
@@ -54,9 +60,8 @@ export function matrix(
       ) {
         // Half precision: sum and avg (its division); the kernel tests cover every op.
         const half = dtype === "f16" || dtype === "bf16";
-        for (const op of reduces ? (half ? HALF_OPS : OPS) : ["sum" as const]) {
-          add({ primitive, algorithm, count: 1001, op, dtype, memory });
-        }
+        const ops = !reduces || !few ? ["sum" as const] : half ? HALF_OPS : OPS;
+        for (const op of ops) add({ primitive, algorithm, count: 1001, op, dtype, memory });
       }
       if (PRIMITIVES[primitive].inPlace) {
         for (const count of [1, 65537]) {

@@ -35,31 +35,42 @@ export function envRank0(
   args?: string[],
 ): {
   port: Promise<string>;
+  /** Resolves once rank 0 has printed `line` (false if it exited first). */
+  printed: (line: string) => Promise<boolean>;
   output: () => Promise<{ code: number; stdout: string; stderr: Uint8Array }>;
   kill: () => void;
 } {
   const child = envRank(transport, { ...env, RANK: "0", MASTER_PORT: "0" }, args).spawn();
   const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
-  const port = (async () => {
-    for (;;) {
+  let ended = false;
+  const lines = () => text.split("\n");
+  const until = async (found: () => boolean) => {
+    while (!found() && !ended) {
       const { value, done } = await stdout.read();
-      if (done) throw new Error(`rank 0 exited before listening`);
-      text += value;
-      const line = text.split("\n").find((l) => l.startsWith(PORT_MARK));
-      if (line !== undefined) return line.slice(PORT_MARK.length);
+      if (done) ended = true;
+      else text += value;
     }
-  })();
+    return found();
+  };
+  const port = until(() => lines().some((l) => l.startsWith(PORT_MARK))).then((ok) => {
+    if (!ok) throw new Error(`rank 0 exited before listening`);
+    return lines().find((l) => l.startsWith(PORT_MARK))!.slice(PORT_MARK.length);
+  });
+  const printed = async (line: string) => {
+    await port.catch(() => {});
+    return await until(() => lines().includes(line));
+  };
   const output = async () => {
     await port.catch(() => {});
-    for (let r = await stdout.read(); !r.done; r = await stdout.read()) text += r.value;
+    await until(() => false);
     return {
       code: (await child.status).code,
       stdout: text.split("\n").filter((l) => !l.startsWith(PORT_MARK)).join("\n"),
       stderr: await new Response(child.stderr).bytes(),
     };
   };
-  return { port, output, kill: () => child.kill("SIGKILL") };
+  return { port, printed, output, kill: () => child.kill("SIGKILL") };
 }
 
 /**

@@ -100,6 +100,14 @@ Deno.test("api: a parameter with a default reads as optional in deno doc", () =>
   assertEquals(defaulted, []);
 });
 
+Deno.test("api: the test task runs the JSDoc examples in the same run as the tests, counted with them", () => {
+  const { tasks } = JSON.parse(Deno.readTextFileSync(new URL("deno.json", ROOT)));
+  const test: string = tasks.test;
+  // One command: a failing test file cannot keep the examples from running (as `a && b` did).
+  assert_(!/&&|;|\|\|/.test(test), test);
+  assert_(/^deno test .*--doc .*\btests\/ .*\bmod\.ts\b/.test(test), test);
+});
+
 Deno.test("api: no JSDoc example is skipped", () => {
   const skipped: string[] = [];
   const visit = (folder: string) => {

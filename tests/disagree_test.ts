@@ -3,7 +3,13 @@
 // peer's notice) before its communicator closes, none waits out the timeout, and the launcher
 // names the rank that skipped a call — also when the others catch what they are told and return.
 // Then: a buffer of another rank is refused on every transport.
-import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import {
+  assert_,
+  assertEquals,
+  assertFailedFast,
+  assertRejects,
+  FAIL_FAST_TIMEOUT_MS,
+} from "./_assert.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { DisagreeArgs, DisagreeMode } from "./ranks/disagree_rank.ts";
 import type { LoneArgs, LoneCollective } from "./ranks/lone_rank.ts";
@@ -31,7 +37,7 @@ const LONE_MODES: Omit<LoneArgs, "count">[] = [
 /** The ranks' own reports of the mismatches this test makes: marked as expected in the log. */
 const onLine = expectedLine;
 /** Far above what detection takes: a run that waits it out fails the time check. */
-const TIMEOUT_MS = 10_000;
+const TIMEOUT_MS = FAIL_FAST_TIMEOUT_MS;
 
 const UNRECEIVED =
   /MismatchError: (Rank 0 sent rank 1 a point-to-point message \(tag 5\) that no receive took|Rank 1 closed its communicator (having received 0 of the 1 messages rank 0 sent it|without receiving the device message \(tag 5\)))/;
@@ -64,7 +70,7 @@ for (const transport of TRANSPORT_NAMES) {
           { name: "RankFailedError", message },
         ) as RankFailedError;
         const what = `${mode}, ${count}: ${err.message}`;
-        assert_(performance.now() - start < TIMEOUT_MS / 2, `${what}: waited for the timeout`);
+        assertFailedFast(start, TIMEOUT_MS, what);
         // Every rank concerned learned: none returned from its communicator as if all was well
         // (a message between ranks 0 and 1 concerns rank 2 only if it hears of it in time).
         const concerned = mode === "unreceived" || mode === "sent-after-close" ? 2 : 3;

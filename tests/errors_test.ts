@@ -6,7 +6,13 @@ import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/transport_table.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 import { launchWorkers } from "../primitives/launch/workers.ts";
 import { launchGroup } from "../deno/launch/group.ts";
-import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import {
+  assert_,
+  assertEquals,
+  assertFailedFast,
+  assertRejects,
+  FAIL_FAST_TIMEOUT_MS,
+} from "./_assert.ts";
 import { RANKS_DIR, runRanks } from "./_spawn_ranks.ts";
 
 const ERRORS = new URL("errors_rank.ts", RANKS_DIR);
@@ -93,36 +99,53 @@ for (const transport of ["shm", "worker"] as const) {
   Deno.test(`a rank that throws mid-allreduce fails the group fast, naming it: ${transport}`, async () => {
     const start = performance.now();
     const err = await assertRejects(
-      () => runRanks("errors_rank.ts", { size: 4, transport, args: "throw-mid-allreduce" }),
+      () =>
+        runRanks("errors_rank.ts", {
+          size: 4,
+          transport,
+          args: "throw-mid-allreduce",
+          timeoutMs: FAIL_FAST_TIMEOUT_MS,
+        }),
       { name: "RankFailedError", message: /^Rank 1 failed: Error: boom from rank 1/ },
     );
     assertEquals((err as { failedRank?: number }).failedRank, 1);
-    assert_(performance.now() - start < 10_000, "took longer than the fail-fast budget");
+    assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, "a throwing rank");
   });
 
   Deno.test(`a terminated worker fails the group fast, naming it: ${transport}`, async () => {
-    const group = launchWorkers(ERRORS, { size: 3, transport, args: "loop-allreduce" });
+    const group = launchWorkers(ERRORS, {
+      size: 3,
+      transport,
+      args: "loop-allreduce",
+      timeoutMs: FAIL_FAST_TIMEOUT_MS,
+    });
     setTimeout(() => group.kill(2), 300);
     const start = performance.now();
     await assertRejects(() => group.results, {
       name: "RankFailedError",
       message: /^Rank 2 failed: worker was terminated/,
     });
-    assert_(performance.now() - start < 10_000, "took longer than the fail-fast budget");
+    assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, "a terminated worker");
     assertEquals(liveWorkers(), 0);
   });
 
   Deno.test(`a rank that skips a collective is named at once, not after the timeout: ${transport}`, async () => {
     const start = performance.now();
     await assertRejects(
-      () => spawnRanks(ERRORS, { size: 3, transport, args: "skip-collective", timeoutMs: 5000 }),
+      () =>
+        spawnRanks(ERRORS, {
+          size: 3,
+          transport,
+          args: "skip-collective",
+          timeoutMs: FAIL_FAST_TIMEOUT_MS,
+        }),
       {
         name: "RankFailedError",
         message:
           /^Rank 2 failed: rank [01] found a mismatch with it: MismatchError: Rank [01] called allreduce\(sum, 16 × f32, ring\) but rank 2 had closed its communicator after 0 collective calls/,
       },
     );
-    assert_(performance.now() - start < 2500, "named before the 5 s timeout");
+    assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, "a skipped collective");
     assertEquals(liveWorkers(), 0);
   });
 }

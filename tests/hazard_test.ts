@@ -14,7 +14,7 @@ const NAMES = Object.keys(SCENARIOS);
 
 async function check(transport: TransportName, memory: MemoryKind, sizes: number[]) {
   for (const size of sizes) {
-    for (const count of [1, 3000, 65537]) {
+    for (const count of [1, 65537]) {
       const args: HazardArgs = { memory, count, scenarios: NAMES };
       const results = await launchGroup<number[]>(HAZARD, {
         size,

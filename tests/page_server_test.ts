@@ -89,11 +89,11 @@ Deno.test("page server: GET and HEAD are answered, every other method gets 405",
     const missing = await fetch(new URL("/bundle/web/page/gone.js", server.url));
     assertEquals(missing.status, 404);
     await missing.body?.cancel();
-    await new Promise((r) => setTimeout(r, 100));
-    assert_(
-      server.log().includes("dccl page server: 404 /bundle/web/page/gone.js: no such file"),
-      server.log(),
-    );
+    const line = "dccl page server: 404 /bundle/web/page/gone.js: no such file";
+    for (let i = 0; i < 100 && !server.log().includes(line); i++) {
+      await new Promise((r) => setTimeout(r, 50)); // the log line crosses a pipe
+    }
+    assert_(server.log().includes(line), server.log());
   } finally {
     await server.stop();
   }

@@ -63,6 +63,9 @@ export async function run(comm: Communicator, { mode, store }: FaultArgs): Promi
         await comm.allreduce(buf, { algorithm: messageRing(comm) });
       }
     case "loop":
+      // Says so once the group runs its loop (a test waits for it rather than for a fixed time).
+      await comm.allreduce(buf);
+      console.log("looping");
       for (;;) await comm.allreduce(buf);
     case "straggle":
       await comm.allreduce(buf);
