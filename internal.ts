@@ -45,19 +45,41 @@ export type {
   PricedCall,
 } from "./primitives/collectives/algorithm.ts";
 export type {
-  AllgatherRun,
-  AllreduceRun,
-  AlltoallRun,
-  BcastRun,
   CollectiveContext,
   Completion,
-  GatherRun,
   HostAlgorithmPicker,
-  ReduceRun,
-  ReduceScatterRun,
-  ScatterRun,
-  Signatures,
 } from "./primitives/collectives/context.ts";
+export {
+  COLLECTIVE_LIST,
+  COLLECTIVE_NAMES,
+  COLLECTIVES,
+  isCollective,
+  snakeCase,
+} from "./primitives/collectives/collective_table.ts";
+export type {
+  CollectiveName,
+  ReducingName,
+  Signatures,
+  Spec,
+} from "./primitives/collectives/collective_table.ts";
+export type {
+  ArgumentChecks,
+  BoundRun,
+  CheckedCall,
+  CollectiveSpec,
+  InPlaceForm,
+  Keep,
+  StagingShape,
+  UniformRun,
+} from "./primitives/collectives/spec.ts";
+export type { AllgatherRun } from "./primitives/collectives/allgather.ts";
+export type { AllreduceRun } from "./primitives/collectives/allreduce.ts";
+export type { AlltoallRun } from "./primitives/collectives/alltoall.ts";
+export type { BcastRun } from "./primitives/collectives/bcast.ts";
+export type { GatherRun } from "./primitives/collectives/gather.ts";
+export type { ReduceRun } from "./primitives/collectives/reduce.ts";
+export type { ReduceScatterRun } from "./primitives/collectives/reduce_scatter.ts";
+export type { ScatterRun } from "./primitives/collectives/scatter.ts";
 export { needsDevice, sideOfMemory } from "./primitives/transports/transport.ts";
 export type {
   CallCheck,
@@ -77,14 +99,7 @@ export type {
   WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
-export type {
-  AlgorithmNeed,
-  CollectiveName,
-  KernelOp,
-  LinkCosts,
-  Side,
-  TypedArray,
-} from "./primitives/types.ts";
+export type { AlgorithmNeed, KernelOp, LinkCosts, Side, TypedArray } from "./primitives/types.ts";
 export {
   DEVICE_MEMORY,
   DTYPE_INFO,

@@ -68,6 +68,7 @@ export {
   type RunBounds,
   runBounds,
   type RunShape,
+  type Sitting,
   sweepBounds,
 } from "./limits/machine_limits.ts";
 export { limitsTable } from "./limits/limits_table.ts";

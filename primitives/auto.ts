@@ -10,7 +10,8 @@
 import { type Algorithm, type AlgorithmOf, onHost, sideOfNeed } from "./collectives/algorithm.ts";
 import { ALGORITHMS, type AlgorithmTable, type Indexed } from "./registry.ts";
 import type { TransportFacts } from "./transports/transport.ts";
-import type { AlgorithmNeed, CollectiveName, LinkCosts, Side } from "./types.ts";
+import type { AlgorithmNeed, LinkCosts, Side } from "./types.ts";
+import type { CollectiveName } from "./collectives/collective_table.ts";
 
 /** A call `auto` picks for. */
 export interface AutoQuery {

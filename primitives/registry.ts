@@ -56,7 +56,11 @@ import type {
   WorkersTransport,
 } from "./transports/transport.ts";
 import { WORKER } from "./transports/worker.ts";
-import type { CollectiveName } from "./types.ts";
+import {
+  COLLECTIVE_NAMES,
+  type CollectiveName,
+  isCollective,
+} from "./collectives/collective_table.ts";
 
 /**
  * Every algorithm, each collective's in the order of its table (call stamps carry positions in
@@ -149,21 +153,15 @@ export class AlgorithmTable {
 export const ALGORITHMS: AlgorithmTable = new AlgorithmTable(ALGORITHM_LIST);
 
 /** Every collective's algorithm names, in table order (which a transport runs: `algorithmsFor`). */
-export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = {
-  allreduce: ALGORITHMS.names("allreduce"),
-  bcast: ALGORITHMS.names("bcast"),
-  reduce: ALGORITHMS.names("reduce"),
-  allgather: ALGORITHMS.names("allgather"),
-  reduceScatter: ALGORITHMS.names("reduceScatter"),
-  alltoall: ALGORITHMS.names("alltoall"),
-  gather: ALGORITHMS.names("gather"),
-  scatter: ALGORITHMS.names("scatter"),
-};
+export const ALGORITHM_NAMES: Readonly<Record<CollectiveName, readonly string[]>> = Object
+  .fromEntries(COLLECTIVE_NAMES.map((c) => [c, ALGORITHMS.names(c)])) as unknown as Record<
+    CollectiveName,
+    readonly string[]
+  >;
 
 /** The algorithm at `index` of a collective's table (for messages about call stamps). */
 export function algorithmName(collective: string, index: number): string | undefined {
-  const known = (c: string): c is CollectiveName => Object.hasOwn(ALGORITHM_NAMES, c);
-  return known(collective) ? ALGORITHM_NAMES[collective][index] : undefined;
+  return isCollective(collective) ? ALGORITHM_NAMES[collective][index] : undefined;
 }
 
 /** The descriptors of a transport table of one launch kind. */

@@ -31,17 +31,6 @@ export const DEVICE_MEMORY: readonly MemoryKind[] = ["gpu", "managed"];
 /** Where a buffer is used: on the host (a view) or on the device (a device buffer). */
 export type Side = "host" | "device";
 
-/** Collectives that have selectable algorithms. */
-export type CollectiveName =
-  | "allreduce"
-  | "bcast"
-  | "reduce"
-  | "allgather"
-  | "reduceScatter"
-  | "alltoall"
-  | "gather"
-  | "scatter";
-
 /**
  * What an algorithm needs from a transport (and a transport offers): point-to-point `messages` or
  * `shared` access to every peer's heap (host buffers), ranks that share one `device` (device

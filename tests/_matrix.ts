@@ -2,7 +2,7 @@
 // memory kinds, with exact integer-valued inputs (see bench/exact_inputs.ts).
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor } from "../primitives/auto.ts";
-import { type CollectiveName } from "../primitives/types.ts";
+import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
 import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
 import { sideOfMemory } from "../primitives/transports/transport.ts";

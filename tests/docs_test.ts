@@ -4,7 +4,7 @@
 import { assertEquals } from "./_assert.ts";
 import { ALGORITHM_NAMES, ALGORITHMS } from "../primitives/registry.ts";
 import { sideOfNeed } from "../primitives/collectives/algorithm.ts";
-import type { CollectiveName } from "../primitives/types.ts";
+import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
 import { TRANSPORT_NAMES } from "../deno/transport_table.ts";
 
 const ROOT = new URL("../", import.meta.url);

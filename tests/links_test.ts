@@ -6,7 +6,8 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { decode, envRank, envRank0, rankModule } from "./_process_ranks.ts";
 import { type LinksReport, PICK_BYTES } from "./ranks/links_rank.ts";
 import { autoAlgorithm, runnableAlgorithms } from "../primitives/auto.ts";
-import { type CollectiveName, type LinkCosts } from "../primitives/types.ts";
+import type { LinkCosts } from "../primitives/types.ts";
+import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
 import { PROCESS_TRANSPORTS, TRANSPORTS } from "../deno/transport_table.ts";
 import { launchProcesses } from "../deno/launch/processes.ts";
 

@@ -14,7 +14,8 @@ import {
   runnableAlgorithms,
 } from "../primitives/auto.ts";
 import { TRANSPORT_NAMES, TRANSPORTS } from "../deno/transport_table.ts";
-import type { CollectiveName, LinkCosts } from "../primitives/types.ts";
+import type { LinkCosts } from "../primitives/types.ts";
+import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
 
 /** A throwaway allreduce: the ring's steps, priced as nearly free, winning below 64 B. */
 const ALLREDUCE_THROWAWAY: HostAlgorithm<"allreduce"> = {

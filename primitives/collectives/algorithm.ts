@@ -7,8 +7,8 @@
  */
 
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
-import type { AlgorithmNeed, CollectiveName, LinkCosts, Side, TypedArray } from "../types.ts";
-import type { Signatures } from "./context.ts";
+import type { AlgorithmNeed, LinkCosts, Side, TypedArray } from "../types.ts";
+import type { CollectiveName, Signatures } from "./collective_table.ts";
 
 /** Needs whose algorithms work on host views. */
 export type HostNeed = "messages" | "shared" | "hierarchy";

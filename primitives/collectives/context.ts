@@ -11,7 +11,6 @@ import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { RankHeap } from "../memory/heap.ts";
 import { bytesOf, type Transport } from "../transports/transport.ts";
 import {
-  type CollectiveName,
   DONE,
   type Dtype,
   DTYPE_INFO,
@@ -48,11 +47,6 @@ export class CollectiveContext {
   ) {
     this.rank = transport.rank;
     this.size = transport.size;
-  }
-
-  /** The host algorithm `auto` picks for `collective` on `bytes` over this context's group. */
-  hostAlgorithm<C extends CollectiveName>(collective: C, bytes: number): Signatures<TypedArray>[C] {
-    return this.pickHost(this, collective, bytes);
   }
 
   /**
@@ -175,17 +169,6 @@ export type Completion = Promise<void> | void;
 export type Operand = TypedArray | DeviceView | CommBuffer;
 
 /**
- * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
- * (in place) and is otherwise a distinct buffer of the same length and dtype.
- */
-export type AllreduceRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  input: B,
-  output: B,
-  op: KernelOp,
-) => Completion;
-
-/**
  * A collective that works in place on `buf` (the message algorithms' allreduce and reduce) as one
  * taking `input` and `output`: it copies input into output first (on a reduce's non-roots
  * `output` is `input`, so nothing is copied there).
@@ -199,93 +182,14 @@ export function viaOutput<Rest extends unknown[]>(
   };
 }
 
-/** Broadcast of `buf` from `root`. */
-export type BcastRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  buf: B,
-  root: number,
-) => Completion;
 /**
- * Reduction of every rank's `input` into `output` on `root`. On the root `output` may be `input`
- * (in place); on every other rank it is `input`, which stays unchanged.
+ * The host algorithm `auto` picks for a collective (by name) on `bytes` over `ctx`'s group, as
+ * on a one-level group: what staging runs on the host and the hierarchical algorithms over
+ * channels (`hostAlgorithm` in collective_table.ts types it by the collective's signature). The
+ * communicator hands the registry's in (the registry lists these algorithms).
  */
-export type ReduceRun<B = TypedArray> = (
+export type HostAlgorithmPicker = (
   ctx: CollectiveContext,
-  input: B,
-  output: B,
-  op: KernelOp,
-  root: number,
-) => Completion;
-/** `recv` (size × n) gets every rank's `send` (n), in rank order. */
-export type AllgatherRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  send: B,
-  recv: B,
-) => Completion;
-/** `recv` (n) gets part `rank` of the reduction of every rank's `send` (size × n). */
-export type ReduceScatterRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  send: B,
-  recv: B,
-  op: KernelOp,
-) => Completion;
-/**
- * All-to-all: block j of every rank's `send` (size × n) goes to rank j, where it lands as block
- * i (the sender's rank) of `recv` (size × n).
- */
-export type AlltoallRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  send: B,
-  recv: B,
-) => Completion;
-/**
- * Gather to `root`: every rank's `send` (n) lands as its block of the root's `recv` (size × n).
- * On other ranks `recv` is `send` and is not written.
- */
-export type GatherRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  send: B,
-  recv: B,
-  root: number,
-) => Completion;
-/**
- * Scatter from `root`: block r of the root's `send` (size × n) lands in rank r's `recv` (n). On
- * other ranks `send` is `recv` and is not read.
- */
-export type ScatterRun<B = TypedArray> = (
-  ctx: CollectiveContext,
-  send: B,
-  recv: B,
-  root: number,
-) => Completion;
-
-/** Each collective's algorithm signature over operands of type `B`. */
-export interface Signatures<B> {
-  /** {@linkcode AllreduceRun}. */
-  allreduce: AllreduceRun<B>;
-  /** {@linkcode BcastRun}. */
-  bcast: BcastRun<B>;
-  /** {@linkcode ReduceRun}. */
-  reduce: ReduceRun<B>;
-  /** {@linkcode AllgatherRun}. */
-  allgather: AllgatherRun<B>;
-  /** {@linkcode ReduceScatterRun}. */
-  reduceScatter: ReduceScatterRun<B>;
-  /** {@linkcode AlltoallRun}. */
-  alltoall: AlltoallRun<B>;
-  /** {@linkcode GatherRun}. */
-  gather: GatherRun<B>;
-  /** {@linkcode ScatterRun}. */
-  scatter: ScatterRun<B>;
-}
-
-/**
- * The host algorithm `auto` picks for `collective` on `bytes` over `ctx`'s group, as on a
- * one-level group: what staging runs on the host and the hierarchical algorithms over channels.
- * The communicator hands the registry's in (the registry lists these algorithms).
- */
-export type HostAlgorithmPicker = <C extends CollectiveName>(
-  ctx: CollectiveContext,
-  collective: C,
+  collective: string,
   bytes: number,
-) => Signatures<TypedArray>[C];
+) => unknown;

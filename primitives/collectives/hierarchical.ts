@@ -8,7 +8,7 @@
  * Each host link carries each part once each way: an allreduce of B bytes over P hosts puts about
  * 2(P−1)/P · B through a host's link, against 2(N−1)/N · B · threads for a flat ring over the
  * N = P · threads ranks placed host by host. The inter-host phase runs a message algorithm the
- * registry picks for the channel (`CollectiveContext.hostAlgorithm`).
+ * registry picks for the channel (`hostAlgorithm`, collective_table.ts).
  * @module
  */
 
@@ -17,15 +17,13 @@ import { reduce } from "../../kernels/reduce.ts";
 import type { HierarchyAccess, SharedAccess } from "../transports/transport.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
-import {
-  type AllgatherRun,
-  type AllreduceRun,
-  type BcastRun,
-  chunk,
-  type CollectiveContext,
-  type ReduceRun,
-  type ReduceScatterRun,
-} from "./context.ts";
+import type { AllgatherRun } from "./allgather.ts";
+import type { AllreduceRun } from "./allreduce.ts";
+import type { BcastRun } from "./bcast.ts";
+import { hostAlgorithm } from "./collective_table.ts";
+import { chunk, type CollectiveContext } from "./context.ts";
+import type { ReduceRun } from "./reduce.ts";
+import type { ReduceScatterRun } from "./reduce_scatter.ts";
 import { requireViews } from "./_shm_direct.ts";
 
 /** The two levels of `ctx`'s group: contexts over this host's ranks and over this rank's channel. */
@@ -59,7 +57,7 @@ const hierarchicalAllreduce: AllreduceRun = async (ctx, input, output, op) => {
   const work = heapView(host, output, 3);
   const mine = work.subarray(s, e);
   reduceParts(op, mine, inputs, h.local, s, e);
-  if (e > s) await channel.hostAlgorithm("allreduce", mine.byteLength)(channel, mine, mine, op);
+  if (e > s) await hostAlgorithm(channel, "allreduce", mine.byteLength)(channel, mine, mine, op);
   gatherParts(shared, host, work, parts, h.threads, h.local);
   if (work !== output) copy(output, work);
 };
@@ -78,7 +76,7 @@ const hierarchicalReduce: ReduceRun = async (ctx, input, output, op, root) => {
   const mine = work.subarray(s, e);
   reduceParts(op, mine, inputs, h.local, s, e);
   if (e > s) {
-    await channel.hostAlgorithm("reduce", mine.byteLength)(channel, mine, mine, op, rootHost);
+    await hostAlgorithm(channel, "reduce", mine.byteLength)(channel, mine, mine, op, rootHost);
   }
   if (h.host !== rootHost) return void shared.barrier(host.stamp);
   const reduced = requireViews(shared.exchangeViews(work, host.stamp));
@@ -107,7 +105,7 @@ const hierarchicalBcast: BcastRun = async (ctx, buf, root) => {
     if (h.local !== rootLocal) work.set(views[rootLocal]!.subarray(s, e), s);
   }
   const mine = work.subarray(s, e);
-  if (e > s) await channel.hostAlgorithm("bcast", mine.byteLength)(channel, mine, rootHost);
+  if (e > s) await hostAlgorithm(channel, "bcast", mine.byteLength)(channel, mine, rootHost);
   gatherParts(shared, host, work, parts, h.threads, h.local);
   if (work !== buf) copy(buf, work);
 };
@@ -120,7 +118,7 @@ const hierarchicalAllgather: AllgatherRun = async (ctx, send, recv) => {
   const { h, host, channel, shared } = levels(ctx);
   const n = send.length;
   const mine = host.scratch(dtypeOf(send), n * h.hosts, 3);
-  await channel.hostAlgorithm("allgather", mine.byteLength)(channel, send, mine);
+  await hostAlgorithm(channel, "allgather", mine.byteLength)(channel, send, mine);
   const gathered = requireViews(shared.exchangeViews(mine, host.stamp));
   for (let t = 0; t < h.threads; t++) {
     for (let p = 0; p < h.hosts; p++) {
@@ -146,7 +144,7 @@ const hierarchicalReduceScatter: ReduceScatterRun = async (ctx, send, recv, op) 
     for (let t = 1; t < h.threads; t++) reduce(op, block, block, sends[t].subarray(at, at + n));
   }
   shared.barrier(host.stamp); // every send buffer read: they may change
-  await channel.hostAlgorithm("reduceScatter", mine.byteLength)(channel, mine, recv, op);
+  await hostAlgorithm(channel, "reduceScatter", mine.byteLength)(channel, mine, recv, op);
 };
 
 /**

@@ -15,15 +15,15 @@
 
 import type { CommBuffer } from "../memory/comm_buffer.ts";
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
-import {
-  type CollectiveName,
-  type Dtype,
-  DTYPE_INFO,
-  type KernelOp,
-  type TypedArray,
-} from "../types.ts";
+import { type Dtype, DTYPE_INFO, type KernelOp, type TypedArray } from "../types.ts";
 import type { DeviceAlgorithm } from "./algorithm.ts";
-import type { CollectiveContext, Completion, Signatures } from "./context.ts";
+import {
+  COLLECTIVE_LIST,
+  type CollectiveName,
+  COLLECTIVES,
+  hostAlgorithm,
+} from "./collective_table.ts";
+import type { CollectiveContext } from "./context.ts";
 
 /** A pipelined buffer is cut into this many segments, each within the bounds below. */
 const SEGMENTS = 8;
@@ -41,79 +41,6 @@ interface StagedCall {
   root: number;
 }
 
-/**
- * How a collective crosses to the host: which operand is `size` blocks of a segment's elements
- * (the other holds one block), whether the host collective works on one buffer (the send view,
- * in place), which ranks download `send` and upload `recv`, and the host call itself on host
- * views of a segment.
- */
-interface Shape {
-  blocked?: "send" | "recv";
-  inPlace?: boolean;
-  reads?: (isRoot: boolean) => boolean;
-  writes?: (isRoot: boolean) => boolean;
-  /** The operand whose bytes pick the host algorithm (equal on every rank). */
-  pickBy: "send" | "recv";
-  host(ctx: CollectiveContext, bytes: number, call: HostCall): Completion;
-}
-
-/** A staged call on host views of one segment. */
-interface HostCall {
-  send: TypedArray;
-  recv: TypedArray;
-  op: KernelOp;
-  root: number;
-}
-
-const onRoot = (isRoot: boolean) => isRoot;
-const offRoot = (isRoot: boolean) => !isRoot;
-
-const SHAPES: { [C in CollectiveName]: Shape } = {
-  allreduce: {
-    inPlace: true,
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("allreduce", bytes)(ctx, c.send, c.send, c.op),
-  },
-  bcast: {
-    inPlace: true,
-    reads: onRoot,
-    writes: offRoot,
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("bcast", bytes)(ctx, c.send, c.root),
-  },
-  reduce: {
-    inPlace: true,
-    writes: onRoot,
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("reduce", bytes)(ctx, c.send, c.send, c.op, c.root),
-  },
-  allgather: {
-    blocked: "recv",
-    pickBy: "recv",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("allgather", bytes)(ctx, c.send, c.recv),
-  },
-  reduceScatter: {
-    blocked: "send",
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("reduceScatter", bytes)(ctx, c.send, c.recv, c.op),
-  },
-  alltoall: {
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("alltoall", bytes)(ctx, c.send, c.recv),
-  },
-  // On a gather's other ranks and a scatter's, the placeholder buffer is neither read nor written.
-  gather: {
-    writes: onRoot,
-    pickBy: "send",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("gather", bytes)(ctx, c.send, c.recv, c.root),
-  },
-  scatter: {
-    reads: onRoot,
-    pickBy: "recv",
-    host: (ctx, bytes, c) => ctx.hostAlgorithm("scatter", bytes)(ctx, c.send, c.recv, c.root),
-  },
-};
-
 /** A device window and the host view it crosses with. */
 type Crossing = [CommBuffer, TypedArray];
 
@@ -129,12 +56,13 @@ interface Segment {
  * Runs `call` through the host: in segments with `DEPTH` segments' downloads in flight when
  * `pipelined`, else whole (one segment, one download at a time).
  */
-async function stage(
+async function stage<C extends CollectiveName>(
   ctx: CollectiveContext,
-  shape: Shape,
+  collective: C,
   call: StagedCall,
   pipelined: boolean,
 ): Promise<void> {
+  const shape = COLLECTIVES[collective].staging;
   const isRoot = ctx.rank === call.root;
   const reads = shape.reads?.(isRoot) ?? true, writes = shape.writes?.(isRoot) ?? true;
   const blocks = (operand: "send" | "recv") => shape.blocked === operand ? ctx.size : 1;
@@ -184,7 +112,12 @@ async function stage(
     if (k + depth < segments) start(k + depth);
     const { send, recv, uploads } = started[k];
     const bytes = (shape.pickBy === "send" ? send : recv).byteLength;
-    const pending = shape.host(ctx, bytes, { send, recv, op: call.op, root: call.root });
+    const host = COLLECTIVES[collective].bind(
+      hostAlgorithm(ctx, collective, bytes),
+      call.op,
+      call.root,
+    );
+    const pending = host(ctx, send, shape.inPlace ? send : recv);
     if (pending) await pending;
     for (const [device, host] of uploads) await device.write(host);
   }
@@ -197,63 +130,32 @@ function segmentCount(count: number, dtype: Dtype): number {
   return Math.max(1, Math.ceil(bytes / segment));
 }
 
-/** Each collective's run in the staged form, over device buffers. */
-const RUNS: { [C in CollectiveName]: (pipelined: boolean) => Signatures<GpuBuffer>[C] } = {
-  allreduce: (pipelined) => (ctx, input, output, op) =>
-    stage(ctx, SHAPES.allreduce, { send: input, recv: output, op, root: 0 }, pipelined),
-  bcast: (pipelined) => (ctx, buf, root) =>
-    stage(ctx, SHAPES.bcast, { send: buf, recv: buf, op: "sum", root }, pipelined),
-  reduce: (pipelined) => (ctx, input, output, op, root) =>
-    stage(ctx, SHAPES.reduce, { send: input, recv: output, op, root }, pipelined),
-  allgather: (pipelined) => (ctx, send, recv) =>
-    stage(ctx, SHAPES.allgather, { send, recv, op: "sum", root: 0 }, pipelined),
-  reduceScatter: (pipelined) => (ctx, send, recv, op) =>
-    stage(ctx, SHAPES.reduceScatter, { send, recv, op, root: 0 }, pipelined),
-  alltoall: (pipelined) => (ctx, send, recv) =>
-    stage(ctx, SHAPES.alltoall, { send, recv, op: "sum", root: 0 }, pipelined),
-  gather: (pipelined) => (ctx, send, recv, root) =>
-    stage(ctx, SHAPES.gather, { send, recv, op: "sum", root }, pipelined),
-  scatter: (pipelined) => (ctx, send, recv, root) =>
-    stage(ctx, SHAPES.scatter, { send, recv, op: "sum", root }, pipelined),
-};
-
 /** Pipelining pays once a buffer is four segments or more. */
 const PIPELINED_FROM = 16 * 1024 * 1024;
 
 /** `staged` (whole buffers) or `pipelined` (segments in flight) for collective `C`. */
 function staging<C extends CollectiveName>(collective: C, pipelined: boolean): DeviceAlgorithm<C> {
+  const run = COLLECTIVES[collective].unbind<GpuBuffer>((ctx, send, recv, op, root) =>
+    stage(ctx, collective, { send, recv, op, root }, pipelined)
+  );
   return {
     name: pipelined ? "pipelined" : "staged",
     collective,
     needs: "staging",
-    run: RUNS[collective](pipelined),
+    run,
     winsBelow: () => pipelined ? Infinity : PIPELINED_FROM,
   };
 }
 
-const staged = <C extends CollectiveName>(collective: C) => staging(collective, false);
-const pipelined = <C extends CollectiveName>(collective: C) => staging(collective, true);
-
 /** `staged` for every collective. */
-export const STAGED = [
-  staged("allreduce"),
-  staged("bcast"),
-  staged("reduce"),
-  staged("allgather"),
-  staged("reduceScatter"),
-  staged("alltoall"),
-  staged("gather"),
-  staged("scatter"),
-] as const;
+export const STAGED: readonly DeviceAlgorithm[] = COLLECTIVE_LIST.map((c) =>
+  staging(c.name, false)
+);
 
 /**
- * `pipelined` where segments pay (alltoall, gather and scatter move whole blocks to and from
- * every rank and stay `staged`).
+ * `pipelined` where segments pay (not alltoall, gather and scatter, which move whole blocks to
+ * and from every rank and stay `staged`).
  */
-export const PIPELINED = [
-  pipelined("allreduce"),
-  pipelined("bcast"),
-  pipelined("reduce"),
-  pipelined("allgather"),
-  pipelined("reduceScatter"),
-] as const;
+export const PIPELINED: readonly DeviceAlgorithm[] = COLLECTIVE_LIST
+  .filter((c) => c.staging.pipelines)
+  .map((c) => staging(c.name, true));

@@ -1,13 +1,12 @@
 /**
- * The checks of a communicator's arguments: each collective's become the one form every
- * collective runs as (`CheckedCall`), and each wrong argument is a one-line TypeError or
- * RangeError that says what was wrong and what is accepted, thrown before anything is sent.
+ * The checks of a communicator's arguments that every collective's spec (collectives/spec.ts)
+ * and the point-to-point calls share: each wrong argument is a one-line TypeError or RangeError
+ * that says what was wrong and what is accepted, thrown before anything is sent.
  * @module
  */
 
 import { MAX_TAG } from "./call_log.ts";
-import type { CheckedCall } from "./collective_call.ts";
-import type { AlgorithmOptions, ReduceOptions, RootOptions } from "./options.ts";
+import { type ArgumentChecks, IN_PLACE, type InPlaceForm } from "../collectives/spec.ts";
 import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";
 import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { RankMemory } from "../memory/rank_memory.ts";
@@ -25,31 +24,13 @@ import {
   type Side,
 } from "../types.ts";
 
-/** A call's operands, each with whether the call writes it. */
-type Buffers = CheckedCall<"allgather">["buffers"];
-
-/** A call's in-place form: `a` is `b` itself, or block of `b` (`whose` block: whose rank's). */
-export interface InPlaceForm {
-  a: string;
-  b: string;
-  whose?: string;
-}
-
-/** The in-place forms of the calls. */
-export const IN_PLACE: Readonly<
-  Record<"out" | "ownSend" | "ownRecv" | "rootSend" | "rootRecv", InPlaceForm>
-> = {
-  out: { a: "out", b: "the input" },
-  ownSend: { a: "send", b: "recv", whose: "this rank's" },
-  ownRecv: { a: "recv", b: "send", whose: "this rank's" },
-  rootSend: { a: "send", b: "recv", whose: "the root's" },
-  rootRecv: { a: "recv", b: "send", whose: "the root's" },
-};
-
-/** One communicator's argument checks. */
-export class CallArguments {
-  readonly #rank: number;
-  readonly #size: number;
+/**
+ * One communicator's argument checks: the ones every collective's spec uses (`ArgumentChecks`)
+ * and those of allocations and point-to-point calls.
+ */
+export class CallArguments implements ArgumentChecks {
+  readonly rank: number;
+  readonly size: number;
   readonly #memory: RankMemory;
   readonly #facts: TransportFacts;
   /** The transport's name, for messages. */
@@ -58,130 +39,12 @@ export class CallArguments {
 
   /** Checks for rank `rank` of `size` with `memory`, over a transport with `facts`. */
   constructor(rank: number, size: number, memory: RankMemory, facts: TransportFacts) {
-    this.#rank = rank;
-    this.#size = size;
+    this.rank = rank;
+    this.size = size;
     this.#memory = memory;
     this.#facts = facts;
     this.#transport = facts.name;
     this.#carried = facts.memory;
-  }
-
-  /** A bcast's arguments, checked: `buf` on `root`, copied into every rank's. */
-  bcast(buf: BufferLike, options: RootOptions & AlgorithmOptions): CheckedCall<"bcast"> {
-    const b = this.buffer(buf, "broadcast");
-    const root = this.root(options.root ?? 0, "broadcast from");
-    const writes = this.#rank !== root;
-    return {
-      collective: "bcast",
-      buffers: [[b, writes], [b, writes]],
-      block: b,
-      root,
-      algorithm: options.algorithm,
-      keep: { kind: "bcast", buf, options },
-    };
-  }
-
-  /** An allreduce's arguments, checked: `buf` in place, or into `out`. */
-  allreduce(buf: BufferLike, options: ReduceOptions): CheckedCall<"allreduce"> {
-    const input = this.buffer(buf, "allreduce");
-    const output = this.output(input, options.out, "allreduce");
-    return {
-      collective: "allreduce",
-      buffers: [[input, false], [output, true]],
-      block: input,
-      op: this.op(options.op ?? "sum"),
-      algorithm: options.algorithm,
-      keep: { kind: "allreduce", buf, options },
-    };
-  }
-
-  /** A reduce's arguments, checked: into `buf` (or `out`) on the root; other ranks' unchanged. */
-  reduce(buf: BufferLike, options: ReduceOptions & RootOptions): CheckedCall<"reduce"> {
-    const root = this.root(options.root ?? 0, "reduce to");
-    const input = this.buffer(buf, "reduce");
-    const isRoot = this.#rank === root;
-    const target = isRoot ? this.output(input, options.out, "reduce") : input;
-    return {
-      collective: "reduce",
-      buffers: [[input, false], [target, isRoot]],
-      block: input,
-      op: this.op(options.op ?? "sum"),
-      root,
-      algorithm: options.algorithm,
-      keep: { kind: "reduce", buf, options },
-      divides: isRoot,
-    };
-  }
-
-  /** An allgather's arguments, checked: `recv` = size × `send`, `send` apart or its own block. */
-  allgather(
-    send: BufferLike,
-    recv: BufferLike,
-    options: AlgorithmOptions,
-  ): CheckedCall<"allgather"> {
-    const s = this.buffer(send, "allgather"), r = this.buffer(recv, "allgather into");
-    this.pair(s, r, r.length === s.length * this.#size, "allgather", "recv = size × send");
-    this.apart(s, r, "allgather", this.#rank, IN_PLACE.ownSend);
-    const buffers: Buffers = [[s, false], [r, true]];
-    return { collective: "allgather", buffers, block: s, bytes: bytesIn(r), ...options };
-  }
-
-  /** A reduce-scatter's arguments, checked: `send` = size × `recv`, `recv` apart or its block. */
-  reduceScatter(
-    send: BufferLike,
-    recv: BufferLike,
-    options: Omit<ReduceOptions, "out">,
-  ): CheckedCall<"reduceScatter"> {
-    const s = this.buffer(send, "reduceScatter"), r = this.buffer(recv, "reduceScatter into");
-    this.pair(s, r, s.length === r.length * this.#size, "reduceScatter", "send = size × recv");
-    this.apart(r, s, "reduceScatter", this.#rank, IN_PLACE.ownRecv);
-    return {
-      collective: "reduceScatter",
-      buffers: [[s, false], [r, true]],
-      block: r,
-      bytes: bytesIn(s),
-      op: this.op(options.op ?? "sum"),
-      algorithm: options.algorithm,
-    };
-  }
-
-  /** An alltoall's arguments, checked: `send` and `recv` of size × n, apart. */
-  alltoall(send: BufferLike, recv: BufferLike, options: AlgorithmOptions): CheckedCall<"alltoall"> {
-    const s = this.buffer(send, "alltoall"), r = this.buffer(recv, "alltoall into");
-    const ok = s.length === r.length && s.length % this.#size === 0;
-    this.pair(s, r, ok, "alltoall", "send = recv = size × n");
-    this.apart(s, r, "alltoall");
-    return { collective: "alltoall", buffers: [[s, false], [r, true]], block: s, ...options };
-  }
-
-  /**
-   * A gather's or scatter's arguments, checked: `block` (n elements) on every rank, `whole`
-   * (size × n) on the root only (other ranks' operands are `block` twice, neither read by a
-   * scatter nor written by a gather).
-   */
-  rootBlocks<C extends "gather" | "scatter">(
-    collective: C,
-    block: BufferLike,
-    whole: BufferLike | undefined,
-    options: RootOptions & AlgorithmOptions,
-  ): CheckedCall<C> {
-    const gathers = collective === "gather";
-    const b = this.buffer(block, gathers ? "gather" : "scatter into");
-    const root = this.root(options.root ?? 0, gathers ? "gather to" : "scatter from");
-    const call = { collective, block: b, bytes: bytesIn(b) * this.#size, root, ...options };
-    if (this.#rank !== root) return { ...call, buffers: [[b, !gathers], [b, !gathers]] };
-    if (whole === undefined) {
-      throw new TypeError(
-        `Cannot ${gathers ? "gather to" : "scatter from"} root ${root} without ` +
-          (gathers ? "recv" : "send"),
-      );
-    }
-    const w = this.buffer(whole, gathers ? "gather into" : "scatter");
-    const [s, r] = gathers ? [b, w] : [w, b];
-    const rule = gathers ? "recv = size × send" : "send = size × recv";
-    this.pair(s, r, w.length === b.length * this.#size, collective, rule);
-    this.apart(b, w, collective, root, IN_PLACE[gathers ? "rootSend" : "rootRecv"]);
-    return { ...call, buffers: [[s, false], [r, true]] };
   }
 
   /** A checked allocation's dtype and memory kind. */
@@ -208,11 +71,11 @@ export class CallArguments {
     const cb = commBufferOf(buf, what);
     const owner = ownerOf(cb);
     if (owner !== undefined && owner !== this.#memory) {
-      const theirs = owner.rank === this.#rank
+      const theirs = owner.rank === this.rank
         ? "another communicator of this rank"
         : `rank ${owner.rank}`;
       throw new TypeError(
-        `Rank ${this.#rank} cannot ${what} a buffer allocated by ${theirs}: a buffer belongs to ` +
+        `Rank ${this.rank} cannot ${what} a buffer allocated by ${theirs}: a buffer belongs to ` +
           `the communicator that allocated it`,
       );
     }
@@ -262,7 +125,7 @@ export class CallArguments {
     }
     if (!ok) {
       throw new RangeError(
-        `Cannot ${what} ${a.length} into ${b.length} elements on ${this.#size} ranks: need ${rule}`,
+        `Cannot ${what} ${a.length} into ${b.length} elements on ${this.size} ranks: need ${rule}`,
       );
     }
   }
@@ -282,21 +145,21 @@ export class CallArguments {
   }
 
   root(root: number, verb: string): number {
-    if (!Number.isInteger(root) || root < 0 || root >= this.#size) {
-      throw new RangeError(`Cannot ${verb} root ${root}: communicator size is ${this.#size}`);
+    if (!Number.isInteger(root) || root < 0 || root >= this.size) {
+      throw new RangeError(`Cannot ${verb} root ${root}: communicator size is ${this.size}`);
     }
     return root;
   }
 
   peer(peer: number, verb: string): number {
-    if (this.#size === 1) {
+    if (this.size === 1) {
       throw new RangeError(
         `Cannot ${verb} rank ${peer}: this rank is the only one (a group of 1 has no peers)`,
       );
     }
-    if (!Number.isInteger(peer) || peer < 0 || peer >= this.#size || peer === this.#rank) {
+    if (!Number.isInteger(peer) || peer < 0 || peer >= this.size || peer === this.rank) {
       throw new RangeError(
-        `Cannot ${verb} rank ${peer}: peers are 0 … ${this.#size - 1} other than ${this.#rank}`,
+        `Cannot ${verb} rank ${peer}: peers are 0 … ${this.size - 1} other than ${this.rank}`,
       );
     }
     return peer;
@@ -315,11 +178,6 @@ export class CallArguments {
     }
     return op;
   }
-}
-
-/** Bytes of a buffer (what `auto` decides by). */
-export function bytesIn(buf: CommBuffer): number {
-  return buf.length * DTYPE_INFO[buf.dtype].bytes;
 }
 
 /**

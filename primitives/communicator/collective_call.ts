@@ -6,52 +6,21 @@
  */
 
 import { type AlgorithmOf, onHost } from "../collectives/algorithm.ts";
-import type { CollectiveContext, Completion, Signatures } from "../collectives/context.ts";
-import type { CommBuffer } from "../memory/comm_buffer.ts";
+import {
+  type CollectiveName,
+  COLLECTIVES,
+  type Signatures,
+} from "../collectives/collective_table.ts";
+import type { CheckedCall } from "../collectives/spec.ts";
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import type { Indexed } from "../registry.ts";
-import type { CollectiveName, KernelOp, ReduceOp, TypedArray } from "../types.ts";
-import type { Keep, PlannedCall } from "./collective_runner.ts";
-import { DEVICE, HOST, type OperandSide } from "./operands.ts";
+import type { KernelOp, ReduceOp, TypedArray } from "../types.ts";
+import type { PlannedCall } from "./collective_runner.ts";
 import { type Averaging, exactMeanOnDevice, exactMeanOnHost } from "./exact_mean.ts";
+import { DEVICE, HOST, type OperandSide } from "./operands.ts";
 import { callStamp } from "./stamp.ts";
 
-/** A collective call whose arguments are checked. */
-export interface CheckedCall<C extends CollectiveName> {
-  collective: C;
-  /** Input and output, each with whether the call writes it (a bcast's buffer twice). */
-  buffers: [[CommBuffer, boolean], [CommBuffer, boolean]];
-  /** The buffer whose dtype and length the stamp carries: equal on every rank. */
-  block: CommBuffer;
-  /** Bytes `auto` picks by. @default {the block's} */
-  bytes?: number;
-  op?: ReduceOp;
-  root?: number;
-  algorithm?: string;
-  /** A call on host buffers to keep (a loop of small collectives). */
-  keep?: Keep;
-  /** With `avg`, whether this rank divides its output (a reduce's root only). @default {true} */
-  divides?: boolean;
-}
-
-/** Collective `C`'s algorithm `run` as a call on operands `a` and `b`, with the call's op and root. */
-type Bind<C extends CollectiveName> = <B>(
-  run: Signatures<B>[C],
-  op: KernelOp,
-  root: number,
-) => (ctx: CollectiveContext, a: B, b: B) => Completion;
-
-/** How each collective's algorithms take a call's operands, op and root. */
-const BIND: { [C in CollectiveName]: Bind<C> } = {
-  allreduce: (run, op) => (ctx, a, b) => run(ctx, a, b, op),
-  bcast: (run, _op, root) => (ctx, a) => run(ctx, a, root),
-  reduce: (run, op, root) => (ctx, a, b) => run(ctx, a, b, op, root),
-  allgather: (run) => (ctx, a, b) => run(ctx, a, b),
-  reduceScatter: (run, op) => (ctx, a, b) => run(ctx, a, b, op),
-  alltoall: (run) => (ctx, a, b) => run(ctx, a, b),
-  gather: (run, _op, root) => (ctx, a, b) => run(ctx, a, b, root),
-  scatter: (run, _op, root) => (ctx, a, b) => run(ctx, a, b, root),
-};
+export type { CheckedCall };
 
 /** The call the runner runs for `call` with its algorithm `picked`, on `size` ranks. */
 export function planCall<C extends CollectiveName>(
@@ -64,12 +33,12 @@ export function planCall<C extends CollectiveName>(
 } {
   const { collective, op = "sum", root = 0 } = call;
   const stamp = callStamp(collective, call.block.dtype, call.block.length, op, root, picked.index);
-  const bind: Bind<C> = BIND[collective], kop = kernelOp(op);
+  const spec = COLLECTIVES[collective], kop = kernelOp(op);
   const divides = op === "avg" && (call.divides ?? true);
   const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): PlannedCall<B> => ({
     stamp,
     side,
-    run: bind(run, kop, root),
+    run: spec.bind(run, kop, root),
     // A bcast on one rank has nothing to do: its buffer is its result.
     alone: collective === "bcast" ? undefined : side.copy,
     after: divides ? (_, out) => side.divide(out, size) : undefined,

@@ -20,7 +20,9 @@ import type { RankHeap } from "../memory/heap.ts";
 import { type OperandSide, operandsOf } from "./operands.ts";
 import type { Transport } from "../transports/transport.ts";
 import { DONE, type TypedArray } from "../types.ts";
-import type { ReduceOptions, RootOptions } from "./options.ts";
+import type { Keep } from "../collectives/spec.ts";
+
+export type { Keep };
 
 /**
  * A collective call planned for the runner: its stamp, its algorithm over its operands (input and
@@ -37,16 +39,6 @@ export interface PlannedCall<B> {
   alone?(a: B, b: B): void;
   /** After the algorithm, on this rank (avg's division). */
   after?(a: B, b: B): void;
-}
-
-/**
- * A call on host buffers to keep for {@linkcode CollectiveRunner.repeat}: a collective whose small
- * calls run in loops, its buffer and the caller's options (those a repeat must match).
- */
-export interface Keep {
-  kind: "bcast" | "allreduce" | "reduce";
-  buf: BufferLike;
-  options: ReduceOptions & RootOptions;
 }
 
 /**

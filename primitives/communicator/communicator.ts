@@ -7,7 +7,7 @@
  * @module
  */
 
-import { bytesIn, CallArguments } from "./call_arguments.ts";
+import { CallArguments } from "./call_arguments.ts";
 import { CallLog, MAX_TAG } from "./call_log.ts";
 import { type CheckedCall, planCall } from "./collective_call.ts";
 import { CollectiveRunner, type PlannedCall } from "./collective_runner.ts";
@@ -27,11 +27,21 @@ import type {
   ReduceOptions,
   RootOptions,
   TagOptions,
-} from "./options.ts";
+} from "../collectives/options.ts";
 import { PointToPoint } from "./point_to_point.ts";
 import { callStamp } from "./stamp.ts";
 import type { Transport } from "../transports/transport.ts";
-import type { CollectiveName, LinkCosts, Side, TypedArray } from "../types.ts";
+import type { LinkCosts, Side, TypedArray } from "../types.ts";
+import { ALLGATHER } from "../collectives/allgather.ts";
+import { ALLREDUCE } from "../collectives/allreduce.ts";
+import { ALLTOALL } from "../collectives/alltoall.ts";
+import { BCAST } from "../collectives/bcast.ts";
+import { GATHER } from "../collectives/gather.ts";
+import { REDUCE } from "../collectives/reduce.ts";
+import { REDUCE_SCATTER } from "../collectives/reduce_scatter.ts";
+import { SCATTER } from "../collectives/scatter.ts";
+import { bytesIn } from "../memory/extent.ts";
+import type { CollectiveName } from "../collectives/collective_table.ts";
 
 export type { AlgorithmOptions, AllocOptions, ReduceOptions, RootOptions, TagOptions };
 export { MAX_TAG };
@@ -95,7 +105,7 @@ export class Communicator implements AsyncDisposable {
       hooks,
       inFlight,
       pickHost: (ctx, collective, bytes) =>
-        pickHostAlgorithm(collective, {
+        pickHostAlgorithm(collective as CollectiveName, {
           transport: ctx.transport.facts,
           bytes,
           size: ctx.size,
@@ -196,7 +206,7 @@ export class Communicator implements AsyncDisposable {
   bcast(buf: BufferLike, options?: RootOptions & AlgorithmOptions): Promise<void> {
     options ??= {};
     return this.#runner.repeat("bcast", buf, options) ??
-      this.#collective(() => this.#args.bcast(buf, options));
+      this.#collective(() => BCAST.check(this.#args, buf, options));
   }
 
   /**
@@ -208,7 +218,7 @@ export class Communicator implements AsyncDisposable {
   allreduce(buf: BufferLike, options?: ReduceOptions): Promise<void> {
     options ??= {};
     return this.#runner.repeat("allreduce", buf, options) ??
-      this.#collective(() => this.#args.allreduce(buf, options));
+      this.#collective(() => ALLREDUCE.check(this.#args, buf, options));
   }
 
   /**
@@ -220,7 +230,7 @@ export class Communicator implements AsyncDisposable {
   reduce(buf: BufferLike, options?: ReduceOptions & RootOptions): Promise<void> {
     options ??= {};
     return this.#runner.repeat("reduce", buf, options) ??
-      this.#collective(() => this.#args.reduce(buf, options));
+      this.#collective(() => REDUCE.check(this.#args, buf, options));
   }
 
   /**
@@ -232,7 +242,7 @@ export class Communicator implements AsyncDisposable {
    */
   allgather(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
     options ??= {};
-    return this.#collective(() => this.#args.allgather(send, recv, options));
+    return this.#collective(() => ALLGATHER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -248,7 +258,7 @@ export class Communicator implements AsyncDisposable {
     options?: Omit<ReduceOptions, "out">,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => this.#args.reduceScatter(send, recv, options));
+    return this.#collective(() => REDUCE_SCATTER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -261,7 +271,7 @@ export class Communicator implements AsyncDisposable {
    */
   alltoall(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
     options ??= {};
-    return this.#collective(() => this.#args.alltoall(send, recv, options));
+    return this.#collective(() => ALLTOALL.check(this.#args, send, recv, options));
   }
 
   /**
@@ -278,7 +288,7 @@ export class Communicator implements AsyncDisposable {
     options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => this.#args.rootBlocks("gather", send, recv, options));
+    return this.#collective(() => GATHER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -295,7 +305,7 @@ export class Communicator implements AsyncDisposable {
     options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => this.#args.rootBlocks("scatter", recv, send, options));
+    return this.#collective(() => SCATTER.check(this.#args, send, recv, options));
   }
 
   /**

@@ -10,12 +10,13 @@
  * @module
  */
 
-import type { CollectiveContext, Completion } from "../collectives/context.ts";
+import { COLLECTIVES, hostAlgorithm, type ReducingName } from "../collectives/collective_table.ts";
+import type { CollectiveContext } from "../collectives/context.ts";
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import type { TypedArray } from "../types.ts";
 
 /** The collectives that average. */
-export type Averaging = "allreduce" | "reduce" | "reduceScatter";
+export type Averaging = ReducingName;
 
 /** Scratch slots of the split terms (beyond the algorithms' and staging's). */
 const SLOT = 14;
@@ -38,37 +39,28 @@ function combine(wide: Int32Array, out: Int32Array, n: number): void {
   }
 }
 
-/** Elements of the result on this rank, from the input's length. */
-function resultLength(collective: Averaging, inLength: number, size: number): number {
-  return collective === "reduceScatter" ? inLength / size : inLength;
-}
-
-/** Runs the sum of split terms over host views; resolves once `out` holds the mean. */
-async function meanOnHost(
+/**
+ * Runs the sum of split terms over host views (the collective's host algorithm, bound as the
+ * collective binds its own); resolves once `output` holds the mean, on the ranks it writes.
+ */
+async function meanOnHost<C extends Averaging>(
   ctx: CollectiveContext,
-  collective: Averaging,
+  collective: C,
   input: Int32Array,
   output: Int32Array,
   root: number,
 ): Promise<void> {
-  const n = ctx.size;
+  const n = ctx.size, spec = COLLECTIVES[collective];
   const wide = ctx.scratch("i32", 2 * input.length, SLOT) as Int32Array;
   split(input, wide, n);
-  const bytes = wide.byteLength;
-  const out = resultLength(collective, input.length, n);
-  let pending: Completion;
-  let result = wide;
-  if (collective === "allreduce") {
-    pending = ctx.hostAlgorithm("allreduce", bytes)(ctx, wide, wide, "sum");
-  } else if (collective === "reduce") {
-    pending = ctx.hostAlgorithm("reduce", bytes)(ctx, wide, wide, "sum", root);
-  } else {
-    result = ctx.scratch("i32", 2 * out, SLOT + 1) as Int32Array;
-    pending = ctx.hostAlgorithm("reduceScatter", bytes)(ctx, wide, result, "sum");
-  }
+  // A reduce-scatter's output is one block of its input.
+  const blocked = spec.staging.blocked === "send";
+  const result = blocked ? ctx.scratch("i32", 2 * output.length, SLOT + 1) as Int32Array : wide;
+  const run = spec.bind(hostAlgorithm(ctx, collective, wide.byteLength), "sum", root);
+  const pending = run(ctx, wide, result);
   if (pending) await pending;
   // A reduce's other ranks keep their input as it was.
-  if (collective !== "reduce" || ctx.rank === root) combine(result, output, n);
+  if (spec.staging.writes?.(ctx.rank === root) ?? true) combine(result, output, n);
 }
 
 /** The exact mean's run on host views. */

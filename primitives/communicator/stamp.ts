@@ -6,23 +6,27 @@
  * @module
  */
 
-import { type CollectiveName, type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "../types.ts";
+import {
+  COLLECTIVE_LIST,
+  type CollectiveName,
+  COLLECTIVES,
+} from "../collectives/collective_table.ts";
+import { type Dtype, DTYPES, REDUCE_OPS, type ReduceOp } from "../types.ts";
 
 /** What a rank is doing: a point-to-point message or one of the collectives. */
 export type CallKind = "p2p" | CollectiveName | "barrier";
-/** Kinds by code: new ones go at the end, so the codes of the others never change. */
-const KINDS: readonly CallKind[] = [
-  "p2p",
-  "allreduce",
-  "bcast",
-  "reduce",
-  "allgather",
-  "reduceScatter",
-  "barrier",
-  "alltoall",
-  "gather",
-  "scatter",
-];
+/** The codes of the calls that are not collectives (each collective states its own). */
+const OTHER_CODES = { p2p: 0, barrier: 6 } as const;
+/** Kinds by code: a collective's spec states its code, so the codes never change. */
+const KINDS: readonly CallKind[] = (() => {
+  const kinds: CallKind[] = [];
+  for (const [kind, code] of Object.entries(OTHER_CODES)) kinds[code] = kind as CallKind;
+  for (const c of COLLECTIVE_LIST) {
+    if (kinds[c.code] !== undefined) throw new Error(`Two calls have stamp code ${c.code}`);
+    kinds[c.code] = c.name;
+  }
+  return kinds;
+})();
 
 /** The fields of a stamp. */
 export interface CallShape {
@@ -91,10 +95,11 @@ export function describeStamp(
   const s = shapeOf(stamp);
   if (s.kind === "barrier") return "barrier";
   if (s.kind === "p2p") return `a point-to-point message of ${s.dtype}`;
+  const spec = COLLECTIVES[s.kind];
   const parts = [
-    ...(s.kind === "allreduce" || s.kind === "reduce" || s.kind === "reduceScatter" ? [s.op] : []),
+    ...(spec.reduces ? [s.op] : []),
     `${s.count} × ${s.dtype}`,
-    ...(["bcast", "reduce", "gather", "scatter"].includes(s.kind) ? [`root ${s.root}`] : []),
+    ...(spec.rooted ? [`root ${s.root}`] : []),
     algorithmName(s.kind, s.algorithm) ?? `algorithm ${s.algorithm}`,
   ];
   return `${s.kind}(${parts.join(", ")})`;

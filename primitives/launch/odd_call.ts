@@ -9,6 +9,7 @@
 
 import { algorithmName } from "../registry.ts";
 import { describeStamp, shapeOf } from "../communicator/stamp.ts";
+import { COLLECTIVES } from "../collectives/collective_table.ts";
 
 /** A rank's latest collective calls, oldest first, as `[tag, stamp]` pairs. */
 export type CallHistory = readonly (readonly [number, number])[];
@@ -22,8 +23,6 @@ export interface OddCall {
   others: number[];
   theyCalled: string;
 }
-
-const ROOTED = new Set(["bcast", "reduce", "gather", "scatter"]);
 
 /** The odd rank among `histories` (by rank), or undefined when no two reported stamps differ. */
 export function oddCall(histories: ReadonlyMap<number, CallHistory>): OddCall | undefined {
@@ -40,7 +39,8 @@ export function oddCall(histories: ReadonlyMap<number, CallHistory>): OddCall | 
   const sides = [...byTag.get(first)!].map(([stamp, ranks]) => ({ stamp, ranks: ranks.sort() }));
   const selfRooted = (s: { stamp: number; ranks: number[] }) => {
     const shape = shapeOf(s.stamp);
-    return ROOTED.has(shape.kind) && s.ranks.includes(shape.root);
+    return shape.kind !== "p2p" && shape.kind !== "barrier" && COLLECTIVES[shape.kind].rooted &&
+      s.ranks.includes(shape.root);
   };
   sides.sort((a, b) =>
     b.ranks.length - a.ranks.length || Number(selfRooted(b)) - Number(selfRooted(a)) ||

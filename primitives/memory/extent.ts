@@ -50,6 +50,7 @@ export function sameBytes(a: CommBuffer, b: CommBuffer): boolean {
   return homeOf(a) === homeOf(b) && startOf(a) === startOf(b) && bytesIn(a) === bytesIn(b);
 }
 
-function bytesIn(buf: CommBuffer): number {
+/** Bytes of a buffer (what `auto` decides by). */
+export function bytesIn(buf: CommBuffer): number {
   return buf.length * DTYPE_INFO[buf.dtype].bytes;
 }

@@ -1,0 +1,48 @@
+/**
+ * allreduce: every rank's `input` reduced into `output` on every rank, in place or out of place
+ * (`{ out }`): MPI_Allreduce, ncclAllReduce.
+ * @module
+ */
+
+import type { BufferLike } from "../memory/comm_buffer.ts";
+import type { KernelOp, TypedArray } from "../types.ts";
+import type { CollectiveContext, Completion } from "./context.ts";
+import type { ReduceOptions } from "./options.ts";
+import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+
+/**
+ * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
+ * (in place) and is otherwise a distinct buffer of the same length and dtype.
+ */
+export type AllreduceRun<B = TypedArray> = (
+  ctx: CollectiveContext,
+  input: B,
+  output: B,
+  op: KernelOp,
+) => Completion;
+
+/** allreduce's spec. */
+export const ALLREDUCE = {
+  name: "allreduce",
+  code: 1,
+  rooted: false,
+  reduces: true,
+  staging: { inPlace: true, pickBy: "send", pipelines: true },
+  /** `buf` in place, or into `out`. */
+  check(args: ArgumentChecks, buf: BufferLike, options: ReduceOptions): CheckedCall<"allreduce"> {
+    const input = args.buffer(buf, "allreduce");
+    const output = args.output(input, options.out, "allreduce");
+    return {
+      collective: "allreduce",
+      buffers: [[input, false], [output, true]],
+      block: input,
+      op: args.op(options.op ?? "sum"),
+      algorithm: options.algorithm,
+      keep: { kind: "allreduce", buf, options },
+    };
+  },
+  bind: <B>(run: AllreduceRun<B>, op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>
+    run(ctx, a, b, op),
+  unbind: <B>(run: UniformRun<B>): AllreduceRun<B> => (ctx, input, output, op) =>
+    run(ctx, input, output, op, 0),
+} as const satisfies CollectiveSpec<"allreduce">;
