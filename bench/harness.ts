@@ -18,7 +18,7 @@ import {
   type TransportFacts,
 } from "../internal.ts";
 import { metrics, percentile, type ResultRow } from "./metrics.ts";
-import { type CaseOptions, type PrimitiveName, PRIMITIVES, type SizedCase } from "./cases.ts";
+import { type CaseOptions, cliName, type Primitive, PRIMITIVES, type SizedCase } from "./cases.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
 export type Timing = "back-to-back" | "per-iter";
@@ -29,7 +29,7 @@ export const TIMINGS: readonly Timing[] = ["back-to-back", "per-iter"];
 /** What one sweep measures. */
 export interface SweepOptions extends CaseOptions {
   /** The primitive measured. */
-  primitive: PrimitiveName;
+  primitive: Primitive;
   /** The transport's name (the rows carry it). */
   transport: string;
   /** Element counts, ascending, each already fitted to the primitive. */
@@ -363,7 +363,7 @@ function summarize(
   });
   const inPlace = Number.isNaN(perRank[0][5]) ? undefined : metrics(measured(5));
   const row: ResultRow = {
-    primitive: o.primitive,
+    primitive: cliName(o.primitive),
     transport: o.transport,
     memory: o.memory,
     algorithm: o.algorithm,

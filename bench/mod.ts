@@ -23,7 +23,7 @@
 export {
   type CaseOptions,
   type PreparedCase,
-  type PrimitiveName,
+  type Primitive,
   PRIMITIVES,
   type PrimitiveSpec,
   type SizedCase,

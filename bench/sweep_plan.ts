@@ -16,13 +16,13 @@ import {
   sideOfMemory,
   type TransportFacts,
 } from "../internal.ts";
-import { type PrimitiveName, PRIMITIVES } from "./cases.ts";
+import { cliName, type Primitive, PRIMITIVES } from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
 import { countForms, countOf, countsBetween } from "./sizes.ts";
 
 /** A sweep's choices as typed: the CLI's flag values, or the page's fields. */
 export interface SweepChoices {
-  primitive: PrimitiveName;
+  primitive: Primitive;
   /** The transport's facts (the caller chose it among those it can start). */
   transport: TransportFacts;
   /** Ranks in the group (processes × threads), already checked. */
@@ -142,7 +142,9 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   const counts = countsBetween(min, max, { factor, fit: (n) => spec.fit(n, procs) });
   if (counts.length === 0) {
     throw words.refuse(
-      `${words.field("max")} ${c.max} is too small: ${primitive} over ${procs} ranks needs at ` +
+      `${words.field("max")} ${c.max} is too small: ${
+        cliName(primitive)
+      } over ${procs} ranks needs at ` +
         `least ${procs} elements`,
     );
   }
@@ -180,7 +182,9 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
   const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
   // Each line fits a 120-column terminal, as the table does.
   return [
-    `dccl ${s.primitive}: ${group}, transport ${s.transport}, memory ${s.memory}${touched}`,
+    `dccl ${
+      cliName(s.primitive)
+    }: ${group}, transport ${s.transport}, memory ${s.memory}${touched}`,
     takes,
     (s.timing === "per-iter"
       ? "timing per-iter: a barrier, then each op timed alone on every rank"

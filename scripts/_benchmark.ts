@@ -7,7 +7,7 @@
 
 import type { HarnessArgs, HarnessSummary } from "../bench/sweep_rank.ts";
 import { run as runHarness } from "../deno/bench/cli_sweep_rank.ts";
-import type { PrimitiveName } from "../bench/cases.ts";
+import { cliName, type Primitive } from "../bench/cases.ts";
 import { describeSweep } from "../bench/sweep_plan.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../deno/launch/env_rank.ts";
@@ -59,7 +59,13 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       table: out.table,
       percentiles: plan.sweep.timing === "per-iter",
       ...(plan.format === "osu"
-        ? { osu: { primitive: plan.sweep.primitive, dtype: plan.sweep.dtype, full: plan.full } }
+        ? {
+          osu: {
+            primitive: cliName(plan.sweep.primitive),
+            dtype: plan.sweep.dtype,
+            full: plan.full,
+          },
+        }
         : {}),
       csv: plan.csv,
       json: plan.json,
@@ -119,10 +125,10 @@ export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefi
 }
 
 /** The task `deno task <primitive>`. */
-export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
+export function benchmarkTask(primitive: Primitive): Task<RunPlan> {
   return {
-    name: primitive,
-    summary: `Measures ${primitive} over a size sweep.`,
+    name: cliName(primitive),
+    summary: `Measures ${cliName(primitive)} over a size sweep.`,
     flags: BENCHMARK_FLAGS,
     habits: translateHabits,
     async plan(values, _, argv) {
@@ -136,7 +142,9 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
       const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
       const summary = await runPlan(plan, { table: true, metadata, signal });
       if (summary.wrong === 0) return 0;
-      console.error(`dccl ${primitive}: ${summary.wrong} wrong elements; see the wrong column`);
+      console.error(
+        `dccl ${cliName(primitive)}: ${summary.wrong} wrong elements; see the wrong column`,
+      );
       return 1;
     },
     stopped: stoppedRun,
@@ -144,6 +152,6 @@ export function benchmarkTask(primitive: PrimitiveName): Task<RunPlan> {
 }
 
 /** Entry point of `deno task <primitive>`; returns the exit code. */
-export function benchmarkMain(primitive: PrimitiveName, argv: string[]): Promise<number> {
+export function benchmarkMain(primitive: Primitive, argv: string[]): Promise<number> {
   return taskMain(benchmarkTask(primitive), argv);
 }

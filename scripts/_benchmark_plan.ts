@@ -5,7 +5,7 @@
  */
 
 import { type FootprintQuery, memoryNeeded, type SweepOptions, TIMINGS } from "../bench/harness.ts";
-import type { PrimitiveName } from "../bench/cases.ts";
+import type { Primitive } from "../bench/cases.ts";
 import { planSweep } from "../bench/sweep_plan.ts";
 import { HEAP_MAX_BYTES } from "../primitives/memory/heap.ts";
 import { type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
@@ -129,7 +129,7 @@ export interface PlanOptions {
 
 /** Turns flag values into a plan; throws UsageError for anything not accepted. */
 export function planRun(
-  primitive: PrimitiveName,
+  primitive: Primitive,
   v: Record<string, string | undefined>,
   options: PlanOptions = {},
 ): RunPlan {

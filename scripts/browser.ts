@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { cliName, type Primitive, PRIMITIVE_LIST } from "../bench/cases.ts";
 import { WEB_TRANSPORTS } from "../primitives/registry.ts";
 import { limitsInTab, sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
 import { limitsTable } from "../bench/limits/limits_table.ts";
@@ -57,11 +57,11 @@ const TAB_HEADER =
   "in headless Chromium: ranks are the tab's workers (or logical ranks on its GPU)";
 
 /** `deno task browser <primitive>`. */
-function benchmarkInTab(primitive: PrimitiveName): Task<RunPlan> {
+function benchmarkInTab(primitive: Primitive): Task<RunPlan> {
   return {
-    name: `browser ${primitive}`,
-    synopsis: `browser ${primitive}`,
-    summary: `Measures ${primitive} over a size sweep inside headless Chromium.`,
+    name: `browser ${cliName(primitive)}`,
+    synopsis: `browser ${cliName(primitive)}`,
+    summary: `Measures ${cliName(primitive)} over a size sweep inside headless Chromium.`,
     flags: BENCHMARK_FLAGS,
     async plan(values, _, argv) {
       const given = givenFlags(argv);
@@ -84,10 +84,12 @@ function benchmarkInTab(primitive: PrimitiveName): Task<RunPlan> {
         header: [...describe(plan), TAB_HEADER],
         csv: plan.csv,
         json: plan.json,
-        command: ["deno", "task", "browser", primitive, ...argv],
+        command: ["deno", "task", "browser", cliName(primitive), ...argv],
       }, signal);
       if (wrong === 0) return 0;
-      console.error(`dccl browser ${primitive}: ${wrong} wrong elements; see the wrong column`);
+      console.error(
+        `dccl browser ${cliName(primitive)}: ${wrong} wrong elements; see the wrong column`,
+      );
       return 1;
     },
     stopped: stoppedRun,
@@ -145,9 +147,9 @@ const LIMITS_IN_TAB: Task<Record<never, never>> = {
 };
 
 const [task, ...rest] = Deno.args;
-const tasks = [...Object.keys(PRIMITIVES), "train", "limits"];
-const isPrimitive = (name: string): name is PrimitiveName => Object.hasOwn(PRIMITIVES, name);
-if (task !== "train" && task !== "limits" && !(task !== undefined && isPrimitive(task))) {
+const tasks = [...PRIMITIVE_LIST.map(cliName), "train", "limits"];
+const primitive = task === undefined ? undefined : PRIMITIVE_LIST.find((p) => cliName(p) === task);
+if (task !== "train" && task !== "limits" && primitive === undefined) {
   console.error(
     `dccl browser: ${task === undefined ? "no task given" : `unknown task ${task}`}: expected ` +
       `${tasks.join(", ")} (deno task browser allreduce --procs 4 --transport shm)`,
@@ -155,8 +157,8 @@ if (task !== "train" && task !== "limits" && !(task !== undefined && isPrimitive
   Deno.exit(2);
 }
 Deno.exit(
-  await (isPrimitive(task)
-    ? taskMain(benchmarkInTab(task), rest)
+  await (primitive !== undefined
+    ? taskMain(benchmarkInTab(primitive), rest)
     : task === "limits"
     ? taskMain(LIMITS_IN_TAB, rest)
     : taskMain(TRAIN_IN_TAB, rest)),

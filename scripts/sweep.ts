@@ -6,7 +6,7 @@
  */
 
 import { stringify } from "../deno/files/csv_stringify.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { cliName, type Primitive, PRIMITIVE_LIST, primitiveNamed } from "../bench/cases.ts";
 import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
 import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
 import { boundsOf, checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
@@ -25,7 +25,8 @@ import { timeLeft } from "../bench/progress.ts";
 import { readResultsFile } from "../deno/bench/result_files.ts";
 import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
 
-const PRIMITIVE_NAMES = Object.keys(PRIMITIVES) as PrimitiveName[];
+/** The primitives as the CLI spells them. */
+const PRIMITIVE_NAMES = PRIMITIVE_LIST.map(cliName);
 const { procs: _procs, transport: _transport, memory: _memory, csv: _csv, json: _json, ...shared } =
   BENCHMARK_FLAGS;
 
@@ -53,7 +54,7 @@ const INDEX_COLUMNS = [
 
 interface SweepPlan {
   values: Record<string, string | undefined>;
-  primitives: PrimitiveName[];
+  primitives: Primitive[];
   transports: TransportName[];
   memory: MemoryKind[];
   procs: number[];
@@ -64,7 +65,7 @@ interface SweepPlan {
 async function combination(
   sweep: SweepPlan,
   name: string,
-  primitive: PrimitiveName,
+  primitive: Primitive,
   transport: TransportName,
   memory: MemoryKind,
   procs: number,
@@ -95,7 +96,8 @@ const SWEEP: Task<SweepPlan> = {
   plan(values) {
     const plan: SweepPlan = {
       values,
-      primitives: listOf("primitives", values.primitives!, PRIMITIVE_NAMES),
+      primitives: listOf("primitives", values.primitives!, PRIMITIVE_NAMES)
+        .map((p) => primitiveNamed(p)!),
       transports: listOf("transports", values.transports!, TRANSPORT_NAMES),
       memory: listOf("memory", values.memory!, MEMORY_KINDS),
       procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
@@ -134,8 +136,8 @@ const SWEEP: Task<SweepPlan> = {
         for (const memory of sweep.memory) {
           for (const procs of sweep.procs) {
             cell++;
-            const name = `${primitive}-${transport}-${memory}-${procs}`;
-            const axes = [primitive, transport, memory, procs];
+            const name = `${cliName(primitive)}-${transport}-${memory}-${procs}`;
+            const axes = [cliName(primitive), transport, memory, procs];
             const plan = await combination(sweep, name, primitive, transport, memory, procs);
             if (typeof plan === "string") {
               console.log(`skip ${name}: ${plan}`);

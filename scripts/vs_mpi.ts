@@ -11,7 +11,7 @@
 
 import { stringify } from "../deno/files/csv_stringify.ts";
 import { parse } from "csv-parse/sync";
-import { type PrimitiveName } from "../bench/cases.ts";
+import { type Primitive } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";
 import {
   clusterDown,
@@ -91,7 +91,7 @@ const FLAGS: Record<string, FlagSpec> = {
 };
 
 interface VsMpiPlan {
-  primitives: PrimitiveName[];
+  primitives: Primitive[];
   procs: number[];
   transport: TransportName;
   maxCount: number;
@@ -276,7 +276,7 @@ async function takeDownStaleCluster(): Promise<void> {
 /** dccl's side of one case: in this process's launcher, or as ranks on the cluster's hosts. */
 async function runDccl(o: {
   plan: VsMpiPlan;
-  primitive: PrimitiveName;
+  primitive: Primitive;
   procs: number;
   csv: string;
   argv: string[];

@@ -4,7 +4,7 @@ import type { CheckCase } from "./ranks/check_rank.ts";
 import { algorithmsFor } from "../primitives/auto.ts";
 import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import { sideOfMemory } from "../primitives/transports/transport.ts";
 import type { Dtype, MemoryKind, ReduceOp } from "../mod.ts";
 import type { TransportName } from "../deno/transport_table.ts";
@@ -36,7 +36,7 @@ export function matrix(
   const cases: CheckCase[] = [];
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>
     cases.push({ root: size - 1, ...c });
-  for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
+  for (const primitive of Object.keys(PRIMITIVES) as Primitive[]) {
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
       ? [

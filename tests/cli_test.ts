@@ -2,7 +2,7 @@
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import type { PrimitiveName } from "../bench/cases.ts";
+import type { Primitive } from "../bench/cases.ts";
 import { translateHabits } from "../scripts/_habits.ts";
 import {
   expandAliases,
@@ -14,7 +14,7 @@ import {
 } from "../scripts/_flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 
-const plan = (argv: string[], available = 64e9, task: PrimitiveName = "allreduce") =>
+const plan = (argv: string[], available = 64e9, task: Primitive = "allreduce") =>
   planRun(task, parseFlags(BENCHMARK_FLAGS, argv), {
     given: givenFlags(argv),
     availableBytes: available,

@@ -4,7 +4,7 @@ import { parse } from "csv-parse/sync";
 import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import { runPlan } from "../scripts/_benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
@@ -29,7 +29,7 @@ for (const transport of TRANSPORT_TABLE.launching("workers")) {
   for (const timing of ["back-to-back", "per-iter"] as const) {
     Deno.test(`harness: every primitive over ${transport}, ${timing}, rows exact`, async () => {
       const dir = Deno.makeTempDirSync();
-      for (const primitive of Object.keys(PRIMITIVES) as PrimitiveName[]) {
+      for (const primitive of Object.keys(PRIMITIVES) as Primitive[]) {
         const procs = primitive === "sendrecv" ? "2" : "3";
         const flags = parseFlags(BENCHMARK_FLAGS, [
           ...["--procs", procs, "--transport", transport, "--max", "5000", "--timing", timing],

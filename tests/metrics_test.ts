@@ -21,7 +21,7 @@ Deno.test("metrics: study's time formula, Gb/s, algbw, busbw", () => {
 Deno.test("metrics: nccl-tests bus factors", () => {
   assertEquals(PRIMITIVES.allreduce.busFactor(4), 1.5);
   assertEquals(PRIMITIVES.allgather.busFactor(4), 0.75);
-  assertEquals(PRIMITIVES.reduce_scatter.busFactor(8), 0.875);
+  assertEquals(PRIMITIVES.reduceScatter.busFactor(8), 0.875);
   for (const p of ["bcast", "reduce", "sendrecv"] as const) {
     assertEquals(PRIMITIVES[p].busFactor(8), 1);
   }

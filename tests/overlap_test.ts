@@ -17,7 +17,7 @@ const MESSAGES: Partial<Record<CheckCase["primitive"], string>> = {
   bcast: "binomial",
   reduce: "binomial",
   allgather: "ring",
-  reduce_scatter: "ring",
+  reduceScatter: "ring",
 };
 
 function cases(transport: TransportName, size: number, messages = false): CheckCase[] {
@@ -40,7 +40,7 @@ function cases(transport: TransportName, size: number, messages = false): CheckC
     c("reduce", 1 << 20, { op: "max", root: 1 }),
     c("sendrecv", 1 << 16, {}),
     c("allgather", 3000, { dtype: "i32" }),
-    c("reduce_scatter", 1 << 16, { dtype: "i32", op: "min" }),
+    c("reduceScatter", 1 << 16, { dtype: "i32", op: "min" }),
     c("bcast", 1 << 18, { root: 0 }),
     c("allreduce", 1 << 20, { dtype: wide }),
   ];

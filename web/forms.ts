@@ -10,7 +10,7 @@ import { algorithmsFor } from "../primitives/auto.ts";
 import { WEB_TRANSPORTS, type WebTransportName } from "../primitives/registry.ts";
 import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
 import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
-import { type PrimitiveName, PRIMITIVES } from "../bench/cases.ts";
+import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { SweepOptions } from "../bench/harness.ts";
 import { describeSweep, planSweep } from "../bench/sweep_plan.ts";
 import { DEVICES, type TrainConfig } from "../trainer/config.ts";
@@ -52,7 +52,7 @@ function integer(field: string, value: string, min: number, max: number): number
 
 /** The algorithms `primitive` can run on `transport` with `memory` (for the form's choices). */
 export function formAlgorithms(
-  primitive: PrimitiveName,
+  primitive: Primitive,
   transport: WebTransportName,
   memory: MemoryKind,
 ): string[] {
@@ -76,7 +76,7 @@ const FIELDS: Record<string, string> = { procs: "ranks", "step-factor": "step fa
  * the CLI plans one (bench/sweep_plan.ts); the header is the CLI's, and says it ran in a tab.
  */
 export function planFormSweep(v: Record<string, string>, tab: TabOffer): FormSweep {
-  const primitive = oneOf("primitive", v.primitive, Object.keys(PRIMITIVES) as PrimitiveName[]);
+  const primitive = oneOf("primitive", v.primitive, Object.keys(PRIMITIVES) as Primitive[]);
   const transport = WEB_TRANSPORTS.byName[oneOf("transport", v.transport, WEB_TRANSPORTS.names)];
   const procs = primitive === "sendrecv" ? 2 : integer("ranks", v.procs, 1, maxTabRanks(tab.cores));
   const { sweep, device } = planSweep({

@@ -7,7 +7,7 @@
 
 import type { TransportBounds } from "../../internal.ts";
 import type { ResultRow } from "../metrics.ts";
-import { type PrimitiveName, PRIMITIVES } from "../cases.ts";
+import { type Primitive, PRIMITIVES } from "../cases.ts";
 import { bytesName } from "../sizes.ts";
 import type { Sampled } from "./measure.ts";
 import type { BandwidthCurve, DeviceLimits } from "./probes.ts";
@@ -111,7 +111,7 @@ export interface RunShape {
  */
 export function sweepBounds(
   limits: MachineLimits | undefined,
-  run: { bounds: TransportBounds; primitive: PrimitiveName; procs: number },
+  run: { bounds: TransportBounds; primitive: Primitive; procs: number },
 ): RunBounds | null {
   const { bounds, primitive, procs } = run;
   const spec = PRIMITIVES[primitive];

@@ -10,7 +10,7 @@ import type { Communicator } from "../../primitives/communicator/communicator.ts
 import type { MemoryKind } from "../../primitives/types.ts";
 import {
   type PreparedCase,
-  type PrimitiveName,
+  type Primitive,
   PRIMITIVES,
   type SizedCase,
 } from "../../bench/cases.ts";
@@ -24,7 +24,7 @@ export const COMMAND_TAG = 1 << 29;
 
 /** One benchmarked case. */
 export interface BenchCase {
-  primitive: PrimitiveName;
+  primitive: Primitive;
   count: number;
 }
 
@@ -39,7 +39,7 @@ export interface BenchRankArgs {
 export class CaseRunner {
   readonly #comm: Communicator;
   readonly #args: BenchRankArgs;
-  #prepared: { primitive: PrimitiveName; buffers: PreparedCase } | undefined;
+  #prepared: { primitive: Primitive; buffers: PreparedCase } | undefined;
   #current: SizedCase | undefined;
 
   constructor(comm: Communicator, args: BenchRankArgs) {

@@ -21,7 +21,7 @@ import {
   COMMAND_TAG,
   MAILBOX,
 } from "./bench_ranks.ts";
-import { type PrimitiveName, PRIMITIVES } from "../../bench/cases.ts";
+import { type Primitive, PRIMITIVES } from "../../bench/cases.ts";
 import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../transport_table.ts";
 import { DEFAULT_TIMEOUT_MS, type MemoryKind } from "../../primitives/types.ts";
 
@@ -33,7 +33,7 @@ const SIZES = [
   { label: "64 MiB", count: 16_777_216, ops: 1 },
 ];
 
-const cases: BenchCase[] = (Object.keys(PRIMITIVES) as PrimitiveName[]).flatMap((primitive) =>
+const cases: BenchCase[] = (Object.keys(PRIMITIVES) as Primitive[]).flatMap((primitive) =>
   SIZES.map((s) => ({ primitive, count: s.count }))
 );
 const RANK_MODULE = new URL("./bench_ranks.ts", import.meta.url);

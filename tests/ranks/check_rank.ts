@@ -1,10 +1,10 @@
 // Rank program for the correctness matrix: runs every case it is given and returns the wrong
 // element counts (one per case), so the test sees every failure at once.
-import { type CaseOptions, type PrimitiveName, PRIMITIVES } from "../../bench/cases.ts";
+import { type CaseOptions, type Primitive, PRIMITIVES } from "../../bench/cases.ts";
 import type { Communicator } from "../../core.ts";
 
 export interface CheckCase extends CaseOptions {
-  primitive: PrimitiveName;
+  primitive: Primitive;
   count: number;
   /** Out-of-place runs twice to check that reused buffers and scratch stay correct. */
   repeat?: number;

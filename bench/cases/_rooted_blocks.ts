@@ -1,0 +1,46 @@
+/**
+ * The case gather and scatter share: a block on every rank, the whole on the root only (the other
+ * ranks pass none), in place the root's block of its whole.
+ * @module
+ */
+
+import { clearRecvFillSend, wrongInputs } from "../exact_inputs.ts";
+import { BETWEEN_BLOCKS, blockCase, collectiveFacts, wrongBlocks } from "./_buffers.ts";
+import type { PrimitiveSpec } from "./spec.ts";
+
+/** gather's case (`gathers`) or scatter's. */
+export function rootedBlocks(gathers: boolean): PrimitiveSpec {
+  return {
+    ...collectiveFacts(gathers ? "gather" : "scatter"),
+    inPlace: true,
+    ...BETWEEN_BLOCKS,
+    // The root writes every block but its own (gather), or each rank but the root its block.
+    work: (n) => ({ copy: (n - 1) / n, reduce: 0 }),
+    prepare(comm, maxCount, o) {
+      const { rank, size } = comm;
+      const isRoot = rank === o.root;
+      return blockCase(comm, maxCount, o, gathers, isRoot ? rank : undefined, (n, send, recv) => {
+        const options = { root: o.root, algorithm: o.algorithm };
+        const block = gathers ? send : recv, whole = gathers ? recv : send;
+        return {
+          buffers: isRoot ? [send, recv] : [block],
+          // The root's whole send (scatter) holds its inputs, elements 0 … size × n − 1.
+          fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+          run: () =>
+            gathers
+              ? comm.gather(send, isRoot ? recv : undefined, options)
+              : comm.scatter(isRoot ? send : undefined, recv, options),
+          wrong: async () => {
+            if (gathers) {
+              return await wrongInputs(send, o.op, rank, size) +
+                (isRoot ? await wrongBlocks(whole, n, size, o, (q) => [q, 0]) : 0);
+            }
+            // Rank r got block r of the root's inputs.
+            return await wrongInputs(recv, o.op, o.root, size, rank * n) +
+              (isRoot ? await wrongInputs(send, o.op, rank, size) : 0);
+          },
+        };
+      });
+    },
+  };
+}
