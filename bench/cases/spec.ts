@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { CommBuffer, Communicator, Dtype, MemoryKind, ReduceOp } from "../../core.ts";
+import type { Communicator, Dtype, MemoryKind, ReduceOp } from "../../core.ts";
 import type { CollectiveName, Side } from "../../internal.ts";
 
 /**
