@@ -1,9 +1,16 @@
 /**
- * dccl's internals, for programs that build on more than the communicator (the trainer's kernels,
- * tools that read the registry): the algorithm registry and `auto`, transport facts, the rank
- * heap, the WebGPU device and kernels, and element conversions. Runtime-neutral, as core.ts; the
- * Deno-only parts (the transport table with processes, the process launcher) are `./deno`.
- * They may change between minor versions.
+ * The library's internals for code that builds on it rather than calls it: the benchmark harness
+ * and the trainer (`./bench`, `./trainer`), the page, the CLI's tasks, and programs that add an
+ * algorithm, a collective or a transport. Each section says what it serves. Unlike `mod.ts` and
+ * `./core`, these may change between minor versions: a new algorithm or collective is written
+ * against them, and moves with them.
+ *
+ * It stays a published entry because the published types of `./bench`, `./trainer` and
+ * `./deno` name these types (a buffer's `TypedArray`, a run's `LinkCosts`, a harness case's
+ * `CollectiveName`), and a user reading them must be able to import what they name; and because
+ * the house imports the library only through its entries (tests/layout_test.ts), so what lies
+ * behind this one is what the house itself needs of the library, in one documented place
+ * (docs/design.md, "Entries").
  *
  * @example What `auto` picks for an allreduce of 1 MiB on 4 shm ranks
  * ```ts
@@ -16,6 +23,53 @@
  * @module
  */
 
+// Vocabulary: element types, ops, memory kinds, what algorithms need.
+export type { AlgorithmNeed, KernelOp, LinkCosts, Side, TypedArray } from "./primitives/types.ts";
+export {
+  DEFAULT_TIMEOUT_MS,
+  DEVICE_MEMORY,
+  DTYPE_INFO,
+  dtypeOf,
+  DTYPES,
+  MAX_BYTES,
+  MEMORY_KINDS,
+  REDUCE_OPS,
+} from "./primitives/types.ts";
+
+// Collectives: each one's spec and the table of them (a new collective's places).
+export {
+  COLLECTIVE_LIST,
+  COLLECTIVE_NAMES,
+  COLLECTIVES,
+  isCollective,
+  snakeCase,
+} from "./primitives/collectives/collective_table.ts";
+export type {
+  CollectiveName,
+  ReducingName,
+  Signatures,
+  Spec,
+} from "./primitives/collectives/collective_table.ts";
+export type {
+  ArgumentChecks,
+  BoundRun,
+  CheckedCall,
+  CollectiveSpec,
+  InPlaceForm,
+  Keep,
+  StagingShape,
+  UniformRun,
+} from "./primitives/collectives/spec.ts";
+export type { AllgatherRun } from "./primitives/collectives/allgather.ts";
+export type { AllreduceRun } from "./primitives/collectives/allreduce.ts";
+export type { AlltoallRun } from "./primitives/collectives/alltoall.ts";
+export type { BcastRun } from "./primitives/collectives/bcast.ts";
+export type { GatherRun } from "./primitives/collectives/gather.ts";
+export type { ReduceRun } from "./primitives/collectives/reduce.ts";
+export type { ReduceScatterRun } from "./primitives/collectives/reduce_scatter.ts";
+export type { ScatterRun } from "./primitives/collectives/scatter.ts";
+
+// Algorithms: descriptors, the registry, and how auto picks (a new algorithm's places).
 export {
   ALGORITHM_LIST,
   ALGORITHM_NAMES,
@@ -49,37 +103,8 @@ export type {
   Completion,
   HostAlgorithmPicker,
 } from "./primitives/collectives/context.ts";
-export {
-  COLLECTIVE_LIST,
-  COLLECTIVE_NAMES,
-  COLLECTIVES,
-  isCollective,
-  snakeCase,
-} from "./primitives/collectives/collective_table.ts";
-export type {
-  CollectiveName,
-  ReducingName,
-  Signatures,
-  Spec,
-} from "./primitives/collectives/collective_table.ts";
-export type {
-  ArgumentChecks,
-  BoundRun,
-  CheckedCall,
-  CollectiveSpec,
-  InPlaceForm,
-  Keep,
-  StagingShape,
-  UniformRun,
-} from "./primitives/collectives/spec.ts";
-export type { AllgatherRun } from "./primitives/collectives/allgather.ts";
-export type { AllreduceRun } from "./primitives/collectives/allreduce.ts";
-export type { AlltoallRun } from "./primitives/collectives/alltoall.ts";
-export type { BcastRun } from "./primitives/collectives/bcast.ts";
-export type { GatherRun } from "./primitives/collectives/gather.ts";
-export type { ReduceRun } from "./primitives/collectives/reduce.ts";
-export type { ReduceScatterRun } from "./primitives/collectives/reduce_scatter.ts";
-export type { ScatterRun } from "./primitives/collectives/scatter.ts";
+
+// Transports: the contract a transport implements (a new transport's places).
 export { needsDevice, sideOfMemory } from "./primitives/transports/transport.ts";
 export type {
   CallCheck,
@@ -99,36 +124,41 @@ export type {
   WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
-export type { AlgorithmNeed, KernelOp, LinkCosts, Side, TypedArray } from "./primitives/types.ts";
-export {
-  DEVICE_MEMORY,
-  DTYPE_INFO,
-  dtypeOf,
-  DTYPES,
-  MAX_BYTES,
-  MEMORY_KINDS,
-  REDUCE_OPS,
-} from "./primitives/types.ts";
-export { createHeapMemory, RankHeap } from "./primitives/memory/heap.ts";
-export { fromStored, toStored } from "./kernels/elements.ts";
+
+// Memory: the rank heap, the device, managed pages.
+export { createHeapMemory, HEAP_MAX_BYTES, RankHeap } from "./primitives/memory/heap.ts";
+export { RankMemory } from "./primitives/memory/rank_memory.ts";
+export type { BufferOwner } from "./primitives/memory/comm_buffer.ts";
+export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
+export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
+export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";
+export type { MigrationCount } from "./primitives/memory/managed.ts";
+
+// Kernels: the reductions, half precision, the limits' loops, their builds (the harness, the
+// trainer, `deno task limits` and the WebAssembly builds).
+export { fromStored, setValues, toStored } from "./kernels/elements.ts";
+export { fromHalf, halfKernels, reduce, toHalf } from "./kernels/reduce.ts";
+export { reduceReference } from "./kernels/reduce_reference.ts";
+export { reduceBuildName, reduceWat } from "./kernels/reduce_wat.ts";
+export type { Sharing } from "./kernels/reduce_wat.ts";
+export { halfHardwareWat, placeholdersIn, withConversions } from "./kernels/half_hardware_wat.ts";
 export {
   bestSimdBuild,
   limitsKernels,
   PEAK_FLOPS_PER_ITERATION,
   simdPeakGflops,
-} from "./kernels/limits.ts";
-export { fromHalf, halfKernels, toHalf } from "./kernels/reduce.ts";
-export type { LimitsKernels, SimdBuild } from "./kernels/limits.ts";
-export { GpuDevice, gpuUnavailable } from "./primitives/memory/gpu_device.ts";
-export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.ts";
-export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";
-export type { MigrationCount } from "./primitives/memory/managed.ts";
+} from "./kernels/limits_kernels.ts";
+export type { LimitsKernels, SimdBuild } from "./kernels/limits_kernels.ts";
+export { limitsWat } from "./kernels/limits_wat.ts";
 export { deviceRefusal, GpuKernels } from "./kernels/gpu_kernels.ts";
 export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
+
+// Launchers: ranks as workers or logical ranks, their reports, the platform they run on.
 export { launchThread } from "./primitives/launch/thread.ts";
 export type { ThreadOptions } from "./primitives/launch/thread.ts";
 export { launchWorkers } from "./primitives/launch/workers.ts";
 export type { HostPart } from "./primitives/launch/workers.ts";
+export { launchWebGroup } from "./primitives/launch/web_group.ts";
 export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
 export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";

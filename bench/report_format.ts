@@ -1,7 +1,7 @@
 /**
  * What a sweep's output looks like wherever it goes: the aligned table the CLI prints, the CSV
  * row (docs/design.md's columns) and the JSON sidecar document. Deno writes them to stdout and
- * files (deno/bench/sweep_writer.ts); a browser tab draws them on its page.
+ * files (deno/files/sweep_writer.ts); a browser tab draws them on its page.
  * @module
  */
 

@@ -1,7 +1,7 @@
 /**
  * What every benchmark's ranks run: each rank measures the sweep; rank 0 also reports it (like
  * nccl-tests' and OSU's rank 0) to the sink its runtime gives it — Deno's writes the table and
- * files (deno/bench/cli_sweep_rank.ts), a browser tab's draws them.
+ * files (scripts/bench/cli_sweep_rank.ts), a browser tab's draws them.
  * @module
  */
 

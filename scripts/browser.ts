@@ -7,16 +7,21 @@
  */
 
 import { cliName, type Primitive, PRIMITIVE_LIST } from "../bench/cases.ts";
-import { WEB_TRANSPORTS } from "../primitives/registry.ts";
-import { limitsInTab, sweepInTab, trainInTab } from "../deno/browser/tab_run.ts";
+import { WEB_TRANSPORTS } from "../internal.ts";
+import { limitsInTab, sweepInTab, trainInTab } from "./browser/tab_run.ts";
 import { limitsTable } from "../bench/limits/limits_table.ts";
-import { chromiumAvailable, ChromiumMissing } from "../deno/browser/chromium.ts";
-import { describe, stoppedRun } from "./_benchmark.ts";
-import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
-import { givenFlags, UsageError } from "./_flags.ts";
-import { describeTraining, planTraining, TRAIN_FLAGS, type TrainPlan } from "./_training_plan.ts";
-import { LAUNCH_FLAGS } from "./_launcher.ts";
-import { type Task, taskMain } from "./_task.ts";
+import { chromiumAvailable, ChromiumMissing } from "./browser/chromium.ts";
+import { describe, stoppedRun } from "./bench/benchmark.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./bench/benchmark_plan.ts";
+import { givenFlags, UsageError } from "./common/flags.ts";
+import {
+  describeTraining,
+  planTraining,
+  TRAIN_FLAGS,
+  type TrainPlan,
+} from "./train/training_plan.ts";
+import { LAUNCH_FLAGS } from "./common/launcher.ts";
+import { type Task, taskMain } from "./common/task.ts";
 
 /** The sweep's largest buffer in a tab unless `--max` says: a tab's heaps share one renderer. */
 const TAB_MAX = "16M";

@@ -1,5 +1,5 @@
 /**
- * `deno task cluster up|down|run`: a simulated cluster on this machine (deno/bench/cluster.ts) — hosts
+ * `deno task cluster up|down|run`: a simulated cluster on this machine (scripts/cluster/netns.ts) — hosts
  * as network namespaces with shaped links — and dccl tasks run on it through the env launcher.
  *
  *     deno task cluster up --hosts 4 --rate 5gbit
@@ -18,10 +18,10 @@ import {
   clusterProblem,
   clusterUp,
   holdCluster,
-} from "../deno/bench/cluster.ts";
-import { firstFailure, howItEnded, runOnCluster } from "../deno/bench/cluster_run.ts";
-import { type FlagSpec, integer, UsageError } from "./_flags.ts";
-import { type Task, taskMain } from "./_task.ts";
+} from "./cluster/netns.ts";
+import { firstFailure, howItEnded, runOnCluster } from "./cluster/cluster_run.ts";
+import { type FlagSpec, integer, UsageError } from "./common/flags.ts";
+import { type Task, taskMain } from "./common/task.ts";
 
 const ACTIONS = ["up", "down", "run"] as const;
 

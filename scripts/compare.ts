@@ -7,10 +7,10 @@
 
 import { dirname } from "node:path";
 import { DEFAULT_TOLERANCE } from "../bench/compare/crossover.ts";
-import { writeTogether } from "../deno/files/atomic_file.ts";
-import type { CompareJob, CompareOutcome, InputFile } from "./_compare_work.ts";
-import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./_flags.ts";
-import { MAX_PROCS, type Task, taskMain } from "./_task.ts";
+import { writeTogether } from "../deno/mod.ts";
+import type { CompareJob, CompareOutcome, InputFile } from "./compare/compare_work.ts";
+import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./common/flags.ts";
+import { MAX_PROCS, type Task, taskMain } from "./common/task.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
   out: {
@@ -95,9 +95,11 @@ const COMPARE: Task<ComparePlan> = {
   },
 };
 
-/** Runs `job` in the worker (_compare_work.ts); a signal terminates it and rejects at once. */
+/** Runs `job` in the worker (compare/compare_work.ts); a signal terminates it and rejects at once. */
 function inWorker(job: CompareJob, signal: AbortSignal): Promise<CompareOutcome> {
-  const worker = new Worker(new URL("./_compare_work.ts", import.meta.url), { type: "module" });
+  const worker = new Worker(new URL("./compare/compare_work.ts", import.meta.url), {
+    type: "module",
+  });
   return new Promise<CompareOutcome>((resolve, reject) => {
     const stop = () => reject(signal.reason);
     signal.addEventListener("abort", stop, { once: true });

@@ -1,7 +1,7 @@
 /**
  * `deno task limits [--refresh] [--keep-busy] [--json FILE]`: this machine's floors and ceilings —
  * the round trips no handoff can beat and the bandwidths no transfer can — measured once and kept
- * per machine (deno/bench/limits/this_machine.ts), then printed; every later run reads its rows
+ * per machine (scripts/limits/this_machine.ts), then printed; every later run reads its rows
  * against them (docs/measuring.md, "The machine's limits"). A sitting on a busy machine is printed
  * but not kept unless told; the table is printed before anything is kept, so a cache folder that
  * cannot be written loses nothing measured.
@@ -16,10 +16,10 @@ import {
   LimitsFileError,
   limitsPath,
   measureLimits,
-} from "../deno/bench/limits/this_machine.ts";
-import { ioReason, writeAtomically } from "../deno/files/atomic_file.ts";
-import { type FlagSpec, writableFile } from "./_flags.ts";
-import { type Task, taskMain } from "./_task.ts";
+} from "./limits/this_machine.ts";
+import { ioReason, writeAtomically } from "../deno/mod.ts";
+import { type FlagSpec, writableFile } from "./common/flags.ts";
+import { type Task, taskMain } from "./common/task.ts";
 
 const FLAGS: Record<string, FlagSpec> = {
   refresh: { help: "measure again, though this machine's limits are kept", boolean: true },

@@ -4,9 +4,9 @@
  * @module
  */
 
-import { servePage } from "../deno/browser/page_server.ts";
-import { integer } from "./_flags.ts";
-import { type Task, taskMain } from "./_task.ts";
+import { servePage } from "./browser/page_server.ts";
+import { integer } from "./common/flags.ts";
+import { type Task, taskMain } from "./common/task.ts";
 
 const SERVE: Task<{ port: number }> = {
   name: "serve",

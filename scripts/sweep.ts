@@ -5,15 +5,16 @@
  * @module
  */
 
-import { stringify } from "../deno/files/csv_stringify.ts";
+import { stringify } from "../deno/mod.ts";
 import { cliName, type Primitive, PRIMITIVE_LIST, primitiveNamed } from "../bench/cases.ts";
-import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
-import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
-import { boundsOf, checkDevice, runPlan, stoppedRun } from "./_benchmark.ts";
-import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./_benchmark_plan.ts";
-import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./_flags.ts";
-import { collectMetadata } from "./_metadata.ts";
-import { writeAtomically, writeTogether } from "../deno/files/atomic_file.ts";
+import { TRANSPORT_NAMES, type TransportName, TRANSPORTS } from "../deno/mod.ts";
+import { MEMORY_KINDS } from "../internal.ts";
+import { type MemoryKind } from "../core.ts";
+import { boundsOf, checkDevice, runPlan, stoppedRun } from "./bench/benchmark.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./bench/benchmark_plan.ts";
+import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./common/flags.ts";
+import { collectMetadata } from "./common/metadata.ts";
+import { writeAtomically, writeTogether } from "../deno/mod.ts";
 import { type FailedRun, renderHtml, renderSvg } from "../bench/compare/chart.ts";
 import {
   crossovers,
@@ -22,8 +23,8 @@ import {
   wrongResults,
 } from "../bench/compare/crossover.ts";
 import { timeLeft } from "../bench/progress.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
-import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./_task.ts";
+import { readResultsFile } from "../deno/mod.ts";
+import { Interrupted, MAX_PROCS, stoppedBy, type Task, taskMain } from "./common/task.ts";
 
 /** The primitives as the CLI spells them. */
 const PRIMITIVE_NAMES = PRIMITIVE_LIST.map(cliName);

@@ -4,11 +4,11 @@
  * @module
  */
 
-import { givenFlags } from "./_flags.ts";
-import { collectMetadata } from "./_metadata.ts";
-import { type Task, taskMain } from "./_task.ts";
-import { removeUncommitted } from "../deno/trainer/checkpoint.ts";
-import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./_training.ts";
+import { givenFlags } from "./common/flags.ts";
+import { collectMetadata } from "./common/metadata.ts";
+import { type Task, taskMain } from "./common/task.ts";
+import { removeUncommitted } from "../deno/mod.ts";
+import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./train/training.ts";
 
 const TRAIN: Task<TrainPlan> = {
   name: "train",

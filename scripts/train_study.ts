@@ -5,22 +5,29 @@
  * @module
  */
 
-import { launchGroup } from "../deno/launch/group.ts";
-import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
-import { gpuUnavailable } from "../primitives/memory/gpu_device.ts";
+import { launchGroup } from "../deno/mod.ts";
+import { TRANSPORT_TABLE } from "../deno/mod.ts";
+import { gpuUnavailable } from "../internal.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
-import { type FlagSpec, integer, oneOf, parseFlags, UsageError, writableFolder } from "./_flags.ts";
-import { collectMetadata } from "./_metadata.ts";
-import { type Task, taskMain } from "./_task.ts";
-import { planTraining, readData, runTraining, summaryOf, TRAIN_FLAGS } from "./_training.ts";
-import { batch } from "./studies/batch.ts";
-import { matmul } from "./studies/matmul.ts";
-import { memory } from "./studies/memory.ts";
-import { speedup } from "./studies/speedup.ts";
-import { strategies } from "./studies/strategies.ts";
-import { formatTable, type Study, type StudyContext, StudyFiles } from "./studies/study.ts";
-import { syncEvery } from "./studies/sync_every.ts";
+import {
+  type FlagSpec,
+  integer,
+  oneOf,
+  parseFlags,
+  UsageError,
+  writableFolder,
+} from "./common/flags.ts";
+import { collectMetadata } from "./common/metadata.ts";
+import { type Task, taskMain } from "./common/task.ts";
+import { planTraining, readData, runTraining, summaryOf, TRAIN_FLAGS } from "./train/training.ts";
+import { batch } from "./train/studies/batch.ts";
+import { matmul } from "./train/studies/matmul.ts";
+import { memory } from "./train/studies/memory.ts";
+import { speedup } from "./train/studies/speedup.ts";
+import { strategies } from "./train/studies/strategies.ts";
+import { formatTable, type Study, type StudyContext, StudyFiles } from "./train/studies/study.ts";
+import { syncEvery } from "./train/studies/sync_every.ts";
 
 /** Spread of a point's times, (max − min) / median, above which its row is flagged noisy. */
 const NOISY_SPREAD_PCT = 10;

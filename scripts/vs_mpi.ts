@@ -5,11 +5,11 @@
  * CSVs (`deno task compare` reads them) and a table gives dccl against Open MPI at every size,
  * with the ratio (above 1: dccl ahead). `--pairs N` measures both N times in alternating order
  * and decides each size ahead, behind or within noise. `--load N` runs N busy loops beside both
- * the whole time; `--cluster HOSTS` runs both across a simulated cluster (deno/bench/cluster.ts).
+ * the whole time; `--cluster HOSTS` runs both across a simulated cluster (scripts/cluster/netns.ts).
  * @module
  */
 
-import { stringify } from "../deno/files/csv_stringify.ts";
+import { stringify } from "../deno/mod.ts";
 import { parse } from "csv-parse/sync";
 import { type Primitive } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";
@@ -19,9 +19,9 @@ import {
   clusterProblem,
   clusterUp,
   holdCluster,
-} from "../deno/bench/cluster.ts";
-import { firstFailure, howItEnded, runOnCluster } from "../deno/bench/cluster_run.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
+} from "./cluster/netns.ts";
+import { firstFailure, howItEnded, runOnCluster } from "./cluster/cluster_run.ts";
+import { readResultsFile } from "../deno/mod.ts";
 import {
   buildHarness,
   busyLoops,
@@ -29,16 +29,16 @@ import {
   type PairedCase,
   ratioTable,
   runMpi,
-} from "../deno/bench/vs_mpi.ts";
-import { writeAtomically } from "../deno/files/atomic_file.ts";
+} from "./vs_mpi/open_mpi.ts";
+import { writeAtomically } from "../deno/mod.ts";
 import {
   PROCESS_TRANSPORTS,
   TRANSPORT_NAMES,
   type TransportName,
   TRANSPORTS,
-} from "../deno/transport_table.ts";
-import { runPlan } from "./_benchmark.ts";
-import { BENCHMARK_FLAGS, planRun } from "./_benchmark_plan.ts";
+} from "../deno/mod.ts";
+import { runPlan } from "./bench/benchmark.ts";
+import { BENCHMARK_FLAGS, planRun } from "./bench/benchmark_plan.ts";
 import {
   type FlagSpec,
   givenFlags,
@@ -48,9 +48,9 @@ import {
   size,
   UsageError,
   writableFolder,
-} from "./_flags.ts";
-import { collectMetadata } from "./_metadata.ts";
-import { type Task, taskMain } from "./_task.ts";
+} from "./common/flags.ts";
+import { collectMetadata } from "./common/metadata.ts";
+import { type Task, taskMain } from "./common/task.ts";
 
 /** What the harness measures, as dccl's tasks name them. */
 const PRIMITIVES = ["allreduce", "bcast", "reduce", "sendrecv"] as const;

@@ -1,6 +1,6 @@
 // A driver the browser-driver tests kill: it starts Chromium, opens a page, prints the profile
 // folder and waits until it is killed.
-import { Chromium } from "../deno/browser/chromium.ts";
+import { Chromium } from "../scripts/browser/chromium.ts";
 
 const chromium = await Chromium.launch();
 await chromium.page("data:text/html,<p>held</p>");

@@ -1,9 +1,9 @@
 // Test helper for the trainer: MNIST read once per test file (from ../shared/data/mnist where the
 // checkout sits beside it, as on CI; else the npm package the CLI uses by default), and training
 // runs planned from flag values like the CLI's, returning every rank's result.
-import { parseFlags } from "../scripts/_flags.ts";
-import { packagedMnistDir } from "../deno/trainer/mnist_folder.ts";
-import { planTraining, readData, runTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
+import { parseFlags } from "../scripts/common/flags.ts";
+import { packagedMnistDir } from "../deno/files/mnist_folder.ts";
+import { planTraining, readData, runTraining, TRAIN_FLAGS } from "../scripts/train/training.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import type { TrainRankResult } from "../trainer/training_run.ts";
 

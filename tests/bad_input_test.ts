@@ -3,9 +3,9 @@
 // failure instead of bad input (exit 2), and a dangling link as an output folder (a raw mkdir
 // error). Each is one line naming what was wrong, exit 2, nothing written.
 import { assert_, assertEquals } from "./_assert.ts";
-import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import { givenFlags, parseFlags, usage } from "../scripts/_flags.ts";
-import { TRAIN_FLAGS } from "../scripts/_training_plan.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
+import { givenFlags, parseFlags, usage } from "../scripts/common/flags.ts";
+import { TRAIN_FLAGS } from "../scripts/train/training_plan.ts";
 
 /** Runs `script` with `args` (and `env`, if given); resolves with its exit code and stderr. */
 async function task(script: string, args: string[], env?: Record<string, string>) {

@@ -2,7 +2,7 @@
 // driven over a pipe, so none of its processes listens on a TCP port; and after the driver ends —
 // closed, or SIGKILLed — no process of the run is alive and its profile folder is gone.
 import { assert_, assertEquals } from "./_assert.ts";
-import { Chromium, chromiumAvailable } from "../deno/browser/chromium.ts";
+import { Chromium, chromiumAvailable } from "../scripts/browser/chromium.ts";
 
 const AVAILABLE = await chromiumAvailable() && Deno.build.os === "linux";
 const MISSING = AVAILABLE ? "" : " (ignored: Debian's package chromium is not installed)";

@@ -9,8 +9,8 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { distinctBytes } from "./_png.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
-import { Chromium, chromiumAvailable, type ChromiumPage } from "../deno/browser/chromium.ts";
-import { servePage } from "../deno/browser/page_server.ts";
+import { Chromium, chromiumAvailable, type ChromiumPage } from "../scripts/browser/chromium.ts";
+import { servePage } from "../scripts/browser/page_server.ts";
 import { CSV_HEADER } from "../bench/report_format.ts";
 import { TRANSPORT_TABLE, type TransportName } from "../deno/transport_table.ts";
 

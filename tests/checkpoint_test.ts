@@ -1,12 +1,17 @@
-// Checkpoints (deno/trainer/checkpoint.ts) and elastic restarts (`--max-restarts`): a run killed in the
+// Checkpoints (deno/files/checkpoint.ts) and elastic restarts (`--max-restarts`): a run killed in the
 // middle of an epoch and resumed from its last checkpoint ends with the very parameters of a run
 // never stopped, bit for bit; the CLI restarts a group whose rank died and finishes with the
 // uninterrupted run's accuracy; bad checkpoint flags are one line.
 import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { MNIST, MNIST_DIR } from "./_train.ts";
-import { parseFlags } from "../scripts/_flags.ts";
-import { planTraining, runTraining, startTraining, TRAIN_FLAGS } from "../scripts/_training.ts";
-import type { CheckpointMeta } from "../deno/trainer/checkpoint.ts";
+import { parseFlags } from "../scripts/common/flags.ts";
+import {
+  planTraining,
+  runTraining,
+  startTraining,
+  TRAIN_FLAGS,
+} from "../scripts/train/training.ts";
+import type { CheckpointMeta } from "../deno/files/checkpoint.ts";
 
 const QUICK = ["--train-samples", "1200", "--test-samples", "200", "--batch", "20"];
 /** 300 steps an epoch: long enough to stop a run in the middle of one. */

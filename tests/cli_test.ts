@@ -1,9 +1,9 @@
 // The primitive tasks' command line: every flag, every bad value → a one-line error and exit 2,
 // sizes, memory refusal, and what the subprocess prints and writes.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
-import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
 import type { Primitive } from "../bench/cases.ts";
-import { translateHabits } from "../scripts/_habits.ts";
+import { translateHabits } from "../scripts/common/foreign_flags.ts";
 import {
   expandAliases,
   givenFlags,
@@ -11,7 +11,7 @@ import {
   size,
   UsageError,
   userPath,
-} from "../scripts/_flags.ts";
+} from "../scripts/common/flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 
 const plan = (argv: string[], available = 64e9, task: Primitive = "allreduce") =>

@@ -1,9 +1,14 @@
-// The simulated cluster (deno/bench/cluster.ts, `deno task cluster`): a collective and a short
+// The simulated cluster (scripts/cluster/netns.ts, `deno task cluster`): a collective and a short
 // training run across 2 hosts (network namespaces) through the env launcher, exact, and nothing
 // left behind after a run, an error or `down`. Where namespaces cannot be made (not root, no
 // `ip netns`), every test here is ignored, its name saying why.
 import { assert_, assertEquals } from "./_assert.ts";
-import { clusterDown, clusterLeftovers, clusterProblem, clusterUp } from "../deno/bench/cluster.ts";
+import {
+  clusterDown,
+  clusterLeftovers,
+  clusterProblem,
+  clusterUp,
+} from "../scripts/cluster/netns.ts";
 
 const problem = await clusterProblem();
 const NAME = `t${Deno.pid % 10000}`;

@@ -6,7 +6,7 @@ import type { PublishArgs } from "./ranks/publish_rank.ts";
 import { ROUNDS } from "./ranks/reuse_rank.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { schedulerCalls } from "../deno/platform/scheduler_calls.ts";
-import { heavyFence } from "../deno/platform/heavy_fence.ts";
+import { heavyFence } from "../deno/platform/membarrier.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
@@ -111,7 +111,7 @@ Deno.test({
   ignore: !LINUX_X86,
 }, async () => {
   // On x86-64 Linux with FFI, publications are plain stores and sleepers run membarrier
-  // (heavy_fence.ts); 3 × 50 000 calls with fresh values would show a reordering as stale data.
+  // (membarrier.ts); 3 × 50 000 calls with fresh values would show a reordering as stale data.
   assert_(heavyFence() !== undefined, "membarrier is available on Linux x86-64 with FFI");
   for (const size of [2, 3]) {
     const args: PublishArgs = { calls: 50_000, pauseEvery: 10_000 };

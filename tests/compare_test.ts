@@ -9,7 +9,7 @@ import {
   wrongResults,
 } from "../bench/compare/crossover.ts";
 import type { Point } from "../bench/compare/results.ts";
-import { readResultsFile as readResults } from "../deno/bench/result_files.ts";
+import { readResultsFile as readResults } from "../deno/files/result_files.ts";
 import {
   CHART_POINTS_PER_CURVE,
   chartSpec,

@@ -5,7 +5,7 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { crossovers } from "../bench/compare/crossover.ts";
 import { chartSpec } from "../bench/compare/chart.ts";
 import { twoCurves } from "./_curves.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
+import { readResultsFile } from "../deno/files/result_files.ts";
 
 Deno.test("compare: the fastest curve is never slower at the median than its runner-up", () => {
   // A is closer to the fastest on the log average; B is ahead at three sizes of five.

@@ -2,11 +2,11 @@
 // the table in nccl-tests' columns and footer within 120 columns, and `--format osu` in OSU's own
 // layout, each against the real layouts in tests/fixtures and read back by compare's readers.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
-import { translateHabits } from "../scripts/_habits.ts";
-import { UsageError } from "../scripts/_flags.ts";
+import { translateHabits } from "../scripts/common/foreign_flags.ts";
+import { UsageError } from "../scripts/common/flags.ts";
 import { osuLayout, tableLayout } from "../bench/report_format.ts";
 import type { ResultRow } from "../bench/metrics.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
+import { readResultsFile } from "../deno/files/result_files.ts";
 
 const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
 

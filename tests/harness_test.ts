@@ -6,9 +6,9 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
-import { runPlan } from "../scripts/_benchmark.ts";
-import { BENCHMARK_FLAGS, planRun } from "../scripts/_benchmark_plan.ts";
-import { parseFlags } from "../scripts/_flags.ts";
+import { runPlan } from "../scripts/bench/benchmark.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
+import { parseFlags } from "../scripts/common/flags.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 
 const metadata: RunMetadata = {

@@ -7,7 +7,7 @@ import { assert_, assertEquals } from "./_assert.ts";
 import { limitsProblem } from "../bench/limits/limits_check.ts";
 import { limitLines, type MachineLimits, sweepBounds } from "../bench/limits/machine_limits.ts";
 import type { ResultRow } from "../bench/metrics.ts";
-import { fingerprintOf, machineFacts } from "../deno/bench/limits/this_machine.ts";
+import { fingerprintOf, machineFacts } from "../scripts/limits/this_machine.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
 import { taskWithCache } from "./_cache_task.ts";
 

@@ -24,14 +24,14 @@ import {
   LIMITS_PLAIN_WASM_BASE64,
   LIMITS_RELAXED_WASM_BASE64,
 } from "../kernels/limits_wasm_bytes.generated.ts";
-import { compileLimitsWasm } from "../deno/build/limits_wasm.ts";
-import { bestSimdBuild, limitsKernels } from "../kernels/limits.ts";
+import { compileLimitsWasm } from "../scripts/build/limits_wasm.ts";
+import { bestSimdBuild, limitsKernels } from "../kernels/limits_kernels.ts";
 import {
   compileHalfHardwareWasm,
   compileReduceWasm,
   REDUCE_BUILDS,
-} from "../deno/build/reduce_wasm.ts";
-import { toBase64Lines } from "../deno/build/wat_compiler.ts";
+} from "../scripts/build/reduce_wasm.ts";
+import { toBase64Lines } from "../scripts/build/wat_compiler.ts";
 import { reduceBuildName, type Sharing } from "../kernels/reduce_wat.ts";
 import { createHeapMemory, heapBuffer, memoryOf, privateView } from "../primitives/memory/heap.ts";
 import {

@@ -5,7 +5,7 @@
 // and every repository path a comment or a doc names exists.
 import { assertEquals } from "./_assert.ts";
 import { TRANSPORT_NAMES } from "../deno/transport_table.ts";
-import { bundlePage, PAGE_ENTRIES } from "../deno/browser/page_server.ts";
+import { bundlePage, PAGE_ENTRIES } from "../scripts/browser/page_server.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ENTRY_FOLDERS = [
@@ -43,10 +43,8 @@ const LAYERS: [string, RegExp][] = [
   ["deno/transport_table.ts", /^deno\/transport_table\.ts$/],
   ["deno/launch", /^deno\/launch\//],
   ["mod.ts", /^mod\.ts$/],
-  [
-    "deno/bench, deno/trainer, deno/build, deno/browser, deno/mod.ts",
-    /^deno\/((bench|trainer|build|browser)\/|mod\.ts$)/,
-  ],
+  ["deno/mod.ts", /^deno\/mod\.ts$/],
+  ["scripts/common", /^scripts\/common\//],
   ["scripts", /^scripts\//],
 ];
 const WEB_LINE = LAYERS.findIndex(([name]) => name === "deno/platform");
@@ -155,12 +153,15 @@ Deno.test("layout: every import points to its own layer or one below", () => {
   assertEquals(upward, []);
 });
 
-Deno.test("layout: the core trainer and bench use the library through its entries, and stay apart", () => {
-  // The library is primitives/ and kernels/; its entries are core.ts and internal.ts.
+Deno.test("layout: what builds on the library uses it through its entries, and the trainer and bench stay apart", () => {
+  // The core library is primitives/ and kernels/, its entries core.ts and internal.ts; the Deno
+  // runtime is deno/, its entries mod.ts and deno/mod.ts.
   const library = /^(primitives|kernels)\//;
+  const runtime = /^deno\/(?!mod\.ts$)/;
   const crossings = [...graph].flatMap(([from, deps]) =>
     deps.filter((to) =>
-      (/^(trainer|bench)\//.test(from) && library.test(to)) ||
+      (/^(trainer|bench|web|scripts)\//.test(from) && library.test(to)) ||
+      (from.startsWith("scripts/") && runtime.test(to)) ||
       (from.startsWith("trainer/") && to.startsWith("bench/")) ||
       (from.startsWith("bench/") && to.startsWith("trainer/"))
     ).map((to) => `${from} -> ${to}`)
@@ -226,7 +227,7 @@ Deno.test("layout: only a transport's own files and the registries name a transp
     })[a-z_]*\\.ts)$`,
   );
   // A probe of one transport's wire (bench/README.md) names what it probes.
-  const probes = /^deno\/bench\/probes\//;
+  const probes = /^scripts\/limits\/probes\//;
   const named = SOURCES.filter((p) => !own.test(p) && !probes.test(p)).flatMap((path) =>
     codeLines(path).filter(([, code]) =>
       !/^\s*(import|export) .* from /.test(code) && literal.test(code)

@@ -14,7 +14,7 @@ import { chartSpec } from "../bench/compare/chart.ts";
 import { toCurves } from "../bench/compare/crossover.ts";
 import type { Point } from "../bench/compare/results.ts";
 import type { ResultRow } from "../bench/metrics.ts";
-import { fingerprintOf, machineFacts } from "../deno/bench/limits/this_machine.ts";
+import { fingerprintOf, machineFacts } from "../scripts/limits/this_machine.ts";
 import { TRANSPORTS } from "../deno/transport_table.ts";
 import { taskWithCache } from "./_cache_task.ts";
 

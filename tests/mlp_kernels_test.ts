@@ -7,8 +7,8 @@ import {
   MLP_PLAIN_WASM_BASE64,
   MLP_RELAXED_WASM_BASE64,
 } from "../trainer/kernels/mlp_wasm_bytes.generated.ts";
-import { compileMlpWasm } from "../deno/build/mlp_wasm.ts";
-import { toBase64Lines } from "../deno/build/wat_compiler.ts";
+import { compileMlpWasm } from "../scripts/build/mlp_wasm.ts";
+import { toBase64Lines } from "../scripts/build/wat_compiler.ts";
 import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
 import type { MlpBuild } from "../trainer/kernels/mlp_wat.ts";
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";

@@ -2,11 +2,11 @@
 // runs with a core per rank and held to [0, 1]; the chart has a title, the ideal lines and integer
 // rank ticks. The matmul study's rank program on the CPU and on the device.
 import { assert_, assertEquals } from "./_assert.ts";
-import { amdahlFit, speedupChart } from "../scripts/studies/speedup.ts";
-import { accuracyScale } from "../scripts/studies/study.ts";
+import { amdahlFit, speedupChart } from "../scripts/train/studies/speedup.ts";
+import { accuracyScale } from "../scripts/train/studies/study.ts";
 import { specToSvg } from "../bench/compare/chart.ts";
 import { launchGroup } from "../deno/launch/group.ts";
-import type { MatmulArgs, MatmulResult } from "../trainer/matmul.ts";
+import type { MatmulArgs, MatmulResult } from "../trainer/gemm_sweep.ts";
 import { gpuTest } from "./_gpu.ts";
 
 /** Times of a program whose serial fraction is `f`, at 1, 2, 4 and 8 ranks. */
@@ -53,7 +53,7 @@ Deno.test("study charts: an accuracy axis spans at least 10 points, within 0–1
 });
 
 Deno.test("matmul: the sweep times the trainer's WebAssembly GEMM at each size against the SIMD peak", async () => {
-  const module = new URL("../trainer/matmul.ts", import.meta.url);
+  const module = new URL("../trainer/gemm_sweep.ts", import.meta.url);
   const args: MatmulArgs = { device: "cpu", sizes: [16, 64], ms: 20 };
   const [r] = await launchGroup<MatmulResult>(module, { size: 1, transport: "shm", args }).results;
   assert_(/^WebAssembly \((relaxed|plain) SIMD\)$/.test(r.kernels), r.kernels);
@@ -68,7 +68,7 @@ Deno.test("matmul: the sweep times the trainer's WebAssembly GEMM at each size a
 gpuTest(
   "matmul: the sweep times the trainer's WGSL GEMM against the device's FMA peak",
   async () => {
-    const module = new URL("../trainer/matmul.ts", import.meta.url);
+    const module = new URL("../trainer/gemm_sweep.ts", import.meta.url);
     const args: MatmulArgs = { device: "gpu", sizes: [16], ms: 10 };
     const [r] = await launchGroup<MatmulResult>(module, {
       size: 1,

@@ -3,9 +3,9 @@
 // made. Skipped, saying why, where Open MPI is not installed; without it the task says how to
 // install it.
 import { assert_, assertEquals } from "./_assert.ts";
-import { mpiMissing } from "../deno/bench/vs_mpi.ts";
-import { clusterLeftovers, clusterProblem, clusterUp } from "../deno/bench/cluster.ts";
-import { readResultsFile } from "../deno/bench/result_files.ts";
+import { mpiMissing } from "../scripts/vs_mpi/open_mpi.ts";
+import { clusterLeftovers, clusterProblem, clusterUp } from "../scripts/cluster/netns.ts";
+import { readResultsFile } from "../deno/files/result_files.ts";
 
 const MISSING = await mpiMissing();
 const NO_CLUSTER = MISSING ?? await clusterProblem();

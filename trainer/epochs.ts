@@ -1,7 +1,7 @@
 /**
  * A training run's epochs and totals as every runtime shows them: the row of one epoch, its CSV
  * columns, the aligned line the CLI prints, the progress bar's text and the run's summary. Deno
- * prints and writes them (deno/trainer/train_writer.ts); a browser tab draws them.
+ * prints and writes them (deno/files/train_writer.ts); a browser tab draws them.
  * @module
  */
 

@@ -1,6 +1,6 @@
 /**
  * MNIST in IDX format: the four files, raw or gzipped, from wherever the runtime reads them (a
- * folder on Deno, deno/trainer/mnist_folder.ts; a server on the web). Images stay bytes (0–255),
+ * folder on Deno, deno/files/mnist_folder.ts; a server on the web). Images stay bytes (0–255),
  * in a shared WebAssembly memory that worker ranks share and kernels read directly; batches
  * scale them to [0, 1] as they are gathered.
  * @module

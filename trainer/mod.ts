@@ -3,7 +3,7 @@
  * synchronise over dccl's collectives (gradient buckets allreduced during the backward pass,
  * local SGD, a parameter server), the run's epochs and summary, and MNIST from any source of its
  * IDX files. Runtime-neutral: `train` runs on any rank a runtime gives it data and an observer
- * for (Deno's rank program is deno/trainer/cli_train_rank.ts; `deno task train` runs it).
+ * for (Deno's rank program is scripts/train/cli_train_rank.ts; `deno task train` runs it).
  *
  * @example The layout of the trainer's default model
  * ```ts

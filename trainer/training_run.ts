@@ -2,8 +2,8 @@
  * A training run on one rank, in any runtime: builds the engine, runs the strategy epoch by epoch,
  * evaluates on the test set (sharded over ranks), and aggregates every epoch's scores and time
  * split over ranks; rank 0 reports to its runtime's observer. With checkpoints (Deno's:
- * deno/trainer/checkpoint.ts) it writes them as it goes and, with `resume`, first goes back to
- * the last one. Deno's rank program is deno/trainer/cli_train_rank.ts.
+ * deno/files/checkpoint.ts) it writes them as it goes and, with `resume`, first goes back to
+ * the last one. Deno's rank program is scripts/train/cli_train_rank.ts.
  * @module
  */
 

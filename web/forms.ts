@@ -6,10 +6,12 @@
  * @module
  */
 
-import { algorithmsFor } from "../primitives/auto.ts";
-import { WEB_TRANSPORTS, type WebTransportName } from "../primitives/registry.ts";
-import { needsDevice, sideOfMemory } from "../primitives/transports/transport.ts";
-import { MEMORY_KINDS, type MemoryKind } from "../primitives/types.ts";
+import { algorithmsFor } from "../internal.ts";
+import { WEB_TRANSPORTS } from "../internal.ts";
+import { type WebTransportName } from "../core.ts";
+import { needsDevice, sideOfMemory } from "../internal.ts";
+import { MEMORY_KINDS } from "../internal.ts";
+import { type MemoryKind } from "../core.ts";
 import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { SweepOptions } from "../bench/harness.ts";
 import { describeSweep, planSweep } from "../bench/sweep_plan.ts";

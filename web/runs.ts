@@ -6,8 +6,9 @@
  * @module
  */
 
-import { launchWebGroup, type WebGroupOptions } from "../primitives/launch/web_group.ts";
-import type { WebTransportName } from "../primitives/registry.ts";
+import { launchWebGroup } from "../internal.ts";
+import type { WebGroupOptions } from "../core.ts";
+import type { WebTransportName } from "../core.ts";
 import type { SizeResult, SweepOptions } from "../bench/harness.ts";
 import type { HarnessSummary } from "../bench/sweep_rank.ts";
 import type { ReportOptions, RunMetadata } from "../bench/report_format.ts";
@@ -20,7 +21,7 @@ import type { SweepMessage, WebHarnessArgs } from "./tab_sweep_rank.ts";
 import type { TrainMessage, WebTrainArgs } from "./tab_train_rank.ts";
 
 /**
- * The entry modules in a bundle whose root is `root` (deno/browser/page_server.ts builds it, each
+ * The entry modules in a bundle whose root is `root` (scripts/browser/page_server.ts builds it, each
  * entry where its source is in the repository).
  */
 export function bundleEntries(root: URL) {

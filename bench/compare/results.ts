@@ -4,7 +4,7 @@
  * {@linkcode Point}s: one size of one curve, with time per op, payload Gb/s and wrong elements.
  * Files are read as streams, a point at a time, so a file of millions of rows takes little memory
  * (a JSON sidecar, which holds one run, is read whole). A file is anything with a name and a
- * stream of its bytes: a `File` a page was handed, or a file on disk (deno/bench/result_files.ts).
+ * stream of its bytes: a `File` a page was handed, or a file on disk (deno/files/result_files.ts).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /*
- * Open MPI's side of `deno task vs-mpi` (deno/bench/vs_mpi.ts builds it with mpicc): the
+ * Open MPI's side of `deno task vs-mpi` (scripts/vs_mpi/open_mpi.ts builds it with mpicc): the
  * collectives dccl measures, timed and checked the way dccl's harness does, written as rows of
  * dccl's own CSV so that `deno task compare` reads both.
  *

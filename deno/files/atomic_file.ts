@@ -11,6 +11,7 @@ import { basename, dirname } from "node:path";
 
 /** A file could not be written: `cannot write <path>: <why>`. */
 export class OutputError extends Error {
+  /** Always `OutputError`. */
   override name = "OutputError";
   /** The file that could not be written. */
   readonly path: string;

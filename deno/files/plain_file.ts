@@ -10,6 +10,7 @@ import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 
 
 /** A file that is not a plain file to read, or cannot be read: the message is one clause. */
 export class PlainFileError extends Error {
+  /** Always `PlainFileError`. */
   override name = "PlainFileError";
 }
 

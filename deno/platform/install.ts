@@ -7,7 +7,7 @@
  */
 
 import { installPlatform } from "../../primitives/platform.ts";
-import { heavyFence } from "./heavy_fence.ts";
+import { heavyFence } from "./membarrier.ts";
 import { boundToCpu, crowded, schedulerCalls } from "./scheduler_calls.ts";
 
 /**

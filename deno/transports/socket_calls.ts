@@ -14,7 +14,7 @@
  */
 
 /** `recv`'s and `send`'s answer when the socket has nothing to give or no room. */
-export const WOULD_BLOCK = -1;
+export const WOULD_BLOCK: number = -1;
 /** `poll` events. */
 export const POLLIN = 0x1, POLLOUT = 0x4;
 

@@ -32,6 +32,7 @@ export class RankMemory implements BufferOwner {
   /** Migrations of every managed buffer of this rank. */
   readonly migrations: MigrationCount = { migrations: 0, bytes: 0 };
 
+  /** A rank's memory over `heap`, with its device `gpu` when it has one. */
   constructor(heap: RankHeap, gpu?: GpuDevice) {
     this.heap = heap;
     this.gpu = gpu;

@@ -5,7 +5,7 @@ import type { Communicator } from "../../mod.ts";
 import { CpuEngine } from "../../trainer/cpu_engine.ts";
 import type { Engine } from "../../trainer/engine.ts";
 import { GpuEngine } from "../../trainer/gpu_engine.ts";
-import { loadMnistFolder } from "../../deno/trainer/mnist_folder.ts";
+import { loadMnistFolder } from "../../deno/files/mnist_folder.ts";
 import { type Activation, MlpLayout } from "../../trainer/model.ts";
 import { maxDiff } from "../_train.ts";
 

@@ -27,9 +27,10 @@ import {
 import { renderSvg, specToSvg } from "../../bench/compare/chart.ts";
 import { PRIMITIVES } from "../../bench/cases.ts";
 import { type GpuSplit, gpuSplit } from "../../bench/gpu_split.ts";
-import { GpuDevice } from "../../primitives/memory/gpu_device.ts";
-import { WEB_TRANSPORTS, type WebTransportName } from "../../primitives/registry.ts";
-import { DTYPES, REDUCE_OPS } from "../../primitives/types.ts";
+import { GpuDevice } from "../../internal.ts";
+import { WEB_TRANSPORTS } from "../../internal.ts";
+import { type WebTransportName } from "../../core.ts";
+import { DTYPES, REDUCE_OPS } from "../../internal.ts";
 import { loadMnist, type Mnist } from "../../trainer/mnist.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";

@@ -1,0 +1,157 @@
+/**
+ * One primitive's benchmark as a task (`deno task allreduce …`): its plan (benchmark_plan.ts)
+ * run by ranks running the harness, every rank counting wrong elements. `sweep` runs each
+ * combination it measures with {@linkcode runPlan}.
+ * @module
+ */
+
+import type { HarnessArgs, HarnessSummary } from "../../bench/sweep_rank.ts";
+import { run as runHarness } from "./cli_sweep_rank.ts";
+import { cliName, type Primitive } from "../../bench/cases.ts";
+import { describeSweep } from "../../bench/sweep_plan.ts";
+import type { RunMetadata } from "../../bench/report_format.ts";
+import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
+import { launchGroup } from "../../deno/mod.ts";
+import { TRANSPORTS } from "../../deno/mod.ts";
+import { type RunBounds, sweepBounds } from "../../bench/limits/machine_limits.ts";
+import { keptLimits, LimitsFileError } from "../limits/this_machine.ts";
+import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./benchmark_plan.ts";
+import { givenFlags, UsageError } from "../common/flags.ts";
+import { translateHabits } from "../common/foreign_flags.ts";
+import { collectMetadata } from "../common/metadata.ts";
+import { requireDevice, type Task, taskMain } from "../common/task.ts";
+
+/** The lines above the table: what ran, how it was timed, and the units. */
+export function describe(plan: RunPlan): string[] {
+  return describeSweep(plan.sweep, { ...plan, transport: TRANSPORTS[plan.transport] });
+}
+
+/** Output choices of {@linkcode runPlan}. */
+export interface RunOutput {
+  table: boolean;
+  metadata: RunMetadata;
+  signal?: AbortSignal;
+}
+
+/**
+ * What bounds `plan`'s run on this machine (its transport's limits, as `deno task limits` kept
+ * them), or null where they were not measured; a UsageError (bad input: the run does not start)
+ * naming a kept file that does not hold limits.
+ */
+export function boundsOf(plan: RunPlan): RunBounds | null {
+  const { bounds } = TRANSPORTS[plan.transport];
+  let limits;
+  try {
+    limits = keptLimits();
+  } catch (e) {
+    throw e instanceof LimitsFileError ? new UsageError(e.message) : e;
+  }
+  return sweepBounds(limits, { bounds, primitive: plan.sweep.primitive, procs: plan.procs });
+}
+
+/** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */
+export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSummary> {
+  const bounds = boundsOf(plan);
+  const args: HarnessArgs = {
+    sweep: { ...plan.sweep, bounds: bounds ?? undefined },
+    report: {
+      header: describe(plan),
+      table: out.table,
+      percentiles: plan.sweep.timing === "per-iter",
+      ...(plan.format === "osu"
+        ? {
+          osu: {
+            primitive: cliName(plan.sweep.primitive),
+            dtype: plan.sweep.dtype,
+            full: plan.full,
+          },
+        }
+        : {}),
+      csv: plan.csv,
+      json: plan.json,
+      counts: plan.sweep.counts,
+      metadata: { ...out.metadata, limits: bounds },
+      bounds,
+    },
+  };
+  const module = new URL("./cli_sweep_rank.ts", import.meta.url);
+  if (plan.launcher === "env") {
+    // This process is one of a group an external launcher started: its rank, or its threads.
+    const options = { timeoutMs: plan.timeoutMs, gpu: plan.device, bind: plan.bind };
+    if (plan.threads > 1) {
+      const transport = plan.transport, threads = plan.threads;
+      const group = launchFromEnv<HarnessSummary>(module, { ...options, transport, threads, args });
+      return (await group.results)[0];
+    }
+    await using comm = await joinFromEnv({ ...options, transport: plan.transport });
+    return await runHarness(comm, args);
+  }
+  const group = launchGroup<HarnessSummary>(module, {
+    size: plan.processes,
+    threads: plan.threads,
+    transport: plan.transport,
+    timeoutMs: plan.timeoutMs,
+    args,
+    signal: out.signal,
+    bind: plan.bind,
+    gpu: plan.device,
+  });
+  return (await group.results)[0];
+}
+
+/** A UsageError when `plan` needs a WebGPU device and none can be opened. */
+export function checkDevice(plan: RunPlan): Promise<void> {
+  const { transport, sweep: { memory } } = plan;
+  const what = TRANSPORTS[transport].needsDevice
+    ? `--transport ${transport}`
+    : `--memory ${memory}`;
+  return requireDevice(plan.device, what);
+}
+
+/** When this process began: a CSV older than it was not written by this run. */
+const STARTED_AT = Date.now();
+
+/**
+ * What a stopped run says it leaves: an interrupted one keeps its complete rows, where it wrote
+ * any (its CSV is written with its header as the sweep starts).
+ */
+export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefined {
+  if (!interrupted || !plan.csv) return undefined;
+  let written = false;
+  try {
+    written = (Deno.statSync(plan.csv).mtime?.getTime() ?? 0) >= STARTED_AT - 1000;
+  } catch { /* no CSV */ }
+  return written ? `; ${plan.csv} holds the complete rows` : `; nothing was written to ${plan.csv}`;
+}
+
+/** The task `deno task <primitive>`. */
+export function benchmarkTask(primitive: Primitive): Task<RunPlan> {
+  return {
+    name: cliName(primitive),
+    summary: `Measures ${cliName(primitive)} over a size sweep.`,
+    flags: BENCHMARK_FLAGS,
+    habits: translateHabits,
+    async plan(values, _, argv) {
+      const plan = planRun(primitive, values, { given: givenFlags(argv) });
+      await checkDevice(plan);
+      boundsOf(plan); // a kept limits file that does not read stops the run before it starts
+      return plan;
+    },
+    notes: (plan) => plan.notes,
+    async run(plan, signal, argv) {
+      const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
+      const summary = await runPlan(plan, { table: true, metadata, signal });
+      if (summary.wrong === 0) return 0;
+      console.error(
+        `dccl ${cliName(primitive)}: ${summary.wrong} wrong elements; see the wrong column`,
+      );
+      return 1;
+    },
+    stopped: stoppedRun,
+  };
+}
+
+/** Entry point of `deno task <primitive>`; returns the exit code. */
+export function benchmarkMain(primitive: Primitive, argv: string[]): Promise<number> {
+  return taskMain(benchmarkTask(primitive), argv);
+}

@@ -1,0 +1,256 @@
+/**
+ * The plan of one primitive's benchmark: its flags, checked against the registry and this
+ * machine's memory into the sizes to run. `sweep` plans each combination it measures this way.
+ * @module
+ */
+
+import {
+  type FootprintQuery,
+  memoryNeeded,
+  type SweepOptions,
+  TIMINGS,
+} from "../../bench/harness.ts";
+import type { Primitive } from "../../bench/cases.ts";
+import { planSweep } from "../../bench/sweep_plan.ts";
+import { HEAP_MAX_BYTES } from "../../internal.ts";
+import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
+import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../../internal.ts";
+import { type Dtype } from "../../core.ts";
+import { type FlagSpec, number, oneOf, outputFiles, UsageError } from "../common/flags.ts";
+import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
+
+const DEFAULT_MAX = 268_435_456;
+
+/** Flags of the primitive tasks (docs/cli.md). */
+export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
+  ...LAUNCH_FLAGS,
+  procs: { ...LAUNCH_FLAGS.procs, help: "number of ranks (sendrecv: 2)" },
+  memory: {
+    help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
+  },
+  algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
+  min: {
+    help: "smallest buffer in elements (2^20, 1M, 4K, an integer), or bytes with a B suffix " +
+      "(-b: bytes, as nccl-tests)",
+    default: "1",
+    aliases: ["-b"],
+    bytes: true,
+  },
+  max: {
+    help: "largest buffer, written as --min (-e: bytes)",
+    default: String(DEFAULT_MAX),
+    aliases: ["-e"],
+    bytes: true,
+  },
+  "step-factor": {
+    help: "each size is the previous one times this (nccl-tests' -f N)",
+    default: "2",
+  },
+  iters: {
+    help: "timed iterations per size (default: adaptive, ~200 ms per size)",
+    aliases: ["-n", "-i"],
+  },
+  warmup: {
+    help: "untimed iterations per size (default: adaptive, ~50 ms; 3 s at the first size)",
+    aliases: ["-w"],
+  },
+  op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
+  dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
+  root: { help: "root rank of bcast and reduce", default: "0" },
+  timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  "out-of-place-only": {
+    help: "time only the out-of-place form (by default the in-place form of allreduce, reduce, " +
+      "allgather, reduce_scatter, gather and scatter is timed too, as nccl-tests does)",
+    boolean: true,
+  },
+  touch: {
+    help: "managed memory: touch the buffers on this side (host or device) before every op; " +
+      "the touch is timed apart and subtracted, the migration it causes stays",
+  },
+  timeout: {
+    help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
+      "as long again after another finished is stuck",
+    default: "30",
+  },
+  format: {
+    help: "the table: nccl-tests (its columns and footer) or osu (OSU's own layout, which its " +
+      "scripts read)",
+    default: "nccl-tests",
+  },
+  full: {
+    help: "OSU's -f: the fastest and slowest rank's latency and the iterations too (implies " +
+      "--format osu)",
+    boolean: true,
+  },
+  csv: { help: "write the rows to this CSV file", path: true },
+  json: {
+    help: "write rows, samples and run metadata to this JSON file (default with --csv: the " +
+      "CSV's path with .json)",
+    path: true,
+  },
+};
+
+/** A validated benchmark run. */
+export interface RunPlan {
+  sweep: SweepOptions;
+  /** The sweep's transport, by name. */
+  transport: TransportName;
+  /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
+  device: boolean;
+  /** Ranks in the group: processes × threads. */
+  procs: number;
+  /** Processes (or workers) the launcher starts, and ranks per process (`--threads`). */
+  processes: number;
+  threads: number;
+  timeoutMs: number;
+  launcher: Launch["launcher"];
+  bind: string;
+  csv?: string;
+  json?: string;
+  /** The table's layout (`--format`), and OSU's full output (`--full`). */
+  format: TableFormat;
+  full: boolean;
+  /** Said on stderr before running (e.g. a lowered default --max). */
+  notes: string[];
+}
+
+/** The layouts of the table (`--format`). */
+export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
+export type TableFormat = typeof TABLE_FORMATS[number];
+
+/** What {@linkcode planRun} knows besides the flag values. */
+export interface PlanOptions {
+  /** The flags the command line named (not defaults). @default {none} */
+  given?: ReadonlySet<string>;
+  /** Memory the plan may use, bytes. @default {the machine's available memory} */
+  availableBytes?: number;
+}
+
+/** Turns flag values into a plan; throws UsageError for anything not accepted. */
+export function planRun(
+  primitive: Primitive,
+  v: Record<string, string | undefined>,
+  options: PlanOptions = {},
+): RunPlan {
+  const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
+  const launch = planLaunch(v, options.given ?? new Set());
+  const { launcher, transport, threads, bind } = launch;
+  const procs = launch.procs * threads;
+  if (primitive === "sendrecv" && procs !== 2) {
+    throw new UsageError(
+      `--procs ${launch.procs}${threads > 1 ? ` × --threads ${threads}` : ""} is not accepted: ` +
+        `sendrecv runs on 2 ranks`,
+    );
+  }
+  const info = TRANSPORTS[transport];
+  const notes: string[] = [];
+  // The default is 2^28 elements, 1 GiB of f32: a wider element's largest buffer is fewer.
+  const defaultMax = options.given ? !options.given.has("max") : v.max === String(DEFAULT_MAX);
+  const widest = v.dtype && DTYPES.includes(v.dtype as Dtype)
+    ? MAX_BYTES / DTYPE_INFO[v.dtype as Dtype].bytes
+    : DEFAULT_MAX;
+  if (defaultMax && v.max === String(DEFAULT_MAX) && DEFAULT_MAX > widest) {
+    v = { ...v, max: String(widest) };
+    notes.push(`--max lowered to ${widest} elements: the largest ${v.dtype} buffer is 1 GiB`);
+  }
+  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const { csv, json } = outputFiles(v);
+  const { sweep, device } = planSweep({
+    primitive,
+    transport: info,
+    procs,
+    threads,
+    memory: v.memory,
+    algorithm: v.algorithm!,
+    dtype: v.dtype!,
+    op: v.op!,
+    root: v.root!,
+    min: v.min!,
+    max: v.max!,
+    stepFactor: v["step-factor"],
+    iters: v.iters,
+    warmup: v.warmup,
+    timing: v.timing!,
+    touch: v.touch,
+    inPlace: !v["out-of-place-only"],
+  }, {
+    field: (name) => `--${name}`,
+    refuse: (message) => new UsageError(message),
+    fitMax: (max, min, planned) =>
+      fitMemory(max, min, {
+        shape: { ...planned, facts: info, procs, threads },
+        availableBytes,
+        asked: { max: defaultMax ? undefined : v.max, min: v.min! },
+        notes,
+      }),
+  });
+  return {
+    transport,
+    sweep,
+    device,
+    procs,
+    processes: launch.procs,
+    threads,
+    timeoutMs,
+    launcher,
+    bind,
+    csv,
+    json,
+    format: v.full && !options.given?.has("format")
+      ? "osu"
+      : oneOf("format", v.format!, TABLE_FORMATS),
+    full: v.full === "true",
+    notes,
+  };
+}
+
+/**
+ * The largest count of `max` or below (halving, down to `min`) whose sweep fits this machine's
+ * memory and a rank heap; a UsageError when a `max` the user `asked` for does not fit, or when
+ * not even `min` (or the ranks alone) does. Lowering is said in `notes`.
+ */
+function fitMemory(
+  max: number,
+  min: number,
+  o: {
+    shape: Omit<FootprintQuery, "maxCount">;
+    availableBytes: number;
+    /** `--max` and `--min` as given (`max` undefined: the default, which may be lowered). */
+    asked: { max?: string; min: string };
+    notes: string[];
+  },
+): number {
+  const { shape, availableBytes } = o;
+  const { procs } = shape, info = shape.facts;
+  const group = memoryNeeded({ ...shape, maxCount: 0 }).groupBytes;
+  if (group > 0.9 * availableBytes) {
+    throw new UsageError(
+      `--procs ${procs} does not fit: ${procs} ${info.name} ranks need ${gb(group)} before any ` +
+        `buffer (each rank's runtime${
+          info.groupBytes(procs) > 0 ? " and the shared rings" : ""
+        }); ${gb(availableBytes)} available`,
+    );
+  }
+  const fits = (count: number) => {
+    const need = memoryNeeded({ ...shape, maxCount: count });
+    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
+  };
+  if (fits(max)) return max;
+  const need = memoryNeeded({ ...shape, maxCount: max });
+  const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
+    ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
+    : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
+      `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;
+  if (o.asked.max !== undefined) {
+    throw new UsageError(`--max ${o.asked.max} does not fit: it needs ${problem}`);
+  }
+  let fitted = max;
+  while (fitted > min && !fits(fitted)) fitted = Math.floor(fitted / 2);
+  if (!fits(fitted)) throw new UsageError(`--min ${o.asked.min} does not fit: it needs ${problem}`);
+  o.notes.push(`--max lowered to ${fitted} elements: ${max} needs ${problem}`);
+  return fitted;
+}
+
+function gb(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(1)} GB`;
+}

@@ -1,0 +1,124 @@
+/**
+ * How a task's ranks start, shared by the benchmark and training tasks: this machine starts them
+ * (`--launcher local`, `--procs` ranks of `--transport`), or this process is one rank of a group an
+ * external launcher started (`--launcher env`: torchrun, mpirun, srun; the group's size comes from
+ * the environment, over a processes transport). `--bind` is where process ranks listen.
+ * @module
+ */
+
+import { rankFromEnv } from "../../deno/mod.ts";
+import {
+  PROCESS_TRANSPORTS,
+  TRANSPORT_NAMES,
+  type TransportName,
+  TRANSPORTS,
+} from "../../deno/mod.ts";
+import { address, type FlagSpec, integer, oneOf, UsageError } from "./flags.ts";
+import { MAX_PROCS } from "./task.ts";
+
+/** Launchers: start ranks here, or join a group an external launcher started. */
+export const LAUNCHERS = ["local", "env"] as const;
+
+/** The flags of where ranks run. */
+export const LAUNCH_FLAGS: Record<string, FlagSpec> = {
+  procs: { help: "number of ranks", default: "2" },
+  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
+  launcher: {
+    help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
+      `started by torchrun/mpirun/srun; over ${PROCESS_TRANSPORTS[0]} unless --transport says)`,
+    default: "local",
+  },
+  bind: {
+    help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
+    default: "127.0.0.1",
+  },
+  threads: {
+    help: "ranks per process of ws or tcp, sharing memory over shm (nccl-tests' -t): procs × " +
+      "threads ranks, with hierarchical algorithms",
+    default: "1",
+  },
+};
+
+/** Where a task's ranks run. */
+export interface Launch {
+  launcher: typeof LAUNCHERS[number];
+  transport: TransportName;
+  /** Processes of the group (under `env`, the external launcher's). */
+  procs: number;
+  /** Ranks per process (a hierarchical group when above 1): `procs × threads` ranks in all. */
+  threads: number;
+  bind: string;
+}
+
+/**
+ * The launch flags' values checked (`given`: the flags the command line named): under `env`, or
+ * with `--threads` above 1 (processes of threads, as nccl-tests' `-t`), the transport defaults to
+ * the first processes transport, and under `env` `--procs`, if given, must agree with the
+ * launcher's group.
+ */
+export function planLaunch(
+  v: Record<string, string | undefined>,
+  given: ReadonlySet<string>,
+): Launch {
+  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
+  const env = launcher === "env";
+  const threaded = (v.threads ?? "1") !== "1";
+  const named = (env || threaded) && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport!;
+  const transport = oneOf("transport", named, TRANSPORT_NAMES);
+  const processes = TRANSPORTS[transport].launch === "processes";
+  if (env && !processes) {
+    throw new UsageError(
+      `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
+        `is not accepted`,
+    );
+  }
+  let procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  if (env) {
+    const size = envSize();
+    if (given.has("procs") && procs !== size) {
+      throw new UsageError(`--procs ${procs} disagrees with the launcher's ${size} ranks`);
+    }
+    procs = size;
+  }
+  const threads = integer("threads", v.threads ?? "1", 1, 64);
+  if (threads > 1 && !processes) {
+    throw new UsageError(
+      `--threads ${threads} is not accepted with --transport ${transport}: a process's ranks ` +
+        `share memory and processes link over ${PROCESS_TRANSPORTS.join(" or ")}`,
+    );
+  }
+  if (procs * threads > MAX_PROCS) {
+    throw new UsageError(
+      `--procs ${procs} × --threads ${threads} is not accepted: at most ${MAX_PROCS} ranks`,
+    );
+  }
+  const bind = address("bind", v.bind!);
+  if (bind !== LAUNCH_FLAGS.bind.default && !processes) {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: it applies to ranks that are processes ` +
+        `(${PROCESS_TRANSPORTS.join(", ")}); ${transport} ranks are workers of this process`,
+    );
+  }
+  if (processes) canListen(bind);
+  return { launcher, transport, procs, threads, bind };
+}
+
+function envSize(): number {
+  try {
+    return rankFromEnv().size;
+  } catch (e) {
+    throw new UsageError(`--launcher env: ${(e as Error).message}`);
+  }
+}
+
+/** Refuses an address this machine cannot listen on (not one of its own, say). */
+function canListen(bind: string): void {
+  try {
+    Deno.listen({ hostname: bind, port: 0 }).close();
+  } catch (e) {
+    throw new UsageError(
+      `--bind ${bind} is not accepted: cannot listen there (${(e as Error).name}); use an ` +
+        `address of this machine`,
+    );
+  }
+}
