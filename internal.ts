@@ -115,6 +115,7 @@ export type {
   MeshOptions,
   PreparedGroup,
   ProcessesTransport,
+  RestatedBound,
   SharedAccess,
   ThreadTransport,
   Transport,

@@ -40,6 +40,7 @@ export { CSV_COLUMNS, type Measured, metrics, type ResultRow } from "./metrics.t
 export {
   CSV_HEADER,
   csvValues,
+  type HalfKernels,
   type ReportOptions,
   type RunMetadata,
   sidecar,

@@ -11,6 +11,9 @@ import type { GpuInfo, LinkCosts } from "../internal.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
 
+/** Which f16 kernels a rank ran. */
+export type HalfKernels = "hardware" | "software";
+
 /** Where a run came from; stored in the JSON sidecar. */
 export interface RunMetadata {
   /** The tool and its version. */
@@ -39,10 +42,11 @@ export interface RunMetadata {
   /** The machine's limits the rows were read against; null when none were measured. */
   limits?: RunBounds | null;
   /**
-   * Which f16 kernels ran: `hardware` (the engine's f16x8 conversions) or `software`
-   * (docs/dtypes.md).
+   * Which f16 kernels the ranks ran, as each reported its own: `hardware` (the engine's f16x8
+   * conversions) or `software` (docs/dtypes.md); by rank where they differ (ranks in processes
+   * or on hosts of other engines).
    */
-  halfKernels?: "hardware" | "software";
+  halfKernels?: HalfKernels | HalfKernels[];
   /**
    * A browser tab's facts (web/environment.ts): user agent, cores, isolation, timer resolution,
    * the WebGPU adapter and whether it is a fallback.

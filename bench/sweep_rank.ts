@@ -6,9 +6,9 @@
  */
 
 import type { Communicator } from "../core.ts";
-import type { LinkCosts } from "../internal.ts";
+import { halfKernels, type LinkCosts } from "../internal.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
-import type { ReportOptions, SweepSink } from "./report_format.ts";
+import type { HalfKernels, ReportOptions, SweepSink } from "./report_format.ts";
 
 /** What the launcher hands every rank. */
 export interface HarnessArgs {
@@ -34,6 +34,15 @@ function describeLinks(links: LinkCosts): string {
     `latency ${links.latencyUs.toFixed(1)} us, ${gbps} Gb/s, reduction ${reduce} GB/s`;
 }
 
+/** Which half kernels each rank runs, as each says of its own (collective). */
+async function halfKernelsOf(comm: Communicator): Promise<HalfKernels[]> {
+  const kinds: HalfKernels[] = ["software", "hardware"];
+  const mine = Int32Array.of(kinds.indexOf(halfKernels()));
+  const all = new Int32Array(comm.size);
+  await comm.allgather(mine, all);
+  return Array.from(all, (k) => kinds[k]);
+}
+
 /**
  * Runs the sweep on this rank; rank 0 reports it to the sink `args.sink` makes from the report's
  * options (with the run's measured facts in its metadata).
@@ -42,12 +51,14 @@ export async function runSweep(
   comm: Communicator,
   args: HarnessArgs & { sink: (report: ReportOptions) => SweepSink },
 ): Promise<HarnessSummary> {
+  const kernels = await halfKernelsOf(comm);
   if (comm.rank !== 0) {
     await measureSweep(comm, args.sweep);
     return { wrong: 0, rows: 0 };
   }
   // The device's facts (adapter, backend, limits) and Deno's completion floor go in the sidecar,
-  // and so do the link costs `auto` picked by, with a line above the table.
+  // and so do the link costs `auto` picked by, with a line above the table, and the half
+  // kernels every rank ran.
   const gpu = comm.gpu, links = comm.links;
   const report = {
     ...args.report,
@@ -56,6 +67,7 @@ export async function runSweep(
       ...args.report.metadata,
       ...(gpu && { gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() } }),
       ...(links && { links }),
+      halfKernels: kernels.every((k) => k === kernels[0]) ? kernels[0] : kernels,
     },
   };
   const reporter = args.sink(report);

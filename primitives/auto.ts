@@ -96,7 +96,10 @@ function autoPick<A extends Algorithm>(
   // one, the algorithm with the smallest bound above the call's bytes, or the largest bound.
   const bound = (a: A) => {
     const own = a.winsBelow?.(size) ?? 0;
-    return transport.winsBelow?.[`${collective}/${a.name}`]?.(size, own) ?? own;
+    const restated = transport.winsBelow?.find((w) =>
+      w.algorithm.collective === collective && w.algorithm.name === a.name
+    );
+    return restated?.bound(size, own) ?? own;
   };
   for (const kind of PREFERRED) {
     if (kind.includes("hierarchy") && !spansProcesses) continue;

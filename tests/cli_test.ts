@@ -4,6 +4,7 @@ import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
 import type { Primitive } from "../bench/cases.ts";
 import { translateHabits } from "../scripts/common/foreign_flags.ts";
+import { halfKernels } from "../kernels/reduce.ts";
 import {
   expandAliases,
   givenFlags,
@@ -283,6 +284,8 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   assertEquals(json.rows.length, 7);
   assertEquals(json.metadata.deno, Deno.version.deno);
   assert_(typeof json.metadata.cpu === "string" && json.metadata.date.length > 0);
+  // The half kernels the ranks ran, as they said (the task passes V8 the f16 flag they need).
+  assertEquals(json.metadata.halfKernels, halfKernels());
   for (const [i, row] of json.rows.entries()) {
     const cells = csv[i + 1].split(",");
     assertEquals(cells.slice(0, 8), [

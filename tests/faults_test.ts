@@ -208,9 +208,12 @@ Deno.test("faults: a stopped (SIGSTOP) process is blamed, not the rank that time
   let looping = 0;
   let running!: () => void;
   const all = new Promise<void>((resolve) => running = resolve);
+  // Test modules share this process: the marker picks this test's own ranks out of its children.
+  const marker = `FAULTS_SIGSTOP=${crypto.randomUUID()}`;
   const g = launchProcesses(FAULTS, {
     size: 3,
     args: { mode: "loop" },
+    env: { FAULTS_SIGSTOP: marker.split("=")[1] },
     timeoutMs: 5000,
     onLine: (_, stream, line) => {
       if (stream === "stdout" && line === "looping" && ++looping === 3) running();
@@ -219,7 +222,7 @@ Deno.test("faults: a stopped (SIGSTOP) process is blamed, not the rank that time
   const late = setTimeout(() => running(), 120_000); // then findRankPid fails, saying so
   await Promise.race([all, g.results]);
   clearTimeout(late);
-  const pid = findRankPid(2);
+  const pid = findRankPid(2, marker);
   Deno.kill(pid, "SIGSTOP");
   const err = await assertRejects(() => g.results, { name: "RankFailedError" });
   assert_(
@@ -229,17 +232,18 @@ Deno.test("faults: a stopped (SIGSTOP) process is blamed, not the rank that time
   assertEquals(liveProcesses(), 0);
 });
 
-/** The pid of the process rank started with RANK=`rank` by this test process. */
-function findRankPid(rank: number): number {
+/** The pid of the process rank started with RANK=`rank` and `marker` in its environment. */
+function findRankPid(rank: number, marker: string): number {
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
       const env = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
       const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(" ");
-      if (Number(stat[3]) === Deno.pid && env.includes(`RANK=${rank}`)) return Number(entry.name);
+      const ours = Number(stat[3]) === Deno.pid && env.includes(marker);
+      if (ours && env.includes(`RANK=${rank}`)) return Number(entry.name);
     } catch { /* gone, or not ours */ }
   }
-  throw new Error(`no child with RANK=${rank}`);
+  throw new Error(`no child with RANK=${rank} and ${marker}`);
 }
 
 Deno.test("faults: inputs stay exact for every op, dtype and rank count up to 256", () => {

@@ -154,7 +154,11 @@ Deno.test("limits: a run reads its rows against the kept limits (CSV, sidecar, f
 Deno.test("limits: deno task limits measures every limit, keeps them per machine and reuses them", async () => {
   const cache = await Deno.makeTempDir();
   try {
-    const first = await task(["scripts/limits.ts", "--json", `${cache}/l.json`], cache);
+    // The suite keeps the machine busy: the sitting is kept all the same, and marked.
+    const first = await task(
+      ["scripts/limits.ts", "--keep-busy", "--json", `${cache}/l.json`],
+      cache,
+    );
     assertEquals(first.code, 0, first.err);
     const limits = JSON.parse(Deno.readTextFileSync(`${cache}/l.json`)) as MachineLimits;
     assertEquals(limits.fingerprint, fingerprintOf(machineFacts()));
@@ -162,6 +166,12 @@ Deno.test("limits: deno task limits measures every limit, keeps them per machine
       Deno.readTextFileSync(`${cache}/dccl/limits/${limits.fingerprint}.json`),
     ) as MachineLimits;
     assertEquals(kept, limits);
+    // How busy the machine was: others' share of the CPUs before and after, and the verdict.
+    assertEquals(limits.sitting!.load.length, 2);
+    assert_(limits.sitting!.load.every((x) => x >= 0 && x <= 1), JSON.stringify(limits.sitting));
+    assertEquals(limits.sitting!.busy, Math.max(...limits.sitting!.load) > 0.25);
+    assert_(/measuring .*\(step 1 of \d+\)/.test(first.err), first.err);
+    assert_(/\(step 9 of 9, ETA \d+s\)/.test(first.err), first.err);
     const positive = [
       limits.cacheLineRoundTripUs,
       limits.postMessageRoundTripUs,

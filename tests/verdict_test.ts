@@ -2,7 +2,7 @@
 // in, the group's failure names the rank that caused it.
 import { assertEquals } from "./_assert.ts";
 import { GroupEnds, type RankEnd } from "../primitives/launch/blame.ts";
-import { oddCall } from "../primitives/launch/odd_call.ts";
+import { oddCall } from "../primitives/launch/mismatch_blame.ts";
 import { callStamp } from "../primitives/communicator/stamp.ts";
 
 type End = Omit<RankEnd, "at">;

@@ -30,9 +30,11 @@ export interface LayerSlots {
  *
  * @example
  * ```ts
+ * import { deepStrictEqual as assertEquals } from "node:assert/strict";
  * import { MlpLayout } from "./model.ts";
+ *
  * const layout = new MlpLayout([784, 256, 10]);
- * layout.size; // 784·256 + 256 + 256·10 + 10 = 203530
+ * assertEquals(layout.size, 784 * 256 + 256 + 256 * 10 + 10); // 203530
  * ```
  */
 export class MlpLayout {

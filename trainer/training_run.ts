@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Communicator, HostBuffer } from "../core.ts";
+import type { Communicator } from "../core.ts";
 import { simdPeakGflops } from "../internal.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
@@ -123,21 +123,60 @@ export async function createEngine(
     : new CpuEngine(comm, layout, options);
 }
 
+/** What every rank adds up after an epoch, in this order (one allreduce of the record). */
+const EPOCH_SUMS = [
+  "loss",
+  "correct",
+  "seen",
+  "testLoss",
+  "testCorrect",
+  "tested",
+  "pushes",
+  "stale",
+] as const;
+/** What rank 0 hears of every rank after an epoch, in this order (one allgather). */
+const EPOCH_PER_RANK = ["timeMs", "computeMs", "commMs", "staleMax"] as const;
+
+/** A record of figures named by `K`. */
+type Figures<K extends readonly string[]> = Record<K[number], number>;
+/** An epoch's sums over ranks. */
+type EpochSums = Figures<typeof EPOCH_SUMS>;
+/** One rank's figures of an epoch. */
+type RankFigures = Figures<typeof EPOCH_PER_RANK>;
+
+/** A record's fields, in `order`, as the words of a collective's buffer, and back. */
+function packed<K extends readonly string[]>(order: K, record: Figures<K>): number[] {
+  return order.map((k) => record[k as K[number]]);
+}
+function unpacked<K extends readonly string[]>(order: K, words: ArrayLike<number>): Figures<K> {
+  return Object.fromEntries(order.map((k, i) => [k, words[i]])) as Figures<K>;
+}
+
+/** One rank's run: its engine, strategy, data, checkpoints and observer, and what they share. */
+interface RankRun {
+  comm: Communicator;
+  config: TrainConfig;
+  engine: Engine;
+  strategy: Strategy;
+  ctx: StrategyContext;
+  test: ImageSet;
+  evalRows: number;
+  reporter?: TrainObserver;
+  checkpointer?: RunCheckpoints;
+  /** Finished epochs' rows (a resumed run's first). */
+  rows: EpochRow[];
+  /** Steps of one epoch on a computing rank. */
+  epochSteps: number;
+}
+
 /** Trains on this rank with `io.config`, as `io` gives the data and takes the results. */
 export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankResult> {
   const { config } = io;
-  const mnist = io.data;
-  const trainSet = firstRows(mnist.train, config.trainSamples);
-  const test = firstRows(mnist.test, config.testSamples);
-  const layout = new MlpLayout(config.layers);
+  const trainSet = firstRows(io.data.train, config.trainSamples);
   const strategy = STRATEGIES[config.sync];
   const evalRows = Math.max(config.batch, EVAL_ROWS);
-  const engine = await createEngine(comm, config, mnist, evalRows);
+  const engine = await createEngine(comm, config, io.data, evalRows);
   const reporter = comm.rank === 0 ? io.observer : undefined;
-  const runningLoss = () => {
-    const score = engine.runningScore?.();
-    return score?.rows ? score.loss / score.rows : undefined;
-  };
   const halfPrecision = config.gradDtype === "f32" ? undefined : new HalfPrecisionHook(
     comm,
     config.gradDtype,
@@ -148,6 +187,10 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
   const checkpointer = io.checkpoints?.(engine, halfPrecision?.residual);
   const rows: EpochRow[] = [];
   let epoch = 0;
+  const runningLoss = () => {
+    const score = engine.runningScore?.();
+    return score?.rows ? score.loss / score.rows : undefined;
+  };
   const ctx: StrategyContext = {
     comm,
     engine,
@@ -161,122 +204,36 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     allreduceCalls: 0,
     halfPrecision,
   };
+  const computing = strategy.computing(comm.size).length;
+  const run: RankRun = {
+    comm,
+    config,
+    engine,
+    strategy,
+    ctx,
+    test: firstRows(io.data.test, config.testSamples),
+    evalRows,
+    reporter,
+    checkpointer,
+    rows,
+    epochSteps: Math.floor(trainSet.count / (config.batch * computing)),
+  };
   try {
     reporter?.start();
     if (comm.rank === 0) await engine.initParams(config.seed);
     await strategy.start(ctx);
-    const computing = strategy.computing(comm.size).length;
-    let first = { epoch: 0, step: 0 };
-    const epochSteps = Math.floor(trainSet.count / (config.batch * computing));
-    const replicatedAt = (step: number) =>
-      comm.size === 1 || strategy.replicatedAfter(step, epochSteps, config);
-    const resumed = config.resume ? await checkpointer?.load(config, replicatedAt) : undefined;
-    if (resumed && resumed.meta.step >= epochSteps) {
-      throw new RangeError(
-        `the checkpoint's position, step ${resumed.meta.step} of epoch ${
-          resumed.meta.epoch + 1
-        }, ` +
-          `is past the ${epochSteps} steps of an epoch of this run`,
-      );
-    }
-    if (resumed) {
-      first = resumed.meta;
-      engine.addTrainScore?.(resumed.score);
-      for (const row of resumed.meta.rows) {
-        rows.push(row);
-        reporter?.add(row);
-      }
-      reporter?.note(
-        `resumed from ${config.checkpoint!.dir} at epoch ${first.epoch + 1}, step ${first.step}`,
-      );
-    }
-    const totals = comm.alloc(8, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
-    const mine = comm.alloc(4, { dtype: "f64", memory: "host" }) as HostBuffer<Float64Array>;
-    const all = comm.alloc(4 * comm.size, { dtype: "f64", memory: "host" }) as HostBuffer<
-      Float64Array
-    >;
-    let perStep = { compute: 0, comm: 0, wait: 0 }, steps = 0, macs = 0;
-    for (epoch = first.epoch; epoch < config.epochs; epoch++) {
-      ctx.firstStep = epoch === first.epoch ? first.step : 0;
-      ctx.staleness = { pushes: 0, total: 0, max: 0 };
-      await comm.barrier();
-      ctx.watch.reset();
-      // A resumed epoch's time covers it whole: the part before the checkpoint counts too.
-      const carried = epoch === first.epoch ? resumed?.epochMs ?? 0 : 0;
-      checkpointer?.startEpoch(carried);
-      const start = performance.now() - carried;
-      await strategy.epoch(ctx, epoch);
-      await engine.synchronize();
-      ctx.watch.lap("compute");
-      const time = performance.now() - start;
-      await evaluate(comm, engine, test, evalRows);
-      const { train: t, eval: e } = await engine.takeScores();
-      totals.view.set([
-        t.loss,
-        t.correct,
-        t.rows,
-        e.loss,
-        e.correct,
-        e.rows,
-        ctx.staleness.pushes,
-        ctx.staleness.total,
-      ]);
-      await comm.allreduce(totals, { op: "sum" });
-      mine.view.set([time, ctx.watch.compute, ctx.watch.comm, ctx.staleness.max]);
-      await comm.allgather(mine, all);
-      const [loss, correct, seen, testLoss, testCorrect, tested, pushes, stale] = totals.view;
-      const per = (i: number) => Array.from({ length: comm.size }, (_, r) => all.view[4 * r + i]);
-      const commTimes = per(2), fastest = Math.min(...commTimes);
-      const row: EpochRow = {
-        epoch: epoch + 1,
-        time_s: Math.max(...per(0)) / 1000,
-        compute_s: Math.max(...per(1)) / 1000,
-        comm_s: Math.max(...commTimes) / 1000,
-        wait_s: Math.max(...commTimes.map((c) => c - fastest)) / 1000,
-        loss: loss / seen,
-        train_acc: correct / seen,
-        test_acc: testCorrect / tested,
-        test_loss: testLoss / tested,
-        samples_per_s: seen / (Math.max(...per(0)) / 1000),
-        ...(config.sync === "ps" && config.psMode === "async"
-          ? { staleness_mean: pushes > 0 ? stale / pushes : 0, staleness_max: Math.max(...per(3)) }
-          : {}),
-      };
-      if (!Number.isFinite(row.loss)) {
-        // Every rank sees the same sums: all stop here, before a checkpoint keeps the state.
-        throw new RangeError(
-          `the training loss is ${row.loss} after epoch ${epoch + 1}: the run diverged ` +
-            `(a lower --lr may help)`,
-        );
-      }
+    const resumed = await resume(run);
+    for (epoch = resumed.epoch; epoch < config.epochs; epoch++) {
+      const carried = epoch === resumed.epoch ? resumed.epochMs : 0;
+      ctx.firstStep = epoch === resumed.epoch ? resumed.step : 0;
+      const timeMs = await trainEpoch(run, epoch, carried);
+      await evaluate(comm, engine, run.test, evalRows);
+      const row = await epochRow(run, epoch, timeMs);
       rows.push(row);
       reporter?.add(row);
       await checkpointer?.afterEpoch(epoch, rows);
-      const epochSteps = seen / (computing * config.batch);
-      steps += epochSteps;
-      perStep = {
-        compute: perStep.compute + row.compute_s * 1000,
-        comm: perStep.comm + row.comm_s * 1000,
-        wait: perStep.wait + row.wait_s * 1000,
-      };
-      macs += layout.trainMacs * seen / computing;
     }
-    const computeS = rows.reduce((s, r) => s + r.compute_s, 0);
-    const summary: TrainSummary = {
-      epochs: rows,
-      train_s: rows.reduce((s, r) => s + r.time_s, 0),
-      final_test_acc: rows.at(-1)?.test_acc ?? 0,
-      step_ms: {
-        compute: perStep.compute / Math.max(steps, 1),
-        comm: perStep.comm / Math.max(steps, 1),
-        wait: perStep.wait / Math.max(steps, 1),
-      },
-      gflops_per_rank: computeS > 0 ? (2 * macs) / computeS / 1e9 : 0,
-      // In the same sitting as the training it is read against.
-      peak_gflops: engine.device === "cpu" && comm.rank === 0 ? simdPeakGflops() : undefined,
-      kernels: engine.kernels,
-      allreduce_calls: ctx.allreduceCalls,
-    };
+    const summary = summarize(run);
     reporter?.finish(summary);
     const params = io.returnParams ? await readParams(engine) : undefined;
     return { summary: comm.rank === 0 ? summary : undefined, params };
@@ -284,6 +241,137 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     halfPrecision?.dispose();
     engine.dispose();
   }
+}
+
+/**
+ * Goes back to the last checkpoint when the run resumes: the engine loaded, the finished epochs'
+ * rows kept; returns where the run goes on from (the start, when it does not resume).
+ */
+async function resume(run: RankRun): Promise<RunPosition & { epochMs: number }> {
+  const { comm, config, strategy, engine, reporter } = run;
+  if (!config.resume || !run.checkpointer) return { epoch: 0, step: 0, epochMs: 0 };
+  const replicatedAt = (step: number) =>
+    comm.size === 1 || strategy.replicatedAfter(step, run.epochSteps, config);
+  const resumed = await run.checkpointer.load(config, replicatedAt);
+  if (!resumed) return { epoch: 0, step: 0, epochMs: 0 };
+  const { epoch, step } = resumed.meta;
+  if (step >= run.epochSteps) {
+    throw new RangeError(
+      `the checkpoint's position, step ${step} of epoch ${epoch + 1}, is past the ` +
+        `${run.epochSteps} steps of an epoch of this run`,
+    );
+  }
+  engine.addTrainScore?.(resumed.score);
+  for (const row of resumed.meta.rows) {
+    run.rows.push(row);
+    reporter?.add(row);
+  }
+  reporter?.note(`resumed from ${config.checkpoint!.dir} at epoch ${epoch + 1}, step ${step}`);
+  return { epoch, step, epochMs: resumed.epochMs };
+}
+
+/**
+ * Trains epoch `epoch` (`carriedMs` of it ran before a resume: a resumed epoch's time covers it
+ * whole); resolves with its ms on this rank.
+ */
+async function trainEpoch(run: RankRun, epoch: number, carriedMs: number): Promise<number> {
+  const { comm, ctx, engine } = run;
+  ctx.staleness = { pushes: 0, total: 0, max: 0 };
+  await comm.barrier();
+  ctx.watch.reset();
+  run.checkpointer?.startEpoch(carriedMs);
+  const start = performance.now() - carriedMs;
+  await run.strategy.epoch(ctx, epoch);
+  await engine.synchronize();
+  ctx.watch.lap("compute");
+  return performance.now() - start;
+}
+
+/**
+ * Epoch `epoch`'s row: its scores summed over ranks (one allreduce) and every rank's time split
+ * (one allgather); a loss that is not finite stops every rank alike, before a checkpoint keeps it.
+ */
+async function epochRow(run: RankRun, epoch: number, timeMs: number): Promise<EpochRow> {
+  const { comm, ctx, config } = run;
+  const { train: t, eval: e } = await run.engine.takeScores();
+  const sums = Float64Array.from(packed(EPOCH_SUMS, {
+    loss: t.loss,
+    correct: t.correct,
+    seen: t.rows,
+    testLoss: e.loss,
+    testCorrect: e.correct,
+    tested: e.rows,
+    pushes: ctx.staleness.pushes,
+    stale: ctx.staleness.total,
+  }));
+  await comm.allreduce(sums, { op: "sum" });
+  const s: EpochSums = unpacked(EPOCH_SUMS, sums);
+  const mine = Float64Array.from(packed(EPOCH_PER_RANK, {
+    timeMs,
+    computeMs: ctx.watch.compute,
+    commMs: ctx.watch.comm,
+    staleMax: ctx.staleness.max,
+  }));
+  const all = new Float64Array(mine.length * comm.size);
+  await comm.allgather(mine, all);
+  const ranks: RankFigures[] = Array.from(
+    { length: comm.size },
+    (_, r) => unpacked(EPOCH_PER_RANK, all.subarray(r * mine.length, (r + 1) * mine.length)),
+  );
+  const most = (k: keyof RankFigures) => Math.max(...ranks.map((f) => f[k]));
+  const fastestComm = Math.min(...ranks.map((f) => f.commMs));
+  const row: EpochRow = {
+    epoch: epoch + 1,
+    time_s: most("timeMs") / 1000,
+    compute_s: most("computeMs") / 1000,
+    comm_s: most("commMs") / 1000,
+    wait_s: Math.max(...ranks.map((f) => f.commMs - fastestComm)) / 1000,
+    loss: s.loss / s.seen,
+    train_acc: s.correct / s.seen,
+    test_acc: s.testCorrect / s.tested,
+    test_loss: s.testLoss / s.tested,
+    samples_per_s: s.seen / (most("timeMs") / 1000),
+    ...(config.sync === "ps" && config.psMode === "async"
+      ? { staleness_mean: s.pushes > 0 ? s.stale / s.pushes : 0, staleness_max: most("staleMax") }
+      : {}),
+  };
+  if (!Number.isFinite(row.loss)) {
+    throw new RangeError(
+      `the training loss is ${row.loss} after epoch ${epoch + 1}: the run diverged ` +
+        `(a lower --lr may help)`,
+    );
+  }
+  return row;
+}
+
+/** The run's summary from its rows (rank 0 reports it). */
+function summarize(run: RankRun): TrainSummary {
+  const { rows, config, engine, comm, ctx } = run;
+  const computing = run.strategy.computing(comm.size).length;
+  const layout = new MlpLayout(config.layers);
+  let steps = 0, macs = 0;
+  const per = { compute: 0, comm: 0, wait: 0 };
+  for (const row of rows) {
+    const seen = row.samples_per_s * row.time_s;
+    steps += seen / (computing * config.batch);
+    per.compute += row.compute_s * 1000;
+    per.comm += row.comm_s * 1000;
+    per.wait += row.wait_s * 1000;
+    macs += layout.trainMacs * seen / computing;
+  }
+  const computeS = rows.reduce((s, r) => s + r.compute_s, 0);
+  const perStep = (ms: number) => ms / Math.max(steps, 1);
+  return {
+    epochs: rows,
+    train_s: rows.reduce((s, r) => s + r.time_s, 0),
+    final_test_acc: rows.at(-1)?.test_acc ?? 0,
+    step_ms: { compute: perStep(per.compute), comm: perStep(per.comm), wait: perStep(per.wait) },
+    gflops_per_rank: computeS > 0 ? (2 * macs) / computeS / 1e9 : 0,
+    // In the same sitting as the training it is read against.
+    peak_gflops: engine.device === "cpu" && comm.rank === 0 ? simdPeakGflops() : undefined,
+    kernels: engine.kernels,
+    allreduce_calls: ctx.allreduceCalls,
+  };
 }
 
 /** Scores the test set, rank r taking rows r, r + R, …, in batches. */

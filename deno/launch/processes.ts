@@ -62,10 +62,11 @@ export interface ProcessRanksOptions {
   threads?: number;
 }
 
-let live = 0;
+/** Every child process of this module's groups that is still running (for leak checks). */
+const LIVE = new Set<ProcessRank>();
 /** Child processes started by this module that are still running (for leak checks). */
 export function liveProcesses(): number {
-  return live;
+  return LIVE.size;
 }
 
 /** Prints rank 0's stdout as is (the program's output) and prefixes every other line. */
@@ -75,10 +76,131 @@ export function printLine(rank: number, stream: "stdout" | "stderr", line: strin
   else console.error(`[rank ${rank}] ${line}`);
 }
 
+/** What every process of one group shares: how it starts, what it is told, whom it reports to. */
+interface ProcessGroup {
+  denoArgs: string[];
+  options: ProcessRanksOptions;
+  size: number;
+  threads: number;
+  token: string;
+  supervisor: Supervisor<unknown>;
+  onLine: NonNullable<ProcessRanksOptions["onLine"]>;
+  /** Rank 0 said which port it listens on. */
+  onPort(port: number): void;
+}
+
+/**
+ * One process of a group: `threads` ranks from `process × threads`, started on rank 0's `port`
+ * (0 for rank 0 itself). It reads the process's marked lines (results, calls, reports, rank 0's
+ * port) as they come, and once the process has exited tells the supervisor how each of its ranks
+ * ended.
+ */
+class ProcessRank {
+  readonly #group: ProcessGroup;
+  readonly #process: number;
+  readonly #child: Deno.ChildProcess;
+  readonly #results: unknown[] = [];
+  /** Each of its ranks' latest calls, as its last lines said (for the verdict). */
+  readonly #calls: ([number, number][] | undefined)[] = [];
+  /** The first `error:` line the process printed on stderr (an uncaught error), for its blame. */
+  #firstError: string | undefined;
+  /** Resolves once the process has exited and its lines were read, and its ranks are judged. */
+  readonly ended: Promise<void>;
+
+  constructor(group: ProcessGroup, process: number, port: number) {
+    this.#group = group;
+    this.#process = process;
+    const { options, size, threads } = group;
+    this.#child = new Deno.Command(Deno.execPath(), {
+      args: group.denoArgs,
+      env: {
+        ...options.env,
+        RANK: String(process),
+        LOCAL_RANK: String(process),
+        LOCAL_WORLD_SIZE: String(size),
+        WORLD_SIZE: String(size),
+        MASTER_ADDR: options.masterAddr ?? "127.0.0.1",
+        MASTER_PORT: String(port),
+        DCCL_TOKEN: group.token,
+        DCCL_WATCH_PARENT: "1",
+        DCCL_TRANSPORT: options.transport ?? PROCESS_TRANSPORTS[0],
+        ...(options.bind ? { DCCL_BIND: options.bind } : {}),
+        ...(threads > 1 ? { DCCL_THREADS: String(threads) } : {}),
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    LIVE.add(this);
+    this.ended = this.#end();
+  }
+
+  /** The group-wide ranks it runs. */
+  get ranks(): number[] {
+    const t = this.#group.threads;
+    return Array.from({ length: t }, (_, i) => this.#process * t + i);
+  }
+
+  /** Sends the process `signal` (nothing once it is gone). */
+  kill(signal: Deno.Signal): void {
+    try {
+      this.#child.kill(signal);
+    } catch { /* already gone */ }
+  }
+
+  /** One line of its stdout: a marked report, or the program's own output. */
+  #stdout = (line: string): void => {
+    const group = this.#group;
+    const marked = parseMarked(line);
+    if (!marked) return group.onLine(this.#process, "stdout", line);
+    if (marked.kind === "port") return void (this.#process === 0 && group.onPort(marked.port));
+    // A process of several ranks names the rank; one of one rank is that rank.
+    const of = marked.rank ?? this.#process * group.threads;
+    if (marked.kind === "result") this.#results[of] = marked.result;
+    else if (marked.kind === "calls") this.#calls[of] = marked.calls;
+    else if (marked.kind === "returned") group.supervisor.returned(of);
+    else group.supervisor.ended(of, failedEnd(marked.failure));
+  };
+
+  #stderr = (line: string): void => {
+    const plain = stripAnsi(line);
+    if (/^error: /.test(plain)) this.#firstError ??= plain.slice("error: ".length);
+    this.#group.onLine(this.#process, "stderr", line);
+  };
+
+  async #end(): Promise<void> {
+    const pumps = [pump(this.#child.stdout, this.#stdout), pump(this.#child.stderr, this.#stderr)];
+    const status = await this.#child.status;
+    LIVE.delete(this);
+    await Promise.all(pumps);
+    // Each rank of the process ends as the process did, unless it reported otherwise.
+    const which = this.#group.threads > 1
+      ? `process ${this.#process} (ranks ${this.ranks.join(", ")})`
+      : `rank ${this.#process}`;
+    for (const r of this.ranks) {
+      this.#group.supervisor.ended(
+        r,
+        status.success
+          ? { status: "ok", result: this.#results[r], calls: this.#calls[r] }
+          : status.signal
+          ? { status: "killed", reason: `${which} was killed by ${status.signal}` }
+          : {
+            status: "failed",
+            reason: `${which} exited with code ${status.code}${
+              this.#firstError ? `: ${this.#firstError}` : ""
+            }`,
+          },
+      );
+    }
+  }
+}
+
 /**
  * Runs `deno <denoArgs>` as ranks 0 … size−1; `results` resolves when all exit 0 (with each
  * rank's stdout line marked as a result, if any) and rejects with a `RankFailedError` naming the
- * rank that caused the failure (primitives/launch/blame.ts), once every child has exited.
+ * rank that caused the failure (primitives/launch/blame.ts), once every child has exited. Rank 0
+ * binds an ephemeral port itself and announces it; only then do the others start (a free port
+ * picked here and handed over would race with every other program).
  */
 export function runProcessRanks(
   denoArgs: string[],
@@ -89,24 +211,8 @@ export function runProcessRanks(
   if (threads > 1 && options.joinRank0) {
     throw new RangeError("this process cannot be rank 0 of a group of processes × threads");
   }
-  /** The ranks process `p` runs. */
-  const ranksOf = (p: number) => Array.from({ length: threads }, (_, t) => p * threads + t);
-  const masterAddr = options.masterAddr ?? "127.0.0.1";
-  const token = options.joinRank0?.token ?? randomToken();
-  const onLine = options.onLine ?? printLine;
-  const children: (Deno.ChildProcess | undefined)[] = [];
-  const results: unknown[] = new Array(size * threads).fill(undefined);
-  /** Each rank's latest calls, as its last lines said (for the verdict). */
-  const calls: ([number, number][] | undefined)[] = [];
-  /** The first `error:` line each process printed on stderr (an uncaught error), for its blame. */
-  const firstError: (string | undefined)[] = new Array(size).fill(undefined);
-  const signalAll = (signal: Deno.Signal) => {
-    for (const c of children) {
-      try {
-        c?.kill(signal);
-      } catch { /* already gone */ }
-    }
-  };
+  const processes: ProcessRank[] = [];
+  const signalAll = (signal: Deno.Signal) => processes.forEach((p) => p.kill(signal));
   // Every child must be gone before the group settles: no orphans.
   let allExited!: () => void;
   const exited = new Promise<void>((resolve) => allExited = resolve);
@@ -124,88 +230,27 @@ export function runProcessRanks(
   });
   const onAbort = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onAbort, { once: true });
-
-  // Rank 0 binds an ephemeral port itself and announces it; only then do the others start.
-  // (Picking a free port here and handing it over would race with every other program.)
-  const exits: Promise<void>[] = [];
-  const start = (rank: number, port: number) => exits.push(runRank(rank, port));
-  const onPort = (port: number) => {
-    if (supervisor.judged) return;
-    for (let rank = 1; rank < size; rank++) start(rank, port);
+  const group: ProcessGroup = {
+    denoArgs,
+    options,
+    size,
+    threads,
+    token: options.joinRank0?.token ?? randomToken(),
+    supervisor,
+    onLine: options.onLine ?? printLine,
+    onPort(port) {
+      if (supervisor.judged) return;
+      for (let p = 1; p < size; p++) processes[p] = new ProcessRank(group, p, port);
+    },
   };
-  const runRank = async (rank: number, port: number) => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: denoArgs,
-      env: {
-        ...options.env,
-        RANK: String(rank),
-        LOCAL_RANK: String(rank),
-        LOCAL_WORLD_SIZE: String(size),
-        WORLD_SIZE: String(size),
-        MASTER_ADDR: masterAddr,
-        MASTER_PORT: String(port),
-        DCCL_TOKEN: token,
-        DCCL_WATCH_PARENT: "1",
-        DCCL_TRANSPORT: options.transport ?? PROCESS_TRANSPORTS[0],
-        ...(options.bind ? { DCCL_BIND: options.bind } : {}),
-        ...(threads > 1 ? { DCCL_THREADS: String(threads) } : {}),
-      },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    live++;
-    children[rank] = child;
-    const pumps = [
-      pump(child.stdout, (line) => {
-        const marked = parseMarked(line);
-        if (!marked) return onLine(rank, "stdout", line);
-        if (marked.kind === "port") return rank === 0 && onPort(marked.port);
-        // A process of several ranks names the rank; one of one rank is that rank.
-        const of = marked.rank ?? rank * threads;
-        if (marked.kind === "result") results[of] = marked.result;
-        else if (marked.kind === "calls") calls[of] = marked.calls;
-        else if (marked.kind === "returned") supervisor.returned(of);
-        else supervisor.ended(of, failedEnd(marked.failure));
-      }),
-      pump(child.stderr, (line) => {
-        const plain = stripAnsi(line);
-        if (/^error: /.test(plain)) firstError[rank] ??= plain.slice("error: ".length);
-        onLine(rank, "stderr", line);
-      }),
-    ];
-    const status = await child.status;
-    live--;
-    children[rank] = undefined;
-    await Promise.all(pumps);
-    // Each rank of the process ends as the process did, unless it reported otherwise.
-    const which = threads > 1
-      ? `process ${rank} (ranks ${ranksOf(rank).join(", ")})`
-      : `rank ${rank}`;
-    for (const r of ranksOf(rank)) {
-      if (status.success) {
-        supervisor.ended(r, { status: "ok", result: results[r], calls: calls[r] });
-      } else if (status.signal) {
-        supervisor.ended(r, {
-          status: "killed",
-          reason: `${which} was killed by ${status.signal}`,
-        });
-      } else {
-        const why = firstError[rank] ? `: ${firstError[rank]}` : "";
-        supervisor.ended(r, {
-          status: "failed",
-          reason: `${which} exited with code ${status.code}${why}`,
-        });
-      }
-    }
-  };
-  if (options.joinRank0) onPort(options.joinRank0.port);
-  else start(0, 0);
+  if (options.joinRank0) group.onPort(options.joinRank0.port);
+  else processes[0] = new ProcessRank(group, 0, 0);
   (async () => {
     // Rank 0's output is read before its exit counts, so the others have started by then.
-    for (let waited = 0; waited < exits.length;) {
-      waited = exits.length;
-      await Promise.all(exits);
+    for (let waited = 0; waited < processes.filter(Boolean).length;) {
+      const started = processes.filter(Boolean);
+      waited = started.length;
+      await Promise.all(started.map((p) => p.ended));
     }
     allExited();
     await supervisor.judge();
@@ -214,7 +259,7 @@ export function runProcessRanks(
   return {
     results: supervisor.results,
     kill(rank: number) {
-      children[Math.floor(rank / threads)]?.kill("SIGKILL");
+      processes[Math.floor(rank / threads)]?.kill("SIGKILL");
     },
   };
 }

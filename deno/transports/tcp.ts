@@ -6,6 +6,7 @@
  * @module
  */
 
+import { ALLREDUCE_RECURSIVE_DOUBLING } from "../../primitives/collectives/allreduce_recursive_doubling.ts";
 import { MAX_BYTES } from "../../primitives/types.ts";
 import { StreamTransport } from "./stream.ts";
 import { bufferView, type Frame, type Route, type Wire } from "./stream_wire.ts";
@@ -132,9 +133,10 @@ export const TCP: ProcessesTransport & { name: "tcp" } = {
   name: "tcp",
   summary: "processes (or hosts) over TCP, one connection per pair, frames of their own",
   // Between 2 processes recursive doubling beats the ring up to 1 MiB (docs/auto.md).
-  winsBelow: {
-    "allreduce/recursive_doubling": (size, measured) => size === 2 ? 2 ** 20 : measured,
-  },
+  winsBelow: [{
+    algorithm: ALLREDUCE_RECURSIVE_DOUBLING,
+    bound: (size, measured) => size === 2 ? 2 ** 20 : measured,
+  }],
   async connect(o) {
     const mesh = await connectStreamMesh(o, TCP_HANDSHAKE);
     return new TcpTransport(o.rank, o.size, mesh.connections, {

@@ -1,3 +1,8 @@
+/**
+ * The barrier of the message transports: dissemination (Hensgen et al.), ⌈log2 n⌉ rounds.
+ * @module
+ */
+
 import type { CollectiveContext } from "./context.ts";
 import { mod } from "./context.ts";
 

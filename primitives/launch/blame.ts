@@ -10,7 +10,7 @@
  */
 
 import { RankFailedError, type RankOutcome } from "../errors.ts";
-import { type CallHistory, oddCall } from "./odd_call.ts";
+import { type CallHistory, oddCall } from "./mismatch_blame.ts";
 
 /** How a launcher learned that a rank ended. */
 export interface RankEnd extends RankOutcome {
@@ -22,7 +22,7 @@ export interface RankEnd extends RankOutcome {
   accused?: boolean;
   /** When the launcher learned it (`performance.now()`). */
   at: number;
-  /** Its latest collective calls, as it reported them (odd_call.ts). */
+  /** Its latest collective calls, as it reported them (mismatch_blame.ts). */
   calls?: CallHistory;
 }
 
@@ -109,7 +109,8 @@ export class GroupEnds {
         reason: e.reason,
       };
     });
-    const odd = this.#oddCall(failures.map(({ e }) => e), outcomes);
+    // A majority against one rank's call decides, whatever that rank did about its own error.
+    const odd = this.#oddCall(failures.map(({ e }) => e), outcomes, { majority: true });
     if (odd) return odd;
     // A rank told by its peers that it failed (a notice naming itself) repeats their verdict; it
     // is the cause only when no rank saw more.
@@ -119,6 +120,9 @@ export class GroupEnds {
     if (cause) {
       return new RankFailedError(cause.rank, cause.e.reason ?? cause.e.status, cause.e, outcomes);
     }
+    // Without a majority (a tie, decided by the root's view) only a rank that failed is named.
+    const tied = this.#oddCall(failures.map(({ e }) => e), outcomes, { majority: false });
+    if (tied) return tied;
     // Every failure names another rank: follow the names from the first to the end of the chain;
     // the last rank that named it says why. The chain starts at the first rank that saw for
     // itself (a mismatch, a timeout) rather than repeating a peer's notice, which names the
@@ -164,15 +168,21 @@ export class GroupEnds {
 
   /**
    * The rank whose call differs from the group's, when the ranks' reported calls (every rank that
-   * ended reports its own, failed or not) show one (odd_call.ts): the reason says what it called
-   * and what the others did, then quotes a mismatch check that named it, where one did.
+   * ended reports its own, failed or not) show one (mismatch_blame.ts) — by a majority (`when`),
+   * or by a tie's rule and then only where it failed: the reason says what it called and what the
+   * others did, then quotes a mismatch check that named it, where one did.
    */
-  #oddCall(failures: RankEnd[], outcomes: RankOutcome[]): RankFailedError | undefined {
+  #oddCall(
+    failures: RankEnd[],
+    outcomes: RankOutcome[],
+    when: { majority: boolean },
+  ): RankFailedError | undefined {
     const histories = new Map<number, CallHistory>();
     this.#ends.forEach((e, i) => e?.calls && histories.set(this.#members[i], e.calls));
     const odd = oddCall(histories);
     const end = odd && this.#endOf(odd.rank);
-    if (!odd || !end) return undefined;
+    if (!odd || !end || odd.majority !== when.majority) return undefined;
+    if (!when.majority && !isFailure(end)) return undefined;
     // A check that named it, quoted: its own report first (a peer's notice may be cut short).
     const names = new RegExp(`\\b[Rr]ank ${odd.rank}\\b`);
     const checks = [end, ...failures].filter((e) =>

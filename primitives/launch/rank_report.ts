@@ -45,7 +45,7 @@ export interface FailureReport {
   failedRank?: number;
   /** Peers told this rank that it failed: `failedRank` is the one that said so. */
   accused?: boolean;
-  /** Its latest collective calls, `[tag, stamp]` (for the blame: odd_call.ts). */
+  /** Its latest collective calls, `[tag, stamp]` (for the blame: mismatch_blame.ts). */
   calls?: [number, number][];
 }
 

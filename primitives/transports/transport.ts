@@ -242,6 +242,14 @@ export function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
+/** An algorithm's one-host bound as a transport restates it (`TransportFacts.winsBelow`). */
+export interface RestatedBound {
+  /** The algorithm's descriptor (collectives/<collective>_<name>.ts). */
+  readonly algorithm: { readonly name: string; readonly collective: string };
+  /** This transport's bound at `size` ranks, from the algorithm's own (`measured`). */
+  bound(size: number, measured: number): number;
+}
+
 /**
  * What dccl knows about a transport besides moving bytes (NCCL's `ncclTransport`): its facts, how
  * its ranks start and connect, and any crossovers of `auto` it measured otherwise. Each
@@ -273,11 +281,11 @@ export interface TransportFacts {
   /** Memory a whole group shares, bytes. */
   groupBytes(size: number): number;
   /**
-   * Algorithms' one-host bounds measured otherwise on this transport, by `collective/name`: each
-   * gets the group's size and the algorithm's own bound (`Facts.winsBelow`) and says this
-   * transport's.
+   * Algorithms' one-host bounds measured otherwise on this transport, each keyed by the
+   * algorithm's descriptor (so renaming one breaks the build, not the rule): the bound gets the
+   * group's size and the algorithm's own bound (`Facts.winsBelow`) and says this transport's.
    */
-  readonly winsBelow?: Readonly<Record<string, (size: number, measured: number) => number>>;
+  readonly winsBelow?: readonly RestatedBound[];
   /** Which of the machine's limits bound it (bench/limits: `deno task limits`). */
   readonly bounds: TransportBounds;
 }

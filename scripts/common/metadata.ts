@@ -2,7 +2,6 @@
 
 import type { RunMetadata } from "../../bench/report_format.ts";
 import { cpuModel } from "./cpu_model.ts";
-import { halfKernels } from "../../internal.ts";
 
 /** Describes this machine and run. */
 export async function collectMetadata(
@@ -15,7 +14,6 @@ export async function collectMetadata(
     v8: Deno.version.v8,
     os: `${Deno.build.os} ${Deno.osRelease()} ${Deno.build.arch}`,
     cpu: cpuModel(),
-    halfKernels: halfKernels(),
     cpus: navigator.hardwareConcurrency,
     memoryBytes: Deno.systemMemoryInfo().total,
     gpuAdapter: await gpuAdapter(),

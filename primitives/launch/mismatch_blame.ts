@@ -22,6 +22,8 @@ export interface OddCall {
   /** The ranks that made the group's call, and what they called. */
   others: number[];
   theyCalled: string;
+  /** More ranks made the group's call than any other (not a tie decided by the root's view). */
+  majority: boolean;
 }
 
 /** The odd rank among `histories` (by rank), or undefined when no two reported stamps differ. */
@@ -54,5 +56,6 @@ export function oddCall(histories: ReadonlyMap<number, CallHistory>): OddCall | 
     called: describe(odd.stamp),
     others: group.ranks,
     theyCalled: describe(group.stamp),
+    majority: group.ranks.length > sides[1].ranks.length,
   };
 }
