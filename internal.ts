@@ -135,25 +135,6 @@ export type { GpuDeviceOptions, GpuInfo } from "./primitives/memory/gpu_device.t
 export { MANAGED_PAGE_BYTES } from "./primitives/memory/managed.ts";
 export type { MigrationCount } from "./primitives/memory/managed.ts";
 
-// Kernels: the reductions, half precision, the limits' loops, their builds (the harness, the
-// trainer, `deno task limits` and the WebAssembly builds).
-export { fromStored, setValues, toStored } from "./kernels/elements.ts";
-export { fromHalf, halfKernels, reduce, toHalf } from "./kernels/reduce.ts";
-export { reduceReference } from "./kernels/reduce_reference.ts";
-export { reduceBuildName, reduceWat } from "./kernels/reduce_wat.ts";
-export type { Sharing } from "./kernels/reduce_wat.ts";
-export { halfHardwareWat, placeholdersIn, withConversions } from "./kernels/half_hardware_wat.ts";
-export {
-  bestSimdBuild,
-  limitsKernels,
-  PEAK_FLOPS_PER_ITERATION,
-  simdPeakGflops,
-} from "./kernels/limits_kernels.ts";
-export type { LimitsKernels, SimdBuild } from "./kernels/limits_kernels.ts";
-export { limitsWat } from "./kernels/limits_wat.ts";
-export { deviceRefusal, GpuKernels } from "./kernels/gpu_kernels.ts";
-export type { DeviceView, KernelLimits, KernelSources } from "./kernels/gpu_kernels.ts";
-
 // Launchers: ranks as workers or logical ranks, their reports, the platform they run on.
 export { launchThread } from "./primitives/launch/thread.ts";
 export type { ThreadOptions } from "./primitives/launch/thread.ts";

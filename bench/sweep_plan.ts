@@ -9,13 +9,13 @@
 import type { Dtype } from "../core.ts";
 import {
   algorithmsFor,
-  deviceRefusal,
   DTYPES,
   needsDevice,
   REDUCE_OPS,
   sideOfMemory,
   type TransportFacts,
 } from "../internal.ts";
+import { deviceRefusal } from "../kernels/mod.ts";
 import { cliName, type Primitive, PRIMITIVES } from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
 import { countForms, countOf, countsBetween } from "./sizes.ts";

@@ -6,7 +6,8 @@
  */
 
 import type { Communicator } from "../core.ts";
-import { halfKernels, type LinkCosts } from "../internal.ts";
+import { type LinkCosts } from "../internal.ts";
+import { halfKernels } from "../kernels/mod.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import type { HalfKernels, ReportOptions, SweepSink } from "./report_format.ts";
 

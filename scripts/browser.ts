@@ -13,13 +13,9 @@ import { limitsTable } from "../bench/limits/limits_table.ts";
 import { chromiumAvailable, ChromiumMissing } from "./browser/chromium.ts";
 import { describe, stoppedRun } from "./bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./bench/benchmark_plan.ts";
-import { givenFlags, UsageError } from "./common/flags.ts";
-import {
-  describeTraining,
-  planTraining,
-  TRAIN_FLAGS,
-  type TrainPlan,
-} from "./train/training_plan.ts";
+import { type Flags, UsageError } from "./common/flags.ts";
+import { describeTraining, planTraining, type TrainPlan } from "./train/training_plan.ts";
+import { TRAIN_FLAGS } from "./train/training_flags.ts";
 import { LAUNCH_FLAGS } from "./common/launcher.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
@@ -30,11 +26,11 @@ const TAB_MAX = "16M";
  * Refuses, before anything is planned from them, the flags a tab cannot honour: ranks in a tab
  * are its own workers, so neither an external launcher nor processes of threads.
  */
-function tabLaunch(values: Record<string, string | undefined>): void {
+function tabLaunch(flags: Flags<typeof LAUNCH_FLAGS>): void {
   for (const flag of ["launcher", "threads"] as const) {
-    if (values[flag] !== LAUNCH_FLAGS[flag].default) {
+    if (flags[flag] !== LAUNCH_FLAGS[flag].default) {
       throw new UsageError(
-        `--${flag} ${values[flag]} is not accepted in a browser tab: its ranks are the tab's ` +
+        `--${flag} ${flags[flag]} is not accepted in a browser tab: its ranks are the tab's ` +
           `own workers (or logical ranks on its GPU)`,
       );
     }
@@ -62,17 +58,15 @@ const TAB_HEADER =
   "in headless Chromium: ranks are the tab's workers (or logical ranks on its GPU)";
 
 /** `deno task browser <primitive>`. */
-function benchmarkInTab(primitive: Primitive): Task<RunPlan> {
+function benchmarkInTab(primitive: Primitive): Task<RunPlan, typeof BENCHMARK_FLAGS> {
   return {
     name: `browser ${cliName(primitive)}`,
     synopsis: `browser ${cliName(primitive)}`,
     summary: `Measures ${cliName(primitive)} over a size sweep inside headless Chromium.`,
     flags: BENCHMARK_FLAGS,
-    async plan(values, _, argv) {
-      const given = givenFlags(argv);
-      tabLaunch(values);
-      if (!given.has("max")) values.max = TAB_MAX;
-      const plan = planRun(primitive, values, { given });
+    async plan(flags) {
+      tabLaunch(flags);
+      const plan = planRun(primitive, flags.given.has("max") ? flags : { ...flags, max: TAB_MAX });
       webTransport(plan.transport);
       await requireChromium();
       return plan;
@@ -102,15 +96,14 @@ function benchmarkInTab(primitive: Primitive): Task<RunPlan> {
 }
 
 /** `deno task browser train`. */
-const TRAIN_IN_TAB: Task<TrainPlan> = {
+const TRAIN_IN_TAB: Task<TrainPlan, typeof TRAIN_FLAGS> = {
   name: "browser train",
   synopsis: "browser train",
   summary: "Trains the MNIST MLP on a browser tab's workers, inside headless Chromium.",
   flags: TRAIN_FLAGS,
-  async plan(values, _, argv) {
-    const given = givenFlags(argv);
-    tabLaunch(values);
-    const plan = await planTraining(values, undefined, given);
+  async plan(flags) {
+    tabLaunch(flags);
+    const plan = await planTraining(flags);
     webTransport(plan.config.transport);
     if (plan.config.checkpoint || plan.maxRestarts > 0) {
       throw new UsageError("--checkpoint and --max-restarts are not accepted in a browser tab");

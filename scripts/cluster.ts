@@ -20,20 +20,28 @@ import {
   holdCluster,
 } from "./cluster/netns.ts";
 import { firstFailure, howItEnded, runOnCluster } from "./cluster/cluster_run.ts";
-import { type FlagSpec, integer, UsageError } from "./common/flags.ts";
+import { defineFlags, UsageError } from "./common/flags.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
 const ACTIONS = ["up", "down", "run"] as const;
 
-const FLAGS: Record<string, FlagSpec> = {
-  hosts: { help: "hosts (network namespaces), 1 to 250; run: makes a cluster for the run" },
+const FLAGS = defineFlags({
+  hosts: {
+    help: "hosts (network namespaces), 1 to 250; run: makes a cluster for the run",
+    kind: "integer",
+    min: 1,
+    max: 250,
+  },
   rate: { help: "each host's link rate each way, as tc writes it (5gbit, 500mbit), or none" },
   name: { help: "prefix of the namespaces, links and /etc/hosts lines it makes", default: "dccl" },
   "procs-per-host": {
     help: "run: processes per host (a flat group of hosts × procs)",
-    default: "1",
+    kind: "integer",
+    min: 1,
+    max: 64,
+    default: 1,
   },
-};
+});
 
 interface ClusterPlan {
   action: typeof ACTIONS[number];
@@ -59,7 +67,7 @@ function taskScript(task: string): string {
   return new URL(`../${found[1].split(" ").at(-1)}`, import.meta.url).pathname;
 }
 
-const CLUSTER: Task<ClusterPlan> = {
+const CLUSTER: Task<ClusterPlan, typeof FLAGS> = {
   name: "cluster",
   synopsis: `cluster <${ACTIONS.join("|")}> [-- task flags]`,
   summary: "Hosts as network namespaces on this machine, and dccl tasks run across them.",
@@ -72,11 +80,10 @@ const CLUSTER: Task<ClusterPlan> = {
     if (!action) {
       throw new UsageError(`${given} is not accepted: the actions are ${ACTIONS.join(", ")}`);
     }
-    const name = values.name!;
+    const { name, hosts } = values;
     if (!/^[a-z][a-z0-9]{0,7}$/.test(name)) {
       throw new UsageError(`--name ${name} is not accepted: 1 to 8 letters and digits`);
     }
-    const hosts = values.hosts === undefined ? undefined : integer("hosts", values.hosts, 1, 250);
     if (action === "up" && hosts === undefined) throw new UsageError("up needs --hosts");
     if (action !== "run" && args.length > 0) {
       throw new UsageError(`unexpected argument ${args[0]}: only run takes a task`);
@@ -95,7 +102,7 @@ const CLUSTER: Task<ClusterPlan> = {
       name,
       hosts,
       rate: values.rate,
-      procsPerHost: integer("procs-per-host", values["procs-per-host"]!, 1, 64),
+      procsPerHost: values["procs-per-host"],
       script,
       args: args.slice(1),
     };

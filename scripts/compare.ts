@@ -9,10 +9,10 @@ import { dirname } from "node:path";
 import { DEFAULT_TOLERANCE } from "../bench/compare/crossover.ts";
 import { writeTogether } from "../deno/mod.ts";
 import type { CompareJob, CompareOutcome, InputFile } from "./compare/compare_work.ts";
-import { type FlagSpec, integer, UsageError, userPath, writableFolder } from "./common/flags.ts";
+import { defineFlags, integer, UsageError, userPath, writableFolder } from "./common/flags.ts";
 import { MAX_PROCS, type Task, taskMain } from "./common/task.ts";
 
-const FLAGS: Record<string, FlagSpec> = {
+const FLAGS = defineFlags({
   out: {
     help: "HTML report path; the SVG is written next to it",
     default: "out/compare.html",
@@ -21,17 +21,23 @@ const FLAGS: Record<string, FlagSpec> = {
   procs: {
     help: "ranks of OSU collective inputs whose name does not say (osu_allreduce_p4.txt, " +
       "_np4, -n4) and that carry no :RANKS suffix (osu.txt:4); point-to-point ones are 2",
-    default: "2",
+    kind: "integer",
+    min: 1,
+    max: MAX_PROCS,
+    default: 2,
   },
   tolerance: {
     help: "percent a curve may trail the fastest at a size and still count as fastest there",
-    default: String(DEFAULT_TOLERANCE * 100),
+    kind: "integer",
+    min: 0,
+    max: 100,
+    default: DEFAULT_TOLERANCE * 100,
   },
   "of-limit": {
     help: "plot each size's share of the machine's limit (dccl rows' pct_limit) for Gb/s",
-    boolean: true,
+    kind: "switch",
   },
-};
+});
 
 interface ComparePlan extends CompareJob {
   out: string;
@@ -51,7 +57,7 @@ function inputFile(given: string): InputFile {
   return { path, procs: procs === undefined ? undefined : integer("procs", procs, 1, MAX_PROCS) };
 }
 
-const COMPARE: Task<ComparePlan> = {
+const COMPARE: Task<ComparePlan, typeof FLAGS> = {
   name: "compare",
   synopsis: "compare A.csv B.csv …",
   summary: "Overlays curves and prints the crossovers.",
@@ -67,7 +73,7 @@ const COMPARE: Task<ComparePlan> = {
     if (files.length === 0) {
       throw new UsageError("no input files: pass dccl CSV/JSON, OSU or nccl-tests output files");
     }
-    const out = values.out!;
+    const { out } = values;
     if (!out.endsWith(".html")) {
       throw new UsageError(`--out ${out} is not accepted: expected *.html`);
     }
@@ -75,9 +81,9 @@ const COMPARE: Task<ComparePlan> = {
     return {
       files,
       out,
-      procs: integer("procs", values.procs!, 1, MAX_PROCS),
-      tolerance: integer("tolerance", values.tolerance!, 0, 100) / 100,
-      ofLimit: values["of-limit"] === "true",
+      procs: values.procs,
+      tolerance: values.tolerance / 100,
+      ofLimit: values["of-limit"],
     };
   },
   async run(plan, signal) {

@@ -18,17 +18,17 @@ import {
   measureLimits,
 } from "./limits/this_machine.ts";
 import { ioReason, writeAtomically } from "../deno/mod.ts";
-import { type FlagSpec, writableFile } from "./common/flags.ts";
+import { defineFlags, writableFile } from "./common/flags.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
-const FLAGS: Record<string, FlagSpec> = {
-  refresh: { help: "measure again, though this machine's limits are kept", boolean: true },
+const FLAGS = defineFlags({
+  refresh: { help: "measure again, though this machine's limits are kept", kind: "switch" },
   "keep-busy": {
     help: "keep a sitting measured while the machine was busy (marked so)",
-    boolean: true,
+    kind: "switch",
   },
   json: { help: "also write the limits to this JSON file", path: true },
-};
+});
 
 interface LimitsPlan {
   refresh: boolean;
@@ -36,13 +36,13 @@ interface LimitsPlan {
   json?: string;
 }
 
-const LIMITS: Task<LimitsPlan> = {
+const LIMITS: Task<LimitsPlan, typeof FLAGS> = {
   name: "limits",
   summary: "Measures this machine's limits (round trips, bandwidths, SIMD peak) and keeps them.",
   flags: FLAGS,
   plan: (v) => ({
-    refresh: v.refresh === "true",
-    keepBusy: v["keep-busy"] === "true",
+    refresh: v.refresh,
+    keepBusy: v["keep-busy"],
     json: v.json === undefined ? undefined : writableFile("json", v.json),
   }),
   async run(plan, signal) {

@@ -5,16 +5,24 @@
  */
 
 import { servePage } from "./browser/page_server.ts";
-import { integer } from "./common/flags.ts";
+import { defineFlags } from "./common/flags.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
-const SERVE: Task<{ port: number }> = {
+const FLAGS = defineFlags({
+  port: {
+    help: "port on 127.0.0.1 (0: any free one)",
+    kind: "integer",
+    min: 0,
+    max: 65535,
+    default: 8000,
+  },
+});
+
+const SERVE: Task<{ port: number }, typeof FLAGS> = {
   name: "serve",
   summary: "Serves the page that runs dccl in a browser tab, on 127.0.0.1.",
-  flags: {
-    port: { help: "port on 127.0.0.1 (0: any free one)", default: "8000" },
-  },
-  plan: (values) => ({ port: integer("port", values.port!, 0, 65535) }),
+  flags: FLAGS,
+  plan: ({ port }) => ({ port }),
   async run({ port }, signal) {
     const server = await servePage({ port });
     console.log(`dccl serve: ${server.url} (Ctrl-C stops)`);

@@ -12,7 +12,7 @@ import { MEMORY_KINDS } from "../internal.ts";
 import { type MemoryKind } from "../core.ts";
 import { boundsOf, checkDevice, runPlan, stoppedRun } from "./bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./bench/benchmark_plan.ts";
-import { type FlagSpec, integer, listOf, UsageError, writableFolder } from "./common/flags.ts";
+import { defineFlags, type Flags, UsageError, writableFolder } from "./common/flags.ts";
 import { collectMetadata } from "./common/metadata.ts";
 import { writeAtomically, writeTogether } from "../deno/mod.ts";
 import { type FailedRun, renderHtml, renderSvg } from "../bench/compare/chart.ts";
@@ -31,15 +31,36 @@ const PRIMITIVE_NAMES = PRIMITIVE_LIST.map(cliName);
 const { procs: _procs, transport: _transport, memory: _memory, csv: _csv, json: _json, ...shared } =
   BENCHMARK_FLAGS;
 
-const FLAGS: Record<string, FlagSpec> = {
-  primitives: { help: "comma-separated primitives", default: PRIMITIVE_NAMES.join(",") },
-  transports: { help: "comma-separated transports", default: TRANSPORT_NAMES.join(",") },
-  memory: { help: "comma-separated memory kinds", default: MEMORY_KINDS.join(",") },
-  procs: { help: "comma-separated rank counts", default: "2,4,8" },
+const FLAGS = defineFlags({
+  primitives: {
+    help: "comma-separated primitives",
+    kind: "list",
+    choices: PRIMITIVE_NAMES,
+    default: PRIMITIVE_NAMES,
+  },
+  transports: {
+    help: "comma-separated transports",
+    kind: "list",
+    choices: TRANSPORT_NAMES,
+    default: TRANSPORT_NAMES,
+  },
+  memory: {
+    help: "comma-separated memory kinds",
+    kind: "list",
+    choices: MEMORY_KINDS,
+    default: MEMORY_KINDS,
+  },
+  procs: {
+    help: "comma-separated rank counts",
+    kind: "integers",
+    min: 1,
+    max: MAX_PROCS,
+    default: [2, 4, 8],
+  },
   out: { help: "directory for the CSVs and index.csv", default: "out/sweep", path: true },
   ...shared,
   max: { ...shared.max, default: "4M" },
-};
+});
 
 const INDEX_COLUMNS = [
   "primitive",
@@ -54,7 +75,7 @@ const INDEX_COLUMNS = [
 ];
 
 interface SweepPlan {
-  values: Record<string, string | undefined>;
+  flags: Flags<typeof FLAGS>;
   primitives: Primitive[];
   transports: TransportName[];
   memory: MemoryKind[];
@@ -75,13 +96,15 @@ async function combination(
   if (!carried.includes(memory)) return `${transport} carries ${carried.join(", ")} memory`;
   try {
     const plan = planRun(primitive, {
-      ...sweep.values,
-      procs: String(procs),
+      ...sweep.flags,
+      procs,
       transport,
       memory,
       csv: `${sweep.out}/${name}.csv`,
       json: `${sweep.out}/${name}.json`,
-    }, { given: new Set(["transport", "procs"]) });
+      // The sweep's --max is a ceiling each combination may lower to fit.
+      given: new Set(["transport", "procs"]),
+    });
     await checkDevice(plan);
     return plan;
   } catch (e) {
@@ -90,27 +113,26 @@ async function combination(
   }
 }
 
-const SWEEP: Task<SweepPlan> = {
+const SWEEP: Task<SweepPlan, typeof FLAGS> = {
   name: "sweep",
   summary: "Measures every combination into one CSV each.",
   flags: FLAGS,
-  plan(values) {
+  plan(flags) {
     const plan: SweepPlan = {
-      values,
-      primitives: listOf("primitives", values.primitives!, PRIMITIVE_NAMES)
-        .map((p) => primitiveNamed(p)!),
-      transports: listOf("transports", values.transports!, TRANSPORT_NAMES),
-      memory: listOf("memory", values.memory!, MEMORY_KINDS),
-      procs: values.procs!.split(",").map((p) => integer("procs", p.trim(), 1, MAX_PROCS)),
-      out: writableFolder("out", values.out!),
+      flags,
+      primitives: flags.primitives.map((p) => primitiveNamed(p)!),
+      transports: flags.transports,
+      memory: flags.memory,
+      procs: [...new Set(flags.procs)],
+      out: writableFolder("out", flags.out),
     };
     // Validate the shared flags (and the kept limits) once, on a combination the sweep runs.
-    const first = TRANSPORTS[plan.transports[0]];
+    const [first] = plan.transports;
     boundsOf(planRun("allreduce", {
-      ...values,
-      procs: "2",
-      transport: first.name,
-      memory: first.bestMemory,
+      ...flags,
+      procs: 2,
+      transport: first,
+      memory: TRANSPORTS[first].bestMemory,
     }));
     return plan;
   },

@@ -4,17 +4,16 @@
  * @module
  */
 
-import { givenFlags } from "./common/flags.ts";
 import { collectMetadata } from "./common/metadata.ts";
 import { type Task, taskMain } from "./common/task.ts";
 import { removeUncommitted } from "../deno/mod.ts";
 import { planTraining, runTraining, TRAIN_FLAGS, type TrainPlan } from "./train/training.ts";
 
-const TRAIN: Task<TrainPlan> = {
+const TRAIN: Task<TrainPlan, typeof TRAIN_FLAGS> = {
   name: "train",
   summary: "Trains an MNIST MLP data-parallel over dccl's primitives.",
   flags: TRAIN_FLAGS,
-  plan: (values, _, argv) => planTraining(values, undefined, givenFlags(argv)),
+  plan: (flags) => planTraining(flags),
   notes: (plan) => plan.notes,
   async run(plan, signal, argv) {
     const { mnist: _, ...options } = plan;

@@ -11,8 +11,8 @@ import { gpuUnavailable } from "../internal.ts";
 import type { Breakdown, BreakdownArgs } from "../trainer/breakdown.ts";
 import type { Mnist } from "../trainer/mnist.ts";
 import {
-  type FlagSpec,
-  integer,
+  defineFlags,
+  type Flags,
   oneOf,
   parseFlags,
   UsageError,
@@ -50,29 +50,37 @@ const STUDIES: Record<string, Study> = {
   "matmul": matmul,
 };
 
-const FLAGS: Record<string, FlagSpec> = {
-  epochs: { help: "epochs of every run", default: "10" },
+const FLAGS = defineFlags({
+  epochs: { ...TRAIN_FLAGS.epochs, help: "epochs of every run" },
   out: { help: "folder for the CSV, JSON, SVG and HTML", default: "out/train-study", path: true },
   data: TRAIN_FLAGS.data,
   "train-samples": TRAIN_FLAGS["train-samples"],
   "test-samples": TRAIN_FLAGS["test-samples"],
   lr: TRAIN_FLAGS.lr,
-  batch: { help: "rows per batch on each computing rank of every run (default: each study's)" },
+  batch: {
+    ...TRAIN_FLAGS.batch,
+    help: "rows per batch on each computing rank of every run (default: each study's)",
+  },
   gpu: {
     help: "include GPU runs: auto (on a hardware adapter; a software one takes minutes per " +
       "epoch), yes or no",
+    kind: "choice",
+    choices: ["auto", "yes", "no"],
     default: "auto",
   },
   timeout: TRAIN_FLAGS.timeout,
   repeat: {
     help: "runs of every point: the row holds the median run, with the runs' spread (a spread " +
       `over ${NOISY_SPREAD_PCT}% is flagged noisy)`,
-    default: "1",
+    kind: "integer",
+    min: 1,
+    max: 1000,
+    default: 1,
   },
-};
+});
 
 /** Why GPU runs are left out under `--gpu`, or undefined when they run. */
-async function gpuVerdict(mode: string): Promise<string | undefined> {
+async function gpuVerdict(mode: "auto" | "yes" | "no"): Promise<string | undefined> {
   if (mode === "no") return "--gpu no";
   const why = await gpuUnavailable();
   if (why) {
@@ -89,7 +97,7 @@ async function gpuVerdict(mode: string): Promise<string | undefined> {
 
 interface StudyPlan {
   study: string;
-  values: Record<string, string | undefined>;
+  flags: Flags<typeof FLAGS>;
   out: string;
   mnist: Mnist;
   /** Why GPU runs are left out, or why there is no adapter at all. */
@@ -101,33 +109,30 @@ interface StudyPlan {
 
 const NAMES = Object.keys(STUDIES);
 
-const TRAIN_STUDY: Task<StudyPlan> = {
+const TRAIN_STUDY: Task<StudyPlan, typeof FLAGS> = {
   name: "train-study",
   synopsis: `train-study <${NAMES.join("|")}>`,
   summary: "Runs one of the trainer studies (CSV, JSON, SVG, HTML and a table).",
   flags: FLAGS,
   positionals: true,
-  async plan(values, positionals) {
+  async plan(flags, positionals) {
     if (positionals.length !== 1) throw new UsageError(`name one study: ${NAMES.join(", ")}`);
     const study = oneOf("study", positionals[0], NAMES);
-    integer("epochs", values.epochs!, 1, 100_000);
-    integer("repeat", values.repeat!, 1, 1000);
-    const out = writableFolder("out", values.out!);
-    const noGpu = await gpuVerdict(oneOf("gpu", values.gpu!, ["auto", "yes", "no"]));
+    const out = writableFolder("out", flags.out);
+    const noGpu = await gpuVerdict(flags.gpu);
     const noAdapter = await gpuUnavailable();
-    return { study, values, out, noGpu, noAdapter, mnist: await readData(values.data) };
+    return { study, flags, out, noGpu, noAdapter, mnist: await readData(flags.data) };
   },
   async run(plan, signal, argv) {
-    const { study, values, mnist } = plan;
-    const common: Record<string, string> = {
-      epochs: values.epochs!,
-      timeout: values.timeout!,
-      lr: values.lr!,
-    };
-    for (const flag of ["train-samples", "test-samples", "batch"]) {
-      if (values[flag] !== undefined) common[flag] = values[flag]!;
+    const { study, flags, mnist } = plan;
+    // Every run is planned from a command line, as its study writes it, with these flags first.
+    const common: Record<string, string> = {};
+    for (
+      const flag of ["epochs", "timeout", "lr", "train-samples", "test-samples", "batch"] as const
+    ) {
+      if (flags[flag] !== undefined) common[flag] = String(flags[flag]);
     }
-    const repeat = Number(values.repeat);
+    const { repeat } = flags;
     const metadata = await collectMetadata(argv, {
       study,
       ...common,
@@ -144,7 +149,7 @@ const TRAIN_STUDY: Task<StudyPlan> = {
     };
     const ctx: StudyContext = {
       mnist,
-      epochs: values.epochs!,
+      epochs: common.epochs,
       noGpu: plan.noGpu,
       noAdapter: plan.noAdapter,
       record: (row) => {
@@ -213,7 +218,7 @@ const TRAIN_STUDY: Task<StudyPlan> = {
     metadata.options.load_after = loadAverage();
     await files.finish(result);
     // Every study trains but matmul, which times its kernels alone.
-    const runsAre = study === "matmul" ? "GEMMs timed alone" : `${values.epochs} epochs per run`;
+    const runsAre = study === "matmul" ? "GEMMs timed alone" : `${flags.epochs} epochs per run`;
     console.log(`# dccl train-study ${study}: ${runsAre}`);
     console.log(formatTable(files.rows));
     for (const note of result.notes) console.log(`# ${note}`);

@@ -39,56 +39,68 @@ import {
 } from "../deno/mod.ts";
 import { runPlan } from "./bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "./bench/benchmark_plan.ts";
-import {
-  type FlagSpec,
-  givenFlags,
-  integer,
-  listOf,
-  oneOf,
-  size,
-  UsageError,
-  writableFolder,
-} from "./common/flags.ts";
+import { defineFlags, parseFlags, size, UsageError, writableFolder } from "./common/flags.ts";
 import { collectMetadata } from "./common/metadata.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
 /** What the harness measures, as dccl's tasks name them. */
 const PRIMITIVES = ["allreduce", "bcast", "reduce", "sendrecv"] as const;
 
-const FLAGS: Record<string, FlagSpec> = {
+/** The transports whose ranks can be set beside Open MPI's processes. */
+const HOST_TRANSPORTS = TRANSPORT_NAMES.filter((t) => TRANSPORTS[t].launch !== "thread");
+
+const FLAGS = defineFlags({
   primitives: {
     help: `comma-separated: ${PRIMITIVES.join(", ")}`,
-    default: "allreduce,bcast,reduce",
+    kind: "list",
+    choices: PRIMITIVES,
+    default: ["allreduce", "bcast", "reduce"],
   },
   procs: {
     help:
       "comma-separated rank counts (sendrecv: 2 only; with --cluster, multiples of the hosts: " +
       "the host count unless given)",
-    default: "2,4",
+    kind: "integers",
+    min: 1,
+    max: 64,
+    default: [2, 4],
   },
   transport: {
     help: "dccl's transport: shm or worker beside Open MPI's shared memory; ws or tcp beside " +
       "its TCP (on a cluster: ws unless told)",
-    default: TRANSPORT_NAMES[0],
+    kind: "choice",
+    choices: HOST_TRANSPORTS,
+    default: HOST_TRANSPORTS[0],
   },
   max: { help: "largest buffer in floats (2^22, 4M, ...)", default: "4M" },
   sizes: { help: "comma-separated sizes the table shows (1,1K,64K; default: every size run)" },
   pairs: {
     help: "runs of both libraries, in alternating order: sizes are decided ahead, behind or " +
       "within noise where pairs disagree (8 decides sub-microsecond cells)",
-    default: "1",
+    kind: "integer",
+    min: 1,
+    max: 64,
+    default: 1,
   },
   load: {
     help: "busy loops beside both libraries the whole time (as LOAD=N of the shared tool)",
-    default: "0",
+    kind: "integer",
+    min: 0,
+    max: 64,
+    default: 0,
   },
-  cluster: { help: "run across a simulated cluster of this many hosts (root, ip netns)" },
+  cluster: {
+    help: "run across a simulated cluster of this many hosts (root, ip netns)",
+    kind: "integer",
+    min: 2,
+    max: 16,
+  },
   rate: {
     help: "with --cluster: each host's link rate, as tc writes it (5gbit)",
     default: "5gbit",
   },
   out: { help: "folder for the CSVs and ratios.csv", default: "out/vs-mpi", path: true },
-};
+});
 
 interface VsMpiPlan {
   primitives: Primitive[];
@@ -103,16 +115,13 @@ interface VsMpiPlan {
   out: string;
 }
 
-const VS_MPI: Task<VsMpiPlan> = {
+const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
   name: "vs-mpi",
   summary: "dccl beside Open MPI in one run: both libraries' CSVs and their ratio per size.",
   flags: FLAGS,
-  async plan(v, _, argv) {
-    const primitives = listOf("primitives", v.primitives!, PRIMITIVES);
-    const hosts = v.cluster === undefined ? undefined : integer("cluster", v.cluster, 2, 16);
-    const given = givenFlags(argv);
-    const procs = (hosts && !given.has("procs") ? String(hosts) : v.procs!).split(",")
-      .map((p) => integer("procs", p.trim(), 1, 64));
+  async plan(v) {
+    const { primitives, cluster: hosts, given } = v;
+    const procs = hosts && !given.has("procs") ? [hosts] : v.procs;
     if (primitives.includes("sendrecv") && procs.some((p) => p !== 2)) {
       throw new UsageError("--primitives sendrecv runs on 2 ranks: give --procs 2");
     }
@@ -120,12 +129,7 @@ const VS_MPI: Task<VsMpiPlan> = {
     if (uneven !== undefined) {
       throw new UsageError(`--procs ${uneven} is not accepted: a multiple of --cluster ${hosts}`);
     }
-    const hostTransports = TRANSPORT_NAMES.filter((t) => TRANSPORTS[t].launch !== "thread");
-    const transport = oneOf(
-      "transport",
-      hosts && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport!,
-      hostTransports,
-    );
+    const transport = hosts && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport;
     if (hosts && TRANSPORTS[transport].launch !== "processes") {
       throw new UsageError(
         `--cluster runs processes on hosts: --transport ${PROCESS_TRANSPORTS.join(" or ")}, ` +
@@ -142,12 +146,12 @@ const VS_MPI: Task<VsMpiPlan> = {
       primitives,
       procs,
       transport,
-      maxCount: size("max", v.max!, "f32"),
+      maxCount: size("max", v.max, "f32"),
       sizes: v.sizes?.split(",").map((s) => size("sizes", s.trim(), "f32")),
-      pairs: integer("pairs", v.pairs!, 1, 64),
-      load: integer("load", v.load!, 0, 64),
-      cluster: hosts ? { hosts, rate: v.rate! } : undefined,
-      out: writableFolder("out", v.out!),
+      pairs: v.pairs,
+      load: v.load,
+      cluster: hosts ? { hosts, rate: v.rate } : undefined,
+      out: writableFolder("out", v.out),
     };
   },
   async run(plan, signal, argv) {
@@ -295,16 +299,10 @@ async function runDccl(o: {
     if (failed) throw new Error(`dccl ${o.primitive}: rank ${failed.rank} ${howItEnded(failed)}`);
     return;
   }
-  const values = Object.fromEntries(
-    Object.entries(BENCHMARK_FLAGS).map(([name, f]) => [name, f.default]),
+  const plan = planRun(
+    o.primitive,
+    parseFlags(BENCHMARK_FLAGS, [...flags, "--procs", `${o.procs}`]),
   );
-  const plan = planRun(o.primitive, {
-    ...values,
-    procs: String(o.procs),
-    transport: o.plan.transport,
-    max: String(o.plan.maxCount),
-    csv: o.csv,
-  }, { given: new Set(["max", "procs", "transport"]) });
   const metadata = await collectMetadata(o.argv, { ...plan.sweep, procs: plan.procs });
   const summary = await runPlan(plan, { table: false, metadata, signal: o.signal });
   if (summary.wrong > 0) throw new Error(`dccl ${o.primitive}: ${summary.wrong} wrong elements`);

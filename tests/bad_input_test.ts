@@ -4,8 +4,8 @@
 // error). Each is one line naming what was wrong, exit 2, nothing written.
 import { assert_, assertEquals } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
-import { givenFlags, parseFlags, usage } from "../scripts/common/flags.ts";
-import { TRAIN_FLAGS } from "../scripts/train/training_plan.ts";
+import { parseFlags, usage } from "../scripts/common/flags.ts";
+import { TRAIN_FLAGS } from "../scripts/train/training_flags.ts";
 
 /** Runs `script` with `args` (and `env`, if given); resolves with its exit code and stderr. */
 async function task(script: string, args: string[], env?: Record<string, string>) {
@@ -23,10 +23,7 @@ Deno.test("bad input: a wide dtype's default --max is its 1 GiB, with a note", (
   for (const primitive of ["allreduce", "allgather"] as const) {
     for (const [dtype, max] of [["f64", 2 ** 27], ["f32", 2 ** 28], ["f16", 2 ** 28]] as const) {
       const argv = ["--dtype", dtype];
-      const p = planRun(primitive, parseFlags(BENCHMARK_FLAGS, argv), {
-        given: givenFlags(argv),
-        availableBytes: 1e12,
-      });
+      const p = planRun(primitive, parseFlags(BENCHMARK_FLAGS, argv), { availableBytes: 1e12 });
       assertEquals(p.sweep.counts.at(-1), max, `${primitive} ${dtype}`);
       const lowered = p.notes.filter((n) => n.startsWith("--max lowered"));
       assertEquals(

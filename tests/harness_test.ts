@@ -4,7 +4,7 @@ import { parse } from "csv-parse/sync";
 import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
-import { type Primitive, PRIMITIVES } from "../bench/cases.ts";
+import { cliName, type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import { runPlan } from "../scripts/bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
@@ -50,7 +50,7 @@ for (const transport of TRANSPORT_TABLE.launching("workers")) {
         assertEquals(rows.map((r) => Number(r.count)), plan.sweep.counts);
         for (const r of rows) {
           assertEquals([r.primitive, r.transport, r.procs, r.wrong, r.timing], [
-            primitive,
+            cliName(primitive),
             transport,
             procs,
             "0",

@@ -8,7 +8,7 @@
  */
 
 import type { Communicator } from "../core.ts";
-import { simdPeakGflops } from "../internal.ts";
+import { simdPeakGflops } from "../kernels/mod.ts";
 import { WasmMlpKernels } from "./kernels/mlp.ts";
 import { GpuMlpKernels, PEAK_FLOPS_PER_ROUND, type Tensor } from "./kernels/mlp_gpu.ts";
 

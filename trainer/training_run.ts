@@ -8,7 +8,7 @@
  */
 
 import type { Communicator } from "../core.ts";
-import { simdPeakGflops } from "../internal.ts";
+import { simdPeakGflops } from "../kernels/mod.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";

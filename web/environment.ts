@@ -7,7 +7,7 @@
  */
 
 import type { RunMetadata } from "../bench/report_format.ts";
-import { halfKernels } from "../internal.ts";
+import { halfKernels } from "../kernels/mod.ts";
 
 /** The tab's facts. */
 export interface TabEnvironment {

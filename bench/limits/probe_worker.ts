@@ -5,7 +5,7 @@
  * @module
  */
 
-import { limitsKernels } from "../../internal.ts";
+import { limitsKernels } from "../../kernels/mod.ts";
 
 /** What a probe worker is asked to do. */
 export type ProbeTask =

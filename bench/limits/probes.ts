@@ -8,12 +8,8 @@
  * @module
  */
 
-import {
-  bestSimdBuild,
-  GpuDevice,
-  limitsKernels,
-  PEAK_FLOPS_PER_ITERATION,
-} from "../../internal.ts";
+import { GpuDevice } from "../../internal.ts";
+import { bestSimdBuild, limitsKernels, PEAK_FLOPS_PER_ITERATION } from "../../kernels/mod.ts";
 import type { ProbeAnswer, ProbeTask } from "./probe_worker.ts";
 import { type Sampled, summarize, timeTrials } from "./measure.ts";
 

@@ -49,7 +49,7 @@ export interface AtomicWriteOptions {
 export function writeAtomically(
   path: string,
   data: Uint8Array | string,
-  options: AtomicWriteOptions = {},
+  options?: AtomicWriteOptions,
 ): void {
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   let temp: string | undefined;
@@ -58,7 +58,7 @@ export function writeAtomically(
     temp = created.path;
     try {
       for (let at = 0; at < bytes.byteLength;) at += created.file.writeSync(bytes.subarray(at));
-      if (options.durable) created.file.syncSync();
+      if (options?.durable) created.file.syncSync();
     } finally {
       created.file.close();
     }

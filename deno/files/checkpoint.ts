@@ -93,13 +93,15 @@ export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
 /**
  * The set `which` in `dir`, checked whole — its fields, and every rank file's size and digest —
  * or why a run with `config` cannot go on from it (one line), or `undefined` when there is none.
- * When the latest set does not verify and the one before it does, the line says so.
+ * When the latest set does not verify and the one before it does, the line says so. `which` is
+ * the latest unless given.
  */
 export function readCheckpoint(
   dir: string,
   config: TrainConfig,
-  which: Generation = "latest",
+  which?: Generation,
 ): CheckpointMeta | string | undefined {
+  which ??= "latest";
   const found = readVerified(dir, config, which);
   if (typeof found !== "string" || which === "previous") return found;
   const before = readVerified(dir, config, "previous");

@@ -16,7 +16,7 @@ import { TRANSPORTS } from "../../deno/mod.ts";
 import { type RunBounds, sweepBounds } from "../../bench/limits/machine_limits.ts";
 import { keptLimits, LimitsFileError } from "../limits/this_machine.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./benchmark_plan.ts";
-import { givenFlags, UsageError } from "../common/flags.ts";
+import { UsageError } from "../common/flags.ts";
 import { translateHabits } from "../common/foreign_flags.ts";
 import { collectMetadata } from "../common/metadata.ts";
 import { requireDevice, type Task, taskMain } from "../common/task.ts";
@@ -125,14 +125,14 @@ export function stoppedRun(plan: RunPlan, interrupted: boolean): string | undefi
 }
 
 /** The task `deno task <primitive>`. */
-export function benchmarkTask(primitive: Primitive): Task<RunPlan> {
+export function benchmarkTask(primitive: Primitive): Task<RunPlan, typeof BENCHMARK_FLAGS> {
   return {
     name: cliName(primitive),
     summary: `Measures ${cliName(primitive)} over a size sweep.`,
     flags: BENCHMARK_FLAGS,
     habits: translateHabits,
-    async plan(values, _, argv) {
-      const plan = planRun(primitive, values, { given: givenFlags(argv) });
+    async plan(flags) {
+      const plan = planRun(primitive, flags);
       await checkDevice(plan);
       boundsOf(plan); // a kept limits file that does not read stops the run before it starts
       return plan;

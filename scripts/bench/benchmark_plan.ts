@@ -15,18 +15,24 @@ import { planSweep } from "../../bench/sweep_plan.ts";
 import { HEAP_MAX_BYTES } from "../../internal.ts";
 import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
 import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../../internal.ts";
-import { type Dtype } from "../../core.ts";
-import { type FlagSpec, number, oneOf, outputFiles, UsageError } from "../common/flags.ts";
+import { defineFlags, type Flags, outputFiles, UsageError } from "../common/flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
 
+/** The largest buffer unless `--max` says: 2^28 elements, 1 GiB of f32. */
 const DEFAULT_MAX = 268_435_456;
 
+/** The layouts of the table (`--format`). */
+export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
+export type TableFormat = typeof TABLE_FORMATS[number];
+
 /** Flags of the primitive tasks (docs/cli.md). */
-export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
+export const BENCHMARK_FLAGS = defineFlags({
   ...LAUNCH_FLAGS,
   procs: { ...LAUNCH_FLAGS.procs, help: "number of ranks (sendrecv: 2)" },
   memory: {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
+    kind: "choice",
+    choices: MEMORY_KINDS,
   },
   algorithm: { help: "algorithm name, or auto to pick per size", default: "auto" },
   min: {
@@ -37,8 +43,8 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
     bytes: true,
   },
   max: {
-    help: "largest buffer, written as --min (-e: bytes)",
-    default: String(DEFAULT_MAX),
+    help: `largest buffer, written as --min (-e: bytes; default ${DEFAULT_MAX}, or 1 GiB of a ` +
+      "wider element)",
     aliases: ["-e"],
     bytes: true,
   },
@@ -54,14 +60,29 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
     help: "untimed iterations per size (default: adaptive, ~50 ms; 3 s at the first size)",
     aliases: ["-w"],
   },
-  op: { help: `reduce op: ${REDUCE_OPS.join(", ")}`, default: "sum" },
-  dtype: { help: `element type: ${DTYPES.join(", ")}`, default: "f32" },
+  op: {
+    help: `reduce op: ${REDUCE_OPS.join(", ")}`,
+    kind: "choice",
+    choices: REDUCE_OPS,
+    default: "sum",
+  },
+  dtype: {
+    help: `element type: ${DTYPES.join(", ")}`,
+    kind: "choice",
+    choices: DTYPES,
+    default: "f32",
+  },
   root: { help: "root rank of bcast and reduce", default: "0" },
-  timing: { help: `${TIMINGS.join(" or ")} (barrier before each op)`, default: "back-to-back" },
+  timing: {
+    help: `${TIMINGS.join(" or ")} (barrier before each op)`,
+    kind: "choice",
+    choices: TIMINGS,
+    default: "back-to-back",
+  },
   "out-of-place-only": {
     help: "time only the out-of-place form (by default the in-place form of allreduce, reduce, " +
       "allgather, reduce_scatter, gather and scatter is timed too, as nccl-tests does)",
-    boolean: true,
+    kind: "switch",
   },
   touch: {
     help: "managed memory: touch the buffers on this side (host or device) before every op; " +
@@ -70,17 +91,22 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
   timeout: {
     help: "seconds an operation may wait without progress (0.1 to 86400); a rank still running " +
       "as long again after another finished is stuck",
-    default: "30",
+    kind: "number",
+    min: 0.1,
+    max: 86400,
+    default: 30,
   },
   format: {
     help: "the table: nccl-tests (its columns and footer) or osu (OSU's own layout, which its " +
       "scripts read)",
+    kind: "choice",
+    choices: TABLE_FORMATS,
     default: "nccl-tests",
   },
   full: {
     help: "OSU's -f: the fastest and slowest rank's latency and the iterations too (implies " +
       "--format osu)",
-    boolean: true,
+    kind: "switch",
   },
   csv: { help: "write the rows to this CSV file", path: true },
   json: {
@@ -88,7 +114,10 @@ export const BENCHMARK_FLAGS: Record<string, FlagSpec> = {
       "CSV's path with .json)",
     path: true,
   },
-};
+});
+
+/** The benchmark tasks' parsed flags. */
+export type BenchmarkFlags = Flags<typeof BENCHMARK_FLAGS>;
 
 /** A validated benchmark run. */
 export interface RunPlan {
@@ -114,26 +143,20 @@ export interface RunPlan {
   notes: string[];
 }
 
-/** The layouts of the table (`--format`). */
-export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
-export type TableFormat = typeof TABLE_FORMATS[number];
-
-/** What {@linkcode planRun} knows besides the flag values. */
+/** What {@linkcode planRun} knows besides the flags. */
 export interface PlanOptions {
-  /** The flags the command line named (not defaults). @default {none} */
-  given?: ReadonlySet<string>;
   /** Memory the plan may use, bytes. @default {the machine's available memory} */
   availableBytes?: number;
 }
 
-/** Turns flag values into a plan; throws UsageError for anything not accepted. */
+/** Turns the flags into a plan; throws UsageError for anything not accepted. */
 export function planRun(
   primitive: Primitive,
-  v: Record<string, string | undefined>,
+  v: BenchmarkFlags,
   options: PlanOptions = {},
 ): RunPlan {
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
-  const launch = planLaunch(v, options.given ?? new Set());
+  const launch = planLaunch(v);
   const { launcher, transport, threads, bind } = launch;
   const procs = launch.procs * threads;
   if (primitive === "sendrecv" && procs !== 2) {
@@ -144,16 +167,14 @@ export function planRun(
   }
   const info = TRANSPORTS[transport];
   const notes: string[] = [];
-  // The default is 2^28 elements, 1 GiB of f32: a wider element's largest buffer is fewer.
-  const defaultMax = options.given ? !options.given.has("max") : v.max === String(DEFAULT_MAX);
-  const widest = v.dtype && DTYPES.includes(v.dtype as Dtype)
-    ? MAX_BYTES / DTYPE_INFO[v.dtype as Dtype].bytes
-    : DEFAULT_MAX;
-  if (defaultMax && v.max === String(DEFAULT_MAX) && DEFAULT_MAX > widest) {
-    v = { ...v, max: String(widest) };
+  // Unless --max was given, the largest buffer may be lowered to fit (fitMemory).
+  const asked = v.given.has("max") ? v.max : undefined;
+  // A wider element's largest buffer holds fewer than the default's.
+  const widest = MAX_BYTES / DTYPE_INFO[v.dtype].bytes;
+  if (v.max === undefined && DEFAULT_MAX > widest) {
     notes.push(`--max lowered to ${widest} elements: the largest ${v.dtype} buffer is 1 GiB`);
   }
-  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const max = v.max ?? String(Math.min(DEFAULT_MAX, widest));
   const { csv, json } = outputFiles(v);
   const { sweep, device } = planSweep({
     primitive,
@@ -161,16 +182,16 @@ export function planRun(
     procs,
     threads,
     memory: v.memory,
-    algorithm: v.algorithm!,
-    dtype: v.dtype!,
-    op: v.op!,
-    root: v.root!,
-    min: v.min!,
-    max: v.max!,
+    algorithm: v.algorithm,
+    dtype: v.dtype,
+    op: v.op,
+    root: v.root,
+    min: v.min,
+    max,
     stepFactor: v["step-factor"],
     iters: v.iters,
     warmup: v.warmup,
-    timing: v.timing!,
+    timing: v.timing,
     touch: v.touch,
     inPlace: !v["out-of-place-only"],
   }, {
@@ -180,7 +201,7 @@ export function planRun(
       fitMemory(max, min, {
         shape: { ...planned, facts: info, procs, threads },
         availableBytes,
-        asked: { max: defaultMax ? undefined : v.max, min: v.min! },
+        asked: { max: asked, min: v.min },
         notes,
       }),
   });
@@ -191,15 +212,13 @@ export function planRun(
     procs,
     processes: launch.procs,
     threads,
-    timeoutMs,
+    timeoutMs: v.timeout * 1000,
     launcher,
     bind,
     csv,
     json,
-    format: v.full && !options.given?.has("format")
-      ? "osu"
-      : oneOf("format", v.format!, TABLE_FORMATS),
-    full: v.full === "true",
+    format: v.full && !v.given.has("format") ? "osu" : v.format,
+    full: v.full,
     notes,
   };
 }

@@ -1,8 +1,8 @@
 // Reduction kernels: WASM SIMD vs the plain-JS reference vs a copy, per size; and the
 // half-precision kernels beside f32's at equal bytes (docs/dtypes.md).
-import { reduce } from "../../internal.ts";
-import { reduceReference } from "../../internal.ts";
-import { setValues } from "../../internal.ts";
+import { reduce } from "../../kernels/mod.ts";
+import { reduceReference } from "../../kernels/mod.ts";
+import { setValues } from "../../kernels/mod.ts";
 import { createHeapMemory, RankHeap } from "../../internal.ts";
 
 const heap = new RankHeap(createHeapMemory());

@@ -5,7 +5,7 @@
  */
 
 import { compileWat, simdBuilds, write } from "./wat_compiler.ts";
-import { limitsWat, type SimdBuild } from "../../internal.ts";
+import { limitsWat, type SimdBuild } from "../../kernels/mod.ts";
 
 /** Compiles one build of the limits' kernels and returns its binary. */
 export function compileLimitsWasm(build: SimdBuild): Promise<Uint8Array> {

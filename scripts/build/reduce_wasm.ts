@@ -6,8 +6,8 @@
  */
 
 import { compileWat, joined, write } from "./wat_compiler.ts";
-import { reduceBuildName, reduceWat, type Sharing } from "../../internal.ts";
-import { halfHardwareWat, placeholdersIn, withConversions } from "../../internal.ts";
+import { reduceBuildName, reduceWat, type Sharing } from "../../kernels/mod.ts";
+import { halfHardwareWat, placeholdersIn, withConversions } from "../../kernels/mod.ts";
 
 const SHARINGS: Sharing[] = ["shared", "private"];
 

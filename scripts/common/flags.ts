@@ -15,99 +15,234 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-/** A flag: its help line and default (undefined: none). */
-export interface FlagSpec {
+/** What every flag has: its help line and the short names other tools spell it with. */
+interface FlagCommon {
   help: string;
-  default?: string;
-  /** A switch without a value. */
-  boolean?: boolean;
-  /** A file or folder path: tasks take it from the folder they were started in ({@linkcode userPath}). */
-  path?: boolean;
   /**
-   * Short names (`-n`) as nccl-tests and OSU spell the flag; `bytes` aliases take sizes in bytes
-   * (nccl-tests' `-b 8 -e 128M`), passed on with a `B` suffix ({@linkcode size}).
+   * Short names (`-n`) as nccl-tests and OSU spell the flag; a text flag's `bytes` aliases take
+   * sizes in bytes (nccl-tests' `-b 8 -e 128M`), passed on with a `B` suffix ({@linkcode size}).
    */
   aliases?: readonly string[];
+}
+
+/** A value read as written (a size, an address), checked by the plan. */
+export interface TextFlag extends FlagCommon {
+  kind?: "text";
+  default?: string;
+  /** A file or folder path: taken from the folder the task was started in ({@linkcode userPath}). */
+  path?: boolean;
   bytes?: boolean;
+}
+
+/** A switch without a value: `true` when given. */
+export interface SwitchFlag extends FlagCommon {
+  kind: "switch";
+}
+
+/** An integer from `min` to `max`, or one of `words` (`epoch`). */
+export interface IntegerFlag<W extends string = string> extends FlagCommon {
+  kind: "integer";
+  min: number;
+  max: number;
+  words?: readonly W[];
+  default?: number | W;
+}
+
+/** A decimal number (`0.1`, `1e-3`) up to `max`, from `min` (or above it, with `above`). */
+export interface NumberFlag extends FlagCommon {
+  kind: "number";
+  min: number;
+  max: number;
+  above?: boolean;
+  default?: number;
+}
+
+/** One of `choices`. */
+export interface ChoiceFlag<T extends string = string> extends FlagCommon {
+  kind: "choice";
+  choices: readonly T[];
+  default?: T;
+}
+
+/** A comma-separated list of `choices`, each kept once. */
+export interface ListFlag<T extends string = string> extends FlagCommon {
+  kind: "list";
+  choices: readonly T[];
+  default?: readonly T[];
+}
+
+/** A comma-separated list of integers from `min` to `max`. */
+export interface IntegersFlag extends FlagCommon {
+  kind: "integers";
+  min: number;
+  max: number;
+  default?: readonly number[];
+}
+
+/** A flag: its kind says what its value is once parsed. */
+export type FlagSpec =
+  | TextFlag
+  | SwitchFlag
+  | IntegerFlag
+  | NumberFlag
+  | ChoiceFlag
+  | ListFlag
+  | IntegersFlag;
+
+/** A task's flags by name. */
+export type FlagSpecs = Record<string, FlagSpec>;
+
+/** The value a flag parses to. */
+type ValueOf<F> = F extends { kind: "switch" } ? boolean
+  : F extends { kind: "integer"; words: readonly (infer W)[] } ? number | W
+  : F extends { kind: "integer" | "number" } ? number
+  : F extends { kind: "choice"; choices: readonly (infer T)[] } ? T
+  : F extends { kind: "list"; choices: readonly (infer T)[] } ? T[]
+  : F extends { kind: "integers" } ? number[]
+  : string;
+
+/** A switch or a flag with a default always has a value. */
+type Always<F> = F extends { kind: "switch" } | { default: unknown } ? true : false;
+
+/** The parsed flags of `S`, each typed by its kind, with the names the command line gave. */
+export type Flags<S extends FlagSpecs> =
+  & { [K in keyof S as Always<S[K]> extends true ? K : never]: ValueOf<S[K]> }
+  & { [K in keyof S as Always<S[K]> extends true ? never : K]?: ValueOf<S[K]> }
+  & {
+    /** The flags the command line named (not defaulted). */
+    readonly given: ReadonlySet<string>;
+  };
+
+/** `flags`, with their kinds kept for {@linkcode Flags} to read (`help` and `given` are taken). */
+export function defineFlags<const S extends FlagSpecs>(flags: S): S {
+  for (const taken of ["help", "given"]) {
+    if (taken in flags) throw new Error(`--${taken} is every task's own; name the flag otherwise`);
+  }
+  return flags;
 }
 
 /**
  * `argv` with every alias of `flags` written as its flag (`-n 5` and `-n5` as `--iters 5`), so
  * the rest of a task reads one spelling.
  */
-export function expandAliases(flags: Record<string, FlagSpec>, argv: readonly string[]): string[] {
+function expandAliases(flags: FlagSpecs, argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
+    if (arg === "--") {
+      out.push(...argv.slice(i));
+      break;
+    }
     const found = Object.entries(flags).find(([, f]) =>
       f.aliases?.some((a) => arg === a || (arg.startsWith(a) && !arg.startsWith("--")))
     );
-    if (!found || arg === "--") {
+    if (!found) {
       out.push(arg);
-      if (arg === "--") out.push(...argv.slice(i + 1));
-      if (arg === "--") break;
       continue;
     }
     const [name, f] = found;
     const alias = f.aliases!.find((a) => arg.startsWith(a))!;
     let value = arg.length > alias.length ? arg.slice(alias.length).replace(/^=/, "") : argv[++i];
     if (value === undefined) throw new UsageError(`${alias} (--${name}) needs a value`);
-    if (f.bytes && !/B$/i.test(value)) value += "B";
+    if (f.kind === undefined && f.bytes && !/B$/i.test(value)) value += "B";
     out.push(`--${name}`, value);
   }
   return out;
 }
 
 /**
- * Parses `argv` against `flags` (plus `--help`, returned as `help: "true"`); throws UsageError on
- * unknown flags or missing values, and on positional arguments unless `positionals` is given to
- * collect them.
+ * Parses `argv` against `flags` into values of their kinds: every alias read as its flag, every
+ * value checked, every path taken as the user meant it; throws UsageError on unknown flags,
+ * missing or refused values, and on positional arguments unless `positionals` is given to
+ * collect them. (`--help` is taken and left to {@linkcode wantsHelp}.)
  */
-export function parseFlags(
-  flags: Record<string, FlagSpec>,
-  argv: string[],
+export function parseFlags<S extends FlagSpecs>(
+  flags: S,
+  argv: readonly string[],
   positionals?: string[],
-): Record<string, string | undefined> {
-  const options = Object.fromEntries(
-    Object.entries(flags).map(([name, f]) => [name, { type: f.boolean ? "boolean" : "string" }]),
-  ) as Record<string, { type: "string" | "boolean"; short?: string }>;
-  options.help = { type: "boolean", short: "h" };
+): Flags<S> {
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
+    help: { type: "boolean", short: "h" },
+  };
+  for (const [name, f] of Object.entries(flags)) {
+    options[name] = { type: f.kind === "switch" ? "boolean" : "string" };
+  }
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: !!positionals });
+    parsed = parseArgs({
+      args: expandAliases(flags, argv),
+      options,
+      strict: true,
+      allowPositionals: !!positionals,
+      tokens: true,
+    });
   } catch (e) {
-    const message = (e as Error).message.split("\n")[0];
-    const unknown = message.match(/Unknown option '([^']+)'/);
-    if (unknown) {
-      const near = nearestFlag(unknown[1], Object.keys(flags));
-      throw new UsageError(
-        near
-          ? `unknown flag ${unknown[1]}: did you mean --${near}? (-h lists every flag)`
-          : `unknown flag ${unknown[1]}; accepted: ${
-            Object.keys(flags).map((f) => `--${f}`).join(", ")
-          } (-h explains each)`,
-      );
-    }
-    const positional = message.match(/Unexpected argument '([^']+)'/);
-    if (positional) {
-      throw new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
-    }
-    const valueless = message.match(/Option '(--[\w-]+)[^']*' argument (?:missing|is ambiguous)/);
-    if (valueless) {
-      throw new UsageError(
-        `${valueless[1]} needs a value (write --flag=-x for values starting with -)`,
-      );
-    }
-    throw new UsageError(message.replace(/\.$/, ""));
+    if (e instanceof UsageError) throw e;
+    throw parseRefusal((e as Error).message.split("\n")[0], Object.keys(flags));
   }
   positionals?.push(...parsed.positionals);
-  const values: Record<string, string | undefined> = {};
+  const given = new Set(parsed.tokens.flatMap((t) => t.kind === "option" ? [t.name] : []));
+  const values: Record<string, unknown> = { given };
   for (const [name, f] of Object.entries(flags)) {
-    const v = parsed.values[name];
-    values[name] = typeof v === "string" ? v : v === true ? "true" : f.default;
+    const written = parsed.values[name];
+    values[name] = f.kind === "switch"
+      ? written === true
+      : typeof written === "string"
+      ? valueOf(name, f, written)
+      : f.default;
   }
-  if (parsed.values.help === true) values.help = "true";
-  return values;
+  return values as Flags<S>;
+}
+
+/** Whether `argv` asks for the help text (`-h` or `--help` before any `--`). */
+export function wantsHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  return argv.slice(0, end === -1 ? argv.length : end).some((a) => a === "-h" || a === "--help");
+}
+
+/** What `parseArgs` refused, said as a UsageError naming the flag and what is accepted. */
+function parseRefusal(message: string, names: readonly string[]): UsageError {
+  const unknown = message.match(/Unknown option '([^']+)'/);
+  if (unknown) {
+    const near = nearestFlag(unknown[1], names);
+    return new UsageError(
+      near
+        ? `unknown flag ${unknown[1]}: did you mean --${near}? (-h lists every flag)`
+        : `unknown flag ${unknown[1]}; accepted: ${
+          names.map((f) => `--${f}`).join(", ")
+        } (-h explains each)`,
+    );
+  }
+  const positional = message.match(/Unexpected argument '([^']+)'/);
+  if (positional) {
+    return new UsageError(`unexpected argument ${positional[1]}: every input is a --flag`);
+  }
+  const valueless = message.match(/Option '(--[\w-]+)[^']*' argument (?:missing|is ambiguous)/);
+  if (valueless) {
+    return new UsageError(
+      `${valueless[1]} needs a value (write --flag=-x for values starting with -)`,
+    );
+  }
+  return new UsageError(message.replace(/\.$/, ""));
+}
+
+/** The value of flag `name` as its kind reads `written`. */
+function valueOf(name: string, f: Exclude<FlagSpec, SwitchFlag>, written: string): unknown {
+  switch (f.kind) {
+    case undefined:
+    case "text":
+      return f.path ? userPath(written) : written;
+    case "integer":
+      return f.words?.includes(written) ? written : integer(name, written, f.min, f.max, f.words);
+    case "number":
+      return number(name, written, f);
+    case "choice":
+      return oneOf(name, written, f.choices);
+    case "list":
+      return listOf(name, written, f.choices);
+    case "integers":
+      return items(name, written, (item) => integer(name, item, f.min, f.max));
+  }
 }
 
 /**
@@ -140,21 +275,17 @@ function editDistance(a: string, b: string): number {
   return row[b.length];
 }
 
-/** The names of the flags `argv` gives (`--name` or `--name=value`). */
-export function givenFlags(argv: readonly string[]): Set<string> {
-  return new Set(argv.filter((a) => a.startsWith("--")).map((a) => a.slice(2).split("=")[0]));
-}
-
 /** The help text of a task. */
-export function usage(command: string, summary: string, flags: Record<string, FlagSpec>): string {
+export function usage(command: string, summary: string, flags: FlagSpecs): string {
   const lefts = Object.entries(flags).map(([name, f]) =>
-    `  ${f.aliases ? `${f.aliases.join(", ")}, ` : ""}--${name}${f.boolean ? "" : " X"}`
+    `  ${f.aliases ? `${f.aliases.join(", ")}, ` : ""}--${name}${f.kind === "switch" ? "" : " X"}`
   );
   // The widest flag still leaves two spaces before its help.
   const width = Math.max(24, ...lefts.map((l) => l.length + 2));
-  const lines = Object.values(flags).map((f, i) =>
-    `${lefts[i].padEnd(width)}${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}`
-  );
+  const lines = Object.values(flags).map((f, i) => {
+    const shown = f.kind === "switch" || f.default === undefined ? undefined : String(f.default);
+    return `${lefts[i].padEnd(width)}${f.help}${shown !== undefined ? ` (default ${shown})` : ""}`;
+  });
   const help = `${"  -h, --help".padEnd(width)}this list`;
   return `usage: deno task ${command} [flags]\n${summary}\n\n${[...lines, help].join("\n")}`;
 }
@@ -165,32 +296,61 @@ export function oneOf<T extends string>(flag: string, value: string, accepted: r
   throw new UsageError(`--${flag} ${value} is not accepted; accepted: ${accepted.join(", ")}`);
 }
 
-/** A comma-separated list, each item one of `accepted`. */
+/** A comma-separated list, each item one of `accepted`, each kept once. */
 export function listOf<T extends string>(flag: string, value: string, accepted: readonly T[]): T[] {
-  const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (items.length === 0) {
-    throw new UsageError(`--${flag} needs at least one of ${accepted.join(", ")}`);
-  }
-  return [...new Set(items.map((v) => oneOf(flag, v, accepted)))];
+  return [...new Set(items(flag, value, (item) => oneOf(flag, item, accepted), accepted))];
 }
 
-/** An integer in [min, max]. */
-export function integer(flag: string, value: string, min: number, max: number): number {
+/** The items of a comma-separated list, each read by `read`; `accepted` names them when none. */
+function items<T>(
+  flag: string,
+  value: string,
+  read: (item: string) => T,
+  accepted?: readonly string[],
+): T[] {
+  const found = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (found.length === 0) {
+    throw new UsageError(
+      `--${flag} needs at least one ${accepted ? `of ${accepted.join(", ")}` : "value"}`,
+    );
+  }
+  return found.map(read);
+}
+
+/** An integer in [min, max] (or one of `words`, said in the refusal). */
+export function integer(
+  flag: string,
+  value: string,
+  min: number,
+  max: number,
+  words: readonly string[] = [],
+): number {
   const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
     throw new UsageError(
-      `--${flag} ${value} is not accepted: expected an integer from ${min} to ${max}`,
+      `--${flag} ${value} is not accepted: expected an integer from ${min} to ${max}` +
+        words.map((w) => ` or ${w}`).join(""),
     );
   }
   return n;
 }
 
-/** A number from `min` to `max` (seconds, say), written as a plain decimal. */
-export function number(flag: string, value: string, min: number, max: number): number {
-  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
-  if (!(n >= min && n <= max)) {
+/**
+ * A number written as a decimal (`0.1`, `1e-3`) from `min` to `max`, or above `min` and at most
+ * `max` with `above` (a learning rate).
+ */
+export function number(
+  flag: string,
+  value: string,
+  range: { min: number; max: number; above?: boolean },
+): number {
+  const { min, max, above } = range;
+  const n = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value) ? Number(value) : NaN;
+  if (!((above ? n > min : n >= min) && n <= max)) {
     throw new UsageError(
-      `--${flag} ${value} is not accepted: expected a number from ${min} to ${max}`,
+      `--${flag} ${value} is not accepted: expected a number ${
+        above ? `above ${min} and at most ${max} (0.1, 1e-3)` : `from ${min} to ${max}`
+      }`,
     );
   }
   return n;
@@ -210,7 +370,7 @@ export function address(flag: string, value: string): string {
  * metadata sidecar (docs/design.md): without `--json`, the CSV's path with `.json`.
  */
 export function outputFiles(
-  v: Record<string, string | undefined>,
+  v: { csv?: string; json?: string },
 ): { csv?: string; json?: string } {
   const csv = v.csv === undefined ? undefined : writableFile("csv", v.csv);
   const json = v.json !== undefined

@@ -13,19 +13,26 @@ import {
   type TransportName,
   TRANSPORTS,
 } from "../../deno/mod.ts";
-import { address, type FlagSpec, integer, oneOf, UsageError } from "./flags.ts";
+import { address, defineFlags, type Flags, UsageError } from "./flags.ts";
 import { MAX_PROCS } from "./task.ts";
 
 /** Launchers: start ranks here, or join a group an external launcher started. */
 export const LAUNCHERS = ["local", "env"] as const;
 
 /** The flags of where ranks run. */
-export const LAUNCH_FLAGS: Record<string, FlagSpec> = {
-  procs: { help: "number of ranks", default: "2" },
-  transport: { help: `transport: ${TRANSPORT_NAMES.join(", ")}`, default: TRANSPORT_NAMES[0] },
+export const LAUNCH_FLAGS = defineFlags({
+  procs: { help: "number of ranks", kind: "integer", min: 1, max: MAX_PROCS, default: 2 },
+  transport: {
+    help: `transport: ${TRANSPORT_NAMES.join(", ")}`,
+    kind: "choice",
+    choices: TRANSPORT_NAMES,
+    default: TRANSPORT_NAMES[0],
+  },
   launcher: {
     help: "local (this machine starts the ranks) or env (this process is one rank of a group " +
       `started by torchrun/mpirun/srun; over ${PROCESS_TRANSPORTS[0]} unless --transport says)`,
+    kind: "choice",
+    choices: LAUNCHERS,
     default: "local",
   },
   bind: {
@@ -35,9 +42,12 @@ export const LAUNCH_FLAGS: Record<string, FlagSpec> = {
   threads: {
     help: "ranks per process of ws or tcp, sharing memory over shm (nccl-tests' -t): procs × " +
       "threads ranks, with hierarchical algorithms",
-    default: "1",
+    kind: "integer",
+    min: 1,
+    max: 64,
+    default: 1,
   },
-};
+});
 
 /** Where a task's ranks run. */
 export interface Launch {
@@ -51,20 +61,16 @@ export interface Launch {
 }
 
 /**
- * The launch flags' values checked (`given`: the flags the command line named): under `env`, or
- * with `--threads` above 1 (processes of threads, as nccl-tests' `-t`), the transport defaults to
- * the first processes transport, and under `env` `--procs`, if given, must agree with the
- * launcher's group.
+ * The launch flags checked against each other: under `env`, or with `--threads` above 1
+ * (processes of threads, as nccl-tests' `-t`), the transport defaults to the first processes
+ * transport, and under `env` `--procs`, if given, must agree with the launcher's group.
  */
-export function planLaunch(
-  v: Record<string, string | undefined>,
-  given: ReadonlySet<string>,
-): Launch {
-  const launcher = oneOf("launcher", v.launcher!, LAUNCHERS);
+export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
+  const { launcher, threads, given } = v;
   const env = launcher === "env";
-  const threaded = (v.threads ?? "1") !== "1";
-  const named = (env || threaded) && !given.has("transport") ? PROCESS_TRANSPORTS[0] : v.transport!;
-  const transport = oneOf("transport", named, TRANSPORT_NAMES);
+  const transport = (env || threads > 1) && !given.has("transport")
+    ? PROCESS_TRANSPORTS[0]
+    : v.transport;
   const processes = TRANSPORTS[transport].launch === "processes";
   if (env && !processes) {
     throw new UsageError(
@@ -72,7 +78,7 @@ export function planLaunch(
         `is not accepted`,
     );
   }
-  let procs = integer("procs", v.procs!, 1, MAX_PROCS);
+  let procs = v.procs;
   if (env) {
     const size = envSize();
     if (given.has("procs") && procs !== size) {
@@ -80,7 +86,6 @@ export function planLaunch(
     }
     procs = size;
   }
-  const threads = integer("threads", v.threads ?? "1", 1, 64);
   if (threads > 1 && !processes) {
     throw new UsageError(
       `--threads ${threads} is not accepted with --transport ${transport}: a process's ranks ` +
@@ -92,7 +97,7 @@ export function planLaunch(
       `--procs ${procs} × --threads ${threads} is not accepted: at most ${MAX_PROCS} ranks`,
     );
   }
-  const bind = address("bind", v.bind!);
+  const bind = address("bind", v.bind);
   if (bind !== LAUNCH_FLAGS.bind.default && !processes) {
     throw new UsageError(
       `--bind ${bind} is not accepted: it applies to ranks that are processes ` +

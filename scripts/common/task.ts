@@ -8,33 +8,29 @@
 
 import { RankFailedError } from "../../core.ts";
 import { gpuUnavailable } from "../../internal.ts";
-import { expandAliases, type FlagSpec, parseFlags, usage, UsageError, userPath } from "./flags.ts";
+import { type Flags, type FlagSpecs, parseFlags, usage, UsageError, wantsHelp } from "./flags.ts";
 
 /** Most ranks one machine runs. */
 export const MAX_PROCS = 256;
 
-/** One task's stages; {@linkcode taskMain} runs them. */
-export interface Task<P> {
+/** One task's stages (`S`: its flags); {@linkcode taskMain} runs them. */
+export interface Task<P, S extends FlagSpecs = FlagSpecs> {
   /** The task's name (`deno task <name>`); its lines start `dccl <name>:`. */
   name: string;
   /** What the usage line shows after `deno task` (the name unless given: positionals, say). */
   synopsis?: string;
   /** One line for `--help`. */
   summary: string;
-  flags: Record<string, FlagSpec>;
+  flags: S;
   /** It takes positional arguments (files, a study). */
   positionals?: boolean;
   /** Writes other tools' spellings as the task's own flags first (nccl-tests', OSU's). */
   habits?(argv: readonly string[]): string[];
   /**
-   * Turns flag values (paths as the user meant them), positionals and the command line into a
-   * plan; a UsageError for anything not accepted.
+   * Turns the parsed flags, positionals and the command line into a plan; a UsageError for
+   * anything not accepted.
    */
-  plan(
-    values: Record<string, string | undefined>,
-    positionals: string[],
-    argv: string[],
-  ): P | Promise<P>;
+  plan(flags: Flags<S>, positionals: string[], argv: string[]): P | Promise<P>;
   /** Notes to print before running (a lowered default, say). */
   notes?(plan: P): string[];
   /**
@@ -50,21 +46,21 @@ export interface Task<P> {
 }
 
 /** Runs `task` on the command line `argv`; resolves with the exit code. */
-export async function taskMain<P>(task: Task<P>, argv: string[]): Promise<number> {
+export async function taskMain<P, S extends FlagSpecs>(
+  task: Task<P, S>,
+  argv: string[],
+): Promise<number> {
   const command = `dccl ${task.name}`;
   let plan: P;
   try {
     const positionals: string[] = [];
-    argv = expandAliases(task.flags, task.habits?.(argv) ?? argv);
-    const values = parseFlags(task.flags, argv, task.positionals ? positionals : undefined);
-    if (values.help) {
+    argv = task.habits?.(argv) ?? argv;
+    if (wantsHelp(argv)) {
       console.log(usage(task.synopsis ?? task.name, task.summary, task.flags));
       return 0;
     }
-    for (const [name, flag] of Object.entries(task.flags)) {
-      if (flag.path && values[name] !== undefined) values[name] = userPath(values[name]!);
-    }
-    plan = await task.plan(values, positionals, argv);
+    const flags = parseFlags(task.flags, argv, task.positionals ? positionals : undefined);
+    plan = await task.plan(flags, positionals, argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`${command}: ${e.message}`);

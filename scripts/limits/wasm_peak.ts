@@ -14,7 +14,7 @@ import {
   limitsKernels,
   PEAK_FLOPS_PER_ITERATION,
   type SimdBuild,
-} from "../../internal.ts";
+} from "../../kernels/mod.ts";
 
 /** The median GFLOP/s of the peak's loop in `build`. */
 export async function wasmPeakGflops(build: SimdBuild): Promise<number> {

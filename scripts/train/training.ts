@@ -1,5 +1,6 @@
 /**
- * The trainer as a task (`deno task train …`): a validated plan (training_plan.ts) → ranks
+ * The trainer as a task (`deno task train …`): its flags (training_flags.ts) → a validated plan
+ * (training_plan.ts) → ranks
  * running scripts/train/cli_train_rank.ts → every rank's result, with the local launcher's restarts from the
  * last checkpoint. `train-study` runs every run it makes this way.
  * @module
@@ -29,8 +30,9 @@ import {
   type TrainPlan,
 } from "./training_plan.ts";
 
-export { planTraining, readData, TRAIN_FLAGS } from "./training_plan.ts";
+export { planTraining, readData } from "./training_plan.ts";
 export type { TrainPlan } from "./training_plan.ts";
+export { TRAIN_FLAGS, type TrainFlags } from "./training_flags.ts";
 
 /** The rank program of training. */
 const TRAIN_RANK = new URL("./cli_train_rank.ts", import.meta.url);

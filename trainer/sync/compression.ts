@@ -8,7 +8,7 @@
  */
 
 import type { Communicator, HostBuffer } from "../../core.ts";
-import { fromHalf, toHalf } from "../../internal.ts";
+import { fromHalf, toHalf } from "../../kernels/mod.ts";
 
 /** The element types gradients can travel in. */
 export const GRAD_DTYPES = ["f32", "f16", "bf16"] as const;

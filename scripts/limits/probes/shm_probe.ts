@@ -8,7 +8,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { reduce } from "../../../internal.ts";
+import { reduce } from "../../../kernels/mod.ts";
 import { createHeapMemory, RankHeap } from "../../../internal.ts";
 import { spawnRanks } from "../../../mod.ts";
 import type { MemoryKind } from "../../../mod.ts";
