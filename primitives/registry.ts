@@ -1,8 +1,8 @@
 /**
  * The registry lists descriptors and nothing else: every algorithm (each file exports its own,
  * algorithm.ts), and the transports a web page can run, in order (NCCL's `ncclTransports[]`).
- * Adding an algorithm is its file and a line in {@linkcode ALGORITHM_LIST}; `auto` (auto.ts)
- * then prices it between hosts with no other edit. Processes transports join the web ones in
+ * Adding an algorithm is its file and its name in its collective's entry; `auto` (auto.ts) then
+ * prices it between hosts with no other edit. Processes transports join the web ones in
  * the Deno table (deno/transport_table.ts).
  * @module
  */
@@ -63,47 +63,52 @@ import {
 } from "./collectives/collective_table.ts";
 
 /**
- * Every algorithm, each collective's in the order of its table (call stamps carry positions in
- * it, so a new one goes at the end of its collective's).
+ * Each collective's algorithms in the order of its table (call stamps carry positions in it, so
+ * a new one goes at the end of its collective's). Every collective has one at least: the type
+ * checker names one without.
  */
+const BY_COLLECTIVE: {
+  readonly [C in CollectiveName]: readonly [AlgorithmOf<C>, ...AlgorithmOf<C>[]];
+} = {
+  allreduce: [
+    ALLREDUCE_RECURSIVE_DOUBLING,
+    ALLREDUCE_RING,
+    ALLREDUCE_RABENSEIFNER,
+    ALLREDUCE_SHM_DIRECT,
+    ALLREDUCE_GPU_DIRECT,
+    ALLREDUCE_GPU_RING,
+  ],
+  bcast: [
+    BCAST_BINOMIAL,
+    BCAST_SCATTER_ALLGATHER,
+    BCAST_CHAIN,
+    BCAST_SHM_DIRECT,
+    BCAST_GPU_DIRECT,
+    BCAST_GPU_RING,
+  ],
+  reduce: [
+    REDUCE_BINOMIAL,
+    REDUCE_SCATTER_GATHER,
+    REDUCE_CHAIN,
+    REDUCE_SHM_DIRECT,
+    REDUCE_GPU_DIRECT,
+    REDUCE_GPU_RING,
+  ],
+  allgather: [ALLGATHER_RING, ALLGATHER_SHM_DIRECT, ALLGATHER_GPU_DIRECT, ALLGATHER_GPU_RING],
+  reduceScatter: [
+    REDUCE_SCATTER_RING,
+    REDUCE_SCATTER_SHM_DIRECT,
+    REDUCE_SCATTER_GPU_DIRECT,
+    REDUCE_SCATTER_GPU_RING,
+  ],
+  alltoall: [ALLTOALL_PAIRWISE, ALLTOALL_SHM_DIRECT, ALLTOALL_GPU_DIRECT],
+  gather: [GATHER_BINOMIAL, GATHER_LINEAR, GATHER_SHM_DIRECT, GATHER_GPU_DIRECT],
+  scatter: [SCATTER_BINOMIAL, SCATTER_LINEAR, SCATTER_SHM_DIRECT, SCATTER_GPU_DIRECT],
+};
+
+/** Every algorithm: each collective's own, then those every collective has (staging, hierarchy). */
 export const ALGORITHM_LIST: readonly Algorithm[] = [
-  ALLREDUCE_RECURSIVE_DOUBLING,
-  ALLREDUCE_RING,
-  ALLREDUCE_RABENSEIFNER,
-  ALLREDUCE_SHM_DIRECT,
-  ALLREDUCE_GPU_DIRECT,
-  ALLREDUCE_GPU_RING,
-  BCAST_BINOMIAL,
-  BCAST_SCATTER_ALLGATHER,
-  BCAST_CHAIN,
-  BCAST_SHM_DIRECT,
-  BCAST_GPU_DIRECT,
-  BCAST_GPU_RING,
-  REDUCE_BINOMIAL,
-  REDUCE_SCATTER_GATHER,
-  REDUCE_CHAIN,
-  REDUCE_SHM_DIRECT,
-  REDUCE_GPU_DIRECT,
-  REDUCE_GPU_RING,
-  ALLGATHER_RING,
-  ALLGATHER_SHM_DIRECT,
-  ALLGATHER_GPU_DIRECT,
-  ALLGATHER_GPU_RING,
-  REDUCE_SCATTER_RING,
-  REDUCE_SCATTER_SHM_DIRECT,
-  REDUCE_SCATTER_GPU_DIRECT,
-  REDUCE_SCATTER_GPU_RING,
-  ALLTOALL_PAIRWISE,
-  ALLTOALL_SHM_DIRECT,
-  ALLTOALL_GPU_DIRECT,
-  GATHER_BINOMIAL,
-  GATHER_LINEAR,
-  GATHER_SHM_DIRECT,
-  GATHER_GPU_DIRECT,
-  SCATTER_BINOMIAL,
-  SCATTER_LINEAR,
-  SCATTER_SHM_DIRECT,
-  SCATTER_GPU_DIRECT,
+  ...Object.values(BY_COLLECTIVE).flat(),
   ...STAGED,
   ...PIPELINED,
   ...HIERARCHICAL,
