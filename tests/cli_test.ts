@@ -52,11 +52,12 @@ Deno.test("cli: every flag is honoured", () => {
     inPlace: true,
   });
   assertEquals(plan(["--out-of-place-only"]).sweep.inPlace, false);
-  assertEquals([p.timeoutMs, p.csv, p.json], [5000, "x.csv", "x.json"]);
+  // Under deno task, relative paths are the user's folder's (INIT_CWD); under deno test, as typed.
+  assertEquals([p.timeoutMs, p.csv, p.json], [5000, userPath("x.csv"), userPath("x.json")]);
   // A CSV always gets its metadata sidecar.
-  assertEquals(plan(["--csv", "tests/run.csv"]).json, "tests/run.json");
-  assertEquals(plan(["--csv", "run.data"]).json, "run.data.json");
-  assertEquals(plan(["--csv", "a.csv", "--json", "b.json"]).json, "b.json");
+  assertEquals(plan(["--csv", "tests/run.csv"]).json, userPath("tests/run.json"));
+  assertEquals(plan(["--csv", "run.data"]).json, userPath("run.data.json"));
+  assertEquals(plan(["--csv", "a.csv", "--json", "b.json"]).json, userPath("b.json"));
   assertEquals(plan([]).json, undefined);
 });
 
@@ -150,7 +151,7 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     [["--csv", "/proc/x.csv"], /--csv \/proc\/x\.csv .* cannot create files in \/proc/],
     [["--csv", "/nonexistent-dir/x.csv"], /folder \/nonexistent-dir does not exist/],
     [["--csv", "a.csv", "--json", "a.csv"], /--csv and --json name the same file/],
-    [["--csv", "tests"], /--csv tests .* file path/],
+    [["--csv", "tests"], /--csv \S*tests is not accepted: it is a folder; expected a file path/],
     [["--procs"], /--procs needs a value/],
   ];
   for (const [argv, message] of cases) {
