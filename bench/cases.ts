@@ -10,15 +10,21 @@ import { ALLGATHER } from "./cases/allgather.ts";
 import { ALLREDUCE } from "./cases/allreduce.ts";
 import { ALLTOALL } from "./cases/alltoall.ts";
 import { BCAST } from "./cases/bcast.ts";
+import { BIBW, BW, MBW_MR } from "./cases/bw.ts";
 import { GATHER } from "./cases/gather.ts";
+import { LATENCY } from "./cases/latency.ts";
+import { IN_PAIRS } from "./cases/_pairs.ts";
 import { REDUCE } from "./cases/reduce.ts";
 import { REDUCE_SCATTER } from "./cases/reduce_scatter.ts";
 import { SCATTER } from "./cases/scatter.ts";
 import { SENDRECV } from "./cases/sendrecv.ts";
 import type { Primitive, PrimitiveSpec } from "./cases/spec.ts";
 
+export { DEFAULT_WINDOW, MAX_WINDOW } from "./cases/spec.ts";
 export type {
   CaseOptions,
+  Flow,
+  PointToPointName,
   PreparedCase,
   Primitive,
   PrimitiveSpec,
@@ -36,6 +42,10 @@ export const PRIMITIVES: Readonly<Record<Primitive, PrimitiveSpec>> = {
   alltoall: ALLTOALL,
   gather: GATHER,
   scatter: SCATTER,
+  latency: LATENCY,
+  bw: BW,
+  bibw: BIBW,
+  mbwMr: MBW_MR,
 };
 
 /** Every primitive, in order. */
@@ -49,4 +59,9 @@ export function cliName(primitive: Primitive): string {
 /** The primitive the CLI spells `name` (or the library does), if there is one. */
 export function primitiveNamed(name: string): Primitive | undefined {
   return PRIMITIVE_LIST.find((p) => p === name || cliName(p) === name);
+}
+
+/** Whether `primitive` runs on pairs of ranks (`--pairs`: the point-to-point tests but sendrecv). */
+export function pairwise(primitive: Primitive): boolean {
+  return PRIMITIVES[primitive].ranks === IN_PAIRS;
 }

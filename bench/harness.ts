@@ -17,8 +17,15 @@ import {
   sideOfNeed,
   type TransportFacts,
 } from "../internal.ts";
-import { metrics, percentile, type ResultRow } from "./metrics.ts";
-import { type CaseOptions, cliName, type Primitive, PRIMITIVES, type SizedCase } from "./cases.ts";
+import { metrics, percentiles, type ResultRow } from "./metrics.ts";
+import {
+  type CaseOptions,
+  cliName,
+  DEFAULT_WINDOW,
+  type Primitive,
+  PRIMITIVES,
+  type SizedCase,
+} from "./cases.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
 export type Timing = "back-to-back" | "per-iter";
@@ -349,18 +356,25 @@ function summarize(
 ): SizeResult {
   const spec = PRIMITIVES[o.primitive];
   const bytes = count * DTYPE_INFO[o.dtype].bytes;
+  // Point-to-point rows are per message, their bandwidth every stream's (OSU's figures).
+  const flow = spec.flow?.(comm.size, o.window ?? DEFAULT_WINDOW);
+  const { messages, streams } = flow ?? { messages: 1, streams: 1 };
   const samples = perRank[0].length - HEAD;
   const samplesUs = Array.from({ length: samples }, (_, k) => {
     const atK = perRank.map((r) => r[HEAD + k]);
-    return o.timing === "per-iter" ? Math.max(...atK) : atK.reduce((s, t) => s + t, 0) / atK.length;
+    const perOp = o.timing === "per-iter"
+      ? Math.max(...atK)
+      : atK.reduce((s, t) => s + t, 0) / atK.length;
+    return perOp / messages;
   });
   const sum = (k: number) => perRank.reduce((s, r) => s + r[k], 0);
   const measured = (k: number) => ({
     rankTotalsUs: perRank.map((r) => r[k]),
-    iters,
-    bytes,
+    iters: iters * messages,
+    bytes: bytes * streams,
     busFactor: spec.busFactor(comm.size),
   });
+  const timesUs = metrics(measured(0));
   const inPlace = Number.isNaN(perRank[0][5]) ? undefined : metrics(measured(5));
   const row: ResultRow = {
     primitive: cliName(o.primitive),
@@ -374,11 +388,10 @@ function summarize(
     dtype: o.dtype,
     op: spec.reduces ? o.op : "none",
     root: spec.rooted ? o.root : -1,
-    ...metrics(measured(0)),
+    ...timesUs,
     wrong: sum(1),
     timing: o.timing,
-    p50_us: percentile(samplesUs, 0.5),
-    p99_us: percentile(samplesUs, 0.99),
+    ...percentiles(samplesUs),
     picked,
     migrations: sum(2),
     migrated_bytes: sum(3),
@@ -391,6 +404,7 @@ function summarize(
       inplace_busbw_gbs: inPlace.busbw_gbs,
       inplace_wrong: sum(6),
     }),
+    ...(flow && { msg_rate: (streams / timesUs.time_us) * 1e6 }),
   };
   if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toPrecision(3));
   return { row, samplesUs };
@@ -398,7 +412,7 @@ function summarize(
 
 /** What {@linkcode memoryNeeded} sizes: a primitive on a transport's ranks. */
 export interface FootprintQuery
-  extends Pick<SweepOptions, "primitive" | "memory" | "dtype" | "algorithm"> {
+  extends Pick<SweepOptions, "primitive" | "memory" | "dtype" | "algorithm" | "window"> {
   /** The transport's facts. */
   facts: TransportFacts;
   procs: number;
@@ -420,7 +434,7 @@ export function memoryNeeded(
   const { procs, maxCount } = o;
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const spec = PRIMITIVES[o.primitive];
-  const buffers = spec.footprint(maxCount, procs) * elementBytes;
+  const buffers = spec.footprint(maxCount, procs, o.window ?? DEFAULT_WINDOW) * elementBytes;
   const side = sideOfMemory(o.facts, o.memory);
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.

@@ -42,6 +42,15 @@ export interface ResultRow {
   p50_us: number;
   /** 99th percentile of the per-iteration samples, µs. */
   p99_us: number;
+  /** The fastest per-iteration sample, µs (the best case beside the median). */
+  best_us: number;
+  /** 90th percentile of the per-iteration samples, µs. */
+  p90_us: number;
+  /**
+   * 99.9th percentile of the per-iteration samples, µs; absent under
+   * {@linkcode P999_MIN_SAMPLES} samples, where it would be the slowest sample by another name.
+   */
+  p999_us?: number;
   /** The algorithm that ran (what `auto` picked at this size). */
   picked: string;
   /** Managed memory: page runs migrated per operation, summed over ranks. */
@@ -76,6 +85,8 @@ export interface ResultRow {
    * the floor and ceiling of its transport; absent where no limits were measured.
    */
   pct_limit?: number;
+  /** A point-to-point test's messages per second, every stream together (osu_mbw_mr's). */
+  msg_rate?: number;
 }
 
 /**
@@ -119,6 +130,10 @@ export const EXTRA_COLUMNS = [
   "inplace_busbw_gbs",
   "inplace_wrong",
   "pct_limit",
+  "best_us",
+  "p90_us",
+  "p999_us",
+  "msg_rate",
 ] as const;
 
 /** The row field behind each CSV column whose name differs from it (nccl-tests' names). */
@@ -155,6 +170,22 @@ export function metrics(m: Measured): Pick<
     gbps: algbw * 8,
     algbw_gbs: algbw,
     busbw_gbs: algbw * m.busFactor,
+  };
+}
+
+/** Samples a p99.9 needs to be more than the slowest one: a thousand. */
+export const P999_MIN_SAMPLES = 1000;
+
+/** The percentile columns of `samples` (µs): best, p50, p90, p99, and p99.9 where enough. */
+export function percentiles(
+  samples: ArrayLike<number>,
+): Pick<ResultRow, "best_us" | "p50_us" | "p90_us" | "p99_us" | "p999_us"> {
+  return {
+    best_us: percentile(samples, 0),
+    p50_us: percentile(samples, 0.5),
+    p90_us: percentile(samples, 0.9),
+    p99_us: percentile(samples, 0.99),
+    ...(samples.length >= P999_MIN_SAMPLES && { p999_us: percentile(samples, 0.999) }),
   };
 }
 

@@ -22,6 +22,9 @@
 
 export {
   type CaseOptions,
+  DEFAULT_WINDOW,
+  type Flow,
+  type PointToPointName,
   type PreparedCase,
   type Primitive,
   PRIMITIVES,
@@ -36,11 +39,19 @@ export {
   TIMINGS,
 } from "./harness.ts";
 export { type HarnessArgs, type HarnessSummary, runSweep } from "./sweep_rank.ts";
-export { CSV_COLUMNS, type Measured, metrics, type ResultRow } from "./metrics.ts";
+export {
+  CSV_COLUMNS,
+  type Measured,
+  metrics,
+  P999_MIN_SAMPLES,
+  percentiles,
+  type ResultRow,
+} from "./metrics.ts";
 export {
   CSV_HEADER,
   csvValues,
   type HalfKernels,
+  type OsuOptions,
   type ReportOptions,
   type RunMetadata,
   sidecar,
@@ -49,7 +60,15 @@ export {
   type TableLayout,
   tableLayout,
 } from "./report_format.ts";
-export { type Point, readResults, type ResultFile, ResultFormatError } from "./compare/results.ts";
+export {
+  type Point,
+  pointBy,
+  readResults,
+  type ResultFile,
+  ResultFormatError,
+  TIME_METRICS,
+  type TimeMetric,
+} from "./compare/results.ts";
 export {
   type Crossover,
   type CrossoverOptions,

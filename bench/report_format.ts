@@ -6,7 +6,13 @@
  */
 
 import type { SizeResult } from "./harness.ts";
-import { CSV_COLUMNS, EXTRA_COLUMNS, FIELD_OF_COLUMN, type ResultRow } from "./metrics.ts";
+import {
+  CSV_COLUMNS,
+  EXTRA_COLUMNS,
+  FIELD_OF_COLUMN,
+  P999_MIN_SAMPLES,
+  type ResultRow,
+} from "./metrics.ts";
 import type { GpuInfo, LinkCosts } from "../internal.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
@@ -66,10 +72,10 @@ export interface ReportOptions {
   header: string[];
   /** Print the table to stdout. */
   table: boolean;
-  /** Also print the p50/p99 columns (per-iteration timing, as OMB users expect). */
+  /** Also print the best case and the percentiles (per-iteration timing, as OMB users expect). */
   percentiles?: boolean;
   /** Print OSU's layout instead of nccl-tests' (`--format osu`; `full`: OSU's `-f`). */
-  osu?: { primitive: string; dtype: string; full: boolean };
+  osu?: OsuOptions;
   /** The CSV file to write, if any. */
   csv?: string;
   /** The JSON sidecar to write, if any. */
@@ -133,8 +139,9 @@ function form(
   ];
 }
 
-// nccl-tests' columns, in its order, then OSU's percentiles (per-iteration timing) and the
-// algorithm that ran: 117 characters wide, 135 with the percentiles. The CSV has every field.
+// nccl-tests' columns, in its order, then the best case and the percentiles (per-iteration
+// timing) and the algorithm that ran: 117 characters wide, 162 with the percentiles. The CSV
+// has every field.
 const COLUMNS: Column[] = [
   { title: "size", unit: "(B)", width: 10, cell: (r) => String(r.bytes) },
   { title: "count", unit: "(elements)", width: 10, cell: (r) => String(r.floats) },
@@ -153,8 +160,16 @@ const COLUMNS: Column[] = [
     busbw: r.inplace_busbw_gbs,
     wrong: r.inplace_wrong,
   })),
-  { title: "p50", unit: "(us)", width: 8, cell: (r) => timeCell(r.p50_us), percentile: true },
-  { title: "p99", unit: "(us)", width: 8, cell: (r) => timeCell(r.p99_us), percentile: true },
+  ...([["best", "best_us"], ["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"], [
+    "p99.9",
+    "p999_us",
+  ]] as const).map(([title, field]): Column => ({
+    title,
+    unit: "(us)",
+    width: 8,
+    cell: (r) => inPlace(r[field], timeCell),
+    percentile: true,
+  })),
   { title: " algorithm", width: 0, cell: (r) => " " + r.picked },
 ];
 
@@ -192,9 +207,7 @@ export interface TableLayout {
 export function layoutOf(
   options: Pick<ReportOptions, "osu" | "percentiles" | "bounds">,
 ): TableLayout {
-  return options.osu
-    ? osuLayout(options.osu.primitive, options.osu)
-    : tableLayout(options.percentiles, options.bounds);
+  return options.osu ? osuLayout(options.osu) : tableLayout(options.percentiles, options.bounds);
 }
 
 /**
@@ -235,6 +248,7 @@ export function tableLayout(percentiles?: boolean, bounds?: RunBounds | null): T
         `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`,
         ...limits,
         ...spreadLines(rows),
+        ...(percentiles ? fewSamplesLines(rows) : []),
       ].join("\n");
     },
   };
@@ -259,7 +273,16 @@ export function spreadLines(rows: readonly ResultRow[]): string[] {
   ];
 }
 
-/** OSU's names of the tests, by primitive: `# OSU MPI <name> Latency Test`. */
+/** Where a per-iteration run's p99.9 is blank: the sizes with too few samples for one. */
+function fewSamplesLines(rows: readonly ResultRow[]): string[] {
+  const few = rows.filter((r) => r.p999_us === undefined).length;
+  return few === 0 ? [] : [
+    `# p99.9: ${few} of ${rows.length} sizes had under ${P999_MIN_SAMPLES} samples, too few ` +
+    `for one (-): give --iters ${P999_MIN_SAMPLES} or more`,
+  ];
+}
+
+/** OSU's names of the collective tests, by primitive: `# OSU MPI <name> Latency Test`. */
 const OSU_NAMES: Record<string, string> = {
   allreduce: "Allreduce",
   bcast: "Broadcast",
@@ -269,8 +292,30 @@ const OSU_NAMES: Record<string, string> = {
   alltoall: "All-to-All",
   gather: "Gather",
   scatter: "Scatter",
-  sendrecv: "", // osu_latency's title: "# OSU MPI Latency Test"
+  sendrecv: "Sendrecv", // no OSU test: nccl-tests' exchange, in OSU's layout
 };
+
+/** OSU's point-to-point tests by primitive: the title, and bandwidth or latency rows. */
+const OSU_POINT_TO_POINT: Record<string, { title: (pairs: number) => string; bw: boolean }> = {
+  latency: { title: (pairs) => pairs > 1 ? "Multi Latency Test" : "Latency Test", bw: false },
+  bw: { title: () => "Bandwidth Test", bw: true },
+  bibw: { title: () => "Bi-Directional Bandwidth Test", bw: true },
+  mbw_mr: { title: () => "Multiple Bandwidth / Message Rate Test", bw: true },
+};
+
+/** What OSU's layout of a run shows. */
+export interface OsuOptions {
+  /** The primitive, as the CLI spells it. */
+  primitive: string;
+  /** The element type, for OSU's `# Datatype:` line. */
+  dtype: string;
+  /** OSU's `-f`: the fastest and slowest rank's latency and the iterations. */
+  full?: boolean;
+  /** Pairs of a point-to-point test. @default {1} */
+  pairs?: number;
+  /** Messages per window of a streaming test. */
+  window?: number;
+}
 
 /** MPI's names of the element types, for OSU's `# Datatype:` line. */
 const MPI_TYPES: Record<string, string> = {
@@ -286,21 +331,22 @@ const MPI_TYPES: Record<string, string> = {
  * it: the test's title, its datatype, `# Size  Avg Latency(us)` and a row per size in bytes;
  * `full` (OSU's `-f`) adds the fastest and slowest rank's latency and the iterations.
  */
-export function osuLayout(
-  primitive: string,
-  options: { dtype: string; full?: boolean },
-): TableLayout {
-  const name = OSU_NAMES[primitive] ?? primitive;
+export function osuLayout(options: OsuOptions): TableLayout {
+  const { primitive } = options;
   const cells = (size: string, values: string[], iterations?: string) =>
     size.padEnd(10) + values.map((v) => v.padStart(18)).join("") +
     (iterations === undefined ? "" : iterations.padStart(12));
+  const pointToPoint = OSU_POINT_TO_POINT[primitive];
+  if (pointToPoint?.bw) return osuBandwidthLayout(options, pointToPoint.title(1), cells);
+  const name = pointToPoint ? "" : OSU_NAMES[primitive] ?? primitive;
+  const test = pointToPoint ? pointToPoint.title(options.pairs ?? 1) : "Latency Test";
   const titles = [
     "Avg Latency(us)",
     ...(options.full ? ["Min Latency(us)", "Max Latency(us)"] : []),
   ];
   return {
     title: [
-      `# OSU MPI ${name ? `${name} ` : ""}Latency Test (dccl)`,
+      `# OSU MPI ${name ? `${name} ` : ""}${test} (dccl)`,
       `# Datatype: ${MPI_TYPES[options.dtype] ?? options.dtype}.`,
       cells("# Size", titles, options.full ? "Iterations" : undefined),
     ].join("\n"),
@@ -310,6 +356,32 @@ export function osuLayout(
         [r.time_us, ...(options.full ? [r.min_us, r.max_us] : [])].map((v) => v.toFixed(2)),
         options.full ? String(r.iters) : undefined,
       ),
+    footer: () => "",
+  };
+}
+
+/**
+ * OSU's bandwidth tests (osu_bw, osu_bibw, osu_mbw_mr): `# Size  Bandwidth (MB/s)` rows (MB =
+ * 1e6 B, every stream together), and osu_mbw_mr's pairs, window and messages per second.
+ */
+function osuBandwidthLayout(
+  options: OsuOptions,
+  test: string,
+  cells: (size: string, values: string[]) => string,
+): TableLayout {
+  const rate = options.primitive === "mbw_mr";
+  return {
+    title: [
+      `# OSU MPI ${test} (dccl)`,
+      ...(rate ? [`# [ pairs: ${options.pairs ?? 1} ] [ window size: ${options.window} ]`] : []),
+      `# Datatype: ${MPI_TYPES[options.dtype] ?? options.dtype}.`,
+      cells("# Size", rate ? ["MB/s", "Messages/s"] : ["Bandwidth (MB/s)"]),
+    ].join("\n"),
+    line: (r) =>
+      cells(String(r.bytes), [
+        (r.algbw_gbs * 1e3).toFixed(2),
+        ...(rate ? [(r.msg_rate ?? 0).toFixed(2)] : []),
+      ]),
     footer: () => "",
   };
 }

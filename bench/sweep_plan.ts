@@ -16,7 +16,15 @@ import {
   type TransportFacts,
 } from "../internal.ts";
 import { deviceRefusal } from "../kernels/mod.ts";
-import { cliName, type Primitive, PRIMITIVES } from "./cases.ts";
+import {
+  cliName,
+  DEFAULT_WINDOW,
+  type Flow,
+  MAX_WINDOW,
+  type Primitive,
+  PRIMITIVE_LIST,
+  PRIMITIVES,
+} from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
 import { countForms, countOf, countsBetween } from "./sizes.ts";
 
@@ -46,6 +54,8 @@ export interface SweepChoices {
   /** Managed memory: the side to touch the buffers on before every op. */
   touch?: string;
   inPlace: boolean;
+  /** Messages per window of a streaming test (`bw`, `bibw`, `mbw_mr`). */
+  window?: string;
 }
 
 /** How a caller names its fields and refuses a choice. */
@@ -71,6 +81,11 @@ export interface PlannedSweep {
 export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   const { primitive, transport, procs } = c;
   const spec = PRIMITIVES[primitive];
+  if (spec.ranks && !spec.ranks.accepts(procs)) {
+    throw words.refuse(
+      `${words.field("procs")} ${procs} is not accepted: ${cliName(primitive)} ${spec.ranks.rule}`,
+    );
+  }
   const refuse = (name: string, value: string, accepted: string) =>
     words.refuse(`${words.field(name)} ${value} is not accepted${accepted}`);
   const oneOf = <T extends string>(name: string, value: string, accepted: readonly T[]): T => {
@@ -124,6 +139,16 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   const factor = integer("step-factor", c.stepFactor ?? "2", 2, 1024);
   const iters = c.iters ? integer("iters", c.iters, 1, 1e9) : undefined;
   const warmup = c.warmup ? integer("warmup", c.warmup, 0, 1e9) : undefined;
+  if (c.window !== undefined && !spec.windowed) {
+    throw words.refuse(
+      `${words.field("window")} ${c.window} is not accepted: it applies to ${
+        PRIMITIVE_LIST.filter((p) => PRIMITIVES[p].windowed).map(cliName).join(", ")
+      }, not ${cliName(primitive)}`,
+    );
+  }
+  const window = spec.windowed
+    ? integer("window", c.window ?? String(DEFAULT_WINDOW), 1, MAX_WINDOW)
+    : undefined;
   const sweep: Omit<SweepOptions, "counts"> = {
     primitive,
     transport: transport.name,
@@ -137,6 +162,7 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
     timing,
     inPlace: c.inPlace && spec.inPlace,
     ...(touch ? { touch } : {}),
+    ...(window ? { window } : {}),
   };
   max = words.fitMax?.(max, min, sweep) ?? max;
   const counts = countsBetween(min, max, { factor, fit: (n) => spec.fit(n, procs) });
@@ -179,6 +205,7 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     : threads > 1
     ? `${procs} ranks (${processes} processes × ${threads} threads)`
     : `${procs} ranks`;
+  const flow = spec.flow?.(procs, s.window ?? DEFAULT_WINDOW);
   const touched = s.touch ? `, touched on the ${s.touch} before every op (time subtracted)` : "";
   // Each line fits a 120-column terminal, as the table does.
   return [
@@ -192,9 +219,24 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     (ranks.device ? ", to the device's completion" : ""),
     `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
       s.warmup ?? "adaptive"
-    }; time = sum of rank times / (ranks × iters)`,
-    `algbw = bytes/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
+    }; time = sum of rank times / (ranks × iters${flow ? " × messages" : ""})`,
+    ...(flow ? [flowLine(s, flow)] : []),
+    `algbw = bytes${
+      flow ? " × streams" : ""
+    }/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
     "#wrong = elements ≠ exact result, all ranks",
     "the CSV adds iters, min/max (fastest/slowest rank), Gb/s = bytes × 8 / time / 1e9",
   ];
+}
+
+/** What one operation of a point-to-point test is, in its messages and streams. */
+function flowLine(s: SweepOptions, flow: Flow): string {
+  const what = s.window === undefined
+    ? "a ping-pong: time is half a round trip"
+    : `a window of ${s.window} sends${
+      s.primitive === "bibw" ? " each way" : ", then a one-element acknowledgement"
+    }`;
+  return `one op is ${what} (${flow.messages} messages); ${flow.streams} stream${
+    flow.streams > 1 ? "s" : ""
+  } at once (pairs rank i ↔ i + n/2${s.primitive === "bibw" ? ", both ways" : ""})`;
 }

@@ -7,6 +7,7 @@
 
 import { dirname } from "node:path";
 import { DEFAULT_TOLERANCE } from "../bench/compare/crossover.ts";
+import { TIME_METRICS } from "../bench/compare/results.ts";
 import { writeTogether } from "../deno/mod.ts";
 import type { CompareJob, CompareOutcome, InputFile } from "./compare/compare_work.ts";
 import { defineFlags, integer, UsageError, userPath, writableFolder } from "./common/flags.ts";
@@ -32,6 +33,13 @@ const FLAGS = defineFlags({
     min: 0,
     max: 100,
     default: DEFAULT_TOLERANCE * 100,
+  },
+  metric: {
+    help: "the time compared and drawn: time_us (the mean), best_us, p50_us, p90_us, p99_us or " +
+      "p999_us (dccl rows' per-iteration samples)",
+    kind: "choice",
+    choices: TIME_METRICS,
+    default: "time_us",
   },
   "of-limit": {
     help: "plot each size's share of the machine's limit (dccl rows' pct_limit) for Gb/s",
@@ -84,6 +92,7 @@ const COMPARE: Task<ComparePlan, typeof FLAGS> = {
       procs: values.procs,
       tolerance: values.tolerance / 100,
       ofLimit: values["of-limit"],
+      metric: values.metric,
     };
   },
   async run(plan, signal) {

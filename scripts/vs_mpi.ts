@@ -11,7 +11,7 @@
 
 import { stringify } from "../deno/mod.ts";
 import { parse } from "csv-parse/sync";
-import { type Primitive } from "../bench/cases.ts";
+import { pairwise, primitiveNamed } from "../bench/cases.ts";
 import type { Point } from "../bench/compare/results.ts";
 import {
   clusterDown,
@@ -44,7 +44,17 @@ import { collectMetadata } from "./common/metadata.ts";
 import { type Task, taskMain } from "./common/task.ts";
 
 /** What the harness measures, as dccl's tasks name them. */
-const PRIMITIVES = ["allreduce", "bcast", "reduce", "sendrecv"] as const;
+const PRIMITIVES = [
+  "allreduce",
+  "bcast",
+  "reduce",
+  "sendrecv",
+  "latency",
+  "bw",
+  "bibw",
+  "mbw_mr",
+] as const;
+type Measured = typeof PRIMITIVES[number];
 
 /** The transports whose ranks can be set beside Open MPI's processes. */
 const HOST_TRANSPORTS = TRANSPORT_NAMES.filter((t) => TRANSPORTS[t].launch !== "thread");
@@ -57,8 +67,8 @@ const FLAGS = defineFlags({
     default: ["allreduce", "bcast", "reduce"],
   },
   procs: {
-    help:
-      "comma-separated rank counts (sendrecv: 2 only; with --cluster, multiples of the hosts: " +
+    help: "comma-separated rank counts (sendrecv: 2 only; latency, bw, bibw, mbw_mr: even, in " +
+      "pairs; with --cluster, multiples of the hosts: " +
       "the host count unless given)",
     kind: "integers",
     min: 1,
@@ -103,7 +113,7 @@ const FLAGS = defineFlags({
 });
 
 interface VsMpiPlan {
-  primitives: Primitive[];
+  primitives: Measured[];
   procs: number[];
   transport: TransportName;
   maxCount: number;
@@ -124,6 +134,10 @@ const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
     const procs = hosts && !given.has("procs") ? [hosts] : v.procs;
     if (primitives.includes("sendrecv") && procs.some((p) => p !== 2)) {
       throw new UsageError("--primitives sendrecv runs on 2 ranks: give --procs 2");
+    }
+    const paired = primitives.find((p) => pairwise(primitiveNamed(p)!));
+    if (paired && procs.some((p) => p % 2 !== 0)) {
+      throw new UsageError(`--primitives ${paired} runs on pairs of ranks: give even --procs`);
     }
     const uneven = hosts ? procs.find((p) => p % hosts !== 0) : undefined;
     if (uneven !== undefined) {
@@ -280,7 +294,7 @@ async function takeDownStaleCluster(): Promise<void> {
 /** dccl's side of one case: in this process's launcher, or as ranks on the cluster's hosts. */
 async function runDccl(o: {
   plan: VsMpiPlan;
-  primitive: Primitive;
+  primitive: Measured;
   procs: number;
   csv: string;
   argv: string[];
@@ -300,7 +314,7 @@ async function runDccl(o: {
     return;
   }
   const plan = planRun(
-    o.primitive,
+    primitiveNamed(o.primitive)!,
     parseFlags(BENCHMARK_FLAGS, [...flags, "--procs", `${o.procs}`]),
   );
   const metadata = await collectMetadata(o.argv, { ...plan.sweep, procs: plan.procs });

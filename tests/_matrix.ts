@@ -37,6 +37,7 @@ export function matrix(
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>
     cases.push({ root: size - 1, ...c });
   for (const primitive of Object.keys(PRIMITIVES) as Primitive[]) {
+    if (PRIMITIVES[primitive].ranks?.accepts(size) === false) continue; // pairs: even counts
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
       ? [

@@ -1,5 +1,6 @@
 // The primitive tasks' command line: every flag, every bad value → a one-line error and exit 2,
 // sizes, memory refusal, and what the subprocess prints and writes.
+import { parse } from "csv-parse/sync";
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
 import type { Primitive } from "../bench/cases.ts";
@@ -7,6 +8,7 @@ import { translateHabits } from "../scripts/common/foreign_flags.ts";
 import { halfKernels } from "../kernels/reduce.ts";
 import { parseFlags, size, UsageError, userPath } from "../scripts/common/flags.ts";
 import { NO_GPU } from "./_gpu.ts";
+import { CSV_HEADER } from "../bench/report_format.ts";
 
 const plan = (argv: string[], available = 64e9, task: Primitive = "allreduce") =>
   planRun(task, parseFlags(BENCHMARK_FLAGS, argv), { availableBytes: available });
@@ -276,7 +278,7 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
     "primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,gbps," +
       "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us," +
       "threads,type,redop,root,inplace_time_us,inplace_gbps,inplace_algbw_gbs,inplace_busbw_gbs," +
-      "inplace_wrong,pct_limit",
+      "inplace_wrong,pct_limit,best_us,p90_us,p999_us,msg_rate",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
@@ -306,16 +308,31 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
   }
 });
 
-Deno.test("cli: per-iteration timing adds p50 and p99 to the table", async () => {
-  const r = await task(["--timing", "per-iter", "--max", "4", "--iters", "20", "--warmup", "1"]);
+Deno.test("cli: per-iteration timing adds the best case and p50, p90, p99, p99.9 to the table", async () => {
+  const dir = Deno.makeTempDirSync();
+  const r = await task([
+    ...["--timing", "per-iter", "--max", "2", "--iters", "1000", "--warmup", "1"],
+    ...["--csv", `${dir}/a.csv`],
+  ]);
   assertEquals(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n");
   const columns = lines.find((l) => /^#\s+size\s+count/.test(l))!.slice(1).trim().split(/\s+/);
-  assertEquals(columns.slice(13, 15), ["p50", "p99"]);
+  assertEquals(columns.slice(13, 18), ["best", "p50", "p90", "p99", "p99.9"]);
   for (const row of lines.filter((l) => !l.startsWith("#"))) {
-    const [p50, p99] = row.trim().split(/\s+/).slice(13, 15).map(Number);
-    assert_(p50 > 0 && p50 <= p99, row);
+    const [best, p50, p90, p99, p999] = row.trim().split(/\s+/).slice(13, 18).map(Number);
+    assert_(best > 0 && best <= p50 && p50 <= p90 && p90 <= p99 && p99 <= p999, row);
   }
+  const csv = parse(Deno.readTextFileSync(`${dir}/a.csv`), { columns: true }) as Record<
+    string,
+    string
+  >[];
+  assert_(csv.every((row) => Number(row.p999_us) > 0), "p99.9 kept");
+  // Under a thousand samples a p99.9 is the slowest one: left out, and the footer says so.
+  const few = await task(["--timing", "per-iter", "--max", "2", "--iters", "20", "--warmup", "1"]);
+  assertEquals(few.code, 0, few.stderr);
+  const rows = few.stdout.split("\n").filter((l) => /^\s+\d/.test(l));
+  assert_(rows.every((l) => l.trim().split(/\s+/)[17] === "-"), few.stdout);
+  assert_(/# p99\.9: 2 of 2 sizes had under 1000 samples/.test(few.stdout), few.stdout);
 });
 
 Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", async () => {
@@ -346,7 +363,7 @@ Deno.test("cli: Ctrl-C tears the ranks down and leaves only complete CSV rows", 
   assert_(text.endsWith("\n"));
   const lines = text.trim().split("\n");
   assert_(lines.length >= 4 && lines.length < 18, `${lines.length} lines`);
-  for (const l of lines) assertEquals(l.split(",").length, 32, l);
+  for (const l of lines) assertEquals(l.split(",").length, CSV_HEADER.length, l);
 });
 
 Deno.test("cli: sweep and compare refuse bad input with one line and exit 2", async () => {

@@ -167,29 +167,44 @@ Deno.test("compare: reads OSU and nccl-tests output next to dccl", async () => {
   assertEquals(rows.map((r) => [r.fromFloats, r.toFloats, r.fastest]), [[1, 1024, "mpi host"]]);
 });
 
-Deno.test("compare: reads OSU point-to-point output (byte sizes, 2 ranks, labelled for what it times)", async () => {
+Deno.test("compare: reads OSU point-to-point output as dccl's test of the same kind, never as the exchange", async () => {
   // Real osu_latency and osu_bw output (tests/fixtures/README.md): 1-byte rows, a validation column.
   const latency = await fixture("osu_latency.txt"), bw = await fixture("osu_bw.txt");
   assertEquals(latency.length, 23);
-  assertEquals([latency[0].primitive, latency[0].procs, latency[0].floats], ["sendrecv", 2, 0.25]);
-  assertEquals([latency[0].time_us, latency[0].algorithm], [
-    38.25,
-    "osu_latency (one-way latency)",
-  ]);
-  assertEquals(bw.at(-1)!.time_us, 4194304 / 3764.11);
-  assertEquals(bw.at(-1)!.algorithm, "osu_bw (one way)");
-  // osu_bibw's MB/s count both directions: per direction it is half.
+  assertEquals([latency[0].primitive, latency[0].procs, latency[0].floats], ["latency", 2, 0.25]);
+  assertEquals(latency[0].time_us, 38.25);
+  // Bandwidth rows as dccl writes its own: time per message, the bandwidth every stream's.
+  assertEquals([bw.at(-1)!.primitive, bw.at(-1)!.time_us], ["bw", 4194304 / 3764.11]);
+  assertEquals(bw.at(-1)!.gbps, 3764.11 * 8 / 1e3);
+  // osu_bibw's MB/s count both directions: two streams.
   const bibw = await fixture("osu_bibw.txt");
+  assertEquals(bibw.at(-1)!.primitive, "bibw");
   assertEquals(bibw.at(-1)!.time_us, (2 * 1048576) / 7000);
-  assertEquals(bibw.at(-1)!.gbps, 1048576 * 8 / bibw.at(-1)!.time_us / 1e3);
-  // Next to a dccl sendrecv curve each keeps its label.
+  assertEquals(bibw.at(-1)!.gbps, 7000 * 8 / 1e3);
+  // osu_mbw_mr says its pairs: that many streams, on twice as many ranks.
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/mbw.txt`,
+      "# OSU MPI Multiple Bandwidth / Message Rate Test v7.4\n# [ pairs: 2 ] [ window size: 64 ]\n" +
+        "# Size                  MB/s        Messages/s\n1                       4.65        4651095.03\n" +
+        "4096                 4000.00         976562.50\n",
+    );
+    const [m1, m4096] = await Array.fromAsync(readResults(`${dir}/mbw.txt`));
+    assertEquals([m1.primitive, m1.procs, m4096.time_us], ["mbw_mr", 4, (2 * 4096) / 4000]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // Beside dccl's latency and bw rows, each OSU curve meets the dccl curve of its kind only.
   const dccl = await fixture("allreduce_shm.csv");
-  const sendrecv = dccl.map((p) => ({ ...p, primitive: "sendrecv", procs: 2 }));
-  const labels = toCurves([...sendrecv, ...latency, ...bw]).map((c) => c.label);
-  assertEquals(labels.length, 3);
-  assert_(labels.some((l) => l.endsWith("osu_latency (one-way latency)")), labels.join(" | "));
-  assert_(labels.some((l) => l.endsWith("osu_bw (one way)")), labels.join(" | "));
-  assert_(crossovers(toCurves([...sendrecv, ...latency, ...bw])).length > 0);
+  const kind = (primitive: string) => dccl.map((p) => ({ ...p, primitive, procs: 2 }));
+  const curves = toCurves([...kind("latency"), ...kind("bw"), ...latency, ...bw]);
+  assertEquals(curves.length, 4);
+  const met = crossovers(curves);
+  assert_(met.length > 0 && met.every((r) => Number.isFinite(r.margin)), JSON.stringify(met));
+  // Beside the exchange alone, nothing is compared: every range has one curve.
+  const alone = crossovers(toCurves([...kind("sendrecv"), ...latency, ...bw]));
+  assert_(alone.every((r) => Number.isNaN(r.margin)), JSON.stringify(alone));
 });
 
 Deno.test("compare: OSU and nccl-tests alltoall, gather and scatter output is read as those primitives", async () => {

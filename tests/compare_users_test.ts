@@ -92,3 +92,41 @@ Deno.test("compare: dccl's own table saved as text is read by its header: ranks,
   assert_(points.every((p) => p.algorithm !== "" && p.wrong === 0), JSON.stringify(points));
   await Deno.remove(file);
 });
+
+Deno.test("compare: --metric compares the best case or a percentile, and leaves out rows without it", async () => {
+  const dir = await Deno.makeTempDir();
+  // A is faster on the mean, B on the tail; C is another tool's output, with no percentiles.
+  const header = "primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us," +
+    "max_us,gbps,algbw_gbs,busbw_gbs,wrong,p50_us,p99_us,p999_us";
+  const rows = (transport: string, mean: number, p99: number) =>
+    [1, 2, 4].map((n) =>
+      `latency,${transport},host,auto,2,${n},${4 * n},1000,${mean},${mean},${mean},` +
+      `${(32 * n) / mean / 1e3},0,0,0,${mean},${p99},`
+    ).join("\n");
+  await Deno.writeTextFile(`${dir}/a.csv`, `${header}\n${rows("A", 1, 9)}\n`);
+  await Deno.writeTextFile(`${dir}/b.csv`, `${header}\n${rows("B", 2, 3)}\n`);
+  const compare = async (...args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        ...["run", "-A", new URL("../scripts/compare.ts", import.meta.url).pathname],
+        ...[`${dir}/a.csv`, `${dir}/b.csv`, "--out", `${dir}/r.html`, ...args],
+      ],
+    }).output();
+    const text = new TextDecoder();
+    return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+  };
+  const fastest = (stdout: string) => stdout.match(/^latency\s+2\s+\S+\s+\S+\s+(\S+)/m)?.[1];
+  const mean = await compare();
+  assertEquals(mean.code, 0, mean.stderr);
+  assertEquals(fastest(mean.stdout), "A", mean.stdout);
+  const tail = await compare("--metric", "p99_us");
+  assertEquals(tail.code, 0, tail.stderr);
+  assertEquals(fastest(tail.stdout), "B", tail.stdout);
+  const none = await compare("--metric", "p999_us");
+  assertEquals(none.code, 2, none.stdout);
+  assert_(/no row carries p999_us/.test(none.stderr), none.stderr);
+  const bad = await compare("--metric", "p95_us");
+  assertEquals(bad.code, 2);
+  assert_(/--metric p95_us .* accepted: time_us, best_us, p50_us/.test(bad.stderr), bad.stderr);
+  await Deno.remove(dir, { recursive: true });
+});

@@ -77,6 +77,9 @@ function row(overrides: Partial<ResultRow> = {}): ResultRow {
     timing: "back-to-back",
     p50_us: 17645601.42,
     p99_us: 17645601.42,
+    best_us: 17645601.42,
+    p90_us: 17645601.42,
+    p999_us: 17645601.42,
     picked: "recursive_doubling",
     migrations: 0,
     migrated_bytes: 0,
@@ -139,14 +142,14 @@ Deno.test("table: a footer line warns where a few slow samples decided a size's 
 });
 
 Deno.test("table: --format osu prints OSU's layout, which compare reads as OSU", async () => {
-  const layout = osuLayout("allreduce", { dtype: "f32" });
+  const layout = osuLayout({ primitive: "allreduce", dtype: "f32" });
   const text = await Deno.readTextFile(`${FIXTURES}osu_allreduce.txt`);
   const fixture = text.slice(text.indexOf("# OSU")).split("\n");
   const lines = layout.title.split("\n");
   assertEquals(lines[0], "# OSU MPI Allreduce Latency Test (dccl)");
   assertEquals(lines.slice(1), fixture.slice(1, 3));
   assertEquals(layout.line(row({ bytes: 4, time_us: 0.72 })), fixture[3]);
-  const full = osuLayout("bcast", { dtype: "i32", full: true });
+  const full = osuLayout({ primitive: "bcast", dtype: "i32", full: true });
   assertEquals(full.title.split("\n"), [
     "# OSU MPI Broadcast Latency Test (dccl)",
     "# Datatype: MPI_INT.",

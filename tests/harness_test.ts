@@ -4,7 +4,7 @@ import { parse } from "csv-parse/sync";
 import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
-import { cliName, type Primitive, PRIMITIVES } from "../bench/cases.ts";
+import { cliName, pairwise, type Primitive, PRIMITIVES } from "../bench/cases.ts";
 import type { RunMetadata } from "../bench/report_format.ts";
 import { runPlan } from "../scripts/bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
@@ -30,7 +30,7 @@ for (const transport of TRANSPORT_TABLE.launching("workers")) {
     Deno.test(`harness: every primitive over ${transport}, ${timing}, rows exact`, async () => {
       const dir = Deno.makeTempDirSync();
       for (const primitive of Object.keys(PRIMITIVES) as Primitive[]) {
-        const procs = primitive === "sendrecv" ? "2" : "3";
+        const procs = primitive === "sendrecv" ? "2" : pairwise(primitive) ? "4" : "3";
         const flags = parseFlags(BENCHMARK_FLAGS, [
           ...["--procs", procs, "--transport", transport, "--max", "5000", "--timing", timing],
           // Fixed iterations keep the suite quick; allreduce back-to-back keeps the adaptive path.

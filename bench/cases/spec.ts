@@ -8,10 +8,23 @@ import type { Communicator, Dtype, MemoryKind, ReduceOp } from "../../core.ts";
 import type { CollectiveName, Side } from "../../internal.ts";
 
 /**
- * The primitives measured: the library's collectives by their own names, and the point-to-point
- * exchange. The CLI, the CSV and the tasks spell them in snake case (`reduce_scatter`).
+ * The point-to-point measurements, as OSU's tests: the exchange (nccl-tests' sendrecv), a
+ * ping-pong (`latency`, osu_latency and osu_multi_lat), a window of sends one way (`bw`) or both
+ * (`bibw`), and a window per pair (`mbwMr`, osu_mbw_mr).
  */
-export type Primitive = CollectiveName | "sendrecv";
+export type PointToPointName = "sendrecv" | "latency" | "bw" | "bibw" | "mbwMr";
+
+/**
+ * The primitives measured: the library's collectives by their own names, and the point-to-point
+ * ones. The CLI, the CSV and the tasks spell them in snake case (`reduce_scatter`, `mbw_mr`).
+ */
+export type Primitive = CollectiveName | PointToPointName;
+
+/** Messages in a window of `bw`, `bibw` and `mbw_mr` unless `--window` says (OSU's `-W`). */
+export const DEFAULT_WINDOW = 64;
+
+/** The most messages a window may hold. */
+export const MAX_WINDOW = 4096;
 
 /** Options one run of a primitive takes. */
 export interface CaseOptions {
@@ -27,6 +40,21 @@ export interface CaseOptions {
   algorithm: string;
   /** Managed memory: touch the buffers on this side before every operation (OMB's `-d managed`). */
   touch?: Side;
+  /** Messages per window of the streaming tests (OSU's `-W`). @default {DEFAULT_WINDOW} */
+  window?: number;
+}
+
+/**
+ * How the messages of one operation of a point-to-point test add up (OSU's figures): `messages`
+ * follow one another on each pair (a ping-pong's two, a window's sends), and `streams` flow at
+ * once (the pairs, both ways of each for bibw). A row's time is per message; its bandwidth is
+ * every stream's together, and its message rate streams per message time.
+ */
+export interface Flow {
+  /** Messages one after another on each pair per operation. */
+  messages: number;
+  /** Streams of messages at once across the group. */
+  streams: number;
 }
 
 /**
@@ -85,13 +113,24 @@ export interface PrimitiveSpec {
    * busbw by it (bench/limits/machine_limits.ts).
    */
   work(ranks: number): { copy: number; reduce: number };
-  /** Elements this primitive holds per rank for a `count`-element case (for memory checks). */
-  footprint(count: number, ranks: number): number;
+  /**
+   * Elements this primitive holds per rank for a `count`-element case (for memory checks); a
+   * window holds `window` messages.
+   */
+  footprint(count: number, ranks: number, window: number): number;
   /**
    * Largest count not above `count` the primitive can run on `ranks` (allgather and reduce-scatter
    * need a multiple of the rank count).
    */
   fit(count: number, ranks: number): number;
+  /**
+   * The rank counts it runs on, and how to say so (`runs on 2 ranks`); every count when absent.
+   */
+  ranks?: { accepts(ranks: number): boolean; rule: string };
+  /** It streams windows of messages (`--window`, OSU's `-W`). */
+  windowed?: boolean;
+  /** A point-to-point test's messages per operation; one of each when absent. */
+  flow?(ranks: number, window: number): Flow;
   /** Allocates buffers for up to `maxCount` elements (the larger buffer, as in nccl-tests). */
   prepare(comm: Communicator, maxCount: number, options: CaseOptions): PreparedCase;
 }

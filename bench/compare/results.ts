@@ -42,6 +42,33 @@ export interface Point {
   wrong: number;
   /** The share of the machine's limit reached, percent (dccl rows read against `deno task limits`). */
   pct_limit?: number;
+  /** dccl rows' other times per operation (best case and percentiles), µs, where the row has them. */
+  times?: Partial<Record<TimeMetric, number>>;
+}
+
+/** The times a dccl row carries besides its mean: `compare --metric` plots any of them. */
+export const TIME_METRICS = [
+  "time_us",
+  "best_us",
+  "p50_us",
+  "p90_us",
+  "p99_us",
+  "p999_us",
+] as const;
+
+/** One of {@linkcode TIME_METRICS}. */
+export type TimeMetric = typeof TIME_METRICS[number];
+
+/**
+ * `p` with `metric` as its time (its Gb/s following, every stream's as before), or undefined
+ * where its row does not carry that time (other tools' output, a p99.9 under a thousand samples).
+ */
+export function pointBy(p: Point, metric: TimeMetric): Point | undefined {
+  if (metric === "time_us") return p;
+  const us = p.times?.[metric];
+  return us === undefined || !(us > 0)
+    ? undefined
+    : { ...p, time_us: us, gbps: p.gbps * p.time_us / us };
 }
 
 /** A file `compare` cannot read: one line saying which and why. */
@@ -197,6 +224,9 @@ export function pointOfRow(source: string, row: ResultRow): Point {
     gbps: row.gbps,
     wrong: row.wrong,
     pct_limit: row.pct_limit,
+    times: Object.fromEntries(
+      TIME_METRICS.filter((m) => row[m] !== undefined).map((m) => [m, row[m]!]),
+    ),
   });
 }
 
@@ -216,6 +246,9 @@ function dcclPoint(source: string, r: Record<string, unknown>): Point {
     gbps: Number(r.gbps),
     wrong: Number(r.wrong ?? 0),
     pct_limit: r.pct_limit === undefined || r.pct_limit === "" ? undefined : Number(r.pct_limit),
+    times: Object.fromEntries(
+      TIME_METRICS.filter((m) => r[m] !== undefined && r[m] !== "").map((m) => [m, Number(r[m])]),
+    ),
   };
   const numbers = [point.procs, point.floats, point.time_us, point.gbps, point.wrong];
   if (!numbers.every(Number.isFinite)) {
@@ -260,12 +293,12 @@ function checked(p: Point): Point {
 }
 
 /**
- * OSU test titles → dccl primitive names, and for the point-to-point tests (always 2 ranks) what
- * their figure is, as the curve's label says: dccl's sendrecv is an exchange, both ranks sending
- * and receiving at once, where osu_latency times half a ping-pong and osu_bw / osu_bibw stream a
- * window of messages one way or both.
+ * OSU test titles → dccl primitive names: each point-to-point test onto dccl's test of the same
+ * kind (osu_latency and osu_multi_lat onto `latency`, osu_bw onto `bw` …), never onto the
+ * exchange, sendrecv, which no OSU test measures.
  */
-const OSU_TESTS: [RegExp, string, string?][] = [
+const OSU_TESTS: [RegExp, string][] = [
+  [/sendrecv/i, "sendrecv"],
   [/all-?to-?all/i, "alltoall"],
   [/allreduce/i, "allreduce"],
   [/reduce[_ -]?scatter/i, "reduce_scatter"],
@@ -274,52 +307,59 @@ const OSU_TESTS: [RegExp, string, string?][] = [
   [/reduce/i, "reduce"],
   [/gather/i, "gather"],
   [/scatter/i, "scatter"],
-  [/bi-?directional bandwidth|bibw/i, "sendrecv", "osu_bibw (both ways, per direction)"],
-  [/bandwidth|\bbw\b/i, "sendrecv", "osu_bw (one way)"],
-  [/latency/i, "sendrecv", "osu_latency (one-way latency)"],
+  [/multiple bandwidth|message rate|mbw/i, "mbw_mr"],
+  [/bi-?directional bandwidth|bibw/i, "bibw"],
+  [/bandwidth|\bbw\b/i, "bw"],
+  [/latency/i, "latency"],
 ];
+
+/** The point-to-point tests, which OSU runs on pairs (2 ranks unless a `pairs:` line says). */
+const OSU_POINT_TO_POINT = ["sendrecv", "latency", "bw", "bibw", "mbw_mr"];
 
 /**
  * OSU output: `# OSU MPI Allreduce Latency Test v7.x`, then `size  avg-latency(us) [min max
- * iterations] [Validation]` rows (sizes in bytes), or `size  MB/s` rows for the bandwidth tests.
- * Point-to-point files are 2 ranks; collective ones do not say, and are taken as `procs`.
+ * iterations] [Validation]` rows (sizes in bytes), or `size  MB/s [Messages/s]` rows for the
+ * bandwidth tests. Point-to-point files are pairs of ranks (osu_mbw_mr's `# [ pairs: N ]`, else
+ * one); collective ones do not say, and are taken as `procs`. Rows are read as dccl writes its
+ * own: a bandwidth test's time is per message and its bandwidth every stream's together (both
+ * ways for osu_bibw, every pair for osu_mbw_mr), a latency test's time is its latency.
  */
 async function* readOsu(
   source: string,
   text: AsyncIterable<string>,
   procs: number,
 ): AsyncGenerator<Point> {
-  let test: (typeof OSU_TESTS)[number] | undefined, bandwidth = false, points = 0;
+  let primitive: string | undefined, bandwidth = false, points = 0, pairs = 1;
   for await (const line of text) {
     const trimmed = line.trim();
     const title = trimmed.match(/^#\s*(OSU.*)$/i)?.[1];
-    if (title && !test) {
-      test = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")));
-      if (!test) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
+    if (title && !primitive) {
+      primitive = OSU_TESTS.find(([re]) => re.test(title.replace(/^OSU\s+\S+/, "")))?.[1];
+      if (!primitive) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
     }
+    pairs = Number(trimmed.match(/^#.*\bpairs:\s*(\d+)/i)?.[1] ?? pairs);
     if (/^#\s*Size/i.test(trimmed)) bandwidth = /MB\/s/i.test(trimmed);
     const cells = trimmed.split(/\s+/);
     if (trimmed.startsWith("#") || cells.length < 2 || !/^\d+$/.test(cells[0])) continue;
     const bytes = Number(cells[0]), value = Number(cells[1]);
-    if (!test || !Number.isFinite(value) || bytes === 0) continue;
-    const [, primitive, pointToPoint] = test;
-    const bothWays = pointToPoint?.startsWith("osu_bibw") ?? false;
-    // Bandwidth tests report MB/s (1e6 bytes), osu_bibw both directions together; latency tests
-    // report µs per operation.
-    const time_us = bandwidth ? (bothWays ? 2 : 1) * bytes / value : value;
+    if (!primitive || !Number.isFinite(value) || bytes === 0) continue;
+    const pointToPoint = OSU_POINT_TO_POINT.includes(primitive);
+    const streams = primitive === "bibw" ? 2 : primitive === "mbw_mr" ? pairs : 1;
+    // MB/s is 1e6 bytes a second; latency tests report µs.
+    const time_us = bandwidth ? (streams * bytes) / value : value;
     points++;
     yield checked({
       source,
       primitive,
-      procs: pointToPoint ? 2 : procs,
+      procs: pointToPoint ? 2 * pairs : procs,
       transport: "mpi",
       memory: "host",
       threads: 1,
       type: "",
-      algorithm: pointToPoint ?? "",
+      algorithm: "",
       floats: bytes / 4,
       time_us,
-      gbps: (bytes * 8) / time_us / 1e3,
+      gbps: bandwidth ? (value * 8) / 1e3 : (bytes * 8) / time_us / 1e3,
       wrong: 0,
     });
   }

@@ -13,8 +13,14 @@
  *   bcast     MPI_Bcast from rank 0
  *   reduce    MPI_Reduce, sum, to rank 0
  *   allreduce MPI_Allreduce, sum
+ *   latency   rank i and i + n/2 ping-pong (MPI_Send, MPI_Recv): osu_latency, osu_multi_lat
+ *   bw        a window of W MPI_Isend one way into W blocks, then a one-float acknowledgement
+ *   bibw      a window of W each way at once (osu_bibw)
+ *   mbw_mr    bw on every pair at once (osu_mbw_mr)
+ *   The point-to-point rows are per message, as dccl's: time_us is the op's time over its
+ *   messages in series (2, or W), and algbw counts every stream (the pairs, both ways for bibw).
  *
- * usage: mpi_coll -m MAX_FLOATS -p prim,prim -t SECONDS_PER_SIZE -r REPEATS
+ * usage: mpi_coll -m MAX_FLOATS -p prim,prim -t SECONDS_PER_SIZE -r REPEATS -w WINDOW
  * output (rank 0): the CSV header, then a row per primitive and size.
  */
 #include <mpi.h>
@@ -23,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size;
+static int rank, size, window = 64;
 
 /* What rank r holds at element i: small integers, so sums over ranks are exact in f32. */
 static float input(int r, long i) { return (float)((r + 1) * ((i % 1021) + 1)); }
@@ -45,12 +51,48 @@ static long wrong_in(const float *buf, long n, int from)
     return wrong;
 }
 
-typedef enum { SENDRECV, BCAST, REDUCE, ALLREDUCE } prim_t;
-static const char *NAMES[] = {"sendrecv", "bcast", "reduce", "allreduce"};
+typedef enum { SENDRECV, BCAST, REDUCE, ALLREDUCE, LATENCY, BW, BIBW, MBW_MR } prim_t;
+static const char *NAMES[] = {"sendrecv", "bcast", "reduce", "allreduce",
+                              "latency",  "bw",    "bibw",   "mbw_mr"};
+
+/* This rank's partner in the pairwise tests, and whether it is the one that starts. */
+static int peer_of(void) { return rank < size / 2 ? rank + size / 2 : rank - size / 2; }
+static int starts(void) { return rank < size / 2; }
+
+/* A window of W sends (if `sends`) and W receives into blocks of n (if `receives`), completed. */
+static void window_of(float *send, float *recv, int n, int sends, int receives)
+{
+    static MPI_Request requests[2 * 4096];
+    int k = 0, peer = peer_of();
+    for (int j = 0; receives && j < window; j++)
+        MPI_Irecv(recv + (long)j * n, n, MPI_FLOAT, peer, 8, MPI_COMM_WORLD, &requests[k++]);
+    for (int j = 0; sends && j < window; j++)
+        MPI_Isend(send, n, MPI_FLOAT, peer, 8, MPI_COMM_WORLD, &requests[k++]);
+    MPI_Waitall(k, requests, MPI_STATUSES_IGNORE);
+}
 
 static void op(prim_t p, float *send, float *recv, int n)
 {
+    float ack = 0;
     switch (p) {
+    case LATENCY:
+        if (starts()) {
+            MPI_Send(send, n, MPI_FLOAT, peer_of(), 9, MPI_COMM_WORLD);
+            MPI_Recv(recv, n, MPI_FLOAT, peer_of(), 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(recv, n, MPI_FLOAT, peer_of(), 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(send, n, MPI_FLOAT, peer_of(), 9, MPI_COMM_WORLD);
+        }
+        break;
+    case BW:
+    case MBW_MR:
+        window_of(send, recv, n, starts(), !starts());
+        if (starts()) MPI_Recv(&ack, 1, MPI_FLOAT, peer_of(), 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else MPI_Send(&ack, 1, MPI_FLOAT, peer_of(), 10, MPI_COMM_WORLD);
+        break;
+    case BIBW:
+        window_of(send, recv, n, 1, 1);
+        break;
     case SENDRECV:
         if (rank < 2) {
             int peer = 1 - rank;
@@ -73,7 +115,15 @@ static void op(prim_t p, float *send, float *recv, int n)
 /* Wrong elements on this rank after `p` (summed over ranks by the caller). */
 static long check(prim_t p, const float *recv, long n)
 {
+    long wrong = 0;
     switch (p) {
+    case LATENCY: return wrong_in(recv, n, peer_of());
+    case BW:
+    case MBW_MR:
+    case BIBW:
+        if (p != BIBW && starts()) return 0;
+        for (int j = 0; j < window; j++) wrong += wrong_in(recv + (long)j * n, n, peer_of());
+        return wrong;
     case SENDRECV: return rank < 2 ? wrong_in(recv, n, 1 - rank) : 0;
     case BCAST: return rank == 0 ? 0 : wrong_in(recv, n, 0);
     case REDUCE: return rank == 0 ? wrong_in(recv, n, -1) : 0;
@@ -108,16 +158,19 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "m:p:t:r:")) != -1) {
+    while ((c = getopt(argc, argv, "m:p:t:r:w:")) != -1) {
         if (c == 'm') max = atol(optarg);
         else if (c == 'p') snprintf(prims, sizeof prims, "%s", optarg);
         else if (c == 't') per_size = atof(optarg);
         else if (c == 'r') repeats = atoi(optarg) < 1 ? 1 : atoi(optarg) > 15 ? 15 : atoi(optarg);
+        else if (c == 'w') window = atoi(optarg) < 1 ? 1 : atoi(optarg) > 4096 ? 4096 : atoi(optarg);
         else MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    float *send = malloc(sizeof(float) * max), *recv = malloc(sizeof(float) * max);
+    /* A window's receives land in blocks of their own. */
+    long blocks = strstr(prims, "bw") ? window : 1;
+    float *send = malloc(sizeof(float) * max), *recv = malloc(sizeof(float) * max * blocks);
     if (!send || !recv) {
-        fprintf(stderr, "rank %d: cannot allocate 2 x %ld floats\n", rank, max);
+        fprintf(stderr, "rank %d: cannot allocate %ld x %ld floats\n", rank, blocks + 1, max);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     fill(send, max, rank);
@@ -128,14 +181,17 @@ int main(int argc, char **argv)
     char *rest, *name;
     for (name = strtok_r(prims, ",", &rest); name; name = strtok_r(NULL, ",", &rest)) {
         prim_t p;
-        for (p = SENDRECV; p <= ALLREDUCE && strcmp(name, NAMES[p]); p++) {}
-        if (p > ALLREDUCE || (p == SENDRECV && size != 2)) {
+        for (p = SENDRECV; p <= MBW_MR && strcmp(name, NAMES[p]); p++) {}
+        if (p > MBW_MR || (p == SENDRECV && size != 2) || (p >= LATENCY && size % 2)) {
             if (rank == 0) fprintf(stderr, "mpi_coll: %s is not measured on %d ranks\n", name, size);
             continue;
         }
         double bus = p == ALLREDUCE ? 2.0 * (size - 1) / size : 1.0;
+        /* Per message: messages in series per op, streams at once. */
+        double messages = p == LATENCY ? 2 : p >= BW ? window : 1;
+        double streams = p == BIBW ? size : p >= LATENCY ? size / 2 : 1;
         for (long n = 1; n <= max; n *= 2) {
-            fill(recv, n, -1);
+            fill(recv, n * (p >= BW ? window : 1), -1);
             /* Iterations: as many as fill per_size seconds, timed from batches that double until
              * one takes 10 ms (16 ops at least), going by the fastest batch per op (a batch the scheduler
              * interrupted says nothing of the op); rank 0 decides for all. */
@@ -169,11 +225,11 @@ int main(int argc, char **argv)
             qsort(sorted, repeats, sizeof(double), by_value);
             int median = 0;
             while (sums[median] != sorted[repeats / 2]) median++;
-            double us = sums[median] / ((double)size * iters) * 1e6;
-            double bytes = (double)n * 4, algbw = bytes / us / 1e3;
+            double us = sums[median] / ((double)size * iters * messages) * 1e6;
+            double bytes = (double)n * 4, algbw = bytes * streams / us / 1e3;
             printf("%s,mpi,host,open-mpi,%d,%ld,%.0f,%d,%.4f,%.4f,%.4f,%.6f,%.6f,%.6f,%ld\n",
-                   name, size, n, bytes, iters, us, mins[median] / iters * 1e6,
-                   maxs[median] / iters * 1e6, algbw * 8, algbw, algbw * bus, total);
+                   name, size, n, bytes, iters, us, mins[median] / (iters * messages) * 1e6,
+                   maxs[median] / (iters * messages) * 1e6, algbw * 8, algbw, algbw * bus, total);
             fflush(stdout);
         }
     }

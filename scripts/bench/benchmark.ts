@@ -64,6 +64,8 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
             primitive: cliName(plan.sweep.primitive),
             dtype: plan.sweep.dtype,
             full: plan.full,
+            pairs: plan.procs / 2,
+            window: plan.sweep.window,
           },
         }
         : {}),

@@ -10,7 +10,13 @@ import {
   type SweepOptions,
   TIMINGS,
 } from "../../bench/harness.ts";
-import type { Primitive } from "../../bench/cases.ts";
+import {
+  cliName,
+  pairwise,
+  type Primitive,
+  PRIMITIVE_LIST,
+  PRIMITIVES,
+} from "../../bench/cases.ts";
 import { planSweep } from "../../bench/sweep_plan.ts";
 import { HEAP_MAX_BYTES } from "../../internal.ts";
 import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
@@ -21,6 +27,9 @@ import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
 /** The largest buffer unless `--max` says: 2^28 elements, 1 GiB of f32. */
 const DEFAULT_MAX = 268_435_456;
 
+/** The point-to-point tests' largest message unless `--max` says, as OSU's: 4 MiB. */
+const OSU_MAX_BYTES = 4 * 2 ** 20;
+
 /** The layouts of the table (`--format`). */
 export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
 export type TableFormat = typeof TABLE_FORMATS[number];
@@ -28,7 +37,21 @@ export type TableFormat = typeof TABLE_FORMATS[number];
 /** Flags of the primitive tasks (docs/cli.md). */
 export const BENCHMARK_FLAGS = defineFlags({
   ...LAUNCH_FLAGS,
-  procs: { ...LAUNCH_FLAGS.procs, help: "number of ranks (sendrecv: 2)" },
+  procs: {
+    ...LAUNCH_FLAGS.procs,
+    help: "number of ranks (sendrecv: 2; latency, bw, bibw, mbw_mr: 2 × --pairs)",
+  },
+  pairs: {
+    help: "latency, bw, bibw and mbw_mr: pairs of ranks measured at once, rank i with rank " +
+      "i + pairs (osu_mbw_mr's and osu_multi_lat's pairs; default --procs / 2)",
+    kind: "integer",
+    min: 1,
+    max: 512,
+  },
+  window: {
+    help: "bw, bibw and mbw_mr: messages posted at once per window (OSU's -W; default 64)",
+    aliases: ["-W"],
+  },
   memory: {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
     kind: "choice",
@@ -156,7 +179,8 @@ export function planRun(
   options: PlanOptions = {},
 ): RunPlan {
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
-  const launch = planLaunch(v);
+  const spec = PRIMITIVES[primitive];
+  const launch = planLaunch(pairedRanks(primitive, v));
   const { launcher, transport, threads, bind } = launch;
   const procs = launch.procs * threads;
   if (primitive === "sendrecv" && procs !== 2) {
@@ -171,10 +195,11 @@ export function planRun(
   const asked = v.given.has("max") ? v.max : undefined;
   // A wider element's largest buffer holds fewer than the default's.
   const widest = MAX_BYTES / DTYPE_INFO[v.dtype].bytes;
-  if (v.max === undefined && DEFAULT_MAX > widest) {
+  if (v.max === undefined && !spec.flow && DEFAULT_MAX > widest) {
     notes.push(`--max lowered to ${widest} elements: the largest ${v.dtype} buffer is 1 GiB`);
   }
-  const max = v.max ?? String(Math.min(DEFAULT_MAX, widest));
+  const max = v.max ??
+    String(spec.flow ? OSU_MAX_BYTES / DTYPE_INFO[v.dtype].bytes : Math.min(DEFAULT_MAX, widest));
   const { csv, json } = outputFiles(v);
   const { sweep, device } = planSweep({
     primitive,
@@ -194,6 +219,7 @@ export function planRun(
     timing: v.timing,
     touch: v.touch,
     inPlace: !v["out-of-place-only"],
+    window: v.window,
   }, {
     field: (name) => `--${name}`,
     refuse: (message) => new UsageError(message),
@@ -221,6 +247,32 @@ export function planRun(
     full: v.full,
     notes,
   };
+}
+
+/**
+ * The flags with `--pairs` read as ranks: 2 × pairs in all (processes × threads), which `--procs`,
+ * if given, must agree with; only the pairwise tests take it.
+ */
+function pairedRanks(primitive: Primitive, v: BenchmarkFlags): BenchmarkFlags {
+  if (v.pairs === undefined) return v;
+  const { threads } = v;
+  if (!pairwise(primitive)) {
+    throw new UsageError(
+      `--pairs ${v.pairs} is not accepted: it applies to ${
+        PRIMITIVE_LIST.filter(pairwise).map(cliName).join(", ")
+      }, not ${cliName(primitive)}`,
+    );
+  }
+  const ranks = 2 * v.pairs;
+  if (ranks % threads !== 0 || (v.given.has("procs") && v.procs * threads !== ranks)) {
+    throw new UsageError(
+      `--pairs ${v.pairs} is not accepted: it needs ${ranks} ranks, and --procs ${v.procs}` +
+        `${threads > 1 ? ` × --threads ${threads}` : ""} ${
+          v.given.has("procs") ? "gives another count" : "cannot divide them"
+        }`,
+    );
+  }
+  return { ...v, procs: ranks / threads };
 }
 
 /**

@@ -12,7 +12,7 @@ import {
   formatCrossovers,
   wrongResults,
 } from "../../bench/compare/crossover.ts";
-import { ResultFormatError } from "../../bench/compare/results.ts";
+import { pointBy, ResultFormatError, type TimeMetric } from "../../bench/compare/results.ts";
 import { readResultsFile } from "../../deno/mod.ts";
 
 /** An input file, and its ranks where the command line or its name says them (OSU's do not). */
@@ -29,6 +29,8 @@ export interface CompareJob {
   tolerance: number;
   /** Plot the share of the machine's limit instead of Gb/s. */
   ofLimit: boolean;
+  /** The time compared and drawn: the mean (`time_us`), the best case or a percentile. */
+  metric: TimeMetric;
 }
 
 /** What the worker answers: the outputs and notes, or a one-line refusal of bad input. */
@@ -42,8 +44,9 @@ class BadInput extends Error {}
 /**
  * Reads every file's curves; a file that cannot be read is a BadInput naming it.
  */
-async function readCurves(plan: CompareJob): Promise<CurveSet> {
+async function readCurves(plan: CompareJob): Promise<{ set: CurveSet; without: number }> {
   const set = new CurveSet();
+  let without = 0;
   // OSU collective files whose ranks nothing said, by primitive: two of them may be two groups.
   const unsaid = new Map<string, string>();
   for (const { path, procs } of plan.files) {
@@ -62,7 +65,9 @@ async function readCurves(plan: CompareJob): Promise<CurveSet> {
           unsaid.set(point.primitive, path);
           point.procs = plan.procs;
         }
-        set.add(point);
+        const timed = pointBy(point, plan.metric);
+        if (timed) set.add(timed);
+        else without++;
       }
     } catch (e) {
       if (!(e instanceof Error) || e instanceof BadInput) throw e;
@@ -73,13 +78,20 @@ async function readCurves(plan: CompareJob): Promise<CurveSet> {
       throw new BadInput(why.split("\n")[0]);
     }
   }
-  return set;
+  return { set, without };
 }
 
 /** Reads, folds and draws `job`: the report, the chart and the table's text. */
 async function compare(job: CompareJob): Promise<CompareOutcome> {
-  const set = await readCurves(job);
+  const { set, without } = await readCurves(job);
   const notes: string[] = [];
+  if (without > 0) {
+    notes.push(
+      `note: ${without} rows carry no ${job.metric} (other tools' output, older runs, or a p99.9 ` +
+        `under 1000 samples): left out`,
+    );
+  }
+  if (set.curves().length === 0) throw new BadInput(`no row carries ${job.metric}`);
   if (set.repeated > 0) {
     notes.push(
       `note: ${set.repeated} rows repeated a curve at a size it already had; the last of each ` +
