@@ -14,6 +14,7 @@ import { BIBW, BW, MBW_MR } from "./cases/bw.ts";
 import { GATHER } from "./cases/gather.ts";
 import { LATENCY } from "./cases/latency.ts";
 import { IN_PAIRS } from "./cases/_pairs.ts";
+import { IALLREDUCE, IALLTOALL, IBCAST } from "./cases/overlap.ts";
 import { REDUCE } from "./cases/reduce.ts";
 import { REDUCE_SCATTER } from "./cases/reduce_scatter.ts";
 import { SCATTER } from "./cases/scatter.ts";
@@ -24,6 +25,7 @@ export { DEFAULT_WINDOW, MAX_WINDOW } from "./cases/spec.ts";
 export type {
   CaseOptions,
   Flow,
+  NonBlockingName,
   PointToPointName,
   PreparedCase,
   Primitive,
@@ -46,6 +48,9 @@ export const PRIMITIVES: Readonly<Record<Primitive, PrimitiveSpec>> = {
   bw: BW,
   bibw: BIBW,
   mbwMr: MBW_MR,
+  iallreduce: IALLREDUCE,
+  ibcast: IBCAST,
+  ialltoall: IALLTOALL,
 };
 
 /** Every primitive, in order. */

@@ -26,6 +26,7 @@ import {
   PRIMITIVES,
   type SizedCase,
 } from "./cases.ts";
+import { computeFor } from "./cases/overlap.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
 export type Timing = "back-to-back" | "per-iter";
@@ -146,6 +147,9 @@ export async function measureSweep(
         comm.migrations.migrations - before.migrations,
         comm.migrations.bytes - before.bytes,
       ];
+      const overlap = spec.overlap
+        ? await timeOverlap(loop, sized, iters, timed, options, slowest)
+        : [NaN, NaN];
       const wrong = await sized.wrong();
       const inPlace = spec.inPlace && options.inPlace
         ? await timeInPlace(loop, prepared.sized(count, true), iters, options, slowest)
@@ -157,6 +161,7 @@ export async function measureSweep(
         moved[1] / iters,
         timed.touchUs,
         ...inPlace,
+        ...overlap,
         ...timed.samplesUs,
       ]);
       if (comm.rank !== 0) continue;
@@ -192,6 +197,31 @@ async function timeInPlace(
   await sized.fill();
   await loop.perOp(sized, 1);
   return [timed.totalUs, await sized.wrong()];
+}
+
+/**
+ * An overlap test at one size, as OSU times it: the call with as much computation between issue
+ * and await as the slowest rank's pure time per op (`pure`, the loop just timed), warmed up and
+ * timed over the same iterations, then the computation alone. Returns this rank's total µs of
+ * both.
+ */
+async function timeOverlap(
+  loop: Loop,
+  sized: SizedCase,
+  iters: number,
+  pure: Timed,
+  options: SweepOptions,
+  slowest: (us: number) => Promise<number>,
+): Promise<[overallUs: number, computeUs: number]> {
+  const computeUs = await slowest(pure.totalUs / iters);
+  const busy = sized.withCompute!(computeUs);
+  await loop.perOp(busy, Math.min(iters, 10));
+  const overall = options.timing === "per-iter"
+    ? await loop.perIteration(busy, iters)
+    : await loop.backToBack(busy, iters);
+  const start = performance.now();
+  for (let i = 0; i < iters; i++) computeFor(computeUs);
+  return [overall.totalUs, (performance.now() - start) * 1e3];
 }
 
 /**
@@ -343,10 +373,11 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
 }
 
 /**
- * Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs, and
- * in place total µs and wrong (NaN where the in-place form was not timed).
+ * Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs, in
+ * place total µs and wrong (NaN where the in-place form was not timed), and an overlap test's
+ * overall and compute total µs (NaN for the others).
  */
-const HEAD = 7;
+const HEAD = 9;
 
 function summarize(
   comm: Communicator,
@@ -405,9 +436,29 @@ function summarize(
       inplace_wrong: sum(6),
     }),
     ...(flow && { msg_rate: (streams / timesUs.time_us) * 1e6 }),
+    ...(spec.overlap &&
+      overlapColumns(timesUs.time_us, sum(7) / (comm.size * iters), sum(8) / (comm.size * iters))),
   };
   if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toPrecision(3));
   return { row, samplesUs };
+}
+
+/**
+ * OSU's overlap columns from the mean µs per op of the pure call, the call with computation
+ * (overall) and the computation alone: overlap = 100 × (1 − (overall − compute) / pure), from 0
+ * (nothing hid) to 100 (the call cost nothing beside the computation).
+ */
+export function overlapColumns(
+  pureUs: number,
+  overallUs: number,
+  computeUs: number,
+): Required<Pick<ResultRow, "overall_us" | "compute_us" | "overlap_pct">> {
+  const hidden = 100 * (1 - (overallUs - computeUs) / pureUs);
+  return {
+    overall_us: overallUs,
+    compute_us: computeUs,
+    overlap_pct: Math.min(100, Math.max(0, hidden)),
+  };
 }
 
 /** What {@linkcode memoryNeeded} sizes: a primitive on a transport's ranks. */

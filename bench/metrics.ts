@@ -87,6 +87,12 @@ export interface ResultRow {
   pct_limit?: number;
   /** A point-to-point test's messages per second, every stream together (osu_mbw_mr's). */
   msg_rate?: number;
+  /** An overlap test's µs per op with computation between issue and await (OSU's overall). */
+  overall_us?: number;
+  /** An overlap test's µs per op of the computation alone (OSU's compute). */
+  compute_us?: number;
+  /** How much of the call hid behind the computation, percent (OSU's overlap). */
+  overlap_pct?: number;
 }
 
 /**
@@ -134,6 +140,9 @@ export const EXTRA_COLUMNS = [
   "p90_us",
   "p999_us",
   "msg_rate",
+  "overall_us",
+  "compute_us",
+  "overlap_pct",
 ] as const;
 
 /** The row field behind each CSV column whose name differs from it (nccl-tests' names). */

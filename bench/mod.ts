@@ -24,6 +24,7 @@ export {
   type CaseOptions,
   DEFAULT_WINDOW,
   type Flow,
+  type NonBlockingName,
   type PointToPointName,
   type PreparedCase,
   type Primitive,

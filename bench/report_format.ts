@@ -74,6 +74,8 @@ export interface ReportOptions {
   table: boolean;
   /** Also print the best case and the percentiles (per-iteration timing, as OMB users expect). */
   percentiles?: boolean;
+  /** Also print an overlap test's columns: overall, compute and overlap. */
+  overlap?: boolean;
   /** Print OSU's layout instead of nccl-tests' (`--format osu`; `full`: OSU's `-f`). */
   osu?: OsuOptions;
   /** The CSV file to write, if any. */
@@ -100,6 +102,8 @@ interface Column {
   cell: (r: ResultRow) => string;
   /** Shown only with {@linkcode ReportOptions.percentiles}. */
   percentile?: boolean;
+  /** Shown only with {@linkcode ReportOptions.overlap}. */
+  overlap?: boolean;
 }
 
 /** A time as nccl-tests prints it: fewer decimals as it grows, so it keeps to 8 characters. */
@@ -170,6 +174,17 @@ const COLUMNS: Column[] = [
     cell: (r) => inPlace(r[field], timeCell),
     percentile: true,
   })),
+  ...([["overall", "(us)", "overall_us"], ["compute", "(us)", "compute_us"], [
+    "overlap",
+    "(%)",
+    "overlap_pct",
+  ]] as const).map(([title, unit, field]): Column => ({
+    title,
+    unit,
+    width: 8,
+    cell: (r) => inPlace(r[field], field === "overlap_pct" ? (v) => v.toFixed(1) : timeCell),
+    overlap: true,
+  })),
   { title: " algorithm", width: 0, cell: (r) => " " + r.picked },
 ];
 
@@ -205,9 +220,11 @@ export interface TableLayout {
 
 /** The layout `options` ask for: OSU's, or nccl-tests' (the default). */
 export function layoutOf(
-  options: Pick<ReportOptions, "osu" | "percentiles" | "bounds">,
+  options: Pick<ReportOptions, "osu" | "percentiles" | "overlap" | "bounds">,
 ): TableLayout {
-  return options.osu ? osuLayout(options.osu) : tableLayout(options.percentiles, options.bounds);
+  return options.osu
+    ? osuLayout(options.osu)
+    : tableLayout(options.percentiles, options.bounds, options.overlap);
 }
 
 /**
@@ -215,11 +232,15 @@ export function layoutOf(
  * line per row, and the footer under the last row: the wrong elements of every form of every
  * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`),
  * then the rows read against the machine's limits (`bounds`; bench/limits). `percentiles`: the
- * p50/p99 columns too.
+ * best case and percentile columns too; `overlap`: an overlap test's columns.
  */
-export function tableLayout(percentiles?: boolean, bounds?: RunBounds | null): TableLayout {
+export function tableLayout(
+  percentiles?: boolean,
+  bounds?: RunBounds | null,
+  overlap?: boolean,
+): TableLayout {
   percentiles ??= false;
-  const columns = COLUMNS.filter((c) => !c.percentile || percentiles);
+  const columns = COLUMNS.filter((c) => (!c.percentile || percentiles) && (!c.overlap || overlap));
   const headerLine = (text: (c: Column) => string) =>
     "#" + columns.map((c) => text(c).padStart(c.width)).join(" ").slice(1).trimEnd();
   // Each group's name is centred over its columns, as nccl-tests prints it.
@@ -303,6 +324,13 @@ const OSU_POINT_TO_POINT: Record<string, { title: (pairs: number) => string; bw:
   mbw_mr: { title: () => "Multiple Bandwidth / Message Rate Test", bw: true },
 };
 
+/** OSU's non-blocking tests by primitive: `# OSU MPI Non-blocking <name> Latency Test`. */
+const OSU_NON_BLOCKING: Record<string, string> = {
+  iallreduce: "Allreduce",
+  ibcast: "Broadcast",
+  ialltoall: "All-to-All",
+};
+
 /** What OSU's layout of a run shows. */
 export interface OsuOptions {
   /** The primitive, as the CLI spells it. */
@@ -338,6 +366,7 @@ export function osuLayout(options: OsuOptions): TableLayout {
     (iterations === undefined ? "" : iterations.padStart(12));
   const pointToPoint = OSU_POINT_TO_POINT[primitive];
   if (pointToPoint?.bw) return osuBandwidthLayout(options, pointToPoint.title(1), cells);
+  if (OSU_NON_BLOCKING[primitive]) return osuOverlapLayout(options, cells);
   const name = pointToPoint ? "" : OSU_NAMES[primitive] ?? primitive;
   const test = pointToPoint ? pointToPoint.title(options.pairs ?? 1) : "Latency Test";
   const titles = [
@@ -382,6 +411,31 @@ function osuBandwidthLayout(
         (r.algbw_gbs * 1e3).toFixed(2),
         ...(rate ? [(r.msg_rate ?? 0).toFixed(2)] : []),
       ]),
+    footer: () => "",
+  };
+}
+
+/**
+ * OSU's non-blocking tests (osu_iallreduce …): overall, compute and pure communication µs and the
+ * overlap percent, a row per size in bytes.
+ */
+function osuOverlapLayout(
+  options: OsuOptions,
+  cells: (size: string, values: string[]) => string,
+): TableLayout {
+  return {
+    title: [
+      `# OSU MPI Non-blocking ${OSU_NON_BLOCKING[options.primitive]} Latency Test (dccl)`,
+      `# Datatype: ${MPI_TYPES[options.dtype] ?? options.dtype}.`,
+      cells("# Size", ["Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"]),
+    ].join("\n"),
+    line: (r) =>
+      cells(
+        String(r.bytes),
+        [r.overall_us ?? NaN, r.compute_us ?? NaN, r.time_us, r.overlap_pct ?? NaN].map((v) =>
+          v.toFixed(2)
+        ),
+      ),
     footer: () => "",
   };
 }

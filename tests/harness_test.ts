@@ -5,25 +5,11 @@ import { TRANSPORT_TABLE } from "../deno/transport_table.ts";
 import { assert_, assertEquals } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { cliName, pairwise, type Primitive, PRIMITIVES } from "../bench/cases.ts";
-import type { RunMetadata } from "../bench/report_format.ts";
+import { TEST_METADATA as metadata } from "./_metadata.ts";
 import { runPlan } from "../scripts/bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
 import { parseFlags } from "../scripts/common/flags.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
-
-const metadata: RunMetadata = {
-  tool: "dccl",
-  deno: Deno.version.deno,
-  v8: Deno.version.v8,
-  os: "test",
-  cpu: "test",
-  cpus: 1,
-  memoryBytes: 0,
-  gpuAdapter: null,
-  date: new Date().toISOString(),
-  command: [],
-  options: {},
-};
 
 for (const transport of TRANSPORT_TABLE.launching("workers")) {
   for (const timing of ["back-to-back", "per-iter"] as const) {

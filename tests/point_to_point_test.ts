@@ -6,27 +6,13 @@ import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { gpuTest } from "./_gpu.ts";
 import { cliName, type Primitive, PRIMITIVES } from "../bench/cases.ts";
-import type { RunMetadata } from "../bench/report_format.ts";
+import { TEST_METADATA as metadata } from "./_metadata.ts";
 import { runPlan } from "../scripts/bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
 import { parseFlags, UsageError } from "../scripts/common/flags.ts";
 import { readResultsFile } from "../deno/files/result_files.ts";
 
 const TESTS: Primitive[] = ["latency", "bw", "bibw", "mbwMr"];
-
-const metadata: RunMetadata = {
-  tool: "dccl",
-  deno: Deno.version.deno,
-  v8: Deno.version.v8,
-  os: "test",
-  cpu: "test",
-  cpus: 1,
-  memoryBytes: 0,
-  gpuAdapter: null,
-  date: new Date().toISOString(),
-  command: [],
-  options: {},
-};
 
 const plan = (primitive: Primitive, argv: string[]) =>
   planRun(primitive, parseFlags(BENCHMARK_FLAGS, argv), { availableBytes: 1e10 });

@@ -14,11 +14,15 @@ import type { CollectiveName, Side } from "../../internal.ts";
  */
 export type PointToPointName = "sendrecv" | "latency" | "bw" | "bibw" | "mbwMr";
 
+/** The overlap measurements, as OSU's non-blocking tests: a collective issued, computation, await. */
+export type NonBlockingName = "iallreduce" | "ibcast" | "ialltoall";
+
 /**
- * The primitives measured: the library's collectives by their own names, and the point-to-point
- * ones. The CLI, the CSV and the tasks spell them in snake case (`reduce_scatter`, `mbw_mr`).
+ * The primitives measured: the library's collectives by their own names, the point-to-point
+ * ones and the overlap ones. The CLI, the CSV and the tasks spell them in snake case
+ * (`reduce_scatter`, `mbw_mr`).
  */
-export type Primitive = CollectiveName | PointToPointName;
+export type Primitive = CollectiveName | PointToPointName | NonBlockingName;
 
 /** Messages in a window of `bw`, `bibw` and `mbw_mr` unless `--window` says (OSU's `-W`). */
 export const DEFAULT_WINDOW = 64;
@@ -70,6 +74,8 @@ export interface SizedCase {
   wrong(): Promise<number>;
   /** With `--touch`: writes the buffers on that side, so the next operation migrates them. */
   touch?(): Promise<void>;
+  /** An overlap test's case with `us` µs of computation between issuing the call and awaiting it. */
+  withCompute?(us: number): SizedCase;
 }
 
 /**
@@ -127,6 +133,8 @@ export interface PrimitiveSpec {
    * The rank counts it runs on, and how to say so (`runs on 2 ranks`); every count when absent.
    */
   ranks?: { accepts(ranks: number): boolean; rule: string };
+  /** It is an overlap test: its cases have {@linkcode SizedCase.withCompute}. */
+  overlap?: boolean;
   /** It streams windows of messages (`--window`, OSU's `-W`). */
   windowed?: boolean;
   /** A point-to-point test's messages per operation; one of each when absent. */

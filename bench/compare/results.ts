@@ -299,6 +299,9 @@ function checked(p: Point): Point {
  */
 const OSU_TESTS: [RegExp, string][] = [
   [/sendrecv/i, "sendrecv"],
+  [/non-?blocking\s+allreduce/i, "iallreduce"],
+  [/non-?blocking\s+(broadcast|bcast)/i, "ibcast"],
+  [/non-?blocking\s+all-?to-?all/i, "ialltoall"],
   [/all-?to-?all/i, "alltoall"],
   [/allreduce/i, "allreduce"],
   [/reduce[_ -]?scatter/i, "reduce_scatter"],
@@ -322,14 +325,15 @@ const OSU_POINT_TO_POINT = ["sendrecv", "latency", "bw", "bibw", "mbw_mr"];
  * bandwidth tests. Point-to-point files are pairs of ranks (osu_mbw_mr's `# [ pairs: N ]`, else
  * one); collective ones do not say, and are taken as `procs`. Rows are read as dccl writes its
  * own: a bandwidth test's time is per message and its bandwidth every stream's together (both
- * ways for osu_bibw, every pair for osu_mbw_mr), a latency test's time is its latency.
+ * ways for osu_bibw, every pair for osu_mbw_mr), a latency test's time is its latency, and a
+ * non-blocking test's its pure communication time (as dccl's rows of iallreduce …).
  */
 async function* readOsu(
   source: string,
   text: AsyncIterable<string>,
   procs: number,
 ): AsyncGenerator<Point> {
-  let primitive: string | undefined, bandwidth = false, points = 0, pairs = 1;
+  let primitive: string | undefined, bandwidth = false, points = 0, pairs = 1, pureColumn = 1;
   for await (const line of text) {
     const trimmed = line.trim();
     const title = trimmed.match(/^#\s*(OSU.*)$/i)?.[1];
@@ -338,10 +342,14 @@ async function* readOsu(
       if (!primitive) throw new ResultFormatError(`${source}: unknown OSU test "${title}"`);
     }
     pairs = Number(trimmed.match(/^#.*\bpairs:\s*(\d+)/i)?.[1] ?? pairs);
-    if (/^#\s*Size/i.test(trimmed)) bandwidth = /MB\/s/i.test(trimmed);
+    if (/^#\s*Size/i.test(trimmed)) {
+      bandwidth = /MB\/s/i.test(trimmed);
+      // The non-blocking tests: overall, compute, pure communication, overlap.
+      pureColumn = /Pure Comm/i.test(trimmed) ? 3 : 1;
+    }
     const cells = trimmed.split(/\s+/);
     if (trimmed.startsWith("#") || cells.length < 2 || !/^\d+$/.test(cells[0])) continue;
-    const bytes = Number(cells[0]), value = Number(cells[1]);
+    const bytes = Number(cells[0]), value = Number(cells[pureColumn]);
     if (!primitive || !Number.isFinite(value) || bytes === 0) continue;
     const pointToPoint = OSU_POINT_TO_POINT.includes(primitive);
     const streams = primitive === "bibw" ? 2 : primitive === "mbw_mr" ? pairs : 1;

@@ -7,7 +7,7 @@
 
 import type { HarnessArgs, HarnessSummary } from "../../bench/sweep_rank.ts";
 import { run as runHarness } from "./cli_sweep_rank.ts";
-import { cliName, type Primitive } from "../../bench/cases.ts";
+import { cliName, type Primitive, PRIMITIVES } from "../../bench/cases.ts";
 import { describeSweep } from "../../bench/sweep_plan.ts";
 import type { RunMetadata } from "../../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
@@ -58,6 +58,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       header: describe(plan),
       table: out.table,
       percentiles: plan.sweep.timing === "per-iter",
+      overlap: PRIMITIVES[plan.sweep.primitive].overlap,
       ...(plan.format === "osu"
         ? {
           osu: {
