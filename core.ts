@@ -20,11 +20,17 @@
 export { Communicator } from "./primitives/communicator/communicator.ts";
 export type {
   AlgorithmOptions,
+  AllgathervOptions,
   AllocOptions,
+  AlltoallvOptions,
+  GathervOptions,
   ReduceOptions,
+  ReduceScattervOptions,
   RootOptions,
+  ScattervOptions,
   TagOptions,
 } from "./primitives/communicator/communicator.ts";
+export type { Counts } from "./primitives/collectives/_counts.ts";
 export { CommBuffer, HostBuffer } from "./primitives/memory/comm_buffer.ts";
 export type { BufferLike } from "./primitives/memory/comm_buffer.ts";
 export { GpuBuffer } from "./primitives/memory/gpu_memory.ts";

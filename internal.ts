@@ -57,9 +57,11 @@ export type {
   CollectiveSpec,
   InPlaceForm,
   Keep,
+  Layout,
   StagingShape,
   UniformRun,
 } from "./primitives/collectives/spec.ts";
+export { NO_LAYOUT } from "./primitives/collectives/spec.ts";
 export type { AllgatherRun } from "./primitives/collectives/allgather.ts";
 export type { AllreduceRun } from "./primitives/collectives/allreduce.ts";
 export type { AlltoallRun } from "./primitives/collectives/alltoall.ts";
@@ -68,6 +70,11 @@ export type { GatherRun } from "./primitives/collectives/gather.ts";
 export type { ReduceRun } from "./primitives/collectives/reduce.ts";
 export type { ReduceScatterRun } from "./primitives/collectives/reduce_scatter.ts";
 export type { ScatterRun } from "./primitives/collectives/scatter.ts";
+export type { AlltoallvRun } from "./primitives/collectives/alltoallv.ts";
+export type { AllgathervRun } from "./primitives/collectives/allgatherv.ts";
+export type { GathervRun } from "./primitives/collectives/gatherv.ts";
+export type { ScattervRun } from "./primitives/collectives/scatterv.ts";
+export type { ReduceScattervRun } from "./primitives/collectives/reduce_scatterv.ts";
 
 // Algorithms: descriptors, the registry, and how auto picks (a new algorithm's places).
 export {

@@ -6,18 +6,21 @@
  */
 
 import { snakeCase } from "../internal.ts";
-import { ALLGATHER } from "./cases/allgather.ts";
+import { ALLGATHER, ALLGATHERV } from "./cases/allgather.ts";
 import { ALLREDUCE } from "./cases/allreduce.ts";
 import { ALLTOALL } from "./cases/alltoall.ts";
+import { ALLTOALLV } from "./cases/alltoallv.ts";
 import { BCAST } from "./cases/bcast.ts";
 import { BIBW, BW, MBW_MR } from "./cases/bw.ts";
 import { GATHER } from "./cases/gather.ts";
+import { GATHERV } from "./cases/gatherv.ts";
 import { LATENCY } from "./cases/latency.ts";
 import { IN_PAIRS } from "./cases/_pairs.ts";
 import { IALLREDUCE, IALLTOALL, IBCAST } from "./cases/overlap.ts";
 import { REDUCE } from "./cases/reduce.ts";
-import { REDUCE_SCATTER } from "./cases/reduce_scatter.ts";
+import { REDUCE_SCATTER, REDUCE_SCATTERV } from "./cases/reduce_scatter.ts";
 import { SCATTER } from "./cases/scatter.ts";
+import { SCATTERV } from "./cases/scatterv.ts";
 import { SENDRECV } from "./cases/sendrecv.ts";
 import type { Primitive, PrimitiveSpec } from "./cases/spec.ts";
 
@@ -31,6 +34,7 @@ export type {
   Primitive,
   PrimitiveSpec,
   SizedCase,
+  Traffic,
 } from "./cases/spec.ts";
 
 /** Every primitive's case, by the library's name, in the order tasks and sweeps list them. */
@@ -44,6 +48,11 @@ export const PRIMITIVES: Readonly<Record<Primitive, PrimitiveSpec>> = {
   alltoall: ALLTOALL,
   gather: GATHER,
   scatter: SCATTER,
+  alltoallv: ALLTOALLV,
+  allgatherv: ALLGATHERV,
+  gatherv: GATHERV,
+  scatterv: SCATTERV,
+  reduceScatterv: REDUCE_SCATTERV,
   latency: LATENCY,
   bw: BW,
   bibw: BIBW,

@@ -27,6 +27,7 @@ import {
   type SizedCase,
 } from "./cases.ts";
 import { computeFor } from "./cases/overlap.ts";
+import { trafficAt } from "./cases/_traffic.ts";
 
 /** `back-to-back`: one timed loop (nccl-tests); `per-iter`: a barrier before each timed op (OMB). */
 export type Timing = "back-to-back" | "per-iter";
@@ -150,7 +151,11 @@ export async function measureSweep(
       const overlap = spec.overlap
         ? await timeOverlap(loop, sized, iters, timed, options, slowest)
         : [NaN, NaN];
-      const wrong = await sized.wrong();
+      let wrong = await sized.wrong();
+      const balanced = sized.balanced
+        ? await timeBalanced(loop, sized.balanced, iters, options, slowest)
+        : [NaN, 0];
+      wrong += balanced[1];
       const inPlace = spec.inPlace && options.inPlace
         ? await timeInPlace(loop, prepared.sized(count, true), iters, options, slowest)
         : [NaN, NaN];
@@ -162,6 +167,7 @@ export async function measureSweep(
         timed.touchUs,
         ...inPlace,
         ...overlap,
+        balanced[0],
         ...timed.samplesUs,
       ]);
       if (comm.rank !== 0) continue;
@@ -222,6 +228,27 @@ async function timeOverlap(
   const start = performance.now();
   for (let i = 0; i < iters; i++) computeFor(computeUs);
   return [overall.totalUs, (performance.now() - start) * 1e3];
+}
+
+/**
+ * A skewed alltoallv's balanced run of the same total at one size: filled, warmed up, timed over
+ * the same iterations and checked. Returns this rank's total µs and wrong elements.
+ */
+async function timeBalanced(
+  loop: Loop,
+  sized: SizedCase,
+  iters: number,
+  options: SweepOptions,
+  slowest: (us: number) => Promise<number>,
+): Promise<[totalUs: number, wrong: number]> {
+  await sized.fill();
+  const cold = await slowest(await loop.perOp(sized, 1));
+  if (options.warmup !== undefined) await loop.perOp(sized, options.warmup);
+  else await warmUp(loop, sized, cold, WARMUP_MS, slowest);
+  const timed = options.timing === "per-iter"
+    ? await loop.perIteration(sized, iters)
+    : await loop.backToBack(sized, iters);
+  return [timed.totalUs, await sized.wrong()];
 }
 
 /**
@@ -374,10 +401,10 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
 
 /**
  * Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs, in
- * place total µs and wrong (NaN where the in-place form was not timed), and an overlap test's
- * overall and compute total µs (NaN for the others).
+ * place total µs and wrong (NaN where the in-place form was not timed), an overlap test's
+ * overall and compute total µs, and a skewed alltoallv's balanced total µs (NaN for the others).
  */
-const HEAD = 9;
+const HEAD = 10;
 
 function summarize(
   comm: Communicator,
@@ -436,6 +463,8 @@ function summarize(
       inplace_wrong: sum(6),
     }),
     ...(flow && { msg_rate: (streams / timesUs.time_us) * 1e6 }),
+    ...(o.primitive === "alltoallv" &&
+      trafficColumns(o, comm.size, count, timesUs.time_us, sum(9) / (comm.size * iters))),
     ...(spec.overlap &&
       overlapColumns(timesUs.time_us, sum(7) / (comm.size * iters), sum(8) / (comm.size * iters))),
   };
@@ -461,9 +490,31 @@ export function overlapColumns(
   };
 }
 
+/**
+ * An alltoallv's traffic columns: the bytes the busiest rank sends or receives, its share against
+ * a balanced run's (1: balanced), and where the traffic was skewed, the balanced run of the same
+ * total's µs per op and how much slower the skewed one was.
+ */
+function trafficColumns(
+  o: SweepOptions,
+  size: number,
+  count: number,
+  timeUs: number,
+  balancedUs: number,
+): Pick<ResultRow, "busiest_bytes" | "imbalance" | "balanced_us" | "slowdown"> {
+  const bytes = DTYPE_INFO[o.dtype].bytes;
+  const busiest = trafficAt(o.traffic, size, count).busiest;
+  return {
+    busiest_bytes: busiest * bytes,
+    imbalance: busiest / Math.max(1, count),
+    ...(o.traffic && { balanced_us: balancedUs, slowdown: timeUs / balancedUs }),
+  };
+}
+
 /** What {@linkcode memoryNeeded} sizes: a primitive on a transport's ranks. */
 export interface FootprintQuery
-  extends Pick<SweepOptions, "primitive" | "memory" | "dtype" | "algorithm" | "window"> {
+  extends
+    Pick<SweepOptions, "primitive" | "memory" | "dtype" | "algorithm" | "window" | "traffic"> {
   /** The transport's facts. */
   facts: TransportFacts;
   procs: number;
@@ -485,7 +536,7 @@ export function memoryNeeded(
   const { procs, maxCount } = o;
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const spec = PRIMITIVES[o.primitive];
-  const buffers = spec.footprint(maxCount, procs, o.window ?? DEFAULT_WINDOW) * elementBytes;
+  const buffers = spec.footprint(maxCount, procs, o) * elementBytes;
   const side = sideOfMemory(o.facts, o.memory);
   const inHeap = o.memory === "shared" || o.memory === "managed";
   // Device memory is counted as host memory too: on CI's software adapter it is.

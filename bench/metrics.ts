@@ -93,6 +93,14 @@ export interface ResultRow {
   compute_us?: number;
   /** How much of the call hid behind the computation, percent (OSU's overlap). */
   overlap_pct?: number;
+  /** alltoallv: bytes the busiest rank sends or receives. */
+  busiest_bytes?: number;
+  /** alltoallv: the busiest rank's bytes over a balanced run's (1: balanced). */
+  imbalance?: number;
+  /** A skewed alltoallv: µs per op of the balanced run of the same total, timed beside it. */
+  balanced_us?: number;
+  /** A skewed alltoallv: its time over the balanced run's. */
+  slowdown?: number;
 }
 
 /**
@@ -143,6 +151,10 @@ export const EXTRA_COLUMNS = [
   "overall_us",
   "compute_us",
   "overlap_pct",
+  "busiest_bytes",
+  "imbalance",
+  "balanced_us",
+  "slowdown",
 ] as const;
 
 /** The row field behind each CSV column whose name differs from it (nccl-tests' names). */

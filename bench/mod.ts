@@ -31,6 +31,7 @@ export {
   PRIMITIVES,
   type PrimitiveSpec,
   type SizedCase,
+  type Traffic,
 } from "./cases.ts";
 export {
   measureSweep,

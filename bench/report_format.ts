@@ -76,6 +76,8 @@ export interface ReportOptions {
   percentiles?: boolean;
   /** Also print an overlap test's columns: overall, compute and overlap. */
   overlap?: boolean;
+  /** Also print alltoallv's traffic columns: busiest rank, imbalance, the balanced run. */
+  traffic?: boolean;
   /** Print OSU's layout instead of nccl-tests' (`--format osu`; `full`: OSU's `-f`). */
   osu?: OsuOptions;
   /** The CSV file to write, if any. */
@@ -104,6 +106,8 @@ interface Column {
   percentile?: boolean;
   /** Shown only with {@linkcode ReportOptions.overlap}. */
   overlap?: boolean;
+  /** Shown only with {@linkcode ReportOptions.traffic}. */
+  traffic?: boolean;
 }
 
 /** A time as nccl-tests prints it: fewer decimals as it grows, so it keeps to 8 characters. */
@@ -185,6 +189,32 @@ const COLUMNS: Column[] = [
     cell: (r) => inPlace(r[field], field === "overlap_pct" ? (v) => v.toFixed(1) : timeCell),
     overlap: true,
   })),
+  {
+    title: "busiest",
+    unit: "(B)",
+    width: 10,
+    cell: (r) => inPlace(r.busiest_bytes, String),
+    traffic: true,
+  },
+  {
+    title: "imbal",
+    width: 5,
+    cell: (r) => inPlace(r.imbalance, (v) => v.toFixed(2)),
+    traffic: true,
+  },
+  {
+    title: "balanced",
+    unit: "(us)",
+    width: 8,
+    cell: (r) => inPlace(r.balanced_us, timeCell),
+    traffic: true,
+  },
+  {
+    title: "slowdn",
+    width: 6,
+    cell: (r) => inPlace(r.slowdown, (v) => v.toFixed(2)),
+    traffic: true,
+  },
   { title: " algorithm", width: 0, cell: (r) => " " + r.picked },
 ];
 
@@ -220,11 +250,11 @@ export interface TableLayout {
 
 /** The layout `options` ask for: OSU's, or nccl-tests' (the default). */
 export function layoutOf(
-  options: Pick<ReportOptions, "osu" | "percentiles" | "overlap" | "bounds">,
+  options: Pick<ReportOptions, "osu" | "percentiles" | "overlap" | "traffic" | "bounds">,
 ): TableLayout {
   return options.osu
     ? osuLayout(options.osu)
-    : tableLayout(options.percentiles, options.bounds, options.overlap);
+    : tableLayout(options.percentiles, options.bounds, options);
 }
 
 /**
@@ -232,15 +262,18 @@ export function layoutOf(
  * line per row, and the footer under the last row: the wrong elements of every form of every
  * size (`# Out of bounds values : 0 OK`) and the mean busbw over them (`# Avg bus bandwidth`),
  * then the rows read against the machine's limits (`bounds`; bench/limits). `percentiles`: the
- * best case and percentile columns too; `overlap`: an overlap test's columns.
+ * best case and percentile columns too; `extra`: an overlap test's or alltoallv's columns.
  */
 export function tableLayout(
   percentiles?: boolean,
   bounds?: RunBounds | null,
-  overlap?: boolean,
+  extra?: Pick<ReportOptions, "overlap" | "traffic">,
 ): TableLayout {
   percentiles ??= false;
-  const columns = COLUMNS.filter((c) => (!c.percentile || percentiles) && (!c.overlap || overlap));
+  extra ??= {};
+  const columns = COLUMNS.filter((c) =>
+    (!c.percentile || percentiles) && (!c.overlap || extra.overlap) && (!c.traffic || extra.traffic)
+  );
   const headerLine = (text: (c: Column) => string) =>
     "#" + columns.map((c) => text(c).padStart(c.width)).join(" ").slice(1).trimEnd();
   // Each group's name is centred over its columns, as nccl-tests prints it.

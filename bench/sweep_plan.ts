@@ -24,6 +24,7 @@ import {
   type Primitive,
   PRIMITIVE_LIST,
   PRIMITIVES,
+  type Traffic,
 } from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
 import { countForms, countOf, countsBetween } from "./sizes.ts";
@@ -56,6 +57,8 @@ export interface SweepChoices {
   inPlace: boolean;
   /** Messages per window of a streaming test (`bw`, `bibw`, `mbw_mr`). */
   window?: string;
+  /** alltoallv's traffic (the caller read its matrix or skew). */
+  traffic?: Traffic;
 }
 
 /** How a caller names its fields and refuses a choice. */
@@ -105,6 +108,19 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   const algorithms = spec.collective
     ? algorithmsFor(spec.collective, { transport, side, threads: c.threads })
     : [];
+  if (spec.collective && algorithms.length === 0) {
+    const collective = spec.collective;
+    const runs = transport.memory.filter((m) =>
+      algorithmsFor(collective, { transport, side: sideOfMemory(transport, m), threads: c.threads })
+        .length > 0
+    );
+    throw words.refuse(
+      `${cliName(primitive)} has no algorithm for ${memory} memory on transport ` +
+        `${transport.name}: give ${words.field("memory")} ${
+          runs.join(" or ")
+        }, or another transport`,
+    );
+  }
   const algorithm = oneOf("algorithm", c.algorithm, ["auto", ...algorithms]);
   const dtype = oneOf<Dtype>("dtype", c.dtype, DTYPES);
   const device = needsDevice(transport, memory);
@@ -163,6 +179,7 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
     inPlace: c.inPlace && spec.inPlace,
     ...(touch ? { touch } : {}),
     ...(window ? { window } : {}),
+    ...(c.traffic ? { traffic: c.traffic } : {}),
   };
   max = words.fitMax?.(max, min, sweep) ?? max;
   const counts = countsBetween(min, max, { factor, fit: (n) => spec.fit(n, procs) });
@@ -221,6 +238,7 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
       s.warmup ?? "adaptive"
     }; time = sum of rank times / (ranks × iters${flow ? " × messages" : ""})`,
     ...(flow ? [flowLine(s, flow)] : []),
+    ...(s.primitive === "alltoallv" ? [trafficLine(s)] : []),
     `algbw = bytes${
       flow ? " × streams" : ""
     }/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
@@ -239,4 +257,13 @@ function flowLine(s: SweepOptions, flow: Flow): string {
   return `one op is ${what} (${flow.messages} messages); ${flow.streams} stream${
     flow.streams > 1 ? "s" : ""
   } at once (pairs rank i ↔ i + n/2${s.primitive === "bibw" ? ", both ways" : ""})`;
+}
+
+/** What an alltoallv's traffic is, and what its columns say. */
+function trafficLine(s: SweepOptions): string {
+  return `traffic ${
+    s.traffic?.label ?? "balanced (equal counts)"
+  }, scaled at each size to size × count ` +
+    `elements; busiest = the bytes the busiest rank sends or receives, imbalance = busiest / count` +
+    (s.traffic ? "; balanced = the balanced run of the same total, timed beside it" : "");
 }

@@ -20,6 +20,13 @@ import { ALLREDUCE_SHM_DIRECT } from "./collectives/allreduce_shm_direct.ts";
 import { ALLTOALL_GPU_DIRECT } from "./collectives/alltoall_gpu_direct.ts";
 import { ALLTOALL_PAIRWISE } from "./collectives/alltoall_pairwise.ts";
 import { ALLTOALL_SHM_DIRECT } from "./collectives/alltoall_shm_direct.ts";
+import { ALLTOALLV_PAIRWISE } from "./collectives/alltoallv_pairwise.ts";
+import { ALLTOALLV_SCATTERED } from "./collectives/alltoallv_scattered.ts";
+import { ALLTOALLV_SHM_DIRECT } from "./collectives/alltoallv_shm_direct.ts";
+import { ALLGATHERV_RING } from "./collectives/allgatherv_ring.ts";
+import { GATHERV_LINEAR } from "./collectives/gatherv_linear.ts";
+import { SCATTERV_LINEAR } from "./collectives/scatterv_linear.ts";
+import { REDUCE_SCATTERV_PAIRWISE } from "./collectives/reduce_scatterv_pairwise.ts";
 import { BCAST_BINOMIAL } from "./collectives/bcast_binomial.ts";
 import { BCAST_CHAIN } from "./collectives/bcast_chain.ts";
 import { BCAST_GPU_DIRECT } from "./collectives/bcast_gpu_direct.ts";
@@ -104,6 +111,11 @@ const BY_COLLECTIVE: {
   alltoall: [ALLTOALL_PAIRWISE, ALLTOALL_SHM_DIRECT, ALLTOALL_GPU_DIRECT],
   gather: [GATHER_BINOMIAL, GATHER_LINEAR, GATHER_SHM_DIRECT, GATHER_GPU_DIRECT],
   scatter: [SCATTER_BINOMIAL, SCATTER_LINEAR, SCATTER_SHM_DIRECT, SCATTER_GPU_DIRECT],
+  alltoallv: [ALLTOALLV_PAIRWISE, ALLTOALLV_SCATTERED, ALLTOALLV_SHM_DIRECT],
+  allgatherv: [ALLGATHERV_RING],
+  gatherv: [GATHERV_LINEAR],
+  scatterv: [SCATTERV_LINEAR],
+  reduceScatterv: [REDUCE_SCATTERV_PAIRWISE],
 };
 
 /** Every algorithm: each collective's own, then those every collective has (staging, hierarchy). */

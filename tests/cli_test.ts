@@ -278,7 +278,8 @@ Deno.test("cli: the table on stdout, CSV and JSON with the same rows", async () 
     "primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,gbps," +
       "algbw_gbs,busbw_gbs,wrong,timing,p50_us,p99_us,picked,migrations,migrated_bytes,touch_us," +
       "threads,type,redop,root,inplace_time_us,inplace_gbps,inplace_algbw_gbs,inplace_busbw_gbs," +
-      "inplace_wrong,pct_limit,best_us,p90_us,p999_us,msg_rate,overall_us,compute_us,overlap_pct",
+      "inplace_wrong,pct_limit,best_us,p90_us,p999_us,msg_rate,overall_us,compute_us,overlap_pct," +
+      "busiest_bytes,imbalance,balanced_us,slowdown",
   );
   assertEquals(csv.length, 8);
   const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));

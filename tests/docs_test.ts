@@ -4,7 +4,7 @@
 import { assertEquals } from "./_assert.ts";
 import { ALGORITHM_NAMES, ALGORITHMS } from "../primitives/registry.ts";
 import { sideOfNeed } from "../primitives/collectives/algorithm.ts";
-import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
+import { type CollectiveName, snakeCase } from "../primitives/collectives/collective_table.ts";
 import { TRANSPORT_NAMES } from "../deno/transport_table.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -36,7 +36,7 @@ Deno.test("docs: auto.md's table and README's list name every algorithm of the r
   const auto = Deno.readTextFileSync(new URL("docs/auto.md", ROOT));
   const wrong: string[] = [];
   for (const collective of Object.keys(ALGORITHM_NAMES) as CollectiveName[]) {
-    const docName = collective === "reduceScatter" ? "reduce_scatter" : collective;
+    const docName = snakeCase(collective);
     const row = auto.split("\n").find((l) => l.split("|")[1]?.trim() === docName);
     if (!row) {
       wrong.push(`${collective}: no row`);

@@ -27,7 +27,13 @@ import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions } from "./options.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /** The sum of every rank's \`send\` into recv's first half, their max into its second. */
 export type AllreduceMaxRun<B = TypedArray> = (
@@ -39,7 +45,7 @@ export type AllreduceMaxRun<B = TypedArray> = (
 /** allreduceMax's spec. */
 export const ALLREDUCE_MAX = {
   name: "allreduceMax",
-  code: 10,
+  code: 15,
   rooted: false,
   reduces: false,
   staging: { pickBy: "send", pipelines: false },
@@ -61,7 +67,7 @@ export const ALLREDUCE_MAX = {
   },
   bind: <B>(run: AllreduceMaxRun<B>) => (ctx: CollectiveContext, a: B, b: B) => run(ctx, a, b),
   unbind: <B>(run: UniformRun<B>): AllreduceMaxRun<B> => (ctx, send, recv) =>
-    run(ctx, send, recv, "sum", 0),
+    run(ctx, send, recv, "sum", 0, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"allreduceMax">;
 `;
 

@@ -61,6 +61,11 @@ export function prepared(
 }
 
 export const whole = (count: number) => count;
+
+/** `size` counts of `n` each: the v collectives' equal blocks (made once per size, not per op). */
+export function equalCounts(n: number, size: number): number[] {
+  return new Array(size).fill(n);
+}
 export const multipleOfRanks = (count: number, ranks: number) => count - (count % ranks);
 
 /** What the collectives between a block per rank and `size` blocks share (nccl-tests' factor). */

@@ -23,7 +23,7 @@ function streaming(name: "bw" | "bibw" | "mbwMr", bothWays: boolean): PrimitiveS
     flow: (ranks, window) => ({ messages: window, streams: ways * ranks / 2 }),
     work: (ranks) => ({ copy: ways * ranks / 2, reduce: 0 }),
     // A send buffer and a window of receives on each rank (a one-way sender needs only one).
-    footprint: (count, _ranks, window) => count * (1 + window),
+    footprint: (count, _ranks, o) => count * (1 + (o.window ?? DEFAULT_WINDOW)),
     prepare(comm, maxCount, o) {
       const window = o.window ?? DEFAULT_WINDOW;
       const { rank, size } = comm;

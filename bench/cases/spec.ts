@@ -46,6 +46,20 @@ export interface CaseOptions {
   touch?: Side;
   /** Messages per window of the streaming tests (OSU's `-W`). @default {DEFAULT_WINDOW} */
   window?: number;
+  /** alltoallv: who sends how much to whom; balanced when absent. */
+  traffic?: Traffic;
+}
+
+/**
+ * An alltoallv's traffic: `weights[i][j]` is how much of the total rank i sends rank j, scaled at
+ * each size so the total is the balanced run's (size × count elements) — a matrix file's counts
+ * as given at the size they add up to, or a generator's (`--skew zipf:1.2`).
+ */
+export interface Traffic {
+  /** Where it came from, as the header says it (`matrix moe.csv`, `zipf:1.2 seed 0`). */
+  label: string;
+  /** `weights[i][j]`: rank i to rank j, in any unit (only their shares count). */
+  weights: number[][];
 }
 
 /**
@@ -76,6 +90,11 @@ export interface SizedCase {
   touch?(): Promise<void>;
   /** An overlap test's case with `us` µs of computation between issuing the call and awaiting it. */
   withCompute?(us: number): SizedCase;
+  /**
+   * A skewed alltoallv's balanced run of the same total: timed beside it, so the row says what
+   * the skew cost.
+   */
+  balanced?: SizedCase;
 }
 
 /**
@@ -123,7 +142,7 @@ export interface PrimitiveSpec {
    * Elements this primitive holds per rank for a `count`-element case (for memory checks); a
    * window holds `window` messages.
    */
-  footprint(count: number, ranks: number, window: number): number;
+  footprint(count: number, ranks: number, o: Pick<CaseOptions, "window" | "traffic">): number;
   /**
    * Largest count not above `count` the primitive can run on `ranks` (allgather and reduce-scatter
    * need a multiple of the rank count).

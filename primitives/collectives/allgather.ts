@@ -14,6 +14,7 @@ import {
   type CheckedCall,
   type CollectiveSpec,
   IN_PLACE,
+  NO_LAYOUT,
   type UniformRun,
 } from "./spec.ts";
 
@@ -52,5 +53,5 @@ export const ALLGATHER = {
   bind: <B>(run: AllgatherRun<B>, _op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>
     run(ctx, a, b),
   unbind: <B>(run: UniformRun<B>): AllgatherRun<B> => (ctx, send, recv) =>
-    run(ctx, send, recv, "sum", 0),
+    run(ctx, send, recv, "sum", 0, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"allgather">;

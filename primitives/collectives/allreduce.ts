@@ -8,7 +8,13 @@ import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { ReduceOptions } from "./options.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /**
  * Allreduce of every rank's `input` into `output` on every rank; `output` may be `input`
@@ -44,5 +50,5 @@ export const ALLREDUCE = {
   bind: <B>(run: AllreduceRun<B>, op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>
     run(ctx, a, b, op),
   unbind: <B>(run: UniformRun<B>): AllreduceRun<B> => (ctx, input, output, op) =>
-    run(ctx, input, output, op, 0),
+    run(ctx, input, output, op, 0, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"allreduce">;

@@ -9,7 +9,13 @@ import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions } from "./options.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /**
  * All-to-all: block j of every rank's `send` (size × n) goes to rank j, where it lands as block
@@ -49,5 +55,5 @@ export const ALLTOALL = {
   bind: <B>(run: AlltoallRun<B>, _op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>
     run(ctx, a, b),
   unbind: <B>(run: UniformRun<B>): AlltoallRun<B> => (ctx, send, recv) =>
-    run(ctx, send, recv, "sum", 0),
+    run(ctx, send, recv, "sum", 0, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"alltoall">;

@@ -7,7 +7,13 @@ import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions, RootOptions } from "./options.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /** Broadcast of `buf` from `root`. */
 export type BcastRun<B = TypedArray> = (
@@ -47,5 +53,5 @@ export const BCAST = {
   bind: <B>(run: BcastRun<B>, _op: KernelOp, root: number) => (ctx: CollectiveContext, a: B) =>
     run(ctx, a, root),
   unbind: <B>(run: UniformRun<B>): BcastRun<B> => (ctx, buf, root) =>
-    run(ctx, buf, buf, "sum", root),
+    run(ctx, buf, buf, "sum", root, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"bcast">;

@@ -8,15 +8,20 @@
 
 import type { KernelOp, TypedArray } from "../types.ts";
 import { ALLGATHER, type AllgatherRun } from "./allgather.ts";
+import { ALLGATHERV, type AllgathervRun } from "./allgatherv.ts";
 import { ALLREDUCE, type AllreduceRun } from "./allreduce.ts";
 import { ALLTOALL, type AlltoallRun } from "./alltoall.ts";
+import { ALLTOALLV, type AlltoallvRun } from "./alltoallv.ts";
 import { BCAST, type BcastRun } from "./bcast.ts";
 import type { CollectiveContext } from "./context.ts";
 import { GATHER, type GatherRun } from "./gather.ts";
+import { GATHERV, type GathervRun } from "./gatherv.ts";
 import { REDUCE, type ReduceRun } from "./reduce.ts";
 import { REDUCE_SCATTER, type ReduceScatterRun } from "./reduce_scatter.ts";
+import { REDUCE_SCATTERV, type ReduceScattervRun } from "./reduce_scatterv.ts";
 import { SCATTER, type ScatterRun } from "./scatter.ts";
-import type { BoundRun, CollectiveSpec, UniformRun } from "./spec.ts";
+import { SCATTERV, type ScattervRun } from "./scatterv.ts";
+import type { BoundRun, CollectiveSpec, Layout, UniformRun } from "./spec.ts";
 
 /** Every collective, in order. */
 export const COLLECTIVE_LIST = [
@@ -28,6 +33,11 @@ export const COLLECTIVE_LIST = [
   ALLTOALL,
   GATHER,
   SCATTER,
+  ALLTOALLV,
+  ALLGATHERV,
+  GATHERV,
+  SCATTERV,
+  REDUCE_SCATTERV,
 ] as const;
 
 /** A collective's name: its method on the Communicator. */
@@ -54,6 +64,16 @@ export interface Signatures<B> {
   gather: GatherRun<B>;
   /** {@linkcode ScatterRun}. */
   scatter: ScatterRun<B>;
+  /** {@linkcode AlltoallvRun}. */
+  alltoallv: AlltoallvRun<B>;
+  /** {@linkcode AllgathervRun}. */
+  allgatherv: AllgathervRun<B>;
+  /** {@linkcode GathervRun}. */
+  gatherv: GathervRun<B>;
+  /** {@linkcode ScattervRun}. */
+  scatterv: ScattervRun<B>;
+  /** {@linkcode ReduceScattervRun}. */
+  reduceScatterv: ReduceScattervRun<B>;
 }
 
 /** Each collective's spec, by name (the type checker holds it to the list and `Signatures`). */
@@ -66,11 +86,16 @@ export const COLLECTIVES: { readonly [C in CollectiveName]: Spec<C> } = {
   alltoall: ALLTOALL,
   gather: GATHER,
   scatter: SCATTER,
+  alltoallv: ALLTOALLV,
+  allgatherv: ALLGATHERV,
+  gatherv: GATHERV,
+  scatterv: SCATTERV,
+  reduceScatterv: REDUCE_SCATTERV,
 };
 
 /** A spec as the table holds it: its bind and unbind typed by its collective's signature. */
 export type Spec<C extends CollectiveName> = Omit<CollectiveSpec<C>, "bind" | "unbind"> & {
-  bind<B>(run: Signatures<B>[C], op: KernelOp, root: number): BoundRun<B>;
+  bind<B>(run: Signatures<B>[C], op: KernelOp, root: number, layout: Layout): BoundRun<B>;
   unbind<B>(run: UniformRun<B>): Signatures<B>[C];
 };
 

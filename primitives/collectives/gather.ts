@@ -9,7 +9,13 @@ import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions, RootOptions } from "./options.ts";
 import { rootBlocks } from "./_root_blocks.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /**
  * Gather to `root`: every rank's `send` (n) lands as its block of the root's `recv` (size × n).
@@ -40,5 +46,5 @@ export const GATHER = {
     <B>(run: GatherRun<B>, _op: KernelOp, root: number) => (ctx: CollectiveContext, a: B, b: B) =>
       run(ctx, a, b, root),
   unbind: <B>(run: UniformRun<B>): GatherRun<B> => (ctx, send, recv, root) =>
-    run(ctx, send, recv, "sum", root),
+    run(ctx, send, recv, "sum", root, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"gather">;

@@ -8,7 +8,13 @@ import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { ReduceOptions, RootOptions } from "./options.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /**
  * Reduction of every rank's `input` into `output` on `root`. On the root `output` may be `input`
@@ -53,5 +59,6 @@ export const REDUCE = {
   bind:
     <B>(run: ReduceRun<B>, op: KernelOp, root: number) => (ctx: CollectiveContext, a: B, b: B) =>
       run(ctx, a, b, op, root),
-  unbind: <B>(run: UniformRun<B>): ReduceRun<B> => run,
+  unbind: <B>(run: UniformRun<B>): ReduceRun<B> => (ctx, input, output, op, root) =>
+    run(ctx, input, output, op, root, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"reduce">;

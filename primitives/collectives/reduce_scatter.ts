@@ -15,6 +15,7 @@ import {
   type CheckedCall,
   type CollectiveSpec,
   IN_PLACE,
+  NO_LAYOUT,
   type UniformRun,
 } from "./spec.ts";
 
@@ -55,5 +56,5 @@ export const REDUCE_SCATTER = {
   bind: <B>(run: ReduceScatterRun<B>, op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>
     run(ctx, a, b, op),
   unbind: <B>(run: UniformRun<B>): ReduceScatterRun<B> => (ctx, send, recv, op) =>
-    run(ctx, send, recv, op, 0),
+    run(ctx, send, recv, op, 0, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"reduceScatter">;

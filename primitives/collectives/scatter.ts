@@ -9,7 +9,13 @@ import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions, RootOptions } from "./options.ts";
 import { rootBlocks } from "./_root_blocks.ts";
-import type { ArgumentChecks, CheckedCall, CollectiveSpec, UniformRun } from "./spec.ts";
+import {
+  type ArgumentChecks,
+  type CheckedCall,
+  type CollectiveSpec,
+  NO_LAYOUT,
+  type UniformRun,
+} from "./spec.ts";
 
 /**
  * Scatter from `root`: block r of the root's `send` (size × n) lands in rank r's `recv` (n). On
@@ -41,5 +47,5 @@ export const SCATTER = {
     <B>(run: ScatterRun<B>, _op: KernelOp, root: number) => (ctx: CollectiveContext, a: B, b: B) =>
       run(ctx, a, b, root),
   unbind: <B>(run: UniformRun<B>): ScatterRun<B> => (ctx, send, recv, root) =>
-    run(ctx, send, recv, "sum", root),
+    run(ctx, send, recv, "sum", root, NO_LAYOUT),
 } as const satisfies CollectiveSpec<"scatter">;

@@ -47,8 +47,18 @@ export interface ArgumentChecks {
   buffer(buf: BufferLike, what: string): CommBuffer;
   /** The checked `out` buffer for `input`, or `input` itself when there is none. */
   output(input: CommBuffer, out: BufferLike | undefined, what: string): CommBuffer;
-  /** Operands apart, or `a` exactly block `block` of `b` where the call has an in-place `form`. */
-  apart(a: CommBuffer, b: CommBuffer, what: string, block?: number, form?: InPlaceForm): void;
+  /**
+   * Operands apart, or `a` exactly block `block` of `b` (from element `at`, by default block ×
+   * `a`'s length) where the call has an in-place `form`.
+   */
+  apart(
+    a: CommBuffer,
+    b: CommBuffer,
+    what: string,
+    block?: number,
+    form?: InPlaceForm,
+    at?: number,
+  ): void;
   /** Two buffers of one call: the same dtype, and lengths that are `ok` by `rule`. */
   pair(a: CommBuffer, b: CommBuffer, ok: boolean, what: string, rule: string): void;
   /** A root of the group. */
@@ -91,18 +101,48 @@ export interface CheckedCall<C extends string = string> {
   keep?: Keep;
   /** With `avg`, whether this rank divides its output (a reduce's root only). @default {true} */
   divides?: boolean;
+  /** The blocks of a call with per-rank counts. @default {NO_LAYOUT} */
+  layout?: Layout;
+  /**
+   * The count its stamp carries where it is not the block's length: a figure every rank knows
+   * alike (the total of counts all ranks are given), or 0 where each knows only its own.
+   */
+  stampCount?: number;
 }
 
 /** A collective's algorithm bound to a call's op and root: it runs on input `a` and output `b`. */
 export type BoundRun<B> = (ctx: CollectiveContext, a: B, b: B) => Completion;
 
-/** Every collective's call in one form: input, output (a bcast's buffer twice), op, root. */
+/**
+ * Where each rank's block lies in the operands of a call with per-rank counts (the v
+ * collectives): block r of `send` is `sendCounts[r]` elements from `sendDispls[r]`, and so for
+ * `recv`. The lists a call does not take are empty.
+ */
+export interface Layout {
+  /** Elements of each rank's block of `send`. */
+  readonly sendCounts: readonly number[];
+  /** Where each rank's block of `send` starts. */
+  readonly sendDispls: readonly number[];
+  /** Elements of each rank's block of `recv`. */
+  readonly recvCounts: readonly number[];
+  /** Where each rank's block of `recv` starts. */
+  readonly recvDispls: readonly number[];
+}
+
+/** The layout of a call with equal blocks (every collective but the v ones). */
+export const NO_LAYOUT: Layout = { sendCounts: [], sendDispls: [], recvCounts: [], recvDispls: [] };
+
+/**
+ * Every collective's call in one form: input, output (a bcast's buffer twice), op, root, and
+ * the blocks of a call with per-rank counts.
+ */
 export type UniformRun<B> = (
   ctx: CollectiveContext,
   a: B,
   b: B,
   op: KernelOp,
   root: number,
+  layout: Layout,
 ) => Completion;
 
 /**
@@ -145,8 +185,11 @@ export interface CollectiveSpec<N extends string = string> {
   readonly staging: StagingShape;
   /** The public method's arguments, checked (`args`: the communicator's checks). */
   check(args: ArgumentChecks, ...call: never[]): CheckedCall<N>;
-  /** Its algorithm `run` as a call on operands `a` and `b`, with the call's op and root. */
-  bind<B>(run: never, op: KernelOp, root: number): BoundRun<B>;
+  /**
+   * Its algorithm `run` as a call on operands `a` and `b`, with the call's op, root and (the v
+   * collectives) layout.
+   */
+  bind<B>(run: never, op: KernelOp, root: number, layout: Layout): BoundRun<B>;
   /** A run of the uniform form as one of its algorithms' own signature. */
   unbind<B>(run: UniformRun<B>): unknown;
 }

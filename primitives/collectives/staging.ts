@@ -24,6 +24,7 @@ import {
   hostAlgorithm,
 } from "./collective_table.ts";
 import type { CollectiveContext } from "./context.ts";
+import type { Layout } from "./spec.ts";
 
 /** A pipelined buffer is cut into this many segments, each within the bounds below. */
 const SEGMENTS = 8;
@@ -33,12 +34,13 @@ const DEPTH = 4;
 /** First scratch slot of staging (host algorithms use the ones below). */
 const SLOT = 4;
 
-/** Every staged collective as one form: `send` and `recv` with a reduce op and a root. */
+/** Every staged collective as one form: `send` and `recv` with a reduce op, a root, a layout. */
 interface StagedCall {
   send: CommBuffer;
   recv: CommBuffer;
   op: KernelOp;
   root: number;
+  layout: Layout;
 }
 
 /** A device window and the host view it crosses with. */
@@ -116,6 +118,7 @@ async function stage<C extends CollectiveName>(
       hostAlgorithm(ctx, collective, bytes),
       call.op,
       call.root,
+      call.layout,
     );
     const pending = host(ctx, send, shape.inPlace ? send : recv);
     if (pending) await pending;
@@ -135,8 +138,8 @@ const PIPELINED_FROM = 16 * 1024 * 1024;
 
 /** `staged` (whole buffers) or `pipelined` (segments in flight) for collective `C`. */
 function staging<C extends CollectiveName>(collective: C, pipelined: boolean): DeviceAlgorithm<C> {
-  const run = COLLECTIVES[collective].unbind<GpuBuffer>((ctx, send, recv, op, root) =>
-    stage(ctx, collective, { send, recv, op, root }, pipelined)
+  const run = COLLECTIVES[collective].unbind<GpuBuffer>((ctx, send, recv, op, root, layout) =>
+    stage(ctx, collective, { send, recv, op, root, layout }, pipelined)
   );
   return {
     name: pipelined ? "pipelined" : "staged",

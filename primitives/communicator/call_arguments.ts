@@ -100,14 +100,21 @@ export class CallArguments implements ArgumentChecks {
 
   /**
    * Operands `a` and `b` of a call that does `what`: apart, or, where the call has an in-place
-   * `form`, `a` exactly block `block` of `b` (blocks of `a`'s length). Any other sharing of bytes
+   * `form`, `a` exactly block `block` of `b` (from element `at`: blocks of `a`'s length unless the
+   * call has per-rank counts). Any other sharing of bytes
    * is refused: the algorithms would read what they had already overwritten. Nothing is made
    * unless the two share bytes (every call checks).
    */
-  apart(a: CommBuffer, b: CommBuffer, what: string, block = 0, form?: InPlaceForm): void {
+  apart(
+    a: CommBuffer,
+    b: CommBuffer,
+    what: string,
+    block = 0,
+    form?: InPlaceForm,
+    at = block * a.length,
+  ): void {
     if (!overlaps(a, b)) return;
-    const n = a.length;
-    if (form && sameBytes(a, b.subarray(block * n, (block + 1) * n))) return;
+    if (form && sameBytes(a, b.subarray(at, at + a.length))) return;
     const inPlace = form?.whose === undefined
       ? form && `${form.a} is ${form.b} itself`
       : `${form.a} is block ${block} (${form.whose}) of ${form.b}`;

@@ -11,7 +11,7 @@ import {
   COLLECTIVES,
   type Signatures,
 } from "../collectives/collective_table.ts";
-import type { CheckedCall } from "../collectives/spec.ts";
+import { type CheckedCall, NO_LAYOUT } from "../collectives/spec.ts";
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
 import type { Indexed } from "../registry.ts";
 import type { KernelOp, ReduceOp, TypedArray } from "../types.ts";
@@ -31,14 +31,15 @@ export function planCall<C extends CollectiveName>(
   onHost: false;
   call: PlannedCall<GpuBuffer>;
 } {
-  const { collective, op = "sum", root = 0 } = call;
-  const stamp = callStamp(collective, call.block.dtype, call.block.length, op, root, picked.index);
+  const { collective, op = "sum", root = 0, layout = NO_LAYOUT } = call;
+  const count = call.stampCount ?? call.block.length;
+  const stamp = callStamp(collective, call.block.dtype, count, op, root, picked.index);
   const spec = COLLECTIVES[collective], kop = kernelOp(op);
   const divides = op === "avg" && (call.divides ?? true);
   const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): PlannedCall<B> => ({
     stamp,
     side,
-    run: spec.bind(run, kop, root),
+    run: spec.bind(run, kop, root, layout),
     // A bcast on one rank has nothing to do: its buffer is its result.
     alone: collective === "bcast" ? undefined : side.copy,
     after: divides ? (_, out) => side.divide(out, size) : undefined,
@@ -48,8 +49,8 @@ export function planCall<C extends CollectiveName>(
   if (averaging) {
     const c = collective as Averaging;
     return onHost(picked)
-      ? { onHost: true, call: { stamp, side: HOST, run: exactMeanOnHost(c, root) } }
-      : { onHost: false, call: { stamp, side: DEVICE, run: exactMeanOnDevice(c, root) } };
+      ? { onHost: true, call: { stamp, side: HOST, run: exactMeanOnHost(c, root, layout) } }
+      : { onHost: false, call: { stamp, side: DEVICE, run: exactMeanOnDevice(c, root, layout) } };
   }
   return onHost(picked)
     ? { onHost: true, call: made(HOST, picked.run) }

@@ -35,6 +35,11 @@ import type { LinkCosts, Side, TypedArray } from "../types.ts";
 import { ALLGATHER } from "../collectives/allgather.ts";
 import { ALLREDUCE } from "../collectives/allreduce.ts";
 import { ALLTOALL } from "../collectives/alltoall.ts";
+import { ALLTOALLV, type AlltoallvOptions } from "../collectives/alltoallv.ts";
+import { ALLGATHERV, type AllgathervOptions } from "../collectives/allgatherv.ts";
+import { GATHERV, type GathervOptions } from "../collectives/gatherv.ts";
+import { SCATTERV, type ScattervOptions } from "../collectives/scatterv.ts";
+import { REDUCE_SCATTERV, type ReduceScattervOptions } from "../collectives/reduce_scatterv.ts";
 import { BCAST } from "../collectives/bcast.ts";
 import { GATHER } from "../collectives/gather.ts";
 import { REDUCE } from "../collectives/reduce.ts";
@@ -43,7 +48,18 @@ import { SCATTER } from "../collectives/scatter.ts";
 import { bytesIn } from "../memory/extent.ts";
 import type { CollectiveName } from "../collectives/collective_table.ts";
 
-export type { AlgorithmOptions, AllocOptions, ReduceOptions, RootOptions, TagOptions };
+export type {
+  AlgorithmOptions,
+  AllgathervOptions,
+  AllocOptions,
+  AlltoallvOptions,
+  GathervOptions,
+  ReduceOptions,
+  ReduceScattervOptions,
+  RootOptions,
+  ScattervOptions,
+  TagOptions,
+};
 export { MAX_TAG };
 
 /**
@@ -306,6 +322,82 @@ export class Communicator implements AsyncDisposable {
   ): Promise<void> {
     options ??= {};
     return this.#collective(() => SCATTER.check(this.#args, send, recv, options));
+  }
+
+  /**
+   * Sends block j of `send` (`sendCounts[j]` elements from `sendDispls[j]`) to rank j, and
+   * receives rank i's block for this rank as block i of `recv` (`recvCounts[i]` from
+   * `recvDispls[i]`): MPI_Alltoallv, torch's `all_to_all_single` with split sizes. Counts and
+   * displacements are arrays or typed arrays, one entry per rank; displacements default to the
+   * blocks packed in rank order. In place (`send` is `recv`), `recv`'s counts serve both.
+   * @throws {RangeError} (the promise rejects) a bad count, displacement, block, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a count differs from its peer's, or the timeout passed
+   */
+  alltoallv(send: BufferLike, recv: BufferLike, options: AlltoallvOptions): Promise<void> {
+    return this.#collective(() => ALLTOALLV.check(this.#args, send, recv, options));
+  }
+
+  /**
+   * Gathers every rank's `send` into every rank's `recv`, rank r's as `recvCounts[r]` elements
+   * from `recvDispls[r]` (packed in rank order by default): MPI_Allgatherv. In place: `send` is
+   * this rank's block of `recv`.
+   * @throws {RangeError} (the promise rejects) a bad count, displacement, block, length or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, the counts differ between ranks, or the timeout passed
+   */
+  allgatherv(send: BufferLike, recv: BufferLike, options: AllgathervOptions): Promise<void> {
+    return this.#collective(() => ALLGATHERV.check(this.#args, send, recv, options));
+  }
+
+  /**
+   * Gathers every rank's `send` into the root's `recv`, rank r's as `recvCounts[r]` elements
+   * from `recvDispls[r]` (packed by default); other ranks pass no `recv` and no counts:
+   * MPI_Gatherv. In place: the root's `send` is its block of `recv`.
+   * @throws {RangeError} (the promise rejects) a bad root, count, displacement, block or length
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a count differs from the root's, or the timeout passed
+   */
+  gatherv(
+    send: BufferLike,
+    recv: BufferLike | undefined,
+    options?: GathervOptions,
+  ): Promise<void> {
+    options ??= {};
+    return this.#collective(() => GATHERV.check(this.#args, send, recv, options));
+  }
+
+  /**
+   * Scatters block r of the root's `send` (`sendCounts[r]` elements from `sendDispls[r]`,
+   * packed by default) into rank r's `recv`; other ranks pass no `send` and no counts:
+   * MPI_Scatterv. In place: the root's `recv` is its block of `send`.
+   * @throws {RangeError} (the promise rejects) a bad root, count, displacement, block or length
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, a count differs from the root's, or the timeout passed
+   */
+  scatterv(
+    send: BufferLike | undefined,
+    recv: BufferLike,
+    options?: ScattervOptions,
+  ): Promise<void> {
+    options ??= {};
+    return this.#collective(() => SCATTERV.check(this.#args, send, recv, options));
+  }
+
+  /**
+   * Reduces every rank's `send` (the sum of `recvCounts` elements) and leaves rank r's share,
+   * `recvCounts[r]` elements in rank order, in its `recv`: MPI_Reduce_scatter with counts. In
+   * place: `recv` is this rank's block of `send`.
+   * @throws {RangeError} (the promise rejects) a bad count, length, op or algorithm
+   * @throws {TypeError} a buffer of another communicator, or a bad dtype, op or memory kind
+   * @throws {CommError} a peer failed, the counts differ between ranks, or the timeout passed
+   */
+  reduceScatterv(
+    send: BufferLike,
+    recv: BufferLike,
+    options: ReduceScattervOptions,
+  ): Promise<void> {
+    return this.#collective(() => REDUCE_SCATTERV.check(this.#args, send, recv, options));
   }
 
   /**

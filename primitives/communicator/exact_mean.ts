@@ -10,6 +10,7 @@
  * @module
  */
 
+import type { Layout } from "../collectives/spec.ts";
 import { COLLECTIVES, hostAlgorithm, type ReducingName } from "../collectives/collective_table.ts";
 import type { CollectiveContext } from "../collectives/context.ts";
 import type { GpuBuffer } from "../memory/gpu_memory.ts";
@@ -49,14 +50,23 @@ async function meanOnHost<C extends Averaging>(
   input: Int32Array,
   output: Int32Array,
   root: number,
+  layout: Layout,
 ): Promise<void> {
   const n = ctx.size, spec = COLLECTIVES[collective];
   const wide = ctx.scratch("i32", 2 * input.length, SLOT) as Int32Array;
   split(input, wide, n);
   // A reduce-scatter's output is one block of its input.
-  const blocked = spec.staging.blocked === "send";
+  const blocked = output.length < input.length;
   const result = blocked ? ctx.scratch("i32", 2 * output.length, SLOT + 1) as Int32Array : wide;
-  const run = spec.bind(hostAlgorithm(ctx, collective, wide.byteLength), "sum", root);
+  // Each element is two now: so are the blocks of a call with per-rank counts.
+  const twice = (list: readonly number[]) => list.map((v) => 2 * v);
+  const wideLayout: Layout = {
+    sendCounts: twice(layout.sendCounts),
+    sendDispls: twice(layout.sendDispls),
+    recvCounts: twice(layout.recvCounts),
+    recvDispls: twice(layout.recvDispls),
+  };
+  const run = spec.bind(hostAlgorithm(ctx, collective, wide.byteLength), "sum", root, wideLayout);
   const pending = run(ctx, wide, result);
   if (pending) await pending;
   // A reduce's other ranks keep their input as it was.
@@ -67,20 +77,22 @@ async function meanOnHost<C extends Averaging>(
 export function exactMeanOnHost(
   collective: Averaging,
   root: number,
+  layout: Layout,
 ): (ctx: CollectiveContext, a: TypedArray, b: TypedArray) => Promise<void> {
-  return (ctx, a, b) => meanOnHost(ctx, collective, a as Int32Array, b as Int32Array, root);
+  return (ctx, a, b) => meanOnHost(ctx, collective, a as Int32Array, b as Int32Array, root, layout);
 }
 
 /** The exact mean's run on device buffers: through host copies of them. */
 export function exactMeanOnDevice(
   collective: Averaging,
   root: number,
+  layout: Layout,
 ): (ctx: CollectiveContext, a: GpuBuffer, b: GpuBuffer) => Promise<void> {
   return async (ctx, a, b) => {
     const input = ctx.scratch("i32", a.length, SLOT + 2) as Int32Array;
     await a.read(input);
     const output = ctx.scratch("i32", b.length, SLOT + 3) as Int32Array;
-    await meanOnHost(ctx, collective, input, output, root);
+    await meanOnHost(ctx, collective, input, output, root, layout);
     if (collective !== "reduce" || ctx.rank === root) await b.write(output);
   };
 }

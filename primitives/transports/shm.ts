@@ -132,8 +132,8 @@ export class ShmTransport implements Transport, SharedAccess {
     this.#arrivals.barrier(stamp);
   }
 
-  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[] {
-    return this.#arrivals.exchangeViews(view, stamp);
+  exchangeViews(view: TypedArray, stamp: number, anyLength = false): (TypedArray | undefined)[] {
+    return this.#arrivals.exchangeViews(view, stamp, anyLength);
   }
 
   eagerExchange(view: TypedArray, stamp: number): TypedArray[] {

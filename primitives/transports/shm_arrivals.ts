@@ -71,7 +71,7 @@ export class ShmArrivals {
   }
 
   /** See `SharedAccess.exchangeViews`. */
-  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[] {
+  exchangeViews(view: TypedArray, stamp: number, anyLength = false): (TypedArray | undefined)[] {
     const control = this.#control;
     const parity = this.#nextParity;
     const desc = (r: number, i: number) => control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
@@ -80,7 +80,7 @@ export class ShmArrivals {
     this.#ctrl[desc(this.#rank, 1)] = view.length;
     this.#ctrl[desc(this.#rank, 2)] = DTYPES.indexOf(dtypeOf(view));
     this.barrier(stamp);
-    return this.#peerViews(view, (r) => ({
+    return this.#peerViews(view, anyLength, (r) => ({
       offset: this.#ctrl[desc(r, 0)] >>> 0,
       count: this.#ctrl[desc(r, 1)],
       dtype: this.#ctrl[desc(r, 2)],
@@ -129,12 +129,13 @@ export class ShmArrivals {
 
   #peerViews(
     mine: TypedArray,
+    anyLength: boolean,
     read: (r: number) => { offset: number; count: number; dtype: number },
   ): (TypedArray | undefined)[] {
     const dtype = dtypeOf(mine);
     return this.#control.heaps.map((heap, r) => {
       const d = read(r);
-      if (d.count !== mine.length || DTYPES[d.dtype] !== dtype) {
+      if ((!anyLength && d.count !== mine.length) || DTYPES[d.dtype] !== dtype) {
         const ids = this.#control.ids;
         throw new MismatchError(
           `Rank ${ids[this.#rank]} exchanged ${mine.length} × ${dtype} but rank ${ids[r]} ` +

@@ -138,9 +138,10 @@ export interface SharedAccess {
   /**
    * Publishes `view` and returns every rank's published view, indexed by rank, once all ranks have
    * published; `undefined` for ranks whose view is not in their heap. Throws `MismatchError` when
-   * dtypes or lengths differ between ranks.
+   * dtypes or lengths differ between ranks (lengths only unless `anyLength`: a call with per-rank
+   * counts publishes blocks of its own length).
    */
-  exchangeViews(view: TypedArray, stamp: number): (TypedArray | undefined)[];
+  exchangeViews(view: TypedArray, stamp: number, anyLength?: boolean): (TypedArray | undefined)[];
   /**
    * Copies `view` (at most {@linkcode eagerBytes}) into this rank's eager slot and returns every
    * rank's slot once all have arrived. Slots stay valid until the next-but-one call.

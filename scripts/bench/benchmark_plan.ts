@@ -23,6 +23,7 @@ import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
 import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../../internal.ts";
 import { defineFlags, type Flags, outputFiles, UsageError } from "../common/flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
+import { trafficOf } from "./traffic_flags.ts";
 
 /** The largest buffer unless `--max` says: 2^28 elements, 1 GiB of f32. */
 const DEFAULT_MAX = 268_435_456;
@@ -51,6 +52,15 @@ export const BENCHMARK_FLAGS = defineFlags({
   window: {
     help: "bw, bibw and mbw_mr: messages posted at once per window (OSU's -W; default 64)",
     aliases: ["-W"],
+  },
+  matrix: {
+    help: "alltoallv: an N×N CSV of what rank i sends rank j (elements, or bytes with B), " +
+      "scaled at each size to the balanced run's total",
+    path: true,
+  },
+  skew: {
+    help: "alltoallv: generated traffic, zipf:S[:SEED] (a mixture-of-experts router's: rank j " +
+      "receives as 1/k^S, k its popularity)",
   },
   memory: {
     help: `memory kind: ${MEMORY_KINDS.join(", ")} (default: best for the transport)`,
@@ -220,6 +230,7 @@ export function planRun(
     touch: v.touch,
     inPlace: !v["out-of-place-only"],
     window: v.window,
+    traffic: trafficFor(primitive, v, procs),
   }, {
     field: (name) => `--${name}`,
     refuse: (message) => new UsageError(message),
@@ -247,6 +258,17 @@ export function planRun(
     full: v.full,
     notes,
   };
+}
+
+/** alltoallv's traffic by `--matrix` or `--skew`; a UsageError for any other primitive. */
+function trafficFor(primitive: Primitive, v: BenchmarkFlags, procs: number) {
+  const given = v.matrix !== undefined ? "matrix" : v.skew !== undefined ? "skew" : undefined;
+  if (given && primitive !== "alltoallv") {
+    throw new UsageError(
+      `--${given} is not accepted: it applies to alltoallv, not ${cliName(primitive)}`,
+    );
+  }
+  return trafficOf(v, procs, v.dtype);
 }
 
 /**

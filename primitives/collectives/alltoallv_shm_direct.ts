@@ -1,0 +1,51 @@
+import { MismatchError } from "../errors.ts";
+import type { TypedArray } from "../types.ts";
+import { blockOf, inputOf } from "./_counts.ts";
+import type { CollectiveContext } from "./context.ts";
+import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import type { HostAlgorithm } from "./algorithm.ts";
+import type { Layout } from "./spec.ts";
+
+/**
+ * Direct shared-memory alltoallv (`shm` only): every rank publishes where its blocks lie, then
+ * copies its block from every peer's heap, each byte across memory once. A count that differs
+ * from what its sender says is a MismatchError naming both ranks.
+ */
+export function alltoallvShmDirect(
+  ctx: CollectiveContext,
+  send: TypedArray,
+  recv: TypedArray,
+  { sendCounts, sendDispls, recvCounts, recvDispls }: Layout,
+): void {
+  const shared = sharedAccess(ctx, "shm_direct");
+  const { rank, size } = ctx;
+  const where = ctx.scratch("f64", 2 * size, 0);
+  where.set(sendCounts);
+  where.set(sendDispls, size);
+  const wheres = requireViews(shared.exchangeViews(where, ctx.stamp));
+  const views = requireViews(
+    shared.exchangeViews(ctx.staged(inputOf(ctx, send, recv), 2), ctx.stamp, true),
+  );
+  for (let q = 0; q < size; q++) {
+    const n = wheres[q][rank], at = wheres[q][size + rank];
+    if (n !== recvCounts[q]) {
+      throw new MismatchError(
+        `Rank ${rank} called alltoallv expecting ${recvCounts[q]} elements from rank ${q}, but ` +
+          `rank ${q} sends it ${n}`,
+        { failedRank: rank },
+      );
+    }
+    blockOf(recv, recvCounts, recvDispls, q).set(views[q].subarray(at, at + n));
+  }
+  shared.barrier(ctx.stamp); // every peer has read this rank's blocks
+}
+
+/** alltoallv `shm_direct` (see {@linkcode alltoallvShmDirect}). */
+export const ALLTOALLV_SHM_DIRECT: HostAlgorithm<"alltoallv"> = {
+  name: "shm_direct",
+  collective: "alltoallv",
+  needs: "shared",
+  run: alltoallvShmDirect,
+  // Direct access moves each byte across memory once: ahead of messages wherever ranks share it.
+  winsBelow: () => Infinity,
+};
