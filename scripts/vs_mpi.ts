@@ -12,6 +12,7 @@
 import { stringify } from "../deno/mod.ts";
 import { parse } from "csv-parse/sync";
 import { pairwise, primitiveNamed } from "../bench/cases.ts";
+import { trafficAt } from "../bench/cases/_traffic.ts";
 import type { Point } from "../bench/compare/results.ts";
 import {
   clusterDown,
@@ -53,6 +54,7 @@ const PRIMITIVES = [
   "bw",
   "bibw",
   "mbw_mr",
+  "alltoallv",
 ] as const;
 type Measured = typeof PRIMITIVES[number];
 
@@ -109,6 +111,11 @@ const FLAGS = defineFlags({
     help: "with --cluster: each host's link rate, as tc writes it (5gbit)",
     default: "5gbit",
   },
+  skew: { help: "alltoallv: generated traffic for both libraries, zipf:S[:SEED] (as the task's)" },
+  matrix: {
+    help: "alltoallv: an N×N traffic CSV for both libraries (as the task's)",
+    path: true,
+  },
   out: { help: "folder for the CSVs and ratios.csv", default: "out/vs-mpi", path: true },
 });
 
@@ -122,6 +129,8 @@ interface VsMpiPlan {
   pairs: number;
   load: number;
   cluster?: { hosts: number; rate: string };
+  /** alltoallv's traffic flags, passed to dccl's task and made into Open MPI's counts. */
+  traffic: string[];
   out: string;
 }
 
@@ -134,6 +143,12 @@ const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
     const procs = hosts && !given.has("procs") ? [hosts] : v.procs;
     if (primitives.includes("sendrecv") && procs.some((p) => p !== 2)) {
       throw new UsageError("--primitives sendrecv runs on 2 ranks: give --procs 2");
+    }
+    if ((v.skew !== undefined || v.matrix !== undefined) && !primitives.includes("alltoallv")) {
+      throw new UsageError(
+        `--${v.skew !== undefined ? "skew" : "matrix"} is not accepted: it applies to alltoallv ` +
+          "(add it to --primitives)",
+      );
     }
     const paired = primitives.find((p) => pairwise(primitiveNamed(p)!));
     if (paired && procs.some((p) => p % 2 !== 0)) {
@@ -165,6 +180,10 @@ const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
       pairs: v.pairs,
       load: v.load,
       cluster: hosts ? { hosts, rate: v.rate } : undefined,
+      traffic: [
+        ...(v.skew !== undefined ? ["--skew", v.skew] : []),
+        ...(v.matrix !== undefined ? ["--matrix", v.matrix] : []),
+      ],
       out: writableFolder("out", v.out),
     };
   },
@@ -230,6 +249,9 @@ async function measurePairs(
           primitives: plan.primitives,
           maxCount: plan.maxCount,
           csv: mpiCsv,
+          traffic: plan.primitives.includes("alltoallv")
+            ? trafficFile(plan, procs, `${folder}/traffic_${procs}.txt`)
+            : undefined,
           tcp: TRANSPORTS[t].launch === "processes",
           hosts: o.hosts,
           signal: o.signal,
@@ -291,6 +313,29 @@ async function takeDownStaleCluster(): Promise<void> {
   await clusterDown(CLUSTER_NAME);
 }
 
+/**
+ * Open MPI's alltoallv counts for `procs` ranks, written to `path`: for each size dccl's task
+ * runs, its mean count then the N×N counts it scales its traffic to (the same rounding), so both
+ * libraries move the same blocks.
+ */
+function trafficFile(plan: VsMpiPlan, procs: number, path: string): string {
+  const dccl = planRun(
+    "alltoallv",
+    parseFlags(BENCHMARK_FLAGS, [
+      "--procs",
+      `${procs}`,
+      "--max",
+      `${plan.maxCount}`,
+      ...plan.traffic,
+    ]),
+  );
+  const lines = dccl.sweep.counts.map((count) =>
+    [count, ...trafficAt(dccl.sweep.traffic, procs, count).counts.flat()].join(" ")
+  );
+  writeAtomically(path, lines.join("\n") + "\n");
+  return path;
+}
+
 /** dccl's side of one case: in this process's launcher, or as ranks on the cluster's hosts. */
 async function runDccl(o: {
   plan: VsMpiPlan;
@@ -301,7 +346,10 @@ async function runDccl(o: {
   signal: AbortSignal;
   hosts?: Awaited<ReturnType<typeof clusterUp>>;
 }): Promise<void> {
-  const flags = ["--transport", o.plan.transport, "--max", String(o.plan.maxCount), "--csv", o.csv];
+  const flags = [
+    ...["--transport", o.plan.transport, "--max", String(o.plan.maxCount), "--csv", o.csv],
+    ...(o.primitive === "alltoallv" ? o.plan.traffic : []),
+  ];
   if (o.hosts) {
     const script = new URL(`./${o.primitive}.ts`, import.meta.url).pathname;
     const ends = await runOnCluster(o.hosts, script, flags, {

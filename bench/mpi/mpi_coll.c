@@ -17,10 +17,13 @@
  *   bw        a window of W MPI_Isend one way into W blocks, then a one-float acknowledgement
  *   bibw      a window of W each way at once (osu_bibw)
  *   mbw_mr    bw on every pair at once (osu_mbw_mr)
+ *   alltoallv MPI_Alltoallv by the counts of a traffic file (-v FILE, written by vs-mpi from the
+ *             same matrix dccl scales): a line per size, the mean count per rank then the N×N
+ *             counts, rank i's row what it sends; its sizes are the file's, not the doublings
  *   The point-to-point rows are per message, as dccl's: time_us is the op's time over its
  *   messages in series (2, or W), and algbw counts every stream (the pairs, both ways for bibw).
  *
- * usage: mpi_coll -m MAX_FLOATS -p prim,prim -t SECONDS_PER_SIZE -r REPEATS -w WINDOW
+ * usage: mpi_coll -m MAX_FLOATS -p prim,prim -t SECONDS_PER_SIZE -r REPEATS -w WINDOW -v FILE
  * output (rank 0): the CSV header, then a row per primitive and size.
  */
 #include <mpi.h>
@@ -51,9 +54,38 @@ static long wrong_in(const float *buf, long n, int from)
     return wrong;
 }
 
-typedef enum { SENDRECV, BCAST, REDUCE, ALLREDUCE, LATENCY, BW, BIBW, MBW_MR } prim_t;
-static const char *NAMES[] = {"sendrecv", "bcast", "reduce", "allreduce",
-                              "latency",  "bw",    "bibw",   "mbw_mr"};
+typedef enum { SENDRECV, BCAST, REDUCE, ALLREDUCE, LATENCY, BW, BIBW, MBW_MR, ALLTOALLV } prim_t;
+static const char *NAMES[] = {"sendrecv", "bcast", "reduce", "allreduce", "latency",
+                              "bw",       "bibw",  "mbw_mr", "alltoallv"};
+
+/* The current size's alltoallv counts and displacements (packed), this rank's and all ranks'. */
+static int *counts_all, *sc, *sd, *rc, *rd;
+
+/* Reads the next size of the traffic file into the counts; the mean count, or -1 at its end. */
+static long next_traffic(FILE *f)
+{
+    long mean;
+    if (!f || fscanf(f, "%ld", &mean) != 1) return -1;
+    for (int k = 0; k < size * size; k++)
+        if (fscanf(f, "%d", &counts_all[k]) != 1) return -1;
+    for (int j = 0, s = 0, r = 0; j < size; j++) {
+        sc[j] = counts_all[rank * size + j];
+        sd[j] = s;
+        s += sc[j];
+        rc[j] = counts_all[j * size + rank];
+        rd[j] = r;
+        r += rc[j];
+    }
+    return mean;
+}
+
+/* Where rank i's block for rank j starts in rank i's send buffer. */
+static long send_displ(int i, int j)
+{
+    long at = 0;
+    for (int q = 0; q < j; q++) at += counts_all[i * size + q];
+    return at;
+}
 
 /* This rank's partner in the pairwise tests, and whether it is the one that starts. */
 static int peer_of(void) { return rank < size / 2 ? rank + size / 2 : rank - size / 2; }
@@ -93,6 +125,10 @@ static void op(prim_t p, float *send, float *recv, int n)
     case BIBW:
         window_of(send, recv, n, 1, 1);
         break;
+    case ALLTOALLV:
+        (void)n;
+        MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, MPI_COMM_WORLD);
+        break;
     case SENDRECV:
         if (rank < 2) {
             int peer = 1 - rank;
@@ -124,6 +160,12 @@ static long check(prim_t p, const float *recv, long n)
         if (p != BIBW && starts()) return 0;
         for (int j = 0; j < window; j++) wrong += wrong_in(recv + (long)j * n, n, peer_of());
         return wrong;
+    case ALLTOALLV:
+        /* Block i came from rank i: its inputs from where its block for this rank starts. */
+        for (int i = 0; i < size; i++)
+            for (int k = 0; k < rc[i]; k++)
+                wrong += recv[rd[i] + k] != input(i, send_displ(i, rank) + k);
+        return wrong;
     case SENDRECV: return rank < 2 ? wrong_in(recv, n, 1 - rank) : 0;
     case BCAST: return rank == 0 ? 0 : wrong_in(recv, n, 0);
     case REDUCE: return rank == 0 ? wrong_in(recv, n, -1) : 0;
@@ -154,26 +196,32 @@ int main(int argc, char **argv)
     long max = 1L << 22;
     double per_size = 0.2;
     int repeats = 3, c;
-    char prims[256] = "allreduce,bcast,reduce";
+    char prims[256] = "allreduce,bcast,reduce", traffic[4096] = "";
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "m:p:t:r:w:")) != -1) {
+    while ((c = getopt(argc, argv, "m:p:t:r:w:v:")) != -1) {
         if (c == 'm') max = atol(optarg);
         else if (c == 'p') snprintf(prims, sizeof prims, "%s", optarg);
         else if (c == 't') per_size = atof(optarg);
         else if (c == 'r') repeats = atoi(optarg) < 1 ? 1 : atoi(optarg) > 15 ? 15 : atoi(optarg);
         else if (c == 'w') window = atoi(optarg) < 1 ? 1 : atoi(optarg) > 4096 ? 4096 : atoi(optarg);
+        else if (c == 'v') snprintf(traffic, sizeof traffic, "%s", optarg);
         else MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    /* A window's receives land in blocks of their own. */
-    long blocks = strstr(prims, "bw") ? window : 1;
-    float *send = malloc(sizeof(float) * max), *recv = malloc(sizeof(float) * max * blocks);
+    /* A window's receives land in blocks of their own; a skewed alltoallv's busiest rank holds
+     * up to every rank's share. */
+    long blocks = strstr(prims, "bw") ? window : strstr(prims, "alltoallv") ? size : 1;
+    counts_all = malloc(sizeof(int) * size * size);
+    sc = malloc(sizeof(int) * size), sd = malloc(sizeof(int) * size);
+    rc = malloc(sizeof(int) * size), rd = malloc(sizeof(int) * size);
+    long sends = strstr(prims, "alltoallv") ? size : 1;
+    float *send = malloc(sizeof(float) * max * sends), *recv = malloc(sizeof(float) * max * blocks);
     if (!send || !recv) {
         fprintf(stderr, "rank %d: cannot allocate %ld x %ld floats\n", rank, blocks + 1, max);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    fill(send, max, rank);
+    fill(send, max * sends, rank);
     if (rank == 0) {
         printf("primitive,transport,memory,algorithm,procs,count,bytes,iters,time_us,min_us,max_us,"
                "gbps,algbw_gbs,busbw_gbs,wrong\n");
@@ -181,17 +229,21 @@ int main(int argc, char **argv)
     char *rest, *name;
     for (name = strtok_r(prims, ",", &rest); name; name = strtok_r(NULL, ",", &rest)) {
         prim_t p;
-        for (p = SENDRECV; p <= MBW_MR && strcmp(name, NAMES[p]); p++) {}
-        if (p > MBW_MR || (p == SENDRECV && size != 2) || (p >= LATENCY && size % 2)) {
+        for (p = SENDRECV; p <= ALLTOALLV && strcmp(name, NAMES[p]); p++) {}
+        if (p > ALLTOALLV || (p == SENDRECV && size != 2) ||
+            (p >= LATENCY && p <= MBW_MR && size % 2) || (p == ALLTOALLV && !traffic[0])) {
             if (rank == 0) fprintf(stderr, "mpi_coll: %s is not measured on %d ranks\n", name, size);
             continue;
         }
-        double bus = p == ALLREDUCE ? 2.0 * (size - 1) / size : 1.0;
+        double bus = p == ALLREDUCE ? 2.0 * (size - 1) / size
+                     : p == ALLTOALLV ? (double)(size - 1) / size : 1.0;
+        FILE *sizes = p == ALLTOALLV ? fopen(traffic, "r") : NULL;
         /* Per message: messages in series per op, streams at once. */
-        double messages = p == LATENCY ? 2 : p >= BW ? window : 1;
-        double streams = p == BIBW ? size : p >= LATENCY ? size / 2 : 1;
-        for (long n = 1; n <= max; n *= 2) {
-            fill(recv, n * (p >= BW ? window : 1), -1);
+        double messages = p == LATENCY ? 2 : p >= BW && p <= MBW_MR ? window : 1;
+        double streams = p == BIBW ? size : p >= LATENCY && p <= MBW_MR ? size / 2 : 1;
+        for (long n = p == ALLTOALLV ? next_traffic(sizes) : 1; n > 0 && n <= max;
+             n = p == ALLTOALLV ? next_traffic(sizes) : 2 * n) {
+            fill(recv, n * (p >= BW ? blocks : 1), -1);
             /* Iterations: as many as fill per_size seconds, timed from batches that double until
              * one takes 10 ms (16 ops at least), going by the fastest batch per op (a batch the scheduler
              * interrupted says nothing of the op); rank 0 decides for all. */
@@ -232,6 +284,7 @@ int main(int argc, char **argv)
                    maxs[median] / (iters * messages) * 1e6, algbw * 8, algbw, algbw * bus, total);
             fflush(stdout);
         }
+        if (sizes) fclose(sizes);
     }
     free(send);
     free(recv);

@@ -55,6 +55,8 @@ export interface MpiRun {
   tcp: boolean;
   /** The cluster's hosts to place the ranks on (as many on each, in rank order), if any. */
   hosts?: readonly ClusterHost[];
+  /** alltoallv's counts per size (mpi_coll.c's -v). */
+  traffic?: string;
   signal?: AbortSignal;
 }
 
@@ -85,6 +87,7 @@ export async function runMpi(run: MpiRun): Promise<void> {
   if (run.tcp && !run.hosts) args.push("--mca", "btl_tcp_if_include", "lo");
   if (run.procs > navigator.hardwareConcurrency) args.push("--mca", "mpi_yield_when_idle", "1");
   args.push(run.binary, "-m", String(run.maxCount), "-p", run.primitives.join(","));
+  if (run.traffic) args.push("-v", run.traffic);
   let why = "";
   for (let attempt = 0; attempt < (run.hosts ? 3 : 1); attempt++) {
     // On a cluster mpirun itself runs on the first host: its daemons call back to it there.
