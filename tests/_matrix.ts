@@ -22,6 +22,13 @@ const HALF_OPS: ReduceOp[] = ["sum", "avg"];
  * (each op and dtype meets every algorithm at 1 … 4 ranks), every op runs at one count and every
  * dtype with sum: the same algorithms and counts, a third of the cases.
  */
+/** Whether the matrix runs `primitive` (see {@linkcode matrix}). */
+export function inMatrix(primitive: Primitive): boolean {
+  const spec = PRIMITIVES[primitive];
+  if (spec.flow || spec.overlap) return primitive === "sendrecv";
+  return !["alltoallv", "allgatherv", "gatherv", "scatterv"].includes(primitive);
+}
+
 export function matrix(
   transport: TransportName,
   size: number,
@@ -37,10 +44,10 @@ export function matrix(
   const add = (c: Omit<CheckCase, "root"> & { root?: number }) =>
     cases.push({ root: size - 1, ...c });
   for (const primitive of Object.keys(PRIMITIVES) as Primitive[]) {
-    // The point-to-point and overlap tests have files of their own (point_to_point_test.ts,
-    // nonblocking_test.ts): their cases are sends and collectives this matrix already runs.
-    const spec = PRIMITIVES[primitive];
-    if ((spec.flow || spec.overlap) && primitive !== "sendrecv") continue;
+    // The point-to-point, overlap and per-rank-count tests have files of their own
+    // (point_to_point_test.ts, nonblocking_test.ts, v_collectives_test.ts): their cases are sends
+    // and collectives this matrix already runs; only reduceScatterv's reductions are its own.
+    if (!inMatrix(primitive)) continue;
     const collective = PRIMITIVES[primitive].collective;
     const algorithms = collective
       ? [

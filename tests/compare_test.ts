@@ -223,6 +223,11 @@ Deno.test("compare: OSU and nccl-tests alltoall, gather and scatter output is re
     assertEquals((await osu("Scatter")).primitive, "scatter");
     assertEquals((await osu("Allgather")).primitive, "allgather");
     assertEquals((await osu("Reduce_scatter")).procs, 4);
+    // The v collectives' tests as dccl's v collectives, never as the equal-block ones.
+    assertEquals((await osu("Alltoallv Personalized Exchange")).primitive, "alltoallv");
+    assertEquals((await osu("Allgatherv")).primitive, "allgatherv");
+    assertEquals((await osu("Gatherv")).primitive, "gatherv");
+    assertEquals((await osu("Scatterv")).primitive, "scatterv");
     const nccl = async (name: string) => {
       const path = `${dir}/${name}.txt`;
       await Deno.writeTextFile(

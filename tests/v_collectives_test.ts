@@ -11,6 +11,13 @@ import { algorithmsFor, sideOfMemory } from "../internal.ts";
 import type { MemoryKind } from "../core.ts";
 import { launchGroup } from "../mod.ts";
 import { expectedLine } from "./_expected.ts";
+import { parse } from "csv-parse/sync";
+import { assertThrows } from "./_assert.ts";
+import { TEST_METADATA as metadata } from "./_metadata.ts";
+import { runPlan } from "../scripts/bench/benchmark.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
+import { parseFlags, UsageError } from "../scripts/common/flags.ts";
+import { trafficAt, zipfTraffic } from "../bench/cases/_traffic.ts";
 
 const COLLECTIVES = ["alltoallv", "allgatherv", "gatherv", "scatterv", "reduceScatterv"] as const;
 const PATTERNS: Pattern[] = ["zeros", "one", "primes", "equal"];
@@ -104,3 +111,73 @@ for (const transport of ["shm", "worker", "tcp"] as const) {
     }
   });
 }
+
+Deno.test("v collectives: alltoallv under a skew and a matrix file, exact, with the busiest rank and the balanced run beside it", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    // Rank 3 sends everything it has to rank 0; the others send a little to each other.
+    Deno.writeTextFileSync(
+      `${dir}/m.csv`,
+      "# from rank i to rank j\n0,1,1,1\n1,0,1,1\n1,1,0,1\n40,0,0,0\n",
+    );
+    for (const traffic of [["--skew", "zipf:1.2:3"], ["--matrix", `${dir}/m.csv`]]) {
+      const plan = planRun(
+        "alltoallv",
+        parseFlags(BENCHMARK_FLAGS, [
+          ...["--procs", "4", "--transport", "worker", "--min", "64", "--max", "256"],
+          ...["--iters", "3", "--warmup", "1", "--csv", `${dir}/a.csv`, ...traffic],
+        ]),
+        { availableBytes: 1e10 },
+      );
+      assertEquals(await runPlan(plan, { table: false, metadata }), { wrong: 0, rows: 3 });
+      const rows = parse(Deno.readTextFileSync(`${dir}/a.csv`), { columns: true }) as Record<
+        string,
+        string
+      >[];
+      for (const r of rows) {
+        const what = `${traffic.join(" ")}: ${JSON.stringify(r)}`;
+        const count = Number(r.count), busiest = Number(r.busiest_bytes) / 4;
+        // The same total as the balanced run's, so a rank moves count elements on the mean.
+        // (The CSV keeps 6 digits.)
+        const imbalance = Number(r.imbalance);
+        assert_(busiest > count && Math.abs(imbalance - busiest / count) < 1e-5 * imbalance, what);
+        assert_(Number(r.balanced_us) > 0, what);
+        assert_(
+          Math.abs(Number(r.slowdown) - Number(r.time_us) / Number(r.balanced_us)) <
+            1e-3 * Number(r.slowdown),
+          what,
+        );
+      }
+    }
+    // Scaled by largest remainder, any traffic adds up to exactly the balanced run's total.
+    const at = trafficAt(zipfTraffic(4, 1, 0), 4, 100);
+    assertEquals(at.counts.flat().reduce((s, c) => s + c, 0), 400);
+    const refused: [string[], RegExp][] = [
+      [["--skew", "zipf:0"], /--skew zipf:0 is not accepted: expected zipf:S or zipf:S:SEED/],
+      [
+        ["--skew", "zipf:1", "--matrix", `${dir}/m.csv`],
+        /--matrix and --skew are not accepted together/,
+      ],
+      [["--matrix", `${dir}/none.csv`], /--matrix .*none\.csv is not accepted: NotFound/],
+      [["--matrix", dir], /is not accepted: not a file/],
+    ];
+    Deno.writeTextFileSync(`${dir}/bad.csv`, "1,2,3,4\n1,2,3,4\n1,2,x,4\n1,2,3,4\n");
+    refused.push([["--matrix", `${dir}/bad.csv`], /bad\.csv: row 3, column 3 is "x"/]);
+    Deno.writeTextFileSync(`${dir}/short.csv`, "1,2,3,4\n1,2,3,4\n");
+    refused.push([["--matrix", `${dir}/short.csv`], /2 rows; the group has 4 ranks/]);
+    for (const [argv, message] of refused) {
+      assertThrows(
+        () => planRun("alltoallv", parseFlags(BENCHMARK_FLAGS, ["--procs", "4", ...argv])),
+        UsageError as ErrorConstructor,
+        message as never,
+      );
+    }
+    assertThrows(
+      () => planRun("alltoall", parseFlags(BENCHMARK_FLAGS, ["--skew", "zipf:1"])),
+      UsageError as ErrorConstructor,
+      /--skew is not accepted: it applies to alltoallv, not alltoall/ as never,
+    );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});

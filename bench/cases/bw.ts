@@ -21,7 +21,9 @@ function streaming(name: "bw" | "bibw" | "mbwMr", bothWays: boolean): PrimitiveS
     ...POINT_TO_POINT,
     windowed: true,
     flow: (ranks, window) => ({ messages: window, streams: ways * ranks / 2 }),
-    work: (ranks) => ({ copy: ways * ranks / 2, reduce: 0 }),
+    // Per byte of the row's bandwidth (every stream's), one copy by its receiver: the bound is a
+    // core's copy rate per stream, as many at once as streams (bench/limits/machine_limits.ts).
+    work: () => ({ copy: 2 / ways, reduce: 0 }),
     // A send buffer and a window of receives on each rank (a one-way sender needs only one).
     footprint: (count, _ranks, o) => count * (1 + (o.window ?? DEFAULT_WINDOW)),
     prepare(comm, maxCount, o) {

@@ -14,7 +14,8 @@ export const LATENCY: PrimitiveSpec = {
   name: "latency",
   ...POINT_TO_POINT,
   flow: (ranks) => ({ messages: 2, streams: ranks / 2 }),
-  work: (ranks) => ({ copy: ranks / 2, reduce: 0 }), // one message in flight per pair
+  // One copy per byte of a stream, by its receiver, a stream per pair (as bw's).
+  work: () => ({ copy: 2, reduce: 0 }),
   footprint: (count) => 2 * count,
   prepare(comm, maxCount, o) {
     const sendBuf = alloc(comm, maxCount, o), recvBuf = alloc(comm, maxCount, o);

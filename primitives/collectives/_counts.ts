@@ -53,7 +53,8 @@ export function blocksOf(
   };
   const c = list(`${name}Counts`, counts);
   if (c === undefined) throw new TypeError(`Cannot ${what} without ${name}Counts`);
-  const d = list(`${name}Displs`, displs) ?? packed(c);
+  const given = list(`${name}Displs`, displs);
+  const d = given ?? packed(c);
   for (let r = 0; r < size; r++) {
     if (d[r] + c[r] > length) {
       throw new RangeError(
@@ -62,7 +63,8 @@ export function blocksOf(
       );
     }
   }
-  if (written) {
+  // Packed blocks are apart by construction: only given displacements can overlap.
+  if (written && given && !inRankOrder(c, d)) {
     const order = [...c.keys()].filter((r) => c[r] > 0).sort((a, b) => d[a] - d[b]);
     for (let k = 1; k < order.length; k++) {
       const [p, q] = [order[k - 1], order[k]];
@@ -75,6 +77,17 @@ export function blocksOf(
     }
   }
   return { counts: c, displs: d };
+}
+
+/** Whether the non-empty blocks follow each other in rank order without overlapping (the common case). */
+function inRankOrder(counts: readonly number[], displs: readonly number[]): boolean {
+  let end = 0;
+  for (let r = 0; r < counts.length; r++) {
+    if (counts[r] === 0) continue;
+    if (displs[r] < end) return false;
+    end = displs[r] + counts[r];
+  }
+  return true;
 }
 
 /** Displacements of blocks of `counts` packed in rank order. */

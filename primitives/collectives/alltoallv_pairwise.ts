@@ -32,6 +32,5 @@ export const ALLTOALLV_PAIRWISE: HostAlgorithm<"alltoallv"> = {
   collective: "alltoallv",
   needs: "messages",
   run: alltoallvPairwise,
-  // auto cannot see the matrix (no rank knows it): the balanced case's pick.
-  winsBelow: () => Infinity,
+  // Behind scattered at 32 of 34 sizes, balanced and skewed, on worker (docs/results/2026-12-02-osu.md).
 };

@@ -34,4 +34,7 @@ export const ALLTOALLV_SCATTERED: HostAlgorithm<"alltoallv"> = {
   collective: "alltoallv",
   needs: "messages",
   run: alltoallvScattered,
+  // auto cannot see the matrix (no rank knows it): ahead of pairwise balanced and under a zipf
+  // skew alike, 1.1–3.3× on worker (docs/results/2026-12-02-osu.md).
+  winsBelow: () => Infinity,
 };
