@@ -152,8 +152,9 @@ export async function measureSweep(
         ? await timeOverlap(loop, sized, iters, timed, options, slowest)
         : [NaN, NaN];
       let wrong = await sized.wrong();
+      // A skewed alltoallv's balanced run of the same total, timed as an in-place form is.
       const balanced = sized.balanced
-        ? await timeBalanced(loop, sized.balanced, iters, options, slowest)
+        ? await timeInPlace(loop, sized.balanced, iters, options, slowest)
         : [NaN, 0];
       wrong += balanced[1];
       const inPlace = spec.inPlace && options.inPlace
@@ -182,9 +183,10 @@ export async function measureSweep(
 }
 
 /**
- * The in-place form at one size, as nccl-tests times it: warmed up, timed over the out-of-place
- * loop's `iters` (in place, each op works on the last one's output), then refilled and run once
- * for the check. Returns this rank's total µs and wrong elements.
+ * The in-place form at one size, as nccl-tests times it (or another form of the call beside the
+ * timed one: a skewed alltoallv's balanced run): warmed up, timed over the out-of-place loop's
+ * `iters` (in place, each op works on the last one's output), then refilled and run once for the
+ * check. Returns this rank's total µs and wrong elements.
  */
 async function timeInPlace(
   loop: Loop,
@@ -228,27 +230,6 @@ async function timeOverlap(
   const start = performance.now();
   for (let i = 0; i < iters; i++) computeFor(computeUs);
   return [overall.totalUs, (performance.now() - start) * 1e3];
-}
-
-/**
- * A skewed alltoallv's balanced run of the same total at one size: filled, warmed up, timed over
- * the same iterations and checked. Returns this rank's total µs and wrong elements.
- */
-async function timeBalanced(
-  loop: Loop,
-  sized: SizedCase,
-  iters: number,
-  options: SweepOptions,
-  slowest: (us: number) => Promise<number>,
-): Promise<[totalUs: number, wrong: number]> {
-  await sized.fill();
-  const cold = await slowest(await loop.perOp(sized, 1));
-  if (options.warmup !== undefined) await loop.perOp(sized, options.warmup);
-  else await warmUp(loop, sized, cold, WARMUP_MS, slowest);
-  const timed = options.timing === "per-iter"
-    ? await loop.perIteration(sized, iters)
-    : await loop.backToBack(sized, iters);
-  return [timed.totalUs, await sized.wrong()];
 }
 
 /**

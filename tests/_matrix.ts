@@ -49,12 +49,12 @@ export function matrix(
     // and collectives this matrix already runs; only reduceScatterv's reductions are its own.
     if (!inMatrix(primitive)) continue;
     const collective = PRIMITIVES[primitive].collective;
-    const algorithms = collective
-      ? [
-        "auto",
-        ...algorithmsFor(collective as CollectiveName, { transport: facts, side, threads }),
-      ]
-      : ["auto"];
+    const runnable = collective
+      ? algorithmsFor(collective as CollectiveName, { transport: facts, side, threads })
+      : [];
+    // A collective with no algorithm here (the v collectives' device buffers on gpu) is refused.
+    if (collective && runnable.length === 0) continue;
+    const algorithms = ["auto", ...runnable];
     const reduces = PRIMITIVES[primitive].reduces;
     const few = size <= 4;
     for (const algorithm of algorithms) {

@@ -7,16 +7,15 @@
 
 import type { BufferLike } from "../memory/comm_buffer.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
-import { blocksOf, type Counts } from "./_counts.ts";
+import type { Counts } from "./_counts.ts";
+import { rootVBlocks } from "./_root_blocks.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { AlgorithmOptions, RootOptions } from "./options.ts";
 import {
   type ArgumentChecks,
   type CheckedCall,
   type CollectiveSpec,
-  IN_PLACE,
   type Layout,
-  NO_LAYOUT,
   type UniformRun,
 } from "./spec.ts";
 
@@ -44,41 +43,17 @@ export const SCATTERV = {
   rooted: true,
   reduces: false,
   staging: { reads: (isRoot: boolean) => isRoot, pickBy: "recv", pipelines: false },
-  check(
+  check: (
     args: ArgumentChecks,
     send: BufferLike | undefined,
     recv: BufferLike,
     options: ScattervOptions,
-  ): CheckedCall<"scatterv"> {
-    const r = args.buffer(recv, "scatterv into");
-    const root = args.root(options.root ?? 0, "scatterv from");
-    // Only the root knows every count: the stamp carries none, each message its own length.
-    const call = { collective: "scatterv", block: r, bytes: 0, stampCount: 0, root } as const;
-    const algorithm = options.algorithm;
-    if (args.rank !== root) {
-      return { ...call, algorithm, buffers: [[r, false], [r, true]], layout: NO_LAYOUT };
-    }
-    if (send === undefined) throw new TypeError(`Cannot scatterv from root ${root} without send`);
-    const s = args.buffer(send, "scatterv");
-    const from = blocksOf(
-      "scatterv",
-      "send",
-      s.length,
-      args.size,
-      options.sendCounts,
-      options.sendDispls,
-      false,
-    );
-    const mine = from.counts[root];
-    args.pair(s, r, r.length === mine, "scatterv", `recv = sendCounts[${root}] (${mine})`);
-    args.apart(r, s, "scatterv", root, IN_PLACE.rootRecv, from.displs[root]);
-    return {
-      ...call,
-      algorithm,
-      buffers: [[s, false], [r, true]],
-      layout: { ...NO_LAYOUT, sendCounts: from.counts, sendDispls: from.displs },
-    };
-  },
+  ): CheckedCall<"scatterv"> =>
+    rootVBlocks(args, "scatterv", recv, send, {
+      ...options,
+      counts: options.sendCounts,
+      displs: options.sendDispls,
+    }),
   bind:
     <B>(run: ScattervRun<B>, _op: KernelOp, root: number, layout: Layout) =>
     (ctx: CollectiveContext, a: B, b: B) => run(ctx, a, b, root, layout),
