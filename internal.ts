@@ -62,6 +62,8 @@ export type {
   UniformRun,
 } from "./primitives/collectives/spec.ts";
 export { NO_LAYOUT } from "./primitives/collectives/spec.ts";
+/** Displacements of blocks packed in rank order, as the v collectives default them. */
+export { packed } from "./primitives/collectives/_counts.ts";
 export type { AllgatherRun } from "./primitives/collectives/allgather.ts";
 export type { AllreduceRun } from "./primitives/collectives/allreduce.ts";
 export type { AlltoallRun } from "./primitives/collectives/alltoall.ts";

@@ -75,6 +75,11 @@ export function primitiveNamed(name: string): Primitive | undefined {
   return PRIMITIVE_LIST.find((p) => p === name || cliName(p) === name);
 }
 
+/** The primitives that `take` a flag, as the CLI spells them (for "it applies to …"). */
+export function primitivesWith(take: (primitive: Primitive) => unknown): string {
+  return PRIMITIVE_LIST.filter(take).map(cliName).join(", ");
+}
+
 /** Whether `primitive` runs on pairs of ranks (`--pairs`: the point-to-point tests but sendrecv). */
 export function pairwise(primitive: Primitive): boolean {
   return PRIMITIVES[primitive].ranks === IN_PAIRS;

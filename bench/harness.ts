@@ -381,11 +381,24 @@ async function gather(comm: Communicator, values: number[]): Promise<Float64Arra
 }
 
 /**
- * Values each rank gathers before its samples: total µs, wrong, migrations, bytes, touch µs, in
- * place total µs and wrong (NaN where the in-place form was not timed), an overlap test's
- * overall and compute total µs, and a skewed alltoallv's balanced total µs (NaN for the others).
+ * Where each value a rank gathers before its samples lies: its total µs, wrong elements,
+ * migrations and bytes migrated, touch µs, the in-place form's total µs and wrong (NaN where it
+ * was not timed), an overlap test's overall and compute total µs, and a skewed alltoallv's
+ * balanced total µs (NaN for the others).
  */
-const HEAD = 10;
+const AT = {
+  total: 0,
+  wrong: 1,
+  migrations: 2,
+  migratedBytes: 3,
+  touch: 4,
+  inPlaceTotal: 5,
+  inPlaceWrong: 6,
+  overall: 7,
+  compute: 8,
+  balanced: 9,
+} as const;
+const HEAD = Object.keys(AT).length;
 
 function summarize(
   comm: Communicator,
@@ -413,8 +426,12 @@ function summarize(
     bytes: bytes * streams,
     busFactor: spec.busFactor(comm.size),
   });
-  const timesUs = metrics(measured(0));
-  const inPlace = Number.isNaN(perRank[0][5]) ? undefined : metrics(measured(5));
+  const timesUs = metrics(measured(AT.total));
+  const inPlace = Number.isNaN(perRank[0][AT.inPlaceTotal])
+    ? undefined
+    : metrics(measured(AT.inPlaceTotal));
+  // µs per op of a value every rank gathered, the mean over ranks.
+  const perOp = (k: number) => sum(k) / (comm.size * iters);
   const row: ResultRow = {
     primitive: cliName(o.primitive),
     transport: o.transport,
@@ -428,26 +445,26 @@ function summarize(
     op: spec.reduces ? o.op : "none",
     root: spec.rooted ? o.root : -1,
     ...timesUs,
-    wrong: sum(1),
+    wrong: sum(AT.wrong),
     timing: o.timing,
     ...percentiles(samplesUs),
     picked,
-    migrations: sum(2),
-    migrated_bytes: sum(3),
-    touch_us: sum(4) / comm.size,
+    migrations: sum(AT.migrations),
+    migrated_bytes: sum(AT.migratedBytes),
+    touch_us: sum(AT.touch) / comm.size,
     threads: comm.threads,
     ...(inPlace && {
       inplace_time_us: inPlace.time_us,
       inplace_gbps: inPlace.gbps,
       inplace_algbw_gbs: inPlace.algbw_gbs,
       inplace_busbw_gbs: inPlace.busbw_gbs,
-      inplace_wrong: sum(6),
+      inplace_wrong: sum(AT.inPlaceWrong),
     }),
     ...(flow && { msg_rate: (streams / timesUs.time_us) * 1e6 }),
-    ...(o.primitive === "alltoallv" &&
-      trafficColumns(o, comm.size, count, timesUs.time_us, sum(9) / (comm.size * iters))),
+    ...(spec.traffic &&
+      trafficColumns(o, comm.size, count, timesUs.time_us, perOp(AT.balanced))),
     ...(spec.overlap &&
-      overlapColumns(timesUs.time_us, sum(7) / (comm.size * iters), sum(8) / (comm.size * iters))),
+      overlapColumns(timesUs.time_us, perOp(AT.overall), perOp(AT.compute))),
   };
   if (o.bounds) row.pct_limit = Number(pctOfLimit(row, o.bounds).toPrecision(3));
   return { row, samplesUs };

@@ -201,19 +201,23 @@ export const P999_MIN_SAMPLES = 1000;
 export function percentiles(
   samples: ArrayLike<number>,
 ): Pick<ResultRow, "best_us" | "p50_us" | "p90_us" | "p99_us" | "p999_us"> {
+  const sorted = Float64Array.from(samples).sort();
   return {
-    best_us: percentile(samples, 0),
-    p50_us: percentile(samples, 0.5),
-    p90_us: percentile(samples, 0.9),
-    p99_us: percentile(samples, 0.99),
-    ...(samples.length >= P999_MIN_SAMPLES && { p999_us: percentile(samples, 0.999) }),
+    best_us: atQuantile(sorted, 0),
+    p50_us: atQuantile(sorted, 0.5),
+    p90_us: atQuantile(sorted, 0.9),
+    p99_us: atQuantile(sorted, 0.99),
+    ...(sorted.length >= P999_MIN_SAMPLES && { p999_us: atQuantile(sorted, 0.999) }),
   };
 }
 
 /** The `q`-quantile (0 … 1) of `samples` by nearest rank; NaN when there are none. */
 export function percentile(samples: ArrayLike<number>, q: number): number {
-  if (samples.length === 0) return NaN;
-  const sorted = Float64Array.from(samples).sort();
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[index];
+  return atQuantile(Float64Array.from(samples).sort(), q);
+}
+
+/** The `q`-quantile of samples already in ascending order, by nearest rank (NaN for none). */
+function atQuantile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }

@@ -22,8 +22,8 @@ import {
   type Flow,
   MAX_WINDOW,
   type Primitive,
-  PRIMITIVE_LIST,
   PRIMITIVES,
+  primitivesWith,
   type Traffic,
 } from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
@@ -158,7 +158,7 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   if (c.window !== undefined && !spec.windowed) {
     throw words.refuse(
       `${words.field("window")} ${c.window} is not accepted: it applies to ${
-        PRIMITIVE_LIST.filter((p) => PRIMITIVES[p].windowed).map(cliName).join(", ")
+        primitivesWith((p) => PRIMITIVES[p].windowed)
       }, not ${cliName(primitive)}`,
     );
   }
@@ -237,8 +237,8 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     `iters ${s.iters ?? "adaptive (~200 ms per size, 2 to 10000)"}, warmup ${
       s.warmup ?? "adaptive"
     }; time = sum of rank times / (ranks × iters${flow ? " × messages" : ""})`,
-    ...(flow ? [flowLine(s, flow)] : []),
-    ...(s.primitive === "alltoallv" ? [trafficLine(s)] : []),
+    ...(flow ? [flowLine(s, flow, procs)] : []),
+    ...(spec.traffic ? [trafficLine(s)] : []),
     `algbw = bytes${
       flow ? " × streams" : ""
     }/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
@@ -247,16 +247,18 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
   ];
 }
 
-/** What one operation of a point-to-point test is, in its messages and streams. */
-function flowLine(s: SweepOptions, flow: Flow): string {
+/** What one operation of a point-to-point test on `procs` ranks is, in messages and streams. */
+function flowLine(s: SweepOptions, flow: Flow, procs: number): string {
+  // More streams than pairs: each pair streams both ways (bibw).
+  const bothWays = flow.streams > procs / 2;
   const what = s.window === undefined
     ? "a ping-pong: time is half a round trip"
     : `a window of ${s.window} sends${
-      s.primitive === "bibw" ? " each way" : ", then a one-element acknowledgement"
+      bothWays ? " each way" : ", then a one-element acknowledgement"
     }`;
   return `one op is ${what} (${flow.messages} messages); ${flow.streams} stream${
     flow.streams > 1 ? "s" : ""
-  } at once (pairs rank i ↔ i + n/2${s.primitive === "bibw" ? ", both ways" : ""})`;
+  } at once (pairs rank i ↔ i + n/2${bothWays ? ", both ways" : ""})`;
 }
 
 /** What an alltoallv's traffic is, and what its columns say. */

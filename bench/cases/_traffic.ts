@@ -5,6 +5,7 @@
  * @module
  */
 
+import { packed } from "../../internal.ts";
 import type { Traffic } from "./spec.ts";
 
 /** Every rank's counts to every rank at one size: `counts[i][j]` elements from i to j. */
@@ -33,15 +34,13 @@ export function trafficAt(traffic: Traffic | undefined, size: number, count: num
     if (missing-- <= 0) break;
     counts[i][j]++;
   }
-  const prefix = (list: number[]) =>
-    list.map((_, k) => list.slice(0, k).reduce((s, c) => s + c, 0));
   const column = (j: number) => counts.map((row) => row[j]);
   const sent = counts.map((row) => row.reduce((s, c) => s + c, 0));
   const received = counts.map((_, j) => column(j).reduce((s, c) => s + c, 0));
   return {
     counts,
-    sendDispls: counts.map(prefix),
-    recvDispls: counts.map((_, j) => prefix(column(j))),
+    sendDispls: counts.map(packed),
+    recvDispls: counts.map((_, j) => packed(column(j))),
     busiest: Math.max(...sent, ...received),
   };
 }

@@ -17,6 +17,7 @@ import type { Communicator } from "../../core.ts";
 export const ALLTOALLV: PrimitiveSpec = {
   ...collectiveFacts("alltoallv"),
   inPlace: false,
+  traffic: true,
   busFactor: (n) => (n - 1) / n,
   work: (n) => ({ copy: n - 1, reduce: 0 }),
   busFormula: "(n-1)/n",

@@ -152,6 +152,8 @@ export interface PrimitiveSpec {
    * The rank counts it runs on, and how to say so (`runs on 2 ranks`); every count when absent.
    */
   ranks?: { accepts(ranks: number): boolean; rule: string };
+  /** It takes a traffic matrix (`--matrix`, `--skew`): its rows say the busiest rank's bytes. */
+  traffic?: boolean;
   /** It is an overlap test: its cases have {@linkcode SizedCase.withCompute}. */
   overlap?: boolean;
   /** It streams windows of messages (`--window`, OSU's `-W`). */

@@ -162,9 +162,10 @@ static long check(prim_t p, const float *recv, long n)
         return wrong;
     case ALLTOALLV:
         /* Block i came from rank i: its inputs from where its block for this rank starts. */
-        for (int i = 0; i < size; i++)
-            for (int k = 0; k < rc[i]; k++)
-                wrong += recv[rd[i] + k] != input(i, send_displ(i, rank) + k);
+        for (int i = 0; i < size; i++) {
+            long from = send_displ(i, rank);
+            for (int k = 0; k < rc[i]; k++) wrong += recv[rd[i] + k] != input(i, from + k);
+        }
         return wrong;
     case SENDRECV: return rank < 2 ? wrong_in(recv, n, 1 - rank) : 0;
     case BCAST: return rank == 0 ? 0 : wrong_in(recv, n, 0);

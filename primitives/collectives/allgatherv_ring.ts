@@ -16,10 +16,7 @@ export async function allgathervRing(
 ): Promise<void> {
   const { rank, size } = ctx;
   const block = (r: number) => blockOf(recv, recvCounts, recvDispls, r);
-  const own = block(rank);
-  if (own !== send && !(own.buffer === send.buffer && own.byteOffset === send.byteOffset)) {
-    own.set(send);
-  }
+  block(rank).set(send); // in place, a copy onto itself
   const right = mod(rank + 1, size), left = mod(rank - 1, size);
   for (let step = 0; step < size - 1; step++) {
     await ctx.sendrecv(

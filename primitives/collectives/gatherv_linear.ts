@@ -17,8 +17,7 @@ export async function gathervLinear(
 ): Promise<void> {
   const { rank, size } = ctx;
   if (rank !== root) return await ctx.send(root, send);
-  const own = blockOf(recv, recvCounts, recvDispls, root);
-  if (own.byteOffset !== send.byteOffset || own.buffer !== send.buffer) own.set(send);
+  blockOf(recv, recvCounts, recvDispls, root).set(send); // in place, a copy onto itself
   const posted: unknown[] = [];
   for (let r = 0; r < size; r++) {
     if (r !== root) posted.push(ctx.recv(r, blockOf(recv, recvCounts, recvDispls, r)));

@@ -1,5 +1,4 @@
-import type { KernelOp, TypedArray } from "../types.ts";
-import { dtypeOf } from "../types.ts";
+import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { blockOf } from "./_counts.ts";
 import { type CollectiveContext, mod } from "./context.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -18,8 +17,7 @@ export async function reduceScattervPairwise(
   { recvCounts, recvDispls }: Layout,
 ): Promise<void> {
   const { rank, size } = ctx;
-  const own = blockOf(send, recvCounts, recvDispls, rank);
-  if (own.byteOffset !== recv.byteOffset || own.buffer !== recv.buffer) recv.set(own);
+  recv.set(blockOf(send, recvCounts, recvDispls, rank)); // in place, a copy onto itself
   const incoming = ctx.scratch(dtypeOf(recv), recv.length, 0);
   for (let step = 1; step < size; step++) {
     const to = mod(rank + step, size), from = mod(rank - step, size);

@@ -17,8 +17,7 @@ export async function scattervLinear(
 ): Promise<void> {
   const { rank, size } = ctx;
   if (rank !== root) return void await ctx.recv(root, recv);
-  const own = blockOf(send, sendCounts, sendDispls, root);
-  if (own.byteOffset !== recv.byteOffset || own.buffer !== recv.buffer) recv.set(own);
+  recv.set(blockOf(send, sendCounts, sendDispls, root)); // in place, a copy onto itself
   const posted: unknown[] = [];
   for (let r = 0; r < size; r++) {
     if (r !== root) posted.push(ctx.send(r, blockOf(send, sendCounts, sendDispls, r)));

@@ -59,7 +59,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       table: out.table,
       percentiles: plan.sweep.timing === "per-iter",
       overlap: PRIMITIVES[plan.sweep.primitive].overlap,
-      traffic: plan.sweep.primitive === "alltoallv",
+      traffic: PRIMITIVES[plan.sweep.primitive].traffic,
       ...(plan.format === "osu"
         ? {
           osu: {

@@ -14,8 +14,8 @@ import {
   cliName,
   pairwise,
   type Primitive,
-  PRIMITIVE_LIST,
   PRIMITIVES,
+  primitivesWith,
 } from "../../bench/cases.ts";
 import { planSweep } from "../../bench/sweep_plan.ts";
 import { HEAP_MAX_BYTES } from "../../internal.ts";
@@ -263,9 +263,11 @@ export function planRun(
 /** alltoallv's traffic by `--matrix` or `--skew`; a UsageError for any other primitive. */
 function trafficFor(primitive: Primitive, v: BenchmarkFlags, procs: number) {
   const given = v.matrix !== undefined ? "matrix" : v.skew !== undefined ? "skew" : undefined;
-  if (given && primitive !== "alltoallv") {
+  if (given && !PRIMITIVES[primitive].traffic) {
     throw new UsageError(
-      `--${given} is not accepted: it applies to alltoallv, not ${cliName(primitive)}`,
+      `--${given} is not accepted: it applies to ${
+        primitivesWith((p) => PRIMITIVES[p].traffic)
+      }, not ${cliName(primitive)}`,
     );
   }
   return trafficOf(v, procs, v.dtype);
@@ -280,9 +282,9 @@ function pairedRanks(primitive: Primitive, v: BenchmarkFlags): BenchmarkFlags {
   const { threads } = v;
   if (!pairwise(primitive)) {
     throw new UsageError(
-      `--pairs ${v.pairs} is not accepted: it applies to ${
-        PRIMITIVE_LIST.filter(pairwise).map(cliName).join(", ")
-      }, not ${cliName(primitive)}`,
+      `--pairs ${v.pairs} is not accepted: it applies to ${primitivesWith(pairwise)}, not ${
+        cliName(primitive)
+      }`,
     );
   }
   const ranks = 2 * v.pairs;
