@@ -37,7 +37,9 @@ const FLAGS = [
  * The guard (`setsid sh -c GUARD sh <folders> <chromium command…>`): Chromium gets the guard's
  * stdin as fd 3 and its stdout as fd 4 and runs in a session of its own; the guard lets go of both
  * pipes (so their ends close with this process), ignores the terminal's signals (this process
- * decides), waits for Chromium, kills its session's leftovers, waits up to 5 s for them to go,
+ * decides), waits for Chromium — ending it within a second of this process's death, however busy
+ * Chromium is (a watcher of the parent: Chromium alone notices the closed pipe only when it next
+ * reads it) — kills its session's leftovers, waits up to 5 s for them to go,
  * removes the folders (the profile, and the page's bundle: one a line) and exits with Chromium's
  * status (127: no such command).
  */
@@ -49,8 +51,12 @@ else "$@" </dev/null >/dev/null & fi
 browser=$!
 exec 3<&- 4>&- </dev/null >/dev/null
 trap '' INT TERM HUP
+parent=$PPID
+( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL -- "-$browser" 2>/dev/null ) &
+watcher=$!
 wait "$browser"
 code=$?
+kill -KILL "$watcher" 2>/dev/null
 kill -KILL -- "-$browser" 2>/dev/null
 tries=0
 while [ "$tries" -lt 100 ] && ps -o stat= -s "$browser" 2>/dev/null | grep -qv '^Z'; do
