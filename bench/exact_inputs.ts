@@ -9,6 +9,7 @@
 import { type CommBuffer, type Dtype, HostBuffer, type ReduceOp } from "../core.ts";
 import { DTYPE_INFO, dtypeOf, type TypedArray } from "../internal.ts";
 import { fromStored, toStored } from "../kernels/mod.ts";
+import { reproducibleSum } from "../kernels/reproducible.ts";
 
 /** Integers up to 2^bits are exact in each dtype (f64 and i32 are held to f32's). */
 const EXACT_BITS: Record<Dtype, number> = { f32: 24, f64: 24, i32: 24, f16: 11, bf16: 8 };
@@ -127,7 +128,8 @@ async function writePeriodic(buf: CommBuffer, one: TypedArray): Promise<void> {
 function countWrong(view: TypedArray, expected: TypedArray, phase = 0): number {
   let wrong = 0;
   for (let i = 0, k = phase; i < view.length; i++, k = k + 1 === expected.length ? 0 : k + 1) {
-    if (view[i] !== expected[k]) wrong++;
+    // Bit for bit: a zero of the other sign is wrong too.
+    if (view[i] !== expected[k] || (view[i] === 0 && 1 / view[i] !== 1 / expected[k])) wrong++;
   }
   return wrong;
 }
@@ -154,15 +156,57 @@ export function clear(buf: CommBuffer): Promise<void> {
   return writePeriodic(buf, new DTYPE_INFO[buf.dtype].array(Math.min(buf.length, 1 << 20)));
 }
 
+/**
+ * What a run's inputs are: the op's exact integers, or, for a reproducible sum, inexact terms of
+ * many exponents (any other order of adding them would round differently), each result held to
+ * the library's reproducible sum of every rank's terms bit for bit.
+ */
+export interface Inputs {
+  op: ReduceOp;
+  reproducible?: boolean;
+}
+
+/** A reproducible run's inputs repeat every this many elements. */
+const REPRODUCIBLE_PERIOD = 1024;
+
+/**
+ * Input element i of rank r of a reproducible run: ±(1 + a 16-bit fraction) · 2^e, e from −20
+ * to 20 (−8 to 8 in half precision), from a hash of (r, i mod the period), as `dtype` holds it.
+ */
+export function reproducibleInput(rank: number, i: number, dtype: Dtype): number {
+  let h = Math.imul((i % REPRODUCIBLE_PERIOD) + 1, 0x9e3779b1) ^ Math.imul(rank + 1, 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+  h ^= h >>> 12;
+  const spread = DTYPE_INFO[dtype].bytes === 2 ? 8 : 20;
+  const e = ((h >>> 16) % (2 * spread + 1)) - spread;
+  const x = (h < 0 ? -1 : 1) * (1 + (h & 0xffff) / 65536) * 2 ** e;
+  return fromStored(dtype, toStored(dtype, x));
+}
+
+/** Input element i of rank `rank`, as `inputs` makes them. */
+function inputOf(inputs: Inputs, rank: number, size: number, i: number, dtype: Dtype): number {
+  return inputs.reproducible
+    ? reproducibleInput(rank, i, dtype)
+    : inputValue(inputs.op, rank, size, i, dtype);
+}
+
+/** How often `inputs` repeat along the index. */
+function periodOf(inputs: Inputs, size: number, dtype: Dtype): number {
+  return inputs.reproducible ? REPRODUCIBLE_PERIOD : period(inputs.op, size, dtype);
+}
+
 /** Writes rank `rank`'s inputs into `buf`. */
 export function writeInput(
   buf: CommBuffer,
-  op: ReduceOp,
+  inputs: Inputs,
   rank: number,
   size: number,
 ): Promise<void> {
-  const value = (i: number) => inputValue(op, rank, size, i, buf.dtype);
-  return writePeriodic(buf, onePeriod(buf.dtype, buf.length, period(op, size, buf.dtype), value));
+  const value = (i: number) => inputOf(inputs, rank, size, i, buf.dtype);
+  return writePeriodic(
+    buf,
+    onePeriod(buf.dtype, buf.length, periodOf(inputs, size, buf.dtype), value),
+  );
 }
 
 /**
@@ -172,24 +216,50 @@ export function writeInput(
 export async function clearRecvFillSend(
   send: CommBuffer,
   recv: CommBuffer,
-  op: ReduceOp,
+  inputs: Inputs,
   rank: number,
   size: number,
 ): Promise<void> {
   await clear(recv);
-  await writeInput(send, op, rank, size);
+  await writeInput(send, inputs, rank, size);
 }
 
 /** Elements of `buf` that differ from rank `rank`'s inputs from element `offset` on. */
 export function wrongInputs(
   buf: CommBuffer,
-  op: ReduceOp,
+  inputs: Inputs,
   rank: number,
   size: number,
   offset = 0,
 ): Promise<number> {
-  const value = (i: number) => inputValue(op, rank, size, offset + i, buf.dtype);
-  return countWrongIn(buf, onePeriod(buf.dtype, buf.length, period(op, size, buf.dtype), value));
+  const value = (i: number) => inputOf(inputs, rank, size, offset + i, buf.dtype);
+  return countWrongIn(
+    buf,
+    onePeriod(buf.dtype, buf.length, periodOf(inputs, size, buf.dtype), value),
+  );
+}
+
+/**
+ * A reproducible run's results for elements `offset…` (one period of them): the library's
+ * reproducible sum of every rank's terms (tests/reproducible_test.ts holds it to a BigInt
+ * reference), divided by the ranks for avg.
+ */
+function reproduciblePeriod(
+  inputs: Inputs,
+  dtype: Dtype,
+  size: number,
+  length: number,
+  offset: number,
+): TypedArray {
+  const n = Math.min(length, REPRODUCIBLE_PERIOD);
+  const terms = new DTYPE_INFO[dtype].array(size * n), out = new DTYPE_INFO[dtype].array(n);
+  for (let r = 0; r < size; r++) {
+    for (let k = 0; k < n; k++) {
+      terms[r * n + k] = toStored(dtype, reproducibleInput(r, offset + k, dtype));
+    }
+  }
+  reproducibleSum(terms, out, inputs.op === "avg" ? size : 1);
+  return out;
 }
 
 /** The exact reduction of elements `offset…` (one period of them), as `dtype`. */
@@ -219,9 +289,14 @@ export function wrongReduced(
 /** {@linkcode wrongReduced} of any buffer. */
 export function wrongReducedIn(
   buf: CommBuffer,
-  op: ReduceOp,
+  inputs: Inputs,
   size: number,
   offset = 0,
 ): Promise<number> {
-  return countWrongIn(buf, reducedPeriod(op, buf.dtype, size, buf.length, offset));
+  return countWrongIn(
+    buf,
+    inputs.reproducible
+      ? reproduciblePeriod(inputs, buf.dtype, size, buf.length, offset)
+      : reducedPeriod(inputs.op, buf.dtype, size, buf.length, offset),
+  );
 }

@@ -45,6 +45,11 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
+  /**
+   * Whether the run summed reproducibly (`--reproducible`): every row's `wrong` then counts the
+   * elements whose bits differ from the reproducible sum of the inputs.
+   */
+  reproducible?: boolean;
   /** The machine's limits the rows were read against; null when none were measured. */
   limits?: RunBounds | null;
   /**

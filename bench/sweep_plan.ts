@@ -16,6 +16,7 @@ import {
   type TransportFacts,
 } from "../internal.ts";
 import { deviceRefusal } from "../kernels/mod.ts";
+import { isReproducible } from "../kernels/reproducible.ts";
 import {
   cliName,
   DEFAULT_WINDOW,
@@ -57,6 +58,8 @@ export interface SweepChoices {
   inPlace: boolean;
   /** Messages per window of a streaming test (`bw`, `bibw`, `mbw_mr`). */
   window?: string;
+  /** Sums reproducibly (`--reproducible`). */
+  reproducible?: boolean;
   /** alltoallv's traffic (the caller read its matrix or skew). */
   traffic?: Traffic;
 }
@@ -162,6 +165,7 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
       }, not ${cliName(primitive)}`,
     );
   }
+  if (c.reproducible) reproducibleRun(primitive, op, dtype, words);
   const window = spec.windowed
     ? integer("window", c.window ?? String(DEFAULT_WINDOW), 1, MAX_WINDOW)
     : undefined;
@@ -179,6 +183,7 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
     inPlace: c.inPlace && spec.inPlace,
     ...(touch ? { touch } : {}),
     ...(window ? { window } : {}),
+    ...(c.reproducible ? { reproducible: true } : {}),
     ...(c.traffic ? { traffic: c.traffic } : {}),
   };
   max = words.fitMax?.(max, min, sweep) ?? max;
@@ -192,6 +197,32 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
     );
   }
   return { sweep: { ...sweep, counts }, device };
+}
+
+/** The primitives that sum reproducibly. */
+const REPRODUCIBLE: readonly Primitive[] = [
+  "allreduce",
+  "reduce",
+  "reduceScatter",
+  "reduceScatterv",
+];
+
+/** Refuses a reproducible run of what has none (one line: what applies). */
+function reproducibleRun(primitive: Primitive, op: string, dtype: Dtype, words: ChoiceWords): void {
+  const field = words.field("reproducible");
+  if (!REPRODUCIBLE.includes(primitive)) {
+    throw words.refuse(
+      `${field} applies to ${REPRODUCIBLE.map(cliName).join(", ")}, not ${cliName(primitive)}`,
+    );
+  }
+  if (op !== "sum" && op !== "avg") {
+    throw words.refuse(`${field} applies to ${words.field("op")} sum and avg, not ${op}`);
+  }
+  if (!isReproducible(dtype)) {
+    throw words.refuse(
+      `${field} applies to f32, f64, f16 and bf16, not ${dtype} (its sums are exact already)`,
+    );
+  }
 }
 
 /** How a planned sweep's ranks run, for the lines above its table. */
@@ -212,7 +243,7 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
   // Only what this primitive takes: sendrecv names no op and no root.
   const takes = [
     `algorithm ${s.algorithm}`,
-    ...(spec.reduces ? [`op ${s.op}`] : []),
+    ...(spec.reduces ? [`op ${s.op}${s.reproducible ? " (reproducible)" : ""}`] : []),
     `dtype ${s.dtype}`,
     ...(spec.rooted ? [`root ${s.root}`] : []),
   ].join(", ");

@@ -16,8 +16,28 @@ Deno.test("a stamp unpacks to the call it packed, for every dtype and op at the 
           count,
           root: 1023,
           algorithm: 15,
+          reproducible: false,
         });
       }
+    }
+  }
+});
+
+Deno.test("a reproducible call's stamp unpacks to it, and differs from the plain call's", () => {
+  for (const dtype of DTYPES) {
+    for (const count of [1, 1001, 2 ** 27]) {
+      const stamp = callStamp("reduce", dtype, count, "avg", 1023, 15, true);
+      assert_(Number.isSafeInteger(stamp), `${dtype} ${count}: ${stamp} is not safe`);
+      assertEquals(shapeOf(stamp), {
+        kind: "reduce",
+        dtype,
+        op: "avg",
+        count,
+        root: 1023,
+        algorithm: 15,
+        reproducible: true,
+      });
+      assert_(stamp !== callStamp("reduce", dtype, count, "avg", 1023, 15), "same stamp");
     }
   }
 });

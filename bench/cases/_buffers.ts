@@ -115,7 +115,7 @@ export async function wrongBlocks(
   let wrong = 0;
   for (let r = 0; r < size; r++) {
     const [rank, offset] = from(r);
-    wrong += await wrongInputs(recv.subarray(r * n, (r + 1) * n), o.op, rank, size, offset);
+    wrong += await wrongInputs(recv.subarray(r * n, (r + 1) * n), o, rank, size, offset);
   }
   return wrong;
 }

@@ -38,7 +38,7 @@ export function rootedBlocks(gathers: boolean, v = false): PrimitiveSpec {
         return {
           buffers: isRoot ? [send, recv] : [block],
           // The root's whole send (scatter) holds its inputs, elements 0 … size × n − 1.
-          fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+          fill: () => clearRecvFillSend(send, recv, o, rank, size),
           run: gathers
             ? v
               ? () => comm.gatherv(send, isRoot ? recv : undefined, options)
@@ -48,12 +48,12 @@ export function rootedBlocks(gathers: boolean, v = false): PrimitiveSpec {
             : () => comm.scatter(isRoot ? send : undefined, recv, options),
           wrong: async () => {
             if (gathers) {
-              return await wrongInputs(send, o.op, rank, size) +
+              return await wrongInputs(send, o, rank, size) +
                 (isRoot ? await wrongBlocks(whole, n, size, o, (q) => [q, 0]) : 0);
             }
             // Rank r got block r of the root's inputs.
-            return await wrongInputs(recv, o.op, o.root, size, rank * n) +
-              (isRoot ? await wrongInputs(send, o.op, rank, size) : 0);
+            return await wrongInputs(recv, o, o.root, size, rank * n) +
+              (isRoot ? await wrongInputs(send, o, rank, size) : 0);
           },
         };
       });

@@ -27,7 +27,7 @@ function allgatherCase(v: boolean): PrimitiveSpec {
         const options = { algorithm: o.algorithm, recvCounts: equalCounts(n, size) };
         return {
           buffers: [send, recv],
-          fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+          fill: () => clearRecvFillSend(send, recv, o, rank, size),
           run: v
             ? () => comm.allgatherv(send, recv, options)
             : () => comm.allgather(send, recv, options),

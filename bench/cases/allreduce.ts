@@ -22,20 +22,20 @@ export const ALLREDUCE: PrimitiveSpec = {
     return prepared(comm, o, [sendBuf, recvBuf], (count, inPlace) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       if (inPlace) {
-        const options = { op: o.op, algorithm: o.algorithm };
+        const options = { op: o.op, algorithm: o.algorithm, reproducible: o.reproducible };
         return {
           buffers: [recv],
-          fill: () => writeInput(recv, o.op, rank, size),
+          fill: () => writeInput(recv, o, rank, size),
           run: () => comm.allreduce(recv, options),
-          wrong: () => wrongReducedIn(recv, o.op, size),
+          wrong: () => wrongReducedIn(recv, o, size),
         };
       }
-      const options = { op: o.op, out: recv, algorithm: o.algorithm };
+      const options = { op: o.op, out: recv, algorithm: o.algorithm, reproducible: o.reproducible };
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o, rank, size),
         run: () => comm.allreduce(send, options),
-        wrong: () => wrongReducedIn(recv, o.op, size),
+        wrong: () => wrongReducedIn(recv, o, size),
       };
     });
   },

@@ -32,7 +32,7 @@ export const ALLTOALL: PrimitiveSpec = {
       const options = { algorithm: o.algorithm };
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o, rank, size),
         run: () => comm.alltoall(send, recv, options),
         // Block q came from rank q: its send's block for this rank.
         wrong: () => wrongBlocks(recv, n, size, o, (q) => [q, rank * n]),

@@ -64,7 +64,7 @@ function sized(
     buffers: [send, recv],
     fill: async () => {
       await clear(recv);
-      await writeInput(send, o.op, rank, size);
+      await writeInput(send, o, rank, size);
     },
     run: () => comm.alltoallv(send, recv, options),
     // Block i came from rank i: its send's block for this rank.
@@ -72,7 +72,7 @@ function sized(
       let wrong = 0;
       for (let i = 0; i < size; i++) {
         const at = t.recvDispls[rank][i], n = recvCounts[i];
-        wrong += await wrongInputs(recv.subarray(at, at + n), o.op, i, size, t.sendDispls[i][rank]);
+        wrong += await wrongInputs(recv.subarray(at, at + n), o, i, size, t.sendDispls[i][rank]);
       }
       return wrong;
     },

@@ -25,9 +25,9 @@ export const BCAST: PrimitiveSpec = {
       const options = { root: o.root, algorithm: o.algorithm };
       return {
         buffers: [buf],
-        fill: () => rank === o.root ? writeInput(buf, o.op, rank, size) : clear(buf),
+        fill: () => rank === o.root ? writeInput(buf, o, rank, size) : clear(buf),
         run: () => comm.bcast(buf, options),
-        wrong: () => wrongInputs(buf, o.op, o.root, size),
+        wrong: () => wrongInputs(buf, o, o.root, size),
       };
     });
   },

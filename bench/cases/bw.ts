@@ -47,7 +47,7 @@ function streaming(name: "bw" | "bibw" | "mbwMr", bothWays: boolean): PrimitiveS
         return {
           buffers: [send, ...blocks],
           fill: async () => {
-            if (sends) await writeInput(send, o.op, rank, size);
+            if (sends) await writeInput(send, o, rank, size);
             for (const b of blocks) await clear(b);
           },
           run: bothWays
@@ -65,7 +65,7 @@ function streaming(name: "bw" | "bibw" | "mbwMr", bothWays: boolean): PrimitiveS
             },
           wrong: async () => {
             let wrong = 0;
-            for (const b of blocks) wrong += await wrongInputs(b, o.op, peer, size);
+            for (const b of blocks) wrong += await wrongInputs(b, o, peer, size);
             return wrong;
           },
         };

@@ -25,7 +25,7 @@ export const LATENCY: PrimitiveSpec = {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o, rank, size),
         run: starts
           ? async () => {
             await comm.send(send, peer);
@@ -35,7 +35,7 @@ export const LATENCY: PrimitiveSpec = {
             await comm.recv(recv, peer);
             await comm.send(send, peer);
           },
-        wrong: () => wrongInputs(recv, o.op, peer, size),
+        wrong: () => wrongInputs(recv, o, peer, size),
       };
     });
   },

@@ -22,25 +22,34 @@ export const REDUCE: PrimitiveSpec = {
     return prepared(comm, o, [sendBuf, recvBuf], (count, inPlace) => {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       if (inPlace) {
-        const options = { root: o.root, op: o.op, algorithm: o.algorithm };
+        const options = {
+          root: o.root,
+          op: o.op,
+          algorithm: o.algorithm,
+          reproducible: o.reproducible,
+        };
         return {
           buffers: [recv],
-          fill: () => writeInput(recv, o.op, rank, size),
+          fill: () => writeInput(recv, o, rank, size),
           run: () => comm.reduce(recv, options),
           wrong: () =>
-            rank === o.root
-              ? wrongReducedIn(recv, o.op, size)
-              : wrongInputs(recv, o.op, rank, size),
+            rank === o.root ? wrongReducedIn(recv, o, size) : wrongInputs(recv, o, rank, size),
         };
       }
-      const options = { root: o.root, op: o.op, out: recv, algorithm: o.algorithm };
+      const options = {
+        root: o.root,
+        op: o.op,
+        out: recv,
+        algorithm: o.algorithm,
+        reproducible: o.reproducible,
+      };
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o, rank, size),
         run: () => comm.reduce(send, options),
         wrong: async () =>
-          await wrongInputs(send, o.op, rank, size) +
-          (rank === o.root ? await wrongReducedIn(recv, o.op, size) : 0),
+          await wrongInputs(send, o, rank, size) +
+          (rank === o.root ? await wrongReducedIn(recv, o, size) : 0),
       };
     });
   },

@@ -18,14 +18,19 @@ function reduceScatterCase(v: boolean): PrimitiveSpec {
     prepare(comm, maxCount, o) {
       const { rank, size } = comm;
       return blockCase(comm, maxCount, o, false, rank, (n, send, recv) => {
-        const options = { op: o.op, algorithm: o.algorithm, recvCounts: equalCounts(n, size) };
+        const options = {
+          op: o.op,
+          algorithm: o.algorithm,
+          reproducible: o.reproducible,
+          recvCounts: equalCounts(n, size),
+        };
         return {
           buffers: [send, recv],
-          fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+          fill: () => clearRecvFillSend(send, recv, o, rank, size),
           run: v
             ? () => comm.reduceScatterv(send, recv, options)
             : () => comm.reduceScatter(send, recv, options),
-          wrong: () => wrongReducedIn(recv, o.op, size, rank * n),
+          wrong: () => wrongReducedIn(recv, o, size, rank * n),
         };
       });
     },

@@ -26,12 +26,12 @@ export const SENDRECV: PrimitiveSpec = {
       const send = head(sendBuf, count), recv = head(recvBuf, count);
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, o.op, rank, size),
+        fill: () => clearRecvFillSend(send, recv, o, rank, size),
         run: async () => {
           if (size === 1) return copy(send, recv);
           await Promise.all([comm.send(send, right), comm.recv(recv, left)]);
         },
-        wrong: () => wrongInputs(recv, o.op, size === 1 ? rank : left, size),
+        wrong: () => wrongInputs(recv, o, size === 1 ? rank : left, size),
       };
     });
   },

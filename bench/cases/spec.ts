@@ -38,6 +38,8 @@ export interface CaseOptions {
   memory: MemoryKind;
   /** Reduce op (`--op`); ignored by primitives without one. */
   op: ReduceOp;
+  /** Sums reproducibly (`--reproducible`): allreduce, reduce and the reduce-scatters' sum and avg. */
+  reproducible?: boolean;
   /** Root rank (`--root`); ignored by primitives without one. */
   root: number;
   /** An algorithm's name, or `auto`. */

@@ -4,7 +4,8 @@
  * @module
  */
 
-import type { BufferLike } from "../memory/comm_buffer.ts";
+import type { BufferLike, CommBuffer } from "../memory/comm_buffer.ts";
+import { bytesIn } from "../memory/extent.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { ReduceOptions } from "./options.ts";
@@ -27,6 +28,29 @@ export type AllreduceRun<B = TypedArray> = (
   op: KernelOp,
 ) => Completion;
 
+/**
+ * The `out` of a reproducible allreduce of several terms (`input` holds a whole number of terms of
+ * `out`'s length, apart from it); undefined for any other call.
+ */
+function stackedOutput(
+  args: ArgumentChecks,
+  input: CommBuffer,
+  options: ReduceOptions,
+): CommBuffer | undefined {
+  if (options.reproducible !== true || options.out === undefined) return undefined;
+  const output = args.buffer(options.out, "allreduce into");
+  if (output.length === input.length) return undefined;
+  args.pair(
+    input,
+    output,
+    output.length > 0 && input.length % output.length === 0,
+    "allreduce",
+    "out = input length, or a whole number of terms of out's length (reproducible)",
+  );
+  args.apart(output, input, "allreduce");
+  return output;
+}
+
 /** allreduce's spec. */
 export const ALLREDUCE = {
   name: "allreduce",
@@ -37,13 +61,18 @@ export const ALLREDUCE = {
   /** `buf` in place, or into `out`. */
   check(args: ArgumentChecks, buf: BufferLike, options: ReduceOptions): CheckedCall<"allreduce"> {
     const input = args.buffer(buf, "allreduce");
-    const output = args.output(input, options.out, "allreduce");
+    const op = args.op(options.op ?? "sum");
+    const output = stackedOutput(args, input, options) ??
+      args.output(input, options.out, "allreduce");
+    const reproducible = args.reproducible(options.reproducible, op, input, output.length);
     return {
       collective: "allreduce",
       buffers: [[input, false], [output, true]],
-      block: input,
-      op: args.op(options.op ?? "sum"),
+      block: output,
+      bytes: bytesIn(input),
+      op,
       algorithm: options.algorithm,
+      reproducible,
       keep: { kind: "allreduce", buf, options },
     };
   },

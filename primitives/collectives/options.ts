@@ -26,6 +26,13 @@ export interface ReduceOptions extends AlgorithmOptions {
   op?: ReduceOp;
   /** Out-of-place result buffer; when absent the input buffer is overwritten. */
   out?: BufferLike;
+  /**
+   * Sums (`sum`, `avg`) whose bits depend only on the terms, not on the algorithm, transport,
+   * rank order or rank count (docs/dtypes.md, "Reproducible sums"). An allreduce's `buf` may then
+   * hold several terms of `out`'s length one after another: this rank's share of the terms.
+   * @default {false}
+   */
+  reproducible?: boolean;
 }
 
 /** Options of rooted collectives. */

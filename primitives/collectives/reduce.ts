@@ -45,11 +45,13 @@ export const REDUCE = {
     const input = args.buffer(buf, "reduce");
     const isRoot = args.rank === root;
     const target = isRoot ? args.output(input, options.out, "reduce") : input;
+    const op = args.op(options.op ?? "sum");
     return {
       collective: "reduce",
       buffers: [[input, false], [target, isRoot]],
       block: input,
-      op: args.op(options.op ?? "sum"),
+      op,
+      reproducible: args.reproducible(options.reproducible, op, input, input.length),
       root,
       algorithm: options.algorithm,
       keep: { kind: "reduce", buf, options },

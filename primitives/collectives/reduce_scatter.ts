@@ -44,12 +44,14 @@ export const REDUCE_SCATTER = {
     const s = args.buffer(send, "reduceScatter"), r = args.buffer(recv, "reduceScatter into");
     args.pair(s, r, s.length === r.length * args.size, "reduceScatter", "send = size × recv");
     args.apart(r, s, "reduceScatter", args.rank, IN_PLACE.ownRecv);
+    const op = args.op(options.op ?? "sum");
     return {
       collective: "reduceScatter",
       buffers: [[s, false], [r, true]],
       block: r,
       bytes: bytesIn(s),
-      op: args.op(options.op ?? "sum"),
+      op,
+      reproducible: args.reproducible(options.reproducible, op, s, s.length),
       algorithm: options.algorithm,
     };
   },

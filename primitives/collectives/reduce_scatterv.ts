@@ -62,12 +62,14 @@ export const REDUCE_SCATTERV = {
       `send = the sum of recvCounts (${all}), recv = recvCounts[${args.rank}] (${mine})`,
     );
     args.apart(r, s, what, args.rank, IN_PLACE.ownRecv, into.displs[args.rank]);
+    const op = args.op(options.op ?? "sum");
     return {
       collective: "reduceScatterv",
       buffers: [[s, false], [r, true]],
       block: s,
       stampCount: all,
-      op: args.op(options.op ?? "sum"),
+      op,
+      reproducible: args.reproducible(options.reproducible, op, s, s.length),
       algorithm: options.algorithm,
       layout: { ...NO_LAYOUT, recvCounts: into.counts, recvDispls: into.displs },
     };

@@ -65,6 +65,16 @@ export interface ArgumentChecks {
   root(root: number, verb: string): number;
   /** A reduce op. */
   op(op: ReduceOp): ReduceOp;
+  /**
+   * Whether a call with `op` on `count` elements (of one term) of `buffer`'s dtype sums
+   * reproducibly, as `asked`: where sums are exact anyway (max, min, i32) the plain call is.
+   */
+  reproducible(
+    asked: boolean | undefined,
+    op: ReduceOp,
+    buffer: CommBuffer,
+    count: number,
+  ): boolean;
 }
 
 /**
@@ -99,6 +109,8 @@ export interface CheckedCall<C extends string = string> {
   algorithm?: string;
   /** A call on host buffers to keep (a loop of small collectives). */
   keep?: Keep;
+  /** Whether the call sums reproducibly (communicator/reproducible.ts). @default {false} */
+  reproducible?: boolean;
   /** With `avg`, whether this rank divides its output (a reduce's root only). @default {true} */
   divides?: boolean;
   /** The blocks of a call with per-rank counts. @default {NO_LAYOUT} */

@@ -6,6 +6,7 @@
  */
 
 import { MAX_TAG } from "./call_log.ts";
+import { isReproducible, planOf } from "../../kernels/reproducible.ts";
 import { type ArgumentChecks, IN_PLACE, type InPlaceForm } from "../collectives/spec.ts";
 import { CommBuffer, HostBuffer, ownerOf } from "../memory/comm_buffer.ts";
 import type { BufferLike } from "../memory/comm_buffer.ts";
@@ -184,6 +185,33 @@ export class CallArguments implements ArgumentChecks {
       throw new TypeError(`Unknown reduce op ${op}: expected one of ${REDUCE_OPS.join(", ")}`);
     }
     return op;
+  }
+
+  reproducible(
+    asked: boolean | undefined,
+    op: ReduceOp,
+    buffer: CommBuffer,
+    count: number,
+  ): boolean {
+    if (asked === undefined || asked === false) return false;
+    if (asked !== true) {
+      throw new TypeError(`reproducible must be true or false, not ${String(asked)}`);
+    }
+    if (op === "prod") {
+      throw new RangeError(
+        "Cannot multiply reproducibly: reproducible takes sum and avg (max and min are exact)",
+      );
+    }
+    // Exact anyway: the plain call is reproducible.
+    if (op === "max" || op === "min" || !isReproducible(buffer.dtype) || count === 0) return false;
+    const most = MAX_BYTES / (8 * planOf(buffer.dtype, count).width);
+    if (count > most) {
+      throw new RangeError(
+        `Cannot sum ${count} × ${buffer.dtype} reproducibly: at most ${most} elements ` +
+          `(their accumulators are 2^30 bytes)`,
+      );
+    }
+    return true;
   }
 }
 

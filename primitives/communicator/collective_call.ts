@@ -9,6 +9,7 @@ import { type AlgorithmOf, onHost } from "../collectives/algorithm.ts";
 import {
   type CollectiveName,
   COLLECTIVES,
+  type ReducingName,
   type Signatures,
 } from "../collectives/collective_table.ts";
 import { type CheckedCall, NO_LAYOUT } from "../collectives/spec.ts";
@@ -18,6 +19,7 @@ import type { KernelOp, ReduceOp, TypedArray } from "../types.ts";
 import type { PlannedCall } from "./collective_runner.ts";
 import { type Averaging, exactMeanOnDevice, exactMeanOnHost } from "./exact_mean.ts";
 import { DEVICE, HOST, type OperandSide } from "./operands.ts";
+import { reproducibleOnDevice, reproducibleOnHost } from "./reproducible.ts";
 import { callStamp } from "./stamp.ts";
 
 export type { CheckedCall };
@@ -33,7 +35,16 @@ export function planCall<C extends CollectiveName>(
 } {
   const { collective, op = "sum", root = 0, layout = NO_LAYOUT } = call;
   const count = call.stampCount ?? call.block.length;
-  const stamp = callStamp(collective, call.block.dtype, count, op, root, picked.index);
+  const reproducible = call.reproducible ?? false;
+  const stamp = callStamp(
+    collective,
+    call.block.dtype,
+    count,
+    op,
+    root,
+    picked.index,
+    reproducible,
+  );
   const spec = COLLECTIVES[collective], kop = kernelOp(op);
   const divides = op === "avg" && (call.divides ?? true);
   const made = <B>(side: OperandSide<B>, run: Signatures<B>[C]): PlannedCall<B> => ({
@@ -44,6 +55,19 @@ export function planCall<C extends CollectiveName>(
     alone: collective === "bcast" ? undefined : side.copy,
     after: divides ? (_, out) => side.divide(out, size) : undefined,
   });
+  // A reproducible sum travels as exact f64 accumulators (reproducible.ts).
+  if (reproducible) {
+    const c = collective as ReducingName, avg = op === "avg";
+    return onHost(picked)
+      ? {
+        onHost: true,
+        call: { stamp, side: HOST, ...reproducibleOnHost(c, picked.run, root, layout, avg) },
+      }
+      : {
+        onHost: false,
+        call: { stamp, side: DEVICE, ...reproducibleOnDevice(c, root, layout, avg) },
+      };
+  }
   // An i32 average is the truncated true mean, never the mean of a wrapped sum (exact_mean.ts).
   const averaging = op === "avg" && call.block.dtype === "i32" && size > 1;
   if (averaging) {

@@ -35,8 +35,8 @@ export interface PlannedCall<B> {
   side: OperandSide<B>;
   /** Runs the algorithm on the operands (more than one rank). */
   run(ctx: CollectiveContext, a: B, b: B): Completion;
-  /** What the call does on one rank instead. */
-  alone?(a: B, b: B): void;
+  /** What the call does on one rank instead (a reproducible sum may wait on its device). */
+  alone?(a: B, b: B): Completion;
   /** After the algorithm, on this rank (avg's division). */
   after?(a: B, b: B): void;
 }
@@ -131,15 +131,16 @@ export class CollectiveRunner {
 
   /**
    * Runs the kept call of `kind` again if this one repeats it: the same buffer (of the same length)
-   * and the same `out`, `op`, `root` and `algorithm`. Otherwise `undefined`.
+   * and the same `out`, `op`, `root`, `algorithm` and `reproducible`. Otherwise `undefined`.
    */
   repeat(kind: Keep["kind"], buf: BufferLike, o: Keep["options"]): Promise<void> | undefined {
     const r = this.#kept[kind];
     if (r === undefined || r.buf !== buf || r.length !== buf.length) return undefined;
     const k = r.options;
-    if (k.out !== o.out || k.op !== o.op || k.root !== o.root || k.algorithm !== o.algorithm) {
-      return undefined;
-    }
+    if (
+      k.out !== o.out || k.op !== o.op || k.root !== o.root || k.algorithm !== o.algorithm ||
+      k.reproducible !== o.reproducible
+    ) return undefined;
     return this.#rerun(r);
   }
 
@@ -165,10 +166,10 @@ export class CollectiveRunner {
     }
     if (keep && this.#size > 1 && !call.after) {
       // The options as they are now: the caller may change its object later.
-      const { out, op, root, algorithm } = keep.options;
+      const { out, op, root, algorithm, reproducible } = keep.options;
       this.#kept[keep.kind] = {
         ...keep,
-        options: { out, op, root, algorithm },
+        options: { out, op, root, algorithm, reproducible },
         length: keep.buf.length,
         call,
         ops: views,
@@ -263,7 +264,11 @@ export class CollectiveRunner {
     const a = ops[0], b = ops[1];
     try {
       if (this.#size === 1) {
-        call.alone?.(a, b);
+        const solo = call.alone?.(a, b);
+        if (solo) {
+          const leave = () => this.#inFlight.leave(entry);
+          return solo.then(() => call.after?.(a, b)).finally(leave);
+        }
         call.after?.(a, b);
         this.#inFlight.leave(entry);
         return DONE;

@@ -21,6 +21,7 @@ import type { RankMemory } from "../memory/rank_memory.ts";
 import { pickAlgorithm, pickHostAlgorithm } from "../auto.ts";
 import { HOST } from "./operands.ts";
 import { InFlight } from "./in_flight.ts";
+import { accumulatorBytes } from "./reproducible.ts";
 import type {
   AlgorithmOptions,
   AllocOptions,
@@ -553,7 +554,9 @@ export class Communicator implements AsyncDisposable {
       const call = check();
       const [[input], [output]] = call.buffers;
       const side = this.#args.side(input, output);
-      const bytes = call.bytes ?? bytesIn(call.block);
+      const bytes = call.reproducible
+        ? accumulatorBytes(call.collective, input, call.block)
+        : call.bytes ?? bytesIn(call.block);
       const picked = this.#pick(call.collective, call.algorithm, bytes, side);
       this.#ran[call.collective] = picked.name;
       const planned = planCall(picked, call, this.size);

@@ -40,11 +40,14 @@ export interface CallShape {
   root: number;
   /** Index of the algorithm in the collective's registry table; 0 where there is none. */
   algorithm: number;
+  /** Whether the call sums reproducibly (kernels/reproducible.ts). */
+  reproducible: boolean;
 }
 
 // Low 23 bits: kind (4), op and dtype together (5: op × 5 + dtype, 25 of 32 codes), root (10),
 // algorithm (4); above them the count, so that 2^29 half-precision elements stay below 2^53.
-const LOW = 2 ** 23;
+// A reproducible call (of at most 2^27 elements, at least one) adds 2^52: above any other stamp.
+const LOW = 2 ** 23, REPRODUCIBLE = 2 ** 52;
 const codes = <T extends string>(list: readonly T[]) =>
   Object.fromEntries(list.map((v, i) => [v, i])) as Record<T, number>;
 const KIND_CODE = codes(KINDS), OP_CODE = codes(REDUCE_OPS), DTYPE_CODE = codes(DTYPES);
@@ -61,18 +64,21 @@ export function callStamp(
   op: ReduceOp,
   root: number,
   algorithm: number,
+  reproducible = false,
 ): number {
-  return count * LOW +
+  return (reproducible ? REPRODUCIBLE : 0) + count * LOW +
     (KIND_CODE[kind] | (OP_CODE[op] * D + DTYPE_CODE[dtype]) << 4 | root << 9 | algorithm << 19);
 }
 
 /** {@linkcode callStamp} of a shape. */
 export function stampOf(s: CallShape): number {
-  return callStamp(s.kind, s.dtype, s.count, s.op, s.root, s.algorithm);
+  return callStamp(s.kind, s.dtype, s.count, s.op, s.root, s.algorithm, s.reproducible);
 }
 
 /** Unpacks a stamp. */
 export function shapeOf(stamp: number): CallShape {
+  const reproducible = stamp >= REPRODUCIBLE + LOW;
+  if (reproducible) stamp -= REPRODUCIBLE;
   const low = stamp % LOW;
   return {
     kind: KINDS[low & 15] ?? "p2p",
@@ -81,6 +87,7 @@ export function shapeOf(stamp: number): CallShape {
     root: (low >> 9) & 1023,
     algorithm: (low >> 19) & 15,
     count: Math.floor(stamp / LOW),
+    reproducible,
   };
 }
 
@@ -98,6 +105,7 @@ export function describeStamp(
   const spec = COLLECTIVES[s.kind];
   const parts = [
     ...(spec.reduces ? [s.op] : []),
+    ...(s.reproducible ? ["reproducible"] : []),
     `${s.count} × ${s.dtype}`,
     ...(spec.rooted ? [`root ${s.root}`] : []),
     algorithmName(s.kind, s.algorithm) ?? `algorithm ${s.algorithm}`,

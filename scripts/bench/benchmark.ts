@@ -74,7 +74,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       csv: plan.csv,
       json: plan.json,
       counts: plan.sweep.counts,
-      metadata: { ...out.metadata, limits: bounds },
+      metadata: { ...out.metadata, limits: bounds, reproducible: plan.sweep.reproducible ?? false },
       bounds,
     },
   };

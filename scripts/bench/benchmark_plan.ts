@@ -112,6 +112,11 @@ export const BENCHMARK_FLAGS = defineFlags({
     choices: TIMINGS,
     default: "back-to-back",
   },
+  reproducible: {
+    help: "sum bits that depend only on the inputs, not the algorithm, transport or rank order " +
+      "(allreduce, reduce, reduce_scatter(v); sum and avg of f32, f64, f16, bf16; docs/dtypes.md)",
+    kind: "switch",
+  },
   "out-of-place-only": {
     help: "time only the out-of-place form (by default the in-place form of allreduce, reduce, " +
       "allgather, reduce_scatter, gather and scatter is timed too, as nccl-tests does)",
@@ -230,6 +235,7 @@ export function planRun(
     touch: v.touch,
     inPlace: !v["out-of-place-only"],
     window: v.window,
+    reproducible: v.reproducible,
     traffic: trafficFor(primitive, v, procs),
   }, {
     field: (name) => `--${name}`,
