@@ -45,6 +45,8 @@ export {
 export type { RankOutcome } from "./primitives/errors.ts";
 export type { Dtype, MemoryKind, ReduceOp } from "./primitives/types.ts";
 export { fromBf16, toBf16 } from "./kernels/elements.ts";
+export { MAX_TERMS, reproducibleSum } from "./kernels/reproducible.ts";
+export type { ReproducibleDtype } from "./kernels/reproducible.ts";
 export type { WebTransportName } from "./primitives/registry.ts";
 export {
   launchWebGroup as launchGroup,

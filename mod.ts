@@ -29,9 +29,11 @@ export {
   GpuBuffer,
   HostBuffer,
   ManagedBuffer,
+  MAX_TERMS,
   MismatchError,
   PeerFailedError,
   RankFailedError,
+  reproducibleSum,
   toBf16,
 } from "./core.ts";
 export type {
@@ -45,6 +47,7 @@ export type {
   RankOutcome,
   ReduceOp,
   ReduceOptions,
+  ReproducibleDtype,
   RootOptions,
   TagOptions,
 } from "./core.ts";

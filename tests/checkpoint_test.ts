@@ -37,11 +37,13 @@ async function until(what: () => boolean, ms = 60_000): Promise<void> {
   }
 }
 
-// bf16 gradients with error feedback: the residual each rank carries is checkpointed too.
+// bf16 gradients with error feedback: the residual each rank carries is checkpointed too;
+// reproducible gradients sum every batch.
 const RUNS: [string, string[]][] = [
   ["allreduce", []],
   ["local-sgd", []],
   ["allreduce", ["--grad-dtype", "bf16", "--error-feedback"]],
+  ["allreduce", ["--reproducible", "--sync-every", "1"]],
 ];
 for (const [sync, extra] of RUNS) {
   Deno.test(`checkpoint: a run killed mid-epoch and resumed equals one never stopped, bit for bit: ${sync} ${extra.join(" ")}`, async () => {

@@ -49,6 +49,13 @@ Deno.test("train: every bad flag value is refused with what is accepted", async 
       /--memory managed: the gradients are rounded on the host/,
     ],
     [["--error-feedback"], /--error-feedback is not accepted with --grad-dtype f32/],
+    [
+      ["--reproducible", "--sync", "local-sgd", "--procs", "2"],
+      /--reproducible is not accepted with --sync local-sgd: it sums gradients/,
+    ],
+    [["--reproducible", "--sync-every", "4"], /--sync-every 4: it sums each batch's rows/],
+    [["--reproducible", "--grad-dtype", "bf16"], /--grad-dtype bf16: its sums are rounded once/],
+    [["--reproducible", "--memory", "managed"], /--memory managed: its sums are made on the host/],
   ];
   for (const [argv, message] of cases) {
     await assertRejects(() => plan(argv), { name: "UsageError", message });

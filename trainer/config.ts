@@ -65,6 +65,11 @@ export interface TrainConfig<T extends string = string> {
   gradDtype: GradDtype;
   /** With a half-precision `gradDtype`: carry each rank's rounding error into its next step. */
   errorFeedback: boolean;
+  /**
+   * Gradients whose bits depend only on the global batch, not on the ranks sharing it, the
+   * transport or the algorithm (allreduce every batch, on the CPU: sync/reproducible.ts).
+   */
+  reproducible: boolean;
   /** Where the model computes. */
   device: Device;
   /** Seed of the parameters and the data order. */

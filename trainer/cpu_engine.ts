@@ -29,6 +29,8 @@ export interface CpuEngineOptions {
   kernels?: "wasm" | "js";
   /** The memory holding the data set's images, which `gather` reads. */
   data: WebAssembly.Memory;
+  /** Leaves the weights' gradients to a reproducible sum (sync/reproducible.ts). */
+  reproducible?: boolean;
 }
 
 const zero = (): Score => ({ loss: 0, correct: 0, rows: 0 });
@@ -63,7 +65,12 @@ export class CpuEngine implements Engine {
       const a = this.#heap.alloc("f32", n) as Float32Array;
       this.#owned.push(a);
       return a;
-    }, { activation: options.activation, rows: options.rows, momentum: options.momentum !== 0 });
+    }, {
+      activation: options.activation,
+      rows: options.rows,
+      momentum: options.momentum !== 0,
+      reproducible: options.reproducible,
+    });
     this.optimizerState = new HostBuffer(this.model.velocity);
     const slab = (local: Float32Array) => {
       const here = new HostBuffer(local, "shared");

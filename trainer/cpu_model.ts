@@ -33,24 +33,26 @@ export function linearForward(
 }
 
 /**
- * dweight (I×O) (+)= inpᵀ·dout, dbias (O) (+)= Σ rows of dout, and, unless `dinp` is undefined
- * (the first layer), dinp (B×I) = dout·weightᵀ.
+ * Unless `weights` is undefined, its dweight (I×O) (+)= inpᵀ·dout and dbias (O) (+)= Σ rows of
+ * dout (added to when `accumulate`); unless `dinp` is undefined (the first layer), dinp (B×I) =
+ * dout·weightᵀ.
  */
 export function linearBackward(
   k: MlpKernels,
   dinp: Float32Array | undefined,
-  dweight: Float32Array,
-  dbias: Float32Array,
+  weights: { dweight: Float32Array; dbias: Float32Array; accumulate: boolean } | undefined,
   dout: Float32Array,
   inp: Float32Array,
   weight: Float32Array,
   B: number,
   I: number,
   O: number,
-  accumulate: boolean,
 ): void {
-  k.gemm(dweight, inp, dout, I, O, B, { transA: true, accumulate });
-  k.colsum(dbias, dout, B, accumulate);
+  if (weights) {
+    const { dweight, dbias, accumulate } = weights;
+    k.gemm(dweight, inp, dout, I, O, B, { transA: true, accumulate });
+    k.colsum(dbias, dout, B, accumulate);
+  }
   if (dinp) k.gemm(dinp, dout, weight, B, I, O, { transB: true });
 }
 
@@ -116,6 +118,11 @@ export interface CpuModelOptions {
   rows: number;
   /** Keeps a momentum buffer. */
   momentum: boolean;
+  /**
+   * Leaves the weight and bias gradients to a reproducible sum of the rows' terms
+   * (sync/reproducible.ts): a step computes the layers' output gradients, unscaled by the rows.
+   */
+  reproducible?: boolean;
 }
 
 /**
@@ -134,6 +141,7 @@ export class CpuModel {
   /** The batch's labels, filled by the caller. */
   readonly labels: Uint8Array;
   readonly #activation: Activation;
+  readonly #reproducible: boolean;
   /** Each layer's output (rows × O); the last is the logits. */
   readonly #acts: Float32Array[];
   /** Each layer's output gradient (rows × O); the last holds softmax's probabilities first. */
@@ -148,6 +156,7 @@ export class CpuModel {
     this.layout = layout;
     this.kernels = kernels;
     this.#activation = options.activation;
+    this.#reproducible = options.reproducible ?? false;
     this.params = alloc(layout.size);
     this.grads = alloc(layout.size);
     this.velocity = alloc(options.momentum ? layout.size : 0);
@@ -198,22 +207,27 @@ export class CpuModel {
     const last = layout.layers.length - 1;
     const score = this.evaluate(rows);
     const dlogits = this.#dacts[last];
-    softmaxCrossEntropyBackward(dlogits, dlogits, this.labels, rows, layout.outputs, 1 / rows);
+    const scale = this.#reproducible ? 1 : 1 / rows;
+    softmaxCrossEntropyBackward(dlogits, dlogits, this.labels, rows, layout.outputs, scale);
     for (let l = last; l >= 0; l--) {
       const s = layout.layers[l];
       const dinp = l > 0 ? this.#dacts[l - 1] : undefined;
+      // Reproducibly, the weights' gradients are the rows' sum, made elsewhere.
+      const weights = this.#reproducible ? undefined : {
+        dweight: layout.weight(this.grads, l),
+        dbias: layout.bias(this.grads, l),
+        accumulate,
+      };
       linearBackward(
         k,
         dinp,
-        layout.weight(this.grads, l),
-        layout.bias(this.grads, l),
+        weights,
         this.#dacts[l],
         l === 0 ? this.input : this.#acts[l - 1],
         layout.weight(this.params, l),
         rows,
         s.inputs,
         s.outputs,
-        accumulate,
       );
       ready?.(l);
       if (!dinp) continue;
@@ -223,6 +237,14 @@ export class CpuModel {
       else sigmoidBackward(dinp, out, n);
     }
     return score;
+  }
+
+  /**
+   * Layer `l`'s factors of the last step: its input (rows × I) and its output gradient
+   * (rows × O), whose rows' products are its weight gradient's terms.
+   */
+  factors(l: number): { input: Float32Array; output: Float32Array } {
+    return { input: l === 0 ? this.input : this.#acts[l - 1], output: this.#dacts[l] };
   }
 
   /** One SGD step on the gradients times `scale` (1/K after K accumulated batches). */

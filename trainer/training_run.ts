@@ -10,6 +10,7 @@
 import type { Communicator } from "../core.ts";
 import { simdPeakGflops } from "../kernels/mod.ts";
 import { HalfPrecisionHook } from "./sync/compression.ts";
+import { ReproducibleGradients } from "./sync/reproducible.ts";
 import type { TrainConfig } from "./config.ts";
 import { CpuEngine } from "./cpu_engine.ts";
 import type { Engine, Score } from "./engine.ts";
@@ -117,6 +118,7 @@ export async function createEngine(
     lr: config.lr,
     momentum: config.momentum,
     memory: config.memory,
+    reproducible: config.reproducible,
   };
   return config.device === "gpu"
     ? await GpuEngine.create(comm, layout, options)
@@ -184,6 +186,9 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     engine.grads.comm.memory as "host" | "shared",
     config.errorFeedback,
   );
+  const reproducible = config.reproducible && engine instanceof CpuEngine
+    ? new ReproducibleGradients(comm, engine.model)
+    : undefined;
   const checkpointer = io.checkpoints?.(engine, halfPrecision?.residual);
   const rows: EpochRow[] = [];
   let epoch = 0;
@@ -203,6 +208,7 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     staleness: { pushes: 0, total: 0, max: 0 },
     allreduceCalls: 0,
     halfPrecision,
+    reproducible,
   };
   const computing = strategy.computing(comm.size).length;
   const run: RankRun = {
@@ -239,6 +245,7 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     return { summary: comm.rank === 0 ? summary : undefined, params };
   } finally {
     halfPrecision?.dispose();
+    reproducible?.dispose();
     engine.dispose();
   }
 }

@@ -78,6 +78,7 @@ export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
     psMode: c.psMode,
     gradDtype: c.gradDtype,
     errorFeedback: c.errorFeedback,
+    reproducible: c.reproducible,
     batch: c.batch,
     lr: c.lr,
     momentum: c.momentum,

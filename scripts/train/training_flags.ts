@@ -98,6 +98,12 @@ export const TRAIN_FLAGS = defineFlags({
       "its next ones",
     kind: "switch",
   },
+  reproducible: {
+    help:
+      "allreduce every batch on the CPU: gradients, and so weights, whose bits depend only on " +
+      "the global batch, not on the ranks sharing it, the transport or the algorithm",
+    kind: "switch",
+  },
   device: {
     help: `where the model computes: ${DEVICES.join(", ")}`,
     kind: "choice",

@@ -5,6 +5,7 @@
  */
 
 import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
+import { MAX_REPRODUCIBLE_ROWS } from "../../trainer/sync/reproducible.ts";
 import { type CheckpointOptions, type TrainConfig } from "../../trainer/config.ts";
 import { META_FILES, readCheckpoint } from "../../deno/mod.ts";
 import { DataError, type Mnist, MNIST_CLASSES } from "../../trainer/mnist.ts";
@@ -95,6 +96,13 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
   );
   // The data last: reading it takes a moment, and every cheaper mistake is reported first.
   const { mnist, ...samples } = await planData(v, data, model.layers, sync.computing);
+  if (sync.reproducible && samples.batch * sync.computing > MAX_REPRODUCIBLE_ROWS) {
+    throw new UsageError(
+      `--batch ${samples.batch} is not accepted with --reproducible: a global batch of ` +
+        `${samples.batch * sync.computing} is more than the ${MAX_REPRODUCIBLE_ROWS} rows its ` +
+        "sums hold exactly",
+    );
+  }
   const { computing: _, ...syncing } = sync;
   const config: TrainConfig<TransportName> = {
     procs,
@@ -169,10 +177,20 @@ function planSync(v: TrainFlags, procs: number, memory: TrainConfig["memory"]) {
   if (psMode !== "sync" && sync !== "ps") {
     throw new UsageError(`--ps-mode ${psMode} is not accepted: it applies to --sync ps`);
   }
-  const errorFeedback = v["error-feedback"];
+  const errorFeedback = v["error-feedback"], reproducible = v.reproducible;
   checkGradDtype(gradDtype, errorFeedback, sync, memory);
+  if (reproducible) checkReproducible(v, memory);
   const bucketBytes = Math.round(v["bucket-mb"] * 2 ** 20);
-  return { sync, computing, syncEvery, psMode, bucketBytes, gradDtype, errorFeedback };
+  return {
+    sync,
+    computing,
+    syncEvery,
+    psMode,
+    bucketBytes,
+    gradDtype,
+    errorFeedback,
+    reproducible,
+  };
 }
 
 /** The model and its optimisation: `--layers`, `--act`, `--epochs`, `--lr`, `--momentum`, `--seed`. */
@@ -224,6 +242,25 @@ async function planData(
 /** A count flag checked against what the data holds (from 1 to `max`), if given. */
 function atMost(flag: string, count: number | undefined, max: number): number | undefined {
   return count === undefined ? undefined : integer(flag, String(count), 1, max);
+}
+
+/** `--reproducible`, checked against what it applies to (one line each: what it needs). */
+function checkReproducible(v: TrainFlags, memory: TrainConfig["memory"]): void {
+  const needs = (flag: string, why: string) =>
+    new UsageError(`--reproducible is not accepted with ${flag}: ${why}`);
+  if (v.sync !== "allreduce") {
+    throw needs(`--sync ${v.sync}`, "it sums gradients (--sync allreduce)");
+  }
+  if (v["sync-every"] !== 1) {
+    throw needs(`--sync-every ${v["sync-every"]}`, "it sums each batch's rows (--sync-every 1)");
+  }
+  if (v["grad-dtype"] !== "f32") {
+    throw needs(`--grad-dtype ${v["grad-dtype"]}`, "its sums are rounded once, to f32");
+  }
+  if (v.device !== "cpu") throw needs(`--device ${v.device}`, "its sums are f64 (WGSL has none)");
+  if (memory !== "host" && memory !== "shared") {
+    throw needs(`--memory ${memory}`, "its sums are made on the host (--memory shared or host)");
+  }
 }
 
 /** `--grad-dtype` and `--error-feedback`, checked against the strategy and the slabs' memory. */
@@ -316,7 +353,7 @@ export function describeTraining(plan: TrainPlan): string[] {
     ? "every batch"
     : `every ${c.syncEvery} batches`;
   const half = c.gradDtype === "f32"
-    ? ""
+    ? (c.reproducible ? ", reproducible gradients" : "")
     : `, gradients in ${c.gradDtype}${c.errorFeedback ? " with error feedback" : ""}`;
   const how = c.sync === "ps" ? `ps (${c.psMode}), pushes ${every}` : `${c.sync} ${every}${half}`;
   const train = c.trainSamples ?? plan.mnist.train.count,

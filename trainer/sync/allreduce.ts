@@ -87,6 +87,17 @@ export const allreduceStrategy: Strategy = {
         pending.push(reduceBucket(ctx, bucket));
         watch.lap("comm");
       };
+      if (ctx.reproducible) {
+        // Every batch: the global batch's sums, the update their mean over its rows.
+        engine.trainStep(false);
+        await ctx.reproducible.sync(shard.batch, (what) => watch.lap(what));
+        engine.update(1 / (shard.batch * comm.size));
+        accumulated = 0;
+        ctx.progress(step + 1, shard.steps);
+        const saving = ctx.stepDone(step + 1, shard.steps, { clean: true });
+        if (saving) await saving;
+        continue;
+      }
       engine.trainStep(accumulated > 1, sync && comm.size > 1 ? ready : undefined);
       watch.lap("compute");
       if (sync) {

@@ -10,6 +10,7 @@ import { epochShard, type Shard } from "../data.ts";
 import type { Engine } from "../engine.ts";
 import type { ImageSet } from "../mnist.ts";
 import type { HalfPrecisionHook } from "./compression.ts";
+import type { ReproducibleGradients } from "./reproducible.ts";
 
 /** How often to synchronise: every K batches, or once at the end of each epoch. */
 export type SyncEvery = number | "epoch";
@@ -85,6 +86,8 @@ export interface StrategyContext {
   allreduceCalls: number;
   /** `--grad-dtype f16|bf16`: gradients travel in half precision through this hook. */
   halfPrecision?: HalfPrecisionHook;
+  /** `--reproducible`: the gradients are the global batch's reproducible sums, made here. */
+  reproducible?: ReproducibleGradients;
 }
 
 /** A synchronisation strategy. */
