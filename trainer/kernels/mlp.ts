@@ -57,6 +57,16 @@ interface Exports {
   relu_mask(d: number, a: number, n: number): void;
   gather_u8(dst: number, src: number, rows: number, count: number, pixels: number): void;
   colsum(dst: number, src: number, rows: number, cols: number, flags: number): void;
+  rounded_products(
+    sums: number,
+    a: number,
+    d: number,
+    inv: number,
+    md: number,
+    rows: number,
+    ni: number,
+    no: number,
+  ): void;
   sgd(p: number, g: number, v: number, n: number, lr: number, mu: number, scale: number): void;
 }
 
@@ -179,6 +189,27 @@ export class WasmMlpKernels implements MlpKernels {
   reluBackward(d: Float32Array, a: Float32Array): void {
     this.#check(d, a);
     this.#k.relu_mask(d.byteOffset, a.byteOffset, d.length);
+  }
+
+  roundedProducts(
+    sums: Float64Array,
+    a: Float32Array,
+    d: Float32Array,
+    inverse: Float64Array,
+    rounders: Float64Array,
+    rows: number,
+  ): void {
+    this.#check(sums, a, d, inverse, rounders);
+    this.#k.rounded_products(
+      sums.byteOffset,
+      a.byteOffset,
+      d.byteOffset,
+      inverse.byteOffset,
+      rounders.byteOffset,
+      rows,
+      inverse.length,
+      rounders.length,
+    );
   }
 
   colsum(dst: Float32Array, src: Float32Array, rows: number, accumulate = false): void {

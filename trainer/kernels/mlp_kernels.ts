@@ -44,6 +44,19 @@ export interface MlpKernels {
   gather(input: Float32Array, from: PixelSource, rows: Uint32Array): void;
   /** ReLU's backward: `d[i] = 0` wherever `a[i] ≤ 0` (a: the layer's output). */
   reluBackward(d: Float32Array, a: Float32Array): void;
+  /**
+   * The reproducible gradient's terms (sync/reproducible.ts): `sums[i·O + o] +=` Σ over the
+   * rows of `((a[r, i]·inverse[i])·d[r, o] + rounders[o]) − rounders[o]`, a's zeros skipped
+   * (every sum exact: the same bits in any implementation).
+   */
+  roundedProducts(
+    sums: Float64Array,
+    a: Float32Array,
+    d: Float32Array,
+    inverse: Float64Array,
+    rounders: Float64Array,
+    rows: number,
+  ): void;
   /** `dst[j] = Σᵢ src[i, j]` over a rows × dst.length matrix (+ dst when accumulating). */
   colsum(dst: Float32Array, src: Float32Array, rows: number, accumulate?: boolean): void;
   /**

@@ -35,6 +35,19 @@ export const MLP_REFERENCE: MlpKernels = {
   reluBackward(d, a) {
     for (let i = 0; i < d.length; i++) if (!(a[i] > 0)) d[i] = 0;
   },
+  roundedProducts(sums, a, d, inverse, rounders, rows) {
+    const I = inverse.length, O = rounders.length;
+    for (let r = 0; r < rows; r++) {
+      for (let i = 0; i < I; i++) {
+        const x = a[r * I + i];
+        if (x === 0) continue;
+        const xs = x * inverse[i];
+        for (let o = 0; o < O; o++) {
+          sums[i * O + o] += (xs * d[r * O + o] + rounders[o]) - rounders[o];
+        }
+      }
+    }
+  },
   colsum(dst, src, rows, accumulate = false) {
     const cols = dst.length;
     for (let j = 0; j < cols; j++) {

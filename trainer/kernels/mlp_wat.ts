@@ -21,6 +21,8 @@
  * - `relu_mask(d, a, n)`: d[i] = a[i] > 0 ? d[i] : 0 (ReLU's backward).
  * - `colsum(dst, src, rows, cols, flags)`: dst[j] = Σᵢ src[i, j] (a bias gradient); flags: 2
  *   accumulate.
+ * - `rounded_products(sums, a, d, inverse, rounders, rows, ni, no)`: the reproducible gradient's
+ *   terms, rounded and summed into f64 `sums` (ni × no), two columns at a time.
  * - `gather_u8(dst, src, rows, count, pixels)`: for each of `count` row numbers (u32 at `rows`),
  *   `pixels` bytes of `data.mem` at `src + row·pixels`, as floats divided by 255, to `dst`.
  * - `sgd(p, g, v, n, lr, momentum, scale)`: PyTorch's SGD on a gradient scaled by `scale` (which
@@ -352,6 +354,51 @@ const COLSUM = `
       (local.set $j (i32.add (local.get $j) (i32.const 1)))
       (br $sloop))))`;
 
+/**
+ * The reproducible gradient's terms (sync/reproducible.ts), two columns at a time in f64:
+ * sums[i·O + o] += Σ_r ((a[r, i]·inverse[i])·d[r, o] + rounders[o]) − rounders[o], rows whose a is
+ * zero skipped; every operation exact but the one rounding the adds and subtracts make.
+ */
+const ROUNDED_PRODUCTS = `
+  (func (export "rounded_products") (param $sums i32) (param $a i32) (param $d i32) (param $inv i32) (param $md i32) (param $rows i32) (param $ni i32) (param $no i32)
+    (local $r i32) (local $i i32) (local $o i32) (local $x f64) (local $xs v128) (local $w i32)
+    (local $drow i32) (local $m v128) (local $t v128) (local $pairs i32)
+    (local.set $pairs (i32.and (local.get $no) (i32.const -2)))
+    (block $rdone (loop $rloop
+      (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $drow (i32.add (local.get $d) (i32.shl (i32.mul (local.get $r) (local.get $no)) (i32.const 2))))
+      (local.set $i (i32.const 0))
+      (block $idone (loop $iloop
+        (br_if $idone (i32.ge_u (local.get $i) (local.get $ni)))
+        (local.set $x (f64.promote_f32 (f32.load (i32.add (local.get $a)
+          (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ni)) (local.get $i)) (i32.const 2))))))
+        (if (f64.ne (local.get $x) (f64.const 0)) (then
+          (local.set $x (f64.mul (local.get $x) (f64.load (i32.add (local.get $inv) (i32.shl (local.get $i) (i32.const 3))))))
+          (local.set $xs (f64x2.splat (local.get $x)))
+          (local.set $w (i32.add (local.get $sums) (i32.shl (i32.mul (local.get $i) (local.get $no)) (i32.const 3))))
+          (local.set $o (i32.const 0))
+          (block $odone (loop $oloop
+            (br_if $odone (i32.ge_u (local.get $o) (local.get $pairs)))
+            (local.set $m (v128.load (i32.add (local.get $md) (i32.shl (local.get $o) (i32.const 3)))))
+            (local.set $t (f64x2.sub (f64x2.add (f64x2.mul (local.get $xs)
+              (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $drow) (i32.shl (local.get $o) (i32.const 2))))))
+              (local.get $m)) (local.get $m)))
+            (v128.store (i32.add (local.get $w) (i32.shl (local.get $o) (i32.const 3)))
+              (f64x2.add (v128.load (i32.add (local.get $w) (i32.shl (local.get $o) (i32.const 3)))) (local.get $t)))
+            (local.set $o (i32.add (local.get $o) (i32.const 2)))
+            (br $oloop)))
+          (if (i32.lt_u (local.get $o) (local.get $no)) (then
+            (f64.store (i32.add (local.get $w) (i32.shl (local.get $o) (i32.const 3)))
+              (f64.add (f64.load (i32.add (local.get $w) (i32.shl (local.get $o) (i32.const 3))))
+                (f64.sub (f64.add (f64.mul (local.get $x)
+                  (f64.promote_f32 (f32.load (i32.add (local.get $drow) (i32.shl (local.get $o) (i32.const 2))))))
+                  (f64.load (i32.add (local.get $md) (i32.shl (local.get $o) (i32.const 3)))))
+                  (f64.load (i32.add (local.get $md) (i32.shl (local.get $o) (i32.const 3)))))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $iloop)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $rloop))))`;
+
 /** Bytes to floats / 255 (exactly rounded, like the JS reference's table), 16 bytes at a time. */
 const GATHER = `
   (func (export "gather_u8") (param $dst i32) (param $src i32) (param $rows i32) (param $count i32) (param $pixels i32)
@@ -474,6 +521,7 @@ ${
 ${gemmPacked(build)}
 ${RELU_MASK}
 ${COLSUM}
+${ROUNDED_PRODUCTS}
 ${GATHER}
 ${sgd(build)}
 )\n`;

@@ -43,6 +43,8 @@ export class ReproducibleGradients {
   readonly #codes: HostBuffer<Float32Array>;
   /** The gradient slab's sums, element by element. */
   readonly #sums: HostBuffer<Float64Array>;
+  /** Per layer, 2^−ea of each input and 1.5·2^(ed+14) of each output (the kernel's factors). */
+  readonly #factors: { inverse: Float64Array; rounders: Float64Array }[];
 
   constructor(comm: Communicator, model: CpuModel) {
     this.#comm = comm;
@@ -51,6 +53,11 @@ export class ReproducibleGradients {
     const columns = this.#layout.layers.reduce((n, s) => n + s.inputs + s.outputs, 0);
     this.#codes = comm.alloc(columns) as HostBuffer<Float32Array>;
     this.#sums = comm.alloc(this.#layout.size, { dtype: "f64" }) as HostBuffer<Float64Array>;
+    // In the heap, where the kernels reach them.
+    this.#factors = this.#layout.layers.map((s) => ({
+      inverse: comm.heap.alloc("f64", s.inputs) as Float64Array,
+      rounders: comm.heap.alloc("f64", s.outputs) as Float64Array,
+    }));
   }
 
   /**
@@ -80,31 +87,37 @@ export class ReproducibleGradients {
       const { input, output } = this.#model.factors(l);
       const inputCodes = codes.subarray(at, at + s.inputs);
       const outputCodes = codes.subarray(at + s.inputs, at + s.inputs + s.outputs);
-      productSums(
-        sums,
-        s.weight,
-        input,
-        output,
-        inputCodes,
-        outputCodes,
-        rows,
-        s.inputs,
-        s.outputs,
-      );
+      // Products a·d rounded to 2^G, G = ea + ed + 2 − 40, in units of 2^ea: x + M − M rounds x
+      // to a multiple of 2^G for M = 1.5·2^(G+52), so a/2^ea · d + 1.5·2^(ed+14) − … does.
+      const { inverse, rounders } = this.#factors[l];
+      inputCodes.forEach((c, i) => inverse[i] = c === 0 ? 0 : 1 / power(c));
+      outputCodes.forEach((c, o) => rounders[o] = 1.5 * 2 ** 14 * power(c));
+      const weight = sums.subarray(s.weight, s.weight + s.inputs * s.outputs).fill(0);
+      this.#model.kernels.roundedProducts(weight, input, output, inverse, rounders, rows);
       columnSums(sums.subarray(s.bias, s.bias + s.outputs), output, outputCodes, rows, s.outputs);
       at += s.inputs + s.outputs;
     });
     laps("compute");
     await this.#comm.allreduce(this.#sums, { op: "sum" });
     laps("comm");
-    // One rounding of each exact sum.
-    this.#model.grads.set(sums);
+    // One rounding of each exact sum (the weights' back from their units first).
+    const grads = this.#model.grads;
+    at = 0;
+    for (const s of this.#layout.layers) {
+      gradientsOf(grads, sums, s.weight, codes.subarray(at, at + s.inputs), s.outputs);
+      grads.set(sums.subarray(s.bias, s.bias + s.outputs), s.bias);
+      at += s.inputs + s.outputs;
+    }
     laps("compute");
   }
 
   dispose(): void {
     this.#comm.free(this.#codes);
     this.#comm.free(this.#sums);
+    for (const f of this.#factors) {
+      this.#comm.heap.free(f.inverse);
+      this.#comm.heap.free(f.rounders);
+    }
   }
 }
 
@@ -124,33 +137,17 @@ function columnCodes(codes: Float32Array, m: Float32Array, rows: number, cols: n
 /** 2^(code − bias), the bound's power of a column (0 for an all-zero one). */
 const power = (code: number) => code === 0 ? 0 : 2 ** (code - EXPONENT_BIAS);
 
-/**
- * `sums[offset + i·O + o]` ← Σ over rows of a[r][i]·d[r][o] rounded to 2^G, G = ea + ed + 2 − 40:
- * x + M − M rounds x to a multiple of 2^G for M = 1.5·2^(G+52) = 2^ea · 1.5·2^(ed+14).
- */
-function productSums(
+/** `grads[offset + i·O + o]` ← the sum there times 2^ea of input i (its units), rounded once. */
+function gradientsOf(
+  grads: Float32Array,
   sums: Float64Array,
   offset: number,
-  a: Float32Array,
-  d: Float32Array,
   aCodes: Float32Array,
-  dCodes: Float32Array,
-  rows: number,
-  I: number,
   O: number,
 ): void {
-  sums.fill(0, offset, offset + I * O);
-  const md = Float64Array.from(dCodes, (c) => 1.5 * 2 ** 14 * power(c));
-  for (let r = 0; r < rows; r++) {
-    for (let i = 0; i < I; i++) {
-      const x = a[r * I + i];
-      if (x === 0) continue; // ReLU's zeros and blank pixels add nothing
-      const ma = power(aCodes[i]), w = offset + i * O, row = r * O;
-      for (let o = 0; o < O; o++) {
-        const m = ma * md[o];
-        sums[w + o] += (x * d[row + o] + m) - m;
-      }
-    }
+  for (let i = 0; i < aCodes.length; i++) {
+    const scale = power(aCodes[i]), w = offset + i * O;
+    for (let o = 0; o < O; o++) grads[w + o] = sums[w + o] * scale;
   }
 }
 
