@@ -24,14 +24,7 @@
 export { fromStored, setValues, toStored } from "./elements.ts";
 export { fromHalf, halfKernels, reduce, toHalf } from "./reduce.ts";
 export { reduceReference } from "./reduce_reference.ts";
-export {
-  codesOf,
-  fromRecords,
-  fromWindow,
-  planOf,
-  recordsOf,
-  windowOf,
-} from "./reproducible.ts";
+export { codesOf, fromRecords, fromWindow, planOf, recordsOf, windowOf } from "./reproducible.ts";
 export type { ReproduciblePlan } from "./reproducible.ts";
 export { reduceBuildName, reduceWat } from "./reduce_wat.ts";
 export type { Sharing } from "./reduce_wat.ts";
