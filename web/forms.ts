@@ -150,6 +150,7 @@ export function planTraining(
     bucketBytes: 25 * 2 ** 20,
     gradDtype: "f32",
     errorFeedback: false,
+    reproducible: false,
     device,
     seed: integer("seed", v.seed || "0", 0, 2 ** 32 - 1),
     trainSamples: samples("trainSamples"),
