@@ -29,11 +29,9 @@ export {
   GpuBuffer,
   HostBuffer,
   ManagedBuffer,
-  MAX_TERMS,
   MismatchError,
   PeerFailedError,
   RankFailedError,
-  reproducibleSum,
   toBf16,
 } from "./core.ts";
 export type {
@@ -47,7 +45,6 @@ export type {
   RankOutcome,
   ReduceOp,
   ReduceOptions,
-  ReproducibleDtype,
   RootOptions,
   TagOptions,
 } from "./core.ts";

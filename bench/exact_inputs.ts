@@ -8,8 +8,7 @@
 
 import { type CommBuffer, type Dtype, HostBuffer, type ReduceOp } from "../core.ts";
 import { DTYPE_INFO, dtypeOf, type TypedArray } from "../internal.ts";
-import { fromStored, toStored } from "../kernels/mod.ts";
-import { reproducibleSum } from "../kernels/reproducible.ts";
+import { fromStored, reproducibleSum, toStored } from "../kernels/mod.ts";
 
 /** Integers up to 2^bits are exact in each dtype (f64 and i32 are held to f32's). */
 const EXACT_BITS: Record<Dtype, number> = { f32: 24, f64: 24, i32: 24, f16: 11, bf16: 8 };

@@ -15,8 +15,7 @@ import {
   sideOfMemory,
   type TransportFacts,
 } from "../internal.ts";
-import { deviceRefusal } from "../kernels/mod.ts";
-import { isReproducible } from "../kernels/reproducible.ts";
+import { deviceRefusal, isReproducible } from "../kernels/mod.ts";
 import {
   cliName,
   DEFAULT_WINDOW,
@@ -273,7 +272,9 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     `algbw = bytes${
       flow ? " × streams" : ""
     }/time (GB/s, 1 GB = 1e9 B); busbw = algbw × ${spec.busFormula}; ` +
-    "#wrong = elements ≠ exact result, all ranks",
+    (s.reproducible
+      ? "#wrong = elements whose bits ≠ the reproducible sum of every rank's inputs, all ranks"
+      : "#wrong = elements ≠ exact result, all ranks"),
     "the CSV adds iters, min/max (fastest/slowest rank), Gb/s = bytes × 8 / time / 1e9",
   ];
 }

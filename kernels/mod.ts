@@ -24,8 +24,19 @@
 export { fromStored, setValues, toStored } from "./elements.ts";
 export { fromHalf, halfKernels, reduce, toHalf } from "./reduce.ts";
 export { reduceReference } from "./reduce_reference.ts";
-export { codesOf, fromRecords, fromWindow, planOf, recordsOf, windowOf } from "./reproducible.ts";
-export type { ReproduciblePlan } from "./reproducible.ts";
+export {
+  codesOf,
+  fromRecords,
+  fromWindow,
+  isReproducible,
+  MAX_TERMS,
+  planOf,
+  recordsOf,
+  reproducibleSum,
+  windowOf,
+} from "./reproducible.ts";
+export type { ReproducibleDtype, ReproduciblePlan } from "./reproducible.ts";
+export { REPRODUCIBLE_STEPS, reproducibleWat } from "./reproducible_wat.ts";
 export { reduceBuildName, reduceWat } from "./reduce_wat.ts";
 export type { Sharing } from "./reduce_wat.ts";
 export { halfHardwareWat, placeholdersIn, withConversions } from "./half_hardware_wat.ts";

@@ -24,6 +24,9 @@
  */
 
 import { dtypeOf, type TypedArray } from "./elements.ts";
+import { memoryOf } from "./memory_owners.ts";
+import { REPRODUCIBLE_WASM_BASE64 } from "./reproducible_wasm_bytes.generated.ts";
+import { REPRODUCIBLE_STEPS } from "./reproducible_wat.ts";
 
 /** The dtypes a reproducible sum takes. */
 export type ReproducibleDtype = "f32" | "f64" | "f16" | "bf16";
@@ -218,11 +221,50 @@ const F32_PATH = (() => {
   return { fieldCode, word, code, magic };
 })();
 
+/** The f32 kernels' exports (reproducible_wat.ts). */
+interface F32Kernels {
+  f32_codes(codes: number, src: number, n: number): void;
+  f32_window(acc: number, src: number, codes: number, n: number): void;
+  f32_store(dst: number, acc: number, n: number, divisor: number): void;
+}
+
+/** Below this many elements the JS loops are quicker than a call into WebAssembly. */
+const SHORT = 64;
+let f32Module: WebAssembly.Module | undefined;
+const f32Instances = new WeakMap<WebAssembly.Memory, F32Kernels>();
+
+/**
+ * The f32 kernels over the shared memory every view of a call lives in (a rank's heap), or
+ * undefined: short calls, and views elsewhere, run the JS loops (the same bits).
+ */
+function f32Kernels(n: number, ...views: ArrayBufferView[]): F32Kernels | undefined {
+  if (n < SHORT) return undefined;
+  const memory = memoryOf(views[0].buffer);
+  if (!memory || !(memory.buffer instanceof SharedArrayBuffer)) return undefined;
+  if (views.some((v) => memoryOf(v.buffer) !== memory)) return undefined;
+  let kernels = f32Instances.get(memory);
+  if (!kernels) {
+    f32Module ??= new WebAssembly.Module(
+      Uint8Array.from(atob(REPRODUCIBLE_WASM_BASE64), (c) => c.charCodeAt(0)),
+    );
+    kernels = new WebAssembly.Instance(f32Module, { mem: { mem: memory } })
+      .exports as unknown as F32Kernels;
+    f32Instances.set(memory, kernels);
+  }
+  return kernels;
+}
+
+/** Elements a kernel's vector loop covered of `n` (the rest is the JS loop's). */
+const covered = (n: number, step: number) => n - (n % step);
+
 /** {@linkcode codesOf} of f32 terms (their bits), each loop on one kind of array. */
 function f32Codes(bits: Uint32Array, k: number, count: number, codes: Uint16Array): void {
   const { word, fieldCode } = F32_PATH, end = k * count;
   if (k === 1) {
-    for (let i = 0; i < count; i++) {
+    const wasm = f32Kernels(count, bits, codes);
+    wasm?.f32_codes(codes.byteOffset, bits.byteOffset, count);
+    const from = wasm ? covered(count, REPRODUCIBLE_STEPS.codes) : 0;
+    for (let i = from; i < count; i++) {
       // f32Code, written out: this loop is where a large call's first pass goes.
       const u = bits[i], field = (u >>> 23) & 255, m = u & 0x7fffff;
       codes[i] = word[field !== 0 ? fieldCode[field] : m === 0 ? 0 : (log2(m) >> 3) + 1];
@@ -249,7 +291,10 @@ function f32Window(
 ): void {
   const { code, magic } = F32_PATH, end = k * count;
   if (k === 1) {
-    for (let i = 0; i < count; i++) {
+    const wasm = f32Kernels(count, acc, terms, codes);
+    wasm?.f32_window(acc.byteOffset, terms.byteOffset, codes.byteOffset, count);
+    const from = wasm ? covered(count, REPRODUCIBLE_STEPS.window) : 0;
+    for (let i = from; i < count; i++) {
       const m = magic[code[codes[i]]];
       acc[i] = (terms[i] + m) - m;
     }
@@ -324,12 +369,16 @@ export function fromWindow(
   acc: Float64Array,
   codes: Uint16Array | Float32Array | undefined,
   out: TypedArray,
-  divisor = 1,
+  divisor?: number,
 ): void {
+  divisor ??= 1;
   const s = schemeOf(out);
   if (out instanceof Float32Array || out instanceof Float16Array) {
     // One accumulator, rounded once as the view stores it; a zero result is +0.
-    for (let i = 0; i < out.length; i++) out[i] = acc[i] / divisor + 0;
+    const wasm = out instanceof Float32Array ? f32Kernels(out.length, out, acc) : undefined;
+    wasm?.f32_store(out.byteOffset, acc.byteOffset, out.length, divisor);
+    const from = wasm ? covered(out.length, REPRODUCIBLE_STEPS.store) : 0;
+    for (let i = from; i < out.length; i++) out[i] = acc[i] / divisor + 0;
     return;
   }
   for (let i = 0; i < out.length; i++) {
@@ -389,7 +438,8 @@ function cellRounders(s: Scheme): Float64Array {
 }
 
 /** `out[i]` ← element i of the summed records `rec`, divided by `divisor`, rounded. */
-export function fromRecords(rec: Float64Array, out: TypedArray, divisor = 1): void {
+export function fromRecords(rec: Float64Array, out: TypedArray, divisor?: number): void {
+  divisor ??= 1;
   const s = schemeOf(out), width = s.cells + 2;
   for (let i = 0; i < out.length; i++) {
     const r = i * width, presence = rec[r];
@@ -445,7 +495,8 @@ function store(out: TypedArray, i: number, x: number): void {
  * assertEquals([a[0], b[0]], [1.5, 1.5]);
  * ```
  */
-export function reproducibleSum(terms: TypedArray, out: TypedArray, divisor = 1): void {
+export function reproducibleSum(terms: TypedArray, out: TypedArray, divisor?: number): void {
+  divisor ??= 1;
   const plan = planOf(schemeDtype(out), out.length);
   if (dtypeOf(terms) !== dtypeOf(out)) {
     throw new TypeError(`Cannot sum ${dtypeOf(terms)} terms into ${dtypeOf(out)}`);

@@ -12,6 +12,7 @@ import { writeTogether } from "../deno/mod.ts";
 import type { CompareJob, CompareOutcome, InputFile } from "./compare/compare_work.ts";
 import { defineFlags, integer, UsageError, userPath, writableFolder } from "./common/flags.ts";
 import { MAX_PROCS, type Task, taskMain } from "./common/task.ts";
+import { sameBits } from "./compare/same_bits.ts";
 
 const FLAGS = defineFlags({
   out: {
@@ -45,10 +46,17 @@ const FLAGS = defineFlags({
     help: "plot each size's share of the machine's limit (dccl rows' pct_limit) for Gb/s",
     kind: "switch",
   },
+  "same-bits": {
+    help: "assert that --reproducible runs gave the same bits wherever they share a cell " +
+      "(primitive, dtype, op, ranks, size), whatever their algorithm, transport or memory",
+    kind: "switch",
+  },
 });
 
 interface ComparePlan extends CompareJob {
   out: string;
+  /** `--same-bits`: what the check found, to print with the report. */
+  sameBits?: string;
 }
 
 /**
@@ -89,6 +97,7 @@ const COMPARE: Task<ComparePlan, typeof FLAGS> = {
     return {
       files,
       out,
+      sameBits: values["same-bits"] ? sameBits(files.map((f) => f.path)) : undefined,
       procs: values.procs,
       tolerance: values.tolerance / 100,
       ofLimit: values["of-limit"],
@@ -96,7 +105,7 @@ const COMPARE: Task<ComparePlan, typeof FLAGS> = {
     };
   },
   async run(plan, signal) {
-    const { out: _, ...job } = plan;
+    const { out: _, sameBits: said, ...job } = plan;
     const outcome = await inWorker(job, signal);
     if ("usage" in outcome) throw new UsageError(outcome.usage);
     for (const note of outcome.notes) console.error(`dccl compare: ${note}`);
@@ -105,6 +114,7 @@ const COMPARE: Task<ComparePlan, typeof FLAGS> = {
     Deno.mkdirSync(dirname(out), { recursive: true });
     writeTogether([[svgPath, () => outcome.svg], [out, () => outcome.html]]);
     console.log(outcome.text);
+    if (said) console.log(`\n${said}`);
     console.log(`\nchart: ${svgPath}\nreport: ${out}`);
     return 0;
   },

@@ -9,6 +9,8 @@ import { halfKernels } from "../kernels/reduce.ts";
 import { parseFlags, size, UsageError, userPath } from "../scripts/common/flags.ts";
 import { NO_GPU } from "./_gpu.ts";
 import { CSV_HEADER } from "../bench/report_format.ts";
+import { reproducibleInput, wrongReducedIn } from "../bench/exact_inputs.ts";
+import { HostBuffer } from "../core.ts";
 
 const plan = (argv: string[], available = 64e9, task: Primitive = "allreduce") =>
   planRun(task, parseFlags(BENCHMARK_FLAGS, argv), { availableBytes: available });
@@ -155,6 +157,8 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     [["--csv", "a.csv", "--json", "a.csv"], /--csv and --json name the same file/],
     [["--csv", "tests"], /--csv \S*tests is not accepted: it is a folder; expected a file path/],
     [["--procs"], /--procs needs a value/],
+    [["--reproducible", "--op", "max"], /--reproducible applies to --op sum and avg, not max/],
+    [["--reproducible", "--dtype", "i32"], /not i32 \(its sums are exact already\)/],
   ];
   for (const [argv, message] of cases) {
     try {
@@ -172,6 +176,63 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
     UsageError as ErrorConstructor,
     /sendrecv runs on 2 ranks/,
   );
+  assertThrows(
+    () =>
+      planRun("bcast", parseFlags(BENCHMARK_FLAGS, ["--reproducible"]), { availableBytes: 1e10 }),
+    UsageError as ErrorConstructor,
+    /--reproducible applies to allreduce, reduce, reduce_scatter, reduce_scatterv, not bcast/,
+  );
+});
+
+Deno.test("cli: --reproducible checks every result bit for bit against the reproducible sum", async () => {
+  const dir = Deno.makeTempDirSync();
+  for (
+    const [primitive, dtype, op] of [["allreduce", "f32", "sum"], ["reduce_scatter", "bf16", "avg"]]
+  ) {
+    const r = await task([
+      ...["--procs", "3", "--max", "4K", "--iters", "2", "--warmup", "1", "--reproducible"],
+      ...["--dtype", dtype, "--op", op, "--json", `${dir}/a.json`],
+    ], primitive);
+    assertEquals(r.code, 0, r.stderr);
+    assert_(r.stdout.includes(`op ${op} (reproducible)`), r.stdout);
+    assert_(r.stdout.includes("#wrong = elements whose bits ≠ the reproducible sum"), r.stdout);
+    const json = JSON.parse(Deno.readTextFileSync(`${dir}/a.json`));
+    assertEquals(json.metadata.reproducible, true);
+    for (const row of json.rows) assertEquals([row.wrong, row.inplace_wrong], [0, 0]);
+  }
+  // Two algorithms on two transports: compare --same-bits finds the same bits; a plain run is no
+  // evidence of it.
+  const runs = [["shm", "ring", "a"], ["tcp", "recursive_doubling", "b"], ["shm", "ring", "plain"]];
+  for (const [transport, algorithm, name] of runs) {
+    const r = await task([
+      ...["--procs", "2", "--max", "1K", "--iters", "2", "--warmup", "1", "--transport", transport],
+      ...["--algorithm", algorithm, "--csv", `${dir}/${name}.csv`],
+      ...(name === "plain" ? [] : ["--reproducible"]),
+    ]);
+    assertEquals(r.code, 0, r.stderr);
+  }
+  const same = await task(
+    [`${dir}/a.csv`, `${dir}/b.csv`, "--same-bits", "--out", `${dir}/r.html`],
+    "compare",
+  );
+  assertEquals(same.code, 0, same.stderr);
+  assert_(same.stdout.includes("same bits: 11 cells shared by 2 runs"), same.stdout);
+  const refused = await task([`${dir}/a.csv`, `${dir}/plain.csv`, "--same-bits"], "compare");
+  assertEquals(refused.code, 2);
+  assert_(/plain\.json is not a --reproducible run/.test(refused.stderr), refused.stderr);
+  // The inputs are such that sums in another order round otherwise: the check can tell.
+  const size = 3, n = 1024, plain = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    for (let r = 0; r < size; r++) {
+      plain[i] = Math.fround(plain[i] + reproducibleInput(r, i, "f32"));
+    }
+  }
+  const wrong = await wrongReducedIn(
+    new HostBuffer(plain),
+    { op: "sum", reproducible: true },
+    size,
+  );
+  assert_(wrong > 0, "the plain sums of the reproducible inputs all passed the check");
 });
 
 Deno.test("cli: sizes the machine cannot hold are refused, or the default lowered", () => {

@@ -134,12 +134,12 @@ export const ALLREDUCE_MAX: PrimitiveSpec = {
       const send = head(sendBuf, count), recv = head(recvBuf, 2 * count);
       return {
         buffers: [send, recv],
-        fill: () => clearRecvFillSend(send, recv, "sum", rank, size),
+        fill: () => clearRecvFillSend(send, recv, { op: "sum" }, rank, size),
         run: () => comm.allreduceMax(send, recv, { algorithm: o.algorithm }),
         async wrong() {
           const max = new DTYPE_INFO[o.dtype].array(count);
           await recv.subarray(count).read(max);
-          let wrong = await wrongReducedIn(recv.subarray(0, count), "sum", size);
+          let wrong = await wrongReducedIn(recv.subarray(0, count), { op: "sum" }, size);
           for (let i = 0; i < count; i++) {
             const value = (r: number) => inputValue("sum", r, size, i, o.dtype);
             if (max[i] !== expectedReduction("max", o.dtype, size, value)) wrong++;

@@ -91,19 +91,23 @@ Deno.test("reproducible sums: 2^17 + 1 elements, four ranks, every dtype", async
   assertEquals(problems.flat(), []);
 });
 
-gpuTest("reproducible sums: the reference's bits in gpu and managed memory", async () => {
-  for (const memory of ["gpu", "managed"] as const) {
-    for (const size of [1, 3]) {
-      const problems = await runRanks<string[]>("reproducible_rank.ts", {
-        size,
-        transport: "shm",
-        gpu: true,
-        args: cases("shm", memory, 6),
-      });
-      assertEquals(problems.flat(), [], `${memory}, ${size} ranks`);
+gpuTest(
+  "reproducible sums: the reference's bits in gpu and managed memory, and on the gpu transport",
+  async () => {
+    const runs = [["shm", "gpu"], ["shm", "managed"], ["gpu", "gpu"]] as const;
+    for (const [transport, memory] of runs) {
+      for (const size of [1, 3]) {
+        const problems = await runRanks<string[]>("reproducible_rank.ts", {
+          size,
+          transport,
+          gpu: true,
+          args: cases(transport, memory, 6),
+        });
+        assertEquals(problems.flat(), [], `${transport}, ${memory}, ${size} ranks`);
+      }
     }
-  }
-});
+  },
+);
 
 for (const count of [1, 1009]) {
   Deno.test(`reproducible sums: a rank that sums plainly where the others sum reproducibly fails fast, ${count} elements`, async () => {

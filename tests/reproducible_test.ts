@@ -18,6 +18,10 @@ import {
 import { DTYPE_INFO, makeView, type TypedArray } from "../primitives/types.ts";
 import { fromStored, setValues, valuesOf } from "../kernels/elements.ts";
 import { mulberry32, TERM_KINDS, termsOf } from "./_reproducible_terms.ts";
+import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
+import { REPRODUCIBLE_WASM_BASE64 } from "../kernels/reproducible_wasm_bytes.generated.ts";
+import { compileReproducibleWasm } from "../scripts/build/reproducible_wasm.ts";
+import { toBase64Lines } from "../scripts/build/wat_compiler.ts";
 
 const DTYPES: ReproducibleDtype[] = ["f32", "f64", "f16", "bf16"];
 
@@ -182,5 +186,48 @@ Deno.test("reproducible sum: terms must be whole, at most MAX_TERMS, of the dtyp
     () => reproducibleSum(new Float64Array(2), new Float32Array(1)),
     TypeError,
     /f64 terms/,
+  );
+});
+
+Deno.test("reproducible sum: f32 in a rank's heap runs the WebAssembly kernels, with the JS loops' bits", () => {
+  const heap = new RankHeap(createHeapMemory());
+  /** One term's passes as a collective makes them, its arrays from `alloc`. */
+  const passes = (
+    values: number[],
+    alloc: (dtype: "f32" | "bf16" | "f64", n: number) => TypedArray,
+  ) => {
+    const n = values.length, terms = alloc("f32", n) as Float32Array;
+    terms.set(values);
+    const codes = alloc("bf16", n) as Uint16Array, acc = alloc("f64", n) as Float64Array;
+    const out = alloc("f32", n);
+    codesOf(terms, n, codes);
+    windowOf(terms, n, codes, acc);
+    fromWindow(acc, codes, out, 3);
+    return {
+      codes: Array.from(codes),
+      acc: Array.from(acc, String),
+      out: valuesOf(out).map(String),
+    };
+  };
+  for (const kind of TERM_KINDS) {
+    for (const count of [63, 64, 1009, 2 ** 17 + 1]) {
+      const values = termsOf(kind, "f32", 1, count, 17)[0];
+      const heapArrays: TypedArray[] = [];
+      const wasm = passes(values, (dtype, n) => {
+        const a = heap.alloc(dtype, n);
+        heapArrays.push(a);
+        return a;
+      });
+      const js = passes(values, (dtype, n) => makeView(dtype, new ArrayBuffer(n * 8), 0, n));
+      assertEquals(wasm, js, `${kind} ${count}`);
+      for (const a of heapArrays) heap.free(a);
+    }
+  }
+});
+
+Deno.test("the committed reproducible kernels match kernels/reproducible_wat.ts (run deno task build:wasm)", async () => {
+  assertEquals(
+    REPRODUCIBLE_WASM_BASE64,
+    toBase64Lines(await compileReproducibleWasm()).join(""),
   );
 });

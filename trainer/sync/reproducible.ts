@@ -34,6 +34,16 @@ function exponentCode(x: number): number {
   return m === 0 ? 0 : 31 - Math.clz32(m) - 149 + EXPONENT_BIAS;
 }
 
+/** A layer's share of the exponents and of the kernel's factors. */
+interface LayerColumns {
+  /** The exponent codes of its inputs and of its outputs (views of the allreduced buffer). */
+  inputCodes: Float32Array;
+  outputCodes: Float32Array;
+  /** 2^−ea of each input and 1.5·2^(ed+14) of each output, in the heap for the kernel. */
+  inverse: Float64Array;
+  rounders: Float64Array;
+}
+
 /** One rank's reproducible gradients: the columns' exponents and the f64 sums it allreduces. */
 export class ReproducibleGradients {
   readonly #comm: Communicator;
@@ -43,8 +53,7 @@ export class ReproducibleGradients {
   readonly #codes: HostBuffer<Float32Array>;
   /** The gradient slab's sums, element by element. */
   readonly #sums: HostBuffer<Float64Array>;
-  /** Per layer, 2^−ea of each input and 1.5·2^(ed+14) of each output (the kernel's factors). */
-  readonly #factors: { inverse: Float64Array; rounders: Float64Array }[];
+  readonly #columns: LayerColumns[];
 
   constructor(comm: Communicator, model: CpuModel) {
     this.#comm = comm;
@@ -53,11 +62,16 @@ export class ReproducibleGradients {
     const columns = this.#layout.layers.reduce((n, s) => n + s.inputs + s.outputs, 0);
     this.#codes = comm.alloc(columns) as HostBuffer<Float32Array>;
     this.#sums = comm.alloc(this.#layout.size, { dtype: "f64" }) as HostBuffer<Float64Array>;
-    // In the heap, where the kernels reach them.
-    this.#factors = this.#layout.layers.map((s) => ({
-      inverse: comm.heap.alloc("f64", s.inputs) as Float64Array,
-      rounders: comm.heap.alloc("f64", s.outputs) as Float64Array,
-    }));
+    let at = 0;
+    this.#columns = this.#layout.layers.map((s) => {
+      const codes = this.#codes.view.subarray(at, at += s.inputs + s.outputs);
+      return {
+        inputCodes: codes.subarray(0, s.inputs),
+        outputCodes: codes.subarray(s.inputs),
+        inverse: comm.heap.alloc("f64", s.inputs) as Float64Array,
+        rounders: comm.heap.alloc("f64", s.outputs) as Float64Array,
+      };
+    });
   }
 
   /**
@@ -65,58 +79,45 @@ export class ReproducibleGradients {
    * rank; `laps` charges the time to computation and communication.
    */
   async sync(rows: number, laps: (what: "compute" | "comm") => void): Promise<void> {
-    const codes = this.#codes.view;
-    let at = 0;
-    this.#model.layout.layers.forEach((s, l) => {
-      const { input, output } = this.#model.factors(l);
-      columnCodes(codes.subarray(at, at + s.inputs), input, rows, s.inputs);
-      columnCodes(
-        codes.subarray(at + s.inputs, at + s.inputs + s.outputs),
-        output,
-        rows,
-        s.outputs,
-      );
-      at += s.inputs + s.outputs;
+    const layers = this.#layout.layers;
+    layers.forEach((s, l) => {
+      const { input, output } = this.#model.factors(l), c = this.#columns[l];
+      columnCodes(c.inputCodes, input, rows, s.inputs);
+      columnCodes(c.outputCodes, output, rows, s.outputs);
     });
     laps("compute");
     await this.#comm.allreduce(this.#codes, { op: "max" });
     laps("comm");
     const sums = this.#sums.view;
-    at = 0;
-    this.#layout.layers.forEach((s, l) => {
+    layers.forEach((s, l) => {
       const { input, output } = this.#model.factors(l);
-      const inputCodes = codes.subarray(at, at + s.inputs);
-      const outputCodes = codes.subarray(at + s.inputs, at + s.inputs + s.outputs);
+      const { inputCodes, outputCodes, inverse, rounders } = this.#columns[l];
       // Products a·d rounded to 2^G, G = ea + ed + 2 − 40, in units of 2^ea: x + M − M rounds x
       // to a multiple of 2^G for M = 1.5·2^(G+52), so a/2^ea · d + 1.5·2^(ed+14) − … does.
-      const { inverse, rounders } = this.#factors[l];
       inputCodes.forEach((c, i) => inverse[i] = c === 0 ? 0 : 1 / power(c));
       outputCodes.forEach((c, o) => rounders[o] = 1.5 * 2 ** 14 * power(c));
       const weight = sums.subarray(s.weight, s.weight + s.inputs * s.outputs).fill(0);
       this.#model.kernels.roundedProducts(weight, input, output, inverse, rounders, rows);
       columnSums(sums.subarray(s.bias, s.bias + s.outputs), output, outputCodes, rows, s.outputs);
-      at += s.inputs + s.outputs;
     });
     laps("compute");
     await this.#comm.allreduce(this.#sums, { op: "sum" });
     laps("comm");
     // One rounding of each exact sum (the weights' back from their units first).
     const grads = this.#model.grads;
-    at = 0;
-    for (const s of this.#layout.layers) {
-      gradientsOf(grads, sums, s.weight, codes.subarray(at, at + s.inputs), s.outputs);
+    layers.forEach((s, l) => {
+      gradientsOf(grads, sums, s.weight, this.#columns[l].inputCodes, s.outputs);
       grads.set(sums.subarray(s.bias, s.bias + s.outputs), s.bias);
-      at += s.inputs + s.outputs;
-    }
+    });
     laps("compute");
   }
 
   dispose(): void {
     this.#comm.free(this.#codes);
     this.#comm.free(this.#sums);
-    for (const f of this.#factors) {
-      this.#comm.heap.free(f.inverse);
-      this.#comm.heap.free(f.rounders);
+    for (const c of this.#columns) {
+      this.#comm.heap.free(c.inverse);
+      this.#comm.heap.free(c.rounders);
     }
   }
 }
