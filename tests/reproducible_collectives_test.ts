@@ -141,5 +141,7 @@ Deno.test("reproducible sums: what they cannot do is refused in one line", async
     "TypeError: Cannot allreduce f32 into f64: dtypes must match",
     "RangeError: Cannot sum 268435456 × f32 reproducibly: at most 134217728 elements (their " +
     "accumulators are 2^30 bytes)",
+    "RangeError: Cannot allreduce 4 into 2 elements: several terms need a reproducible sum (sum " +
+    "or avg of f32, f64, f16 or bf16)",
   ]);
 });

@@ -65,6 +65,12 @@ export const ALLREDUCE = {
     const output = stackedOutput(args, input, options) ??
       args.output(input, options.out, "allreduce");
     const reproducible = args.reproducible(options.reproducible, op, input, output.length);
+    if (output.length !== input.length && !reproducible) {
+      throw new RangeError(
+        `Cannot allreduce ${input.length} into ${output.length} elements: several terms need a ` +
+          "reproducible sum (sum or avg of f32, f64, f16 or bf16)",
+      );
+    }
     return {
       collective: "allreduce",
       buffers: [[input, false], [output, true]],

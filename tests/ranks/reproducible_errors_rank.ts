@@ -19,5 +19,6 @@ export async function run(comm: Communicator): Promise<string[]> {
     comm.allreduce(buf, { out: comm.alloc(2, { dtype: "f64" }), reproducible: true })
   );
   await caught(() => comm.allreduce(comm.alloc(2 ** 28), { reproducible: true }));
+  await caught(() => comm.allreduce(buf, { out: comm.alloc(2), op: "max", reproducible: true }));
   return messages;
 }
