@@ -1,6 +1,6 @@
-// `deno task train --reproducible`: the same global batch on 1, 2 and 4 ranks, on shm, tcp and
-// ws, gives the same weights — the same SHA-256 of the parameters in rank 0's checkpoint file —
-// where the plain gradients' sums, ordered by the ranks that share them, do not.
+// `deno task train --reproducible`: the same global batch on 1, 2 and 4 ranks, on shm, tcp,
+// worker and ws, gives the same weights — the same SHA-256 of the parameters in rank 0's
+// checkpoint file — where the plain gradients' sums, ordered by the ranks that share them, do not.
 import { assert_, assertEquals } from "./_assert.ts";
 import { train } from "./_train.ts";
 
@@ -39,6 +39,7 @@ Deno.test("train --reproducible: the same weights on 1, 2 and 4 ranks and on eve
     ["2", "shm", "32"],
     ["4", "shm", "16"],
     ["2", "tcp", "32"],
+    ["2", "worker", "32"],
     ["4", "ws", "16"],
   ];
   const results = [];
