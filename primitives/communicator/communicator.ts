@@ -22,6 +22,7 @@ import { pickAlgorithm, pickHostAlgorithm } from "../auto.ts";
 import { HOST } from "./operands.ts";
 import { InFlight } from "./in_flight.ts";
 import { accumulatorBytes } from "./reproducible.ts";
+import { onHost } from "../collectives/algorithm.ts";
 import type {
   AlgorithmOptions,
   AllocOptions,
@@ -558,7 +559,15 @@ export class Communicator implements AsyncDisposable {
         ? accumulatorBytes(call.collective, input, call.block)
         : call.bytes ?? bytesIn(call.block);
       const picked = this.#pick(call.collective, call.algorithm, bytes, side);
-      this.#ran[call.collective] = picked.name;
+      // A reproducible call on device buffers sums on the host (reproducible.ts): that one ran.
+      this.#ran[call.collective] = call.reproducible && !onHost(picked)
+        ? pickHostAlgorithm(call.collective, {
+          transport: this.#transport.facts,
+          bytes,
+          size: this.size,
+          links: this.#transport.links,
+        }).name
+        : picked.name;
       const planned = planCall(picked, call, this.size);
       return planned.onHost
         ? this.#runner.runOnHost(planned.call, call.buffers, call.keep)
