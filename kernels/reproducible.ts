@@ -135,11 +135,6 @@ function codeAt(dtype: ReproducibleDtype, bits: Uint16Array | Uint32Array, i: nu
   return ((e - SCHEMES[dtype].base) >> 3) + 1;
 }
 
-/** 2^k for any integer k an f64 sum meets (the product of two factors beyond f64's range). */
-function pow2(k: number): number {
-  return k > 1000 ? 2 ** 1000 * 2 ** (k - 1000) : k < -1000 ? 2 ** -1000 * 2 ** (k + 1000) : 2 ** k;
-}
-
 /** `x` · 2^k, exact wherever the result is a normal f64 (two steps where 2^k is not one). */
 function scaled(x: number, k: number): number {
   return k > 1000
@@ -341,7 +336,7 @@ export function windowOf(
     const g = bottomOf(s, top - (WINDOW * s.limbs - 1));
     if (s.limbs === 1) {
       // x + M − M rounds x to a multiple of 2^G (M = 1.5·2^(G+52)); ±∞ and NaN pass through.
-      const m = top < 0 ? 0 : ROUNDER * pow2(g);
+      const m = top < 0 ? 0 : ROUNDER * 2 ** g;
       let sum = 0;
       for (let j = 0; j < k; j++) sum += (valueAt(terms, bits, j * count + i, bf16) + m) - m;
       acc[i] = sum;
@@ -496,24 +491,18 @@ function store(out: TypedArray, i: number, x: number): void {
  * ```
  */
 export function reproducibleSum(terms: TypedArray, out: TypedArray, divisor?: number): void {
-  divisor ??= 1;
-  const plan = planOf(schemeDtype(out), out.length);
-  if (dtypeOf(terms) !== dtypeOf(out)) {
-    throw new TypeError(`Cannot sum ${dtypeOf(terms)} terms into ${dtypeOf(out)}`);
+  const s = schemeOf(out), dtype = dtypeOf(out);
+  if (dtypeOf(terms) !== dtype) {
+    throw new TypeError(`Cannot sum ${dtypeOf(terms)} terms into ${dtype}`);
   }
   const n = out.length;
-  let codes: Uint16Array | Float32Array | undefined;
-  if (SCHEMES[schemeDtype(out)].windowed) {
-    codes = plan.codeDtype === "f32" ? new Float32Array(n) : new Uint16Array(n);
-    codesOf(terms, n, codes);
-  }
-  const acc = new Float64Array(n * SCHEMES[schemeDtype(out)].limbs);
+  const codes = !s.windowed
+    ? undefined
+    : dtype === "f64"
+    ? new Float32Array(n)
+    : new Uint16Array(n);
+  if (codes) codesOf(terms, n, codes);
+  const acc = new Float64Array(n * s.limbs);
   windowOf(terms, n, codes, acc);
   fromWindow(acc, codes, out, divisor);
-}
-
-/** The reproducible dtype of `view` (a TypeError otherwise). */
-function schemeDtype(view: TypedArray): ReproducibleDtype {
-  schemeOf(view);
-  return dtypeOf(view) as ReproducibleDtype;
 }

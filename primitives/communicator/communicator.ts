@@ -123,12 +123,7 @@ export class Communicator implements AsyncDisposable {
       hooks,
       inFlight,
       pickHost: (ctx, collective, bytes) =>
-        pickHostAlgorithm(collective as CollectiveName, {
-          transport: ctx.transport.facts,
-          bytes,
-          size: ctx.size,
-          links: ctx.transport.links,
-        }).run,
+        hostPick(ctx.transport, collective as CollectiveName, bytes).run,
     });
     this.#p2p = new PointToPoint(transport, memory, { calls, hooks, inFlight });
     transport.calls = calls;
@@ -561,12 +556,7 @@ export class Communicator implements AsyncDisposable {
       const picked = this.#pick(call.collective, call.algorithm, bytes, side);
       // A reproducible call on device buffers sums on the host (reproducible.ts): that one ran.
       this.#ran[call.collective] = call.reproducible && !onHost(picked)
-        ? pickHostAlgorithm(call.collective, {
-          transport: this.#transport.facts,
-          bytes,
-          size: this.size,
-          links: this.#transport.links,
-        }).name
+        ? hostPick(this.#transport, call.collective, bytes).name
         : picked.name;
       const planned = planCall(picked, call, this.size);
       return planned.onHost
@@ -576,6 +566,16 @@ export class Communicator implements AsyncDisposable {
       return Promise.reject(e);
     }
   }
+}
+
+/** The host algorithm `auto` picks for `collective` on `bytes` over `transport`'s group. */
+function hostPick(transport: Transport, collective: CollectiveName, bytes: number) {
+  return pickHostAlgorithm(collective, {
+    transport: transport.facts,
+    bytes,
+    size: transport.size,
+    links: transport.links,
+  });
 }
 
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
