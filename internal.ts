@@ -126,6 +126,8 @@ export type {
   ProcessesTransport,
   RestatedBound,
   SharedAccess,
+  Simulation,
+  ThreadGroupInit,
   ThreadTransport,
   Transport,
   TransportBounds,
@@ -154,3 +156,16 @@ export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
 export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";
+export { SIM } from "./primitives/transports/sim.ts";
+export {
+  checkModel,
+  DEFAULT_MODEL,
+  describeFabric,
+  describeModel,
+  linkCostsOf,
+  type SimFabric,
+  type SimLink,
+  type SimModel,
+  type SimPayload,
+} from "./primitives/transports/sim_model.ts";
+export type { HostArena } from "./primitives/memory/rank_memory.ts";

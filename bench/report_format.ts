@@ -13,7 +13,7 @@ import {
   P999_MIN_SAMPLES,
   type ResultRow,
 } from "./metrics.ts";
-import type { GpuInfo, LinkCosts } from "../internal.ts";
+import type { GpuInfo, LinkCosts, SimModel } from "../internal.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
 
@@ -50,6 +50,8 @@ export interface RunMetadata {
    * elements whose bits differ from the reproducible sum of the inputs.
    */
   reproducible?: boolean;
+  /** The network a simulated run modelled (`--transport sim`): its times are virtual. */
+  model?: SimModel;
   /** The machine's limits the rows were read against; null when none were measured. */
   limits?: RunBounds | null;
   /**
@@ -148,7 +150,12 @@ function form(
       width: 6,
       cell: (r) => inPlace(get(r).busbw, (v) => v.toFixed(2)),
     },
-    { title: "#wrong", width: 6, cell: (r) => inPlace(get(r).wrong, String) },
+    // NaN: not checked (a simulated run's phantom payloads are sized only).
+    {
+      title: "#wrong",
+      width: 6,
+      cell: (r) => inPlace(get(r).wrong, (v) => Number.isNaN(v) ? "n/a" : String(v)),
+    },
   ];
 }
 
@@ -296,14 +303,17 @@ export function tableLayout(
       .map((l) => l.trimEnd()).join("\n"),
     line: (row) => columns.map((c) => c.cell(row).padStart(c.width)).join(" "),
     footer(rows) {
-      const wrong = rows.reduce((n, r) => n + r.wrong + (r.inplace_wrong ?? 0), 0);
+      const checked = rows.some((r) => !Number.isNaN(r.wrong));
+      const wrong = rows.reduce((n, r) => n + (r.wrong || 0) + (r.inplace_wrong || 0), 0);
       const busbw = rows.flatMap((r) =>
         r.inplace_busbw_gbs === undefined ? [r.busbw_gbs] : [r.busbw_gbs, r.inplace_busbw_gbs]
       );
       const mean = busbw.length ? busbw.reduce((a, b) => a + b, 0) / busbw.length : 0;
       const limits = bounds === undefined ? [] : limitLines(rows, bounds ?? undefined);
       return [
-        `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}`,
+        checked
+          ? `# Out of bounds values : ${wrong} ${wrong === 0 ? "OK" : "FAILED"}`
+          : "# Out of bounds values : not checked (phantom payloads: sized only)",
         `# Avg bus bandwidth    : ${mean.toFixed(mean < 1 ? 4 : 3)}`,
         ...limits,
         ...spreadLines(rows),

@@ -247,7 +247,9 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     ...(spec.rooted ? [`root ${s.root}`] : []),
   ].join(", ");
   const { procs, threads = 1, processes = procs } = ranks;
-  const group = ranks.transport.launch === "thread"
+  const group = ranks.transport.simulated
+    ? `${procs} simulated ranks (virtual time)`
+    : ranks.transport.launch === "thread"
     ? `${procs} logical ranks on 1 device`
     : threads > 1
     ? `${procs} ranks (${processes} processes × ${threads} threads)`

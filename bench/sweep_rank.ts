@@ -40,7 +40,7 @@ async function halfKernelsOf(comm: Communicator): Promise<HalfKernels[]> {
   const kinds: HalfKernels[] = ["software", "hardware"];
   const mine = Int32Array.of(kinds.indexOf(halfKernels()));
   const all = new Int32Array(comm.size);
-  await comm.allgather(mine, all);
+  await comm.gather(mine, comm.rank === 0 ? all : undefined, { root: 0 }); // rank 0 reads it
   return Array.from(all, (k) => kinds[k]);
 }
 
@@ -63,7 +63,10 @@ export async function runSweep(
   const gpu = comm.gpu, links = comm.links;
   const report = {
     ...args.report,
-    header: links ? [...args.report.header, describeLinks(links)] : args.report.header,
+    // A simulated group's links are its model's, described above the table already.
+    header: links && !comm.simulatedPayload
+      ? [...args.report.header, describeLinks(links)]
+      : args.report.header,
     metadata: {
       ...args.report.metadata,
       ...(gpu && { gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() } }),

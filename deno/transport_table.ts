@@ -9,13 +9,14 @@
 import { TransportTable } from "../primitives/registry.ts";
 import { GPU } from "../primitives/transports/gpu.ts";
 import { SHM } from "../primitives/transports/shm.ts";
+import { SIM } from "../primitives/transports/sim.ts";
 import type { TransportFacts } from "../primitives/transports/transport.ts";
 import { WORKER } from "../primitives/transports/worker.ts";
 import { TCP } from "./transports/tcp.ts";
 import { WS } from "./transports/ws.ts";
 
 /** A transport's name (`--transport`). */
-export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu";
+export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu" | "sim";
 
 /** Every transport Deno runs, in order. */
 export const TRANSPORT_TABLE: TransportTable<TransportName> = new TransportTable({
@@ -24,6 +25,7 @@ export const TRANSPORT_TABLE: TransportTable<TransportName> = new TransportTable
   ws: WS,
   tcp: TCP,
   gpu: GPU,
+  sim: SIM,
 });
 
 /** Every transport's facts, by name. */

@@ -56,6 +56,7 @@ import { PIPELINED, STAGED } from "./collectives/staging.ts";
 import type { Algorithm, AlgorithmOf } from "./collectives/algorithm.ts";
 import { GPU } from "./transports/gpu.ts";
 import { SHM } from "./transports/shm.ts";
+import { SIM } from "./transports/sim.ts";
 import type {
   ProcessesTransport,
   ThreadTransport,
@@ -254,13 +255,14 @@ function startsAs<L extends TransportDescriptor["launch"]>(
 }
 
 /** A web transport's name: one whose ranks a web page can start (workers, or its GPU). */
-export type WebTransportName = "shm" | "worker" | "gpu";
+export type WebTransportName = "shm" | "worker" | "gpu" | "sim";
 
 /** The web transports, in order. */
 export const WEB_TRANSPORTS: TransportTable<WebTransportName> = new TransportTable({
   shm: SHM,
   worker: WORKER,
   gpu: GPU,
+  sim: SIM,
 });
 
 export type { ProcessesTransport, ThreadTransport, WorkersTransport };

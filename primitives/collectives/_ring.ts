@@ -5,7 +5,6 @@
  * @module
  */
 
-import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { type CollectiveContext, mod, segmentsOf } from "./context.ts";
 
@@ -46,7 +45,7 @@ export async function ringReduceScatter(
     const recvs = theirs.map((s) => ctx.recv(left, s));
     for (let k = 0; k < dst.length; k++) {
       await recvs[k];
-      reduce(op, dst[k], mine[k], theirs[k]);
+      ctx.reduce(op, dst[k], mine[k], theirs[k]);
     }
     await Promise.all(sends);
   }

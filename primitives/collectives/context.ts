@@ -87,9 +87,18 @@ export class CollectiveContext {
     return part;
   }
 
+  /**
+   * `dst = a op b`: what every message algorithm reduces with, so that a simulated transport
+   * charges it to the rank's virtual clock (and skips it where the operands are phantom).
+   */
+  reduce(op: KernelOp, dst: TypedArray, a: TypedArray, b: TypedArray): void {
+    if (this.transport.simulated?.reduce(dst, a, b)) return;
+    reduce(op, dst, a, b);
+  }
+
   /** `dst = dst op src`. */
   reduceInto(op: KernelOp, dst: TypedArray, src: TypedArray): void {
-    reduce(op, dst, dst, src);
+    this.reduce(op, dst, dst, src);
   }
 
   /**

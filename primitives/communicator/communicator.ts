@@ -142,6 +142,22 @@ export class Communicator implements AsyncDisposable {
     return this.#transport.links;
   }
 
+  /**
+   * How a simulated group (`sim`: docs/transports/sim.md) carries payloads: `real` (carried and
+   * checked) or `phantom` (sized only); undefined where the transport is not simulated.
+   */
+  get simulatedPayload(): "real" | "phantom" | undefined {
+    return this.#transport.simulated?.model.payload;
+  }
+
+  /**
+   * This rank's clock, ms: `performance.now()`, or the virtual clock of a simulated group (what
+   * a benchmark times with).
+   */
+  now(): number {
+    return this.#transport.simulated?.now() ?? performance.now();
+  }
+
   /** Name of the transport underneath. */
   get transport(): string {
     return this.#transport.facts.name;

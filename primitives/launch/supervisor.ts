@@ -29,6 +29,11 @@ export interface GroupOptions {
   signal?: AbortSignal;
   /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
   gpu?: boolean;
+  /**
+   * What a thread transport is configured with (the `sim` transport's network model:
+   * transports/sim_model.ts); other transports take none.
+   */
+  transportOptions?: unknown;
   /** Name of the exported function each rank runs as `fn(comm, args)`. @default {"run"} */
   entry?: string;
   /**

@@ -79,6 +79,8 @@ export function launchThread<T = unknown>(
     args: options.args,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxBindingBytes: options.maxBindingBytes,
+    gpu: options.gpu,
+    transportOptions: options.transportOptions,
     runtime: options.runtime?.toString(),
   };
   worker.postMessage(init);

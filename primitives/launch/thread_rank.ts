@@ -26,6 +26,10 @@ import { loadRuntime } from "./runtime.ts";
 export interface ThreadInit extends RankProgram {
   /** Largest storage binding the kernels use (tests make it small). */
   maxBindingBytes?: number;
+  /** Open a WebGPU device even where the transport needs none (for gpu or managed memory). */
+  gpu?: boolean;
+  /** What the transport is configured with (`GroupOptions.transportOptions`). */
+  transportOptions?: unknown;
 }
 
 /** Launcher → thread: fail rank `rank` as if it had died. */
@@ -51,12 +55,19 @@ scope.onmessage = ({ data }) => {
 };
 
 async function runGroup(init: ThreadInit): Promise<void> {
-  let gpu: GpuDevice;
+  let gpu: GpuDevice | undefined;
   try {
     (await loadRuntime(init.runtime)).start?.(undefined);
-    gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
     const descriptor = WEB_TRANSPORTS.launchedAs(init.transport, "thread");
-    transports = descriptor.group(gpu, init.size, init.timeoutMs);
+    if (descriptor.needsDevice || init.gpu) {
+      gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
+    }
+    transports = descriptor.group({
+      gpu,
+      size: init.size,
+      timeoutMs: init.timeoutMs,
+      options: init.transportOptions,
+    });
   } catch (err) {
     for (let rank = 0; rank < init.size; rank++) {
       scope.postMessage({ type: "error", ...failureReport(err), rank });
@@ -68,12 +79,15 @@ async function runGroup(init: ThreadInit): Promise<void> {
   await Promise.all(transports.map((transport, rank) => {
     const connect = () =>
       Promise.resolve(
-        new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory()), gpu)),
+        new Communicator(
+          transport,
+          new RankMemory(new RankHeap(createHeapMemory()), gpu, transport.simulated?.arena),
+        ),
       );
     return runRank(
       { connect, fn: () => fn, args: init.args },
       (r) => scope.postMessage({ ...r, rank }),
     );
   }));
-  await gpu.synchronize().catch(() => {});
+  await gpu?.synchronize().catch(() => {});
 }

@@ -12,7 +12,7 @@ import { GpuBuffer } from "./gpu_memory.ts";
 import type { GpuDevice } from "./gpu_device.ts";
 import { privateView, type RankHeap } from "./heap.ts";
 import { ManagedBuffer, type MigrationCount } from "./managed.ts";
-import { type Dtype, DTYPE_INFO, type MemoryKind } from "../types.ts";
+import { type Dtype, DTYPE_INFO, type MemoryKind, type TypedArray } from "../types.ts";
 
 /**
  * `host` buffers from this size up get a WebAssembly.Memory of their own (`privateView`), so their
@@ -20,6 +20,17 @@ import { type Dtype, DTYPE_INFO, type MemoryKind } from "../types.ts";
  * unused, and short reductions run in JS anyway).
  */
 const PRIVATE_MEMORY_MIN_BYTES = 64 * 1024;
+
+/**
+ * Where a rank's host buffers come from instead of its own memory (a simulated group's phantom
+ * buffers, shared by its ranks: transports/sim.ts).
+ */
+export interface HostArena {
+  /** A buffer of `count` × `dtype` for `rank`. */
+  alloc(rank: number, dtype: Dtype, count: number): TypedArray;
+  /** `rank` is done with `view`. */
+  free(rank: number, view: ArrayBufferView): void;
+}
 
 /** Allocates and frees a rank's buffers of every kind it has. */
 export class RankMemory implements BufferOwner {
@@ -32,10 +43,17 @@ export class RankMemory implements BufferOwner {
   /** Migrations of every managed buffer of this rank. */
   readonly migrations: MigrationCount = { migrations: 0, bytes: 0 };
 
-  /** A rank's memory over `heap`, with its device `gpu` when it has one. */
-  constructor(heap: RankHeap, gpu?: GpuDevice) {
+  /** Where host and shared buffers come from, when not from this rank's own memory. */
+  readonly #arena: HostArena | undefined;
+
+  /**
+   * A rank's memory over `heap`, with its device `gpu` when it has one; host and shared buffers
+   * come from `arena` when given.
+   */
+  constructor(heap: RankHeap, gpu?: GpuDevice, arena?: HostArena) {
     this.heap = heap;
     this.gpu = gpu;
+    this.#arena = arena;
   }
 
   /** A zero-filled buffer of `count` × `dtype` of `kind`, owned by this memory. */
@@ -44,6 +62,9 @@ export class RankMemory implements BufferOwner {
   }
 
   #alloc(kind: MemoryKind, dtype: Dtype, count: number): CommBuffer {
+    if (this.#arena && (kind === "host" || kind === "shared")) {
+      return new HostBuffer(this.#arena.alloc(this.rank ?? 0, dtype, count), kind);
+    }
     switch (kind) {
       case "host": {
         const large = count * DTYPE_INFO[dtype].bytes >= PRIVATE_MEMORY_MIN_BYTES;
@@ -68,7 +89,8 @@ export class RankMemory implements BufferOwner {
 
   /** Returns a buffer's memory: heap buffers to the heap, device buffers to the device. */
   free(buf: CommBuffer): void {
-    if (buf instanceof HostBuffer && buf.memory === "shared") this.heap.free(buf.view);
+    if (this.#arena && buf instanceof HostBuffer) this.#arena.free(this.rank ?? 0, buf.view);
+    else if (buf instanceof HostBuffer && buf.memory === "shared") this.heap.free(buf.view);
     else if (buf instanceof GpuBuffer) buf.destroy();
     else if (buf instanceof ManagedBuffer) {
       this.heap.free(buf.host.view);

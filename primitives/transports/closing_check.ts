@@ -83,6 +83,11 @@ export class ClosingCheck {
     return { summary: this.#calls?.summary(), taken };
   }
 
+  /** Whether `peer` said goodbye (or ended without one). */
+  heardFrom(peer: number): boolean {
+    return peer !== this.#rank && this.#heard[peer];
+  }
+
   /** Whether every peer has said goodbye. */
   get all(): boolean {
     return this.#left === 0;

@@ -113,7 +113,10 @@ export const GPU: ThreadTransport & { name: "gpu" } = {
   groupBytes: () => 64 * 2 ** 20,
   bounds: { latency: "device", bandwidth: "device" },
   // Each byte of every rank's buffer read once by one kernel: the direct kernels beat the ring.
-  group: gpuRanks,
+  group: ({ gpu, size, timeoutMs }) => {
+    if (!gpu) throw new Error("The gpu transport's ranks share a WebGPU device; none was opened");
+    return gpuRanks(gpu, size, timeoutMs);
+  },
 };
 
 /** The transports of `size` logical ranks on `gpu`, by rank. */

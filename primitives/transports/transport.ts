@@ -8,6 +8,8 @@ import type { DeviceView } from "../../kernels/gpu_kernels.ts";
 import type { CommError, MismatchError } from "../errors.ts";
 import type { GpuDevice } from "../memory/gpu_device.ts";
 import type { RankHeap } from "../memory/heap.ts";
+import type { HostArena } from "../memory/rank_memory.ts";
+import type { SimModel } from "./sim_model.ts";
 import type {
   AlgorithmNeed,
   Dtype,
@@ -119,6 +121,8 @@ export interface Transport {
   readonly blocking?: boolean;
   /** Checks arrivals against this rank's calls; set by the communicator. */
   calls?: CallCheck;
+  /** What a simulated transport adds (`sim`): its virtual clock, and the work it charges. */
+  readonly simulated?: Simulation;
   /**
    * Makes every pending and future operation reject with `error` and tells the peers (where the
    * transport can) that `error.failedRank` failed, so they fail fast too. Idempotent.
@@ -126,6 +130,27 @@ export interface Transport {
   abort(error: CommError): void;
   /** Releases the transport's resources; resolves once peers have been told (if they must be). */
   close(): void | Promise<void>;
+}
+
+/**
+ * What a simulated transport's ranks run under: a virtual clock that the network's model advances
+ * (sim_network.ts), and reductions charged to it at the model's rate; with phantom payloads
+ * (buffers sized only), the reductions' work is skipped.
+ */
+export interface Simulation {
+  /** The network simulated. */
+  readonly model: SimModel;
+  /** Whether payloads are sized only: results are not checked. */
+  readonly phantom: boolean;
+  /** Where a phantom run's host buffers come from. */
+  readonly arena?: HostArena;
+  /** This rank's virtual clock, ms (performance.now's unit). */
+  now(): number;
+  /**
+   * Charges a reduction into `dst` to this rank's clock; true when its operands are phantom and
+   * the work is to be skipped.
+   */
+  reduce(dst: TypedArray, a: TypedArray, b: TypedArray): boolean;
 }
 
 /**
@@ -289,6 +314,10 @@ export interface TransportFacts {
   readonly winsBelow?: readonly RestatedBound[];
   /** Which of the machine's limits bound it (bench/limits: `deno task limits`). */
   readonly bounds: TransportBounds;
+  /** Most ranks a group may have, where more than the tasks' usual 256 (a simulated group). */
+  readonly maxRanks?: number;
+  /** Whether its ranks run under a simulated network's virtual clocks (`Transport.simulated`). */
+  readonly simulated?: boolean;
 }
 
 /**
@@ -383,8 +412,20 @@ export interface ProcessesTransport extends TransportFacts {
 export interface ThreadTransport extends TransportFacts {
   /** Its ranks are logical ranks in one thread. */
   readonly launch: "thread";
-  /** The transports of a group of `size` ranks on `gpu`, by rank. */
-  group(gpu: GpuDevice, size: number, timeoutMs: number): Transport[];
+  /** The transports of a group, by rank. */
+  group(init: ThreadGroupInit): Transport[];
+}
+
+/** What a thread transport's group is made with. */
+export interface ThreadGroupInit {
+  /** Ranks in the group. */
+  size: number;
+  /** Milliseconds a wait may go without progress. */
+  timeoutMs: number;
+  /** The device the ranks share, where the transport or their memory needs one. */
+  gpu?: GpuDevice;
+  /** What the transport is configured with (the `sim` transport's model). */
+  options?: unknown;
 }
 
 /** One transport's descriptor (see {@linkcode TransportFacts}). */

@@ -16,6 +16,7 @@ import { TRANSPORTS } from "../../deno/mod.ts";
 import { type RunBounds, sweepBounds } from "../../bench/limits/machine_limits.ts";
 import { keptLimits, LimitsFileError } from "../limits/this_machine.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./benchmark_plan.ts";
+import { describeModel } from "../../internal.ts";
 import { UsageError } from "../common/flags.ts";
 import { translateHabits } from "../common/foreign_flags.ts";
 import { collectMetadata } from "../common/metadata.ts";
@@ -23,7 +24,8 @@ import { requireDevice, type Task, taskMain } from "../common/task.ts";
 
 /** The lines above the table: what ran, how it was timed, and the units. */
 export function describe(plan: RunPlan): string[] {
-  return describeSweep(plan.sweep, { ...plan, transport: TRANSPORTS[plan.transport] });
+  const lines = describeSweep(plan.sweep, { ...plan, transport: TRANSPORTS[plan.transport] });
+  return plan.model ? [lines[0], describeModel(plan.model), ...lines.slice(1)] : lines;
 }
 
 /** Output choices of {@linkcode runPlan}. */
@@ -39,7 +41,8 @@ export interface RunOutput {
  * naming a kept file that does not hold limits.
  */
 export function boundsOf(plan: RunPlan): RunBounds | null {
-  const { bounds } = TRANSPORTS[plan.transport];
+  const { bounds, simulated } = TRANSPORTS[plan.transport];
+  if (simulated) return null; // virtual time: no limit of this machine bounds it
   let limits;
   try {
     limits = keptLimits();
@@ -74,8 +77,14 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
       csv: plan.csv,
       json: plan.json,
       counts: plan.sweep.counts,
-      metadata: { ...out.metadata, limits: bounds, reproducible: plan.sweep.reproducible ?? false },
-      bounds,
+      metadata: {
+        ...out.metadata,
+        limits: bounds,
+        reproducible: plan.sweep.reproducible ?? false,
+        ...(plan.model && { model: plan.model }),
+      },
+      // Virtual times: no limit of this machine reads against them.
+      bounds: plan.model ? undefined : bounds,
     },
   };
   const module = new URL("./cli_sweep_rank.ts", import.meta.url);
@@ -99,6 +108,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     signal: out.signal,
     bind: plan.bind,
     gpu: plan.device,
+    transportOptions: plan.model,
   });
   return (await group.results)[0];
 }

@@ -24,6 +24,14 @@ import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../../i
 import { defineFlags, type Flags, outputFiles, UsageError } from "../common/flags.ts";
 import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
 import { trafficOf } from "./traffic_flags.ts";
+import { planModel, SIM_FLAGS } from "./sim_flags.ts";
+import type { SimModel } from "../../internal.ts";
+
+/**
+ * A simulated run's iterations unless told: its virtual times repeat exactly once warm, so a few
+ * suffice (and each costs real time for every simulated rank).
+ */
+const SIM_ITERS = "4", SIM_WARMUP = "1";
 
 /** The largest buffer unless `--max` says: 2^28 elements, 1 GiB of f32. */
 const DEFAULT_MAX = 268_435_456;
@@ -38,6 +46,7 @@ export type TableFormat = typeof TABLE_FORMATS[number];
 /** Flags of the primitive tasks (docs/cli.md). */
 export const BENCHMARK_FLAGS = defineFlags({
   ...LAUNCH_FLAGS,
+  ...SIM_FLAGS,
   procs: {
     ...LAUNCH_FLAGS.procs,
     help: "number of ranks (sendrecv: 2; latency, bw, bibw, mbw_mr: 2 × --pairs)",
@@ -179,6 +188,8 @@ export interface RunPlan {
   full: boolean;
   /** Said on stderr before running (e.g. a lowered default --max). */
   notes: string[];
+  /** The network a simulated run (`--transport sim`) models. */
+  model?: SimModel;
 }
 
 /** What {@linkcode planRun} knows besides the flags. */
@@ -216,6 +227,8 @@ export function planRun(
   const max = v.max ??
     String(spec.flow ? OSU_MAX_BYTES / DTYPE_INFO[v.dtype].bytes : Math.min(DEFAULT_MAX, widest));
   const { csv, json } = outputFiles(v);
+  const simulated = info.simulated ?? false;
+  let model: SimModel | undefined;
   const { sweep, device } = planSweep({
     primitive,
     transport: info,
@@ -229,8 +242,8 @@ export function planRun(
     min: v.min,
     max,
     stepFactor: v["step-factor"],
-    iters: v.iters,
-    warmup: v.warmup,
+    iters: v.iters ?? (simulated ? SIM_ITERS : undefined),
+    warmup: v.warmup ?? (simulated ? SIM_WARMUP : undefined),
     timing: v.timing,
     touch: v.touch,
     inPlace: !v["out-of-place-only"],
@@ -240,14 +253,20 @@ export function planRun(
   }, {
     field: (name) => `--${name}`,
     refuse: (message) => new UsageError(message),
-    fitMax: (max, min, planned) =>
-      fitMemory(max, min, {
-        shape: { ...planned, facts: info, procs, threads },
+    fitMax: (max, min, planned) => {
+      const shape = { ...planned, facts: info, procs, threads };
+      // A phantom run's buffers alias one rank's: the group needs one rank's memory for them.
+      model = planModel(v, info, procs, () => memoryNeeded({ ...shape, maxCount: max }).totalBytes);
+      const phantom = model?.payload === "phantom";
+      return fitMemory(max, min, {
+        shape: phantom ? { ...shape, procs: 1 } : shape,
         availableBytes,
         asked: { max: asked, min: v.min },
         notes,
-      }),
+      });
+    },
   });
+  model ??= planModel(v, info, procs, () => 0);
   return {
     transport,
     sweep,
@@ -263,6 +282,7 @@ export function planRun(
     format: v.full && !v.given.has("format") ? "osu" : v.format,
     full: v.full,
     notes,
+    model,
   };
 }
 

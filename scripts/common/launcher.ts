@@ -16,12 +16,21 @@ import {
 import { address, defineFlags, type Flags, UsageError } from "./flags.ts";
 import { MAX_PROCS } from "./task.ts";
 
+/** Most ranks of any transport's group (a simulated one's). */
+const MAX_RANKS = Math.max(MAX_PROCS, ...TRANSPORT_NAMES.map((t) => TRANSPORTS[t].maxRanks ?? 0));
+
 /** Launchers: start ranks here, or join a group an external launcher started. */
 export const LAUNCHERS = ["local", "env"] as const;
 
 /** The flags of where ranks run. */
 export const LAUNCH_FLAGS = defineFlags({
-  procs: { help: "number of ranks", kind: "integer", min: 1, max: MAX_PROCS, default: 2 },
+  procs: {
+    help: `number of ranks (at most ${MAX_PROCS}; a simulated group ${MAX_RANKS})`,
+    kind: "integer",
+    min: 1,
+    max: MAX_RANKS,
+    default: 2,
+  },
   transport: {
     help: `transport: ${TRANSPORT_NAMES.join(", ")}`,
     kind: "choice",
@@ -92,9 +101,13 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
         `share memory and processes link over ${PROCESS_TRANSPORTS.join(" or ")}`,
     );
   }
-  if (procs * threads > MAX_PROCS) {
+  const maxRanks = TRANSPORTS[transport].maxRanks ?? MAX_PROCS;
+  if (procs * threads > maxRanks) {
     throw new UsageError(
-      `--procs ${procs} × --threads ${threads} is not accepted: at most ${MAX_PROCS} ranks`,
+      `--procs ${procs}${threads > 1 ? ` × --threads ${threads}` : ""} is not accepted: at most ` +
+        `${maxRanks} ranks over ${transport}${
+          maxRanks < MAX_RANKS ? ` (a simulated group, --transport sim, takes ${MAX_RANKS})` : ""
+        }`,
     );
   }
   const bind = address("bind", v.bind);
