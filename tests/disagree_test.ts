@@ -52,7 +52,7 @@ const MODES: [DisagreeMode, RegExp][] = [
 ];
 
 // The simulated transport fails a group that disagrees by its deadlock check, not yet within these
-// tests' deadlines in every case (docs/transports/sim.md, "What is left"): left out until it does.
+// tests' deadlines in every case (docs/transports/sim.md): left out until it does.
 for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].simulated)) {
   const processes = TRANSPORTS[transport].launch === "processes";
   const test = transport === "gpu"

@@ -9,7 +9,14 @@
 
 import { type CommError, CommTimeoutError, MismatchError, PeerFailedError } from "../errors.ts";
 import type { HostArena } from "../memory/rank_memory.ts";
-import { DONE, type Dtype, DTYPE_INFO, makeView, type TypedArray } from "../types.ts";
+import {
+  DONE,
+  type Dtype,
+  DTYPE_INFO,
+  type LinkCosts,
+  makeView,
+  type TypedArray,
+} from "../types.ts";
 import { ClosingCheck, type Unclaimed } from "./closing_check.ts";
 import { type SimMember, type SimMessage, SimNetwork } from "./sim_network.ts";
 import { checkModel, DEFAULT_MODEL, linkCostsOf, type SimModel } from "./sim_model.ts";
@@ -50,7 +57,7 @@ export class SimTransport implements Transport, SimMember {
   readonly rank: number;
   readonly size: number;
   readonly hosts: readonly number[];
-  links;
+  links: LinkCosts;
   readonly simulated: Simulation;
   readonly #net: SimNetwork;
   readonly #timeoutMs: number;
@@ -65,6 +72,8 @@ export class SimTransport implements Transport, SimMember {
   readonly #goodbyes: ClosingCheck;
   #calls?: CallCheck;
   #failed?: Error;
+  /** Whether a message's bytes travel (all but a phantom run's sized-only ones). */
+  readonly #carries: (data: Uint8Array) => boolean;
 
   /** Rank `rank` of the group on `net`, whose phantom buffers come from `arena`. */
   constructor(net: SimNetwork, rank: number, timeoutMs: number, arena: PhantomArena | undefined) {
@@ -83,7 +92,6 @@ export class SimTransport implements Transport, SimMember {
     const reduceUsPerByte = this.links.reduceUsPerByte;
     this.simulated = {
       model: net.model,
-      phantom,
       arena,
       now: () => net.start(rank) / 1000,
       reduce: (dst, a, b) => {
@@ -93,8 +101,6 @@ export class SimTransport implements Transport, SimMember {
     };
     this.#carries = (data) => !phantomWork(data);
   }
-
-  readonly #carries: (data: Uint8Array) => boolean;
 
   get calls(): CallCheck | undefined {
     return this.#calls;

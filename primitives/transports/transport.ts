@@ -140,8 +140,6 @@ export interface Transport {
 export interface Simulation {
   /** The network simulated. */
   readonly model: SimModel;
-  /** Whether payloads are sized only: results are not checked. */
-  readonly phantom: boolean;
   /** Where a phantom run's host buffers come from. */
   readonly arena?: HostArena;
   /** This rank's virtual clock, ms (performance.now's unit). */
