@@ -124,7 +124,11 @@ Deno.test("cli: bad input is a one-line UsageError naming the flag and what it a
   const cases: [string[], RegExp][] = [
     [["--bogus", "1"], /unknown flag --bogus; accepted: --procs, /],
     [["stray"], /unexpected argument stray/],
-    [["--procs", "0"], /--procs 0 .* from 1 to 256/],
+    [["--procs", "0"], /--procs 0 .* from 1 to 4096/],
+    [
+      ["--procs", "257"],
+      /--procs 257 .* at most 256 ranks over shm \(a simulated group, --transport sim, takes 4096\)/,
+    ],
     [["--procs", "two"], /--procs two/],
     [["--transport", "carrier-pigeon"], /--transport carrier-pigeon .*accepted: shm, worker/],
     [["--transport", "worker", "--algorithm", "shm_direct"], /accepted: auto, recursive_doubling/],

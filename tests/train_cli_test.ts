@@ -21,7 +21,7 @@ function plan(argv: string[]) {
 Deno.test("train: every bad flag value is refused with what is accepted", async () => {
   const cases: [string[], RegExp][] = [
     [["--sync", "gossip"], /--sync gossip is not accepted; accepted: allreduce, local-sgd, ps/],
-    [["--procs", "0"], /--procs 0 is not accepted: expected an integer from 1 to 256/],
+    [["--procs", "0"], /--procs 0 is not accepted: expected an integer from 1 to 4096/],
     [["--sync", "ps", "--procs", "1"], /rank 0 serves, so it needs at least 2/],
     [["--ps-mode", "async"], /--ps-mode async is not accepted: it applies to --sync ps/],
     [["--sync-every", "0"], /--sync-every 0 is not accepted/],
