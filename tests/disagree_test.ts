@@ -51,9 +51,7 @@ const MODES: [DisagreeMode, RegExp][] = [
   ["sent-after-close", UNRECEIVED],
 ];
 
-// The simulated transport fails a group that disagrees by its deadlock check, not yet within these
-// tests' deadlines in every case (docs/transports/sim.md): left out until it does.
-for (const transport of TRANSPORT_NAMES.filter((t) => !TRANSPORTS[t].simulated)) {
+for (const transport of TRANSPORT_NAMES) {
   const processes = TRANSPORTS[transport].launch === "processes";
   const test = transport === "gpu"
     ? gpuTest

@@ -17,7 +17,7 @@ import {
   makeView,
   type TypedArray,
 } from "../types.ts";
-import { ClosingCheck, type Unclaimed } from "./closing_check.ts";
+import { ClosingCheck, type Goodbye, type Unclaimed } from "./closing_check.ts";
 import { type SimMember, type SimMessage, SimNetwork } from "./sim_network.ts";
 import { checkModel, DEFAULT_MODEL, linkCostsOf, type SimModel } from "./sim_model.ts";
 import type {
@@ -66,7 +66,13 @@ export class SimTransport implements Transport, SimMember {
   /** Posted receives no message matched yet, by sender. */
   readonly #posted = new Map<number, PendingRecv[]>();
   #probes: PendingProbe[] = [];
+  /** Rejections of the waits matched but not yet complete (their completion is scheduled). */
+  readonly #completing = new Set<(e: Error) => void>();
   #waiting = 0;
+  /** Messages on their way here, by sender: a sender's goodbye arrives behind them. */
+  readonly #inFlight = new Map<number, number>();
+  /** Goodbyes that came while their senders' messages were still on their way. */
+  readonly #byesBehind = new Map<number, Goodbye>();
   readonly #sent: Int32Array;
   readonly #taken: Int32Array;
   readonly #goodbyes: ClosingCheck;
@@ -119,6 +125,8 @@ export class SimTransport implements Transport, SimMember {
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     this.#sent[peer]++;
+    const to = this.#net.members[peer] as SimTransport;
+    to.#inFlight.set(this.rank, (to.#inFlight.get(this.rank) ?? 0) + 1);
     const payload = this.#carries(data) ? data.slice() : undefined;
     this.#net.send({ src: this.rank, dst: peer, tag, stamp, bytes: data.byteLength, payload });
     return DONE;
@@ -135,6 +143,7 @@ export class SimTransport implements Transport, SimMember {
       if (!list) this.#posted.set(peer, list = []);
       list.push(pending);
       this.#waiting++;
+      this.#net.kick(); // every rank may now wait: the scheduler judges a deadlock
     });
   }
 
@@ -148,10 +157,11 @@ export class SimTransport implements Transport, SimMember {
           postedAt,
           this.#arrived.get(found)!.find((m) => m.tag === tag)!.arrival,
         );
-        return this.#net.wake(this.rank, at + this.#net.model.overheadUs, () => resolve(found));
+        return this.#completeAt(at + this.#net.model.overheadUs, () => resolve(found), reject);
       }
       this.#probes.push({ peers, tag, postedAt, resolve, reject });
       this.#waiting++;
+      this.#net.kick(); // every rank may now wait: the scheduler judges a deadlock
     });
   }
 
@@ -161,6 +171,18 @@ export class SimTransport implements Transport, SimMember {
   }
 
   arrive(m: SimMessage, time: number): void {
+    const left = this.#inFlight.get(m.src)! - 1;
+    this.#inFlight.set(m.src, left);
+    this.#deliver(m, time);
+    const bye = left === 0 ? this.#byesBehind.get(m.src) : undefined;
+    if (bye && !this.#failed) {
+      this.#byesBehind.delete(m.src);
+      this.heardBye(m.src, bye);
+    }
+  }
+
+  /** `m` arrived at `time`: it completes a posted receive or probe, or waits for one. */
+  #deliver(m: SimMessage, time: number): void {
     const problem = this.#calls?.arrived(m.src, m.tag, m.stamp);
     if (problem) return this.abort(problem);
     const pending = take(this.#posted.get(m.src), m.tag);
@@ -176,7 +198,15 @@ export class SimTransport implements Transport, SimMember {
     const [probe] = this.#probes.splice(i, 1);
     this.#waiting--;
     const at = Math.max(probe.postedAt, time) + this.#net.model.overheadUs;
-    this.#net.wake(this.rank, at, () => probe.resolve(m.src));
+    this.#completeAt(at, () => probe.resolve(m.src), probe.reject);
+  }
+
+  /** Completes a matched wait at virtual time `at`, unless the group fails before. */
+  #completeAt(at: number, complete: () => void, reject: (e: Error) => void): void {
+    this.#completing.add(reject);
+    this.#net.wake(this.rank, at, () => {
+      if (this.#completing.delete(reject)) complete();
+    });
   }
 
   /** A receive takes `m`, arrived at `arrival`: done o after both the post and the arrival. */
@@ -193,7 +223,7 @@ export class SimTransport implements Transport, SimMember {
     if (m.payload) p.into.set(m.payload);
     this.#taken[m.src]++;
     const at = Math.max(p.postedAt, arrival) + this.#net.model.overheadUs;
-    this.#net.wake(this.rank, at, () => p.resolve(m.stamp));
+    this.#completeAt(at, () => p.resolve(m.stamp), p.reject);
   }
 
   stuck(virtualUs: number): CommError | undefined {
@@ -229,12 +259,18 @@ export class SimTransport implements Transport, SimMember {
     this.#failed ??= error;
     for (const list of this.#posted.values()) for (const p of list.splice(0)) p.reject(error);
     for (const p of this.#probes.splice(0)) p.reject(error);
+    for (const reject of this.#completing) reject(error);
+    this.#completing.clear();
     this.#waiting = 0;
     this.#goodbyes.interrupt();
   }
 
-  /** `peer` closed its communicator having made the calls `bye` sums up. */
-  heardBye(peer: number, bye: Parameters<ClosingCheck["heard"]>[1]): void {
+  /**
+   * `peer` closed its communicator having made the calls `bye` sums up; heard once its messages
+   * on their way here have arrived, as a socket's goodbye comes behind its data.
+   */
+  heardBye(peer: number, bye: Goodbye): void {
+    if (this.#inFlight.get(peer)) return void this.#byesBehind.set(peer, bye);
     const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
     if (problem) this.abort(problem);
   }
