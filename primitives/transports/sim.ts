@@ -119,7 +119,7 @@ export class SimTransport implements Transport, SimMember {
   }
 
   get waiting(): number {
-    return this.#waiting;
+    return this.#waiting + this.#completing.size;
   }
 
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {

@@ -30,7 +30,7 @@ export interface SimMember {
   arrive(m: SimMessage, time: number): void;
   /** Rejects every pending operation with `error` (the group failed). */
   fail(error: Error): void;
-  /** Receives and probes this rank waits in. */
+  /** Receives and probes this rank waits in, matched or not. */
   readonly waiting: number;
   /** What keeps this rank waiting when nothing can come: the error that names who it waits for. */
   stuck(virtualUs: number): CommError | undefined;
@@ -38,6 +38,11 @@ export interface SimMember {
 
 /** Empty batches in a row, with every rank waiting, before the scheduler calls it a deadlock. */
 const IDLE_DRAINS = 3;
+/**
+ * Drains in a row that may pass while a rank is still running (its code crosses macrotasks)
+ * before the next batch fires anyway: firing early would bring its clock up to the batch's.
+ */
+const BUSY_DRAINS = 3;
 
 /** Which ports a message crosses and what they cost. */
 interface Path {
@@ -153,18 +158,21 @@ export class SimNetwork {
   }
 
   async #loop(): Promise<void> {
-    let idle = 0;
+    let idle = 0, busy = 0;
     while (!this.#failed) {
       await this.#ranksWait();
       if (this.#failed) break;
+      const allWaiting = this.#allWaiting();
       if (this.#queue.size === 0) {
         // A rank working outside the simulation (writing a file) starts it again when it acts.
-        if (!this.#allWaiting()) break;
+        if (!allWaiting) break;
         if (++idle < IDLE_DRAINS) continue;
         this.#deadlock();
         break;
       }
       idle = 0;
+      if (!allWaiting && ++busy < BUSY_DRAINS) continue;
+      busy = 0;
       this.#fireBatch();
     }
     this.#running = false;
