@@ -11,6 +11,8 @@ import { DEFAULT_MODEL, type SimModel } from "../primitives/transports/sim_model
 import { SIM } from "../primitives/transports/sim.ts";
 import { PRIMITIVES } from "../bench/cases.ts";
 import type { CollectiveName } from "../primitives/collectives/collective_table.ts";
+import { BENCHMARK_FLAGS, planRun } from "../scripts/bench/benchmark_plan.ts";
+import { parseFlags } from "../scripts/common/flags.ts";
 
 /** `hosts` × `perHost` ranks of the default model, with `more` changed. */
 function model(hosts: number, perHost = 1, more: Partial<SimModel> = {}): SimModel {
@@ -139,4 +141,47 @@ Deno.test("sim: a host's ranks share its link, and an oversubscribed tree slows 
   assert_(tree >= flat, `tree ${tree} µs, flat ${flat} µs`);
   const shared = await timed(model(4, 4, { intra: { latencyUs: 0.5, gbps: 100 } }), args);
   assert_(shared < flat, `4 hosts × 4 ranks ${shared} µs, 16 hosts ${flat} µs`);
+});
+
+Deno.test("sim-calibrate: a model from a cluster's latency and bw runs, which --sim-model reads; a bad file is one line", async () => {
+  const dir = await Deno.makeTempDir();
+  const runs = "docs/results/2026-12-02-sim/calibration_5gbit";
+  const calibrate = (args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "scripts/sim_calibrate.ts", ...args],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  try {
+    const out = `${dir}/model.json`;
+    const made = await calibrate([
+      "--latency",
+      `${runs}/latency.csv`,
+      "--bw",
+      `${runs}/bw.csv`,
+      "--out",
+      out,
+    ]);
+    assertEquals(made.code, 0, new TextDecoder().decode(made.stderr));
+    const model = JSON.parse(await Deno.readTextFile(out));
+    // The runs' 1-float one-way 17.886 µs less 2 × 0.2, and 4.765 Gb/s at 4M floats.
+    assertEquals(model.inter, { latencyUs: 17.49, gbps: 4.765 });
+    const plan = planRun(
+      "allreduce",
+      parseFlags(BENCHMARK_FLAGS, ["--transport", "sim", "--procs", "4", "--sim-model", out]),
+      { availableBytes: 1e10 },
+    );
+    assertEquals(plan.model?.inter, model.inter);
+    await Deno.writeTextFile(`${dir}/junk.csv`, "not,a,result\n1,2,3\n");
+    const bad = await calibrate(["--latency", `${dir}/junk.csv`, "--bw", `${runs}/bw.csv`]);
+    const lines = new TextDecoder().decode(bad.stderr).trim().split("\n");
+    assertEquals(bad.code, 2);
+    assertEquals(lines.length, 1, lines.join("\n"));
+    assert_(
+      lines[0].startsWith(`dccl sim-calibrate: --latency ${dir}/junk.csv is not accepted`),
+      lines[0],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

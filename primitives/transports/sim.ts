@@ -142,8 +142,7 @@ export class SimTransport implements Transport, SimMember {
       let list = this.#posted.get(peer);
       if (!list) this.#posted.set(peer, list = []);
       list.push(pending);
-      this.#waiting++;
-      this.#net.kick(); // every rank may now wait: the scheduler judges a deadlock
+      this.#startWaiting();
     });
   }
 
@@ -160,8 +159,7 @@ export class SimTransport implements Transport, SimMember {
         return this.#completeAt(at + this.#net.model.overheadUs, () => resolve(found), reject);
       }
       this.#probes.push({ peers, tag, postedAt, resolve, reject });
-      this.#waiting++;
-      this.#net.kick(); // every rank may now wait: the scheduler judges a deadlock
+      this.#startWaiting();
     });
   }
 
@@ -199,6 +197,12 @@ export class SimTransport implements Transport, SimMember {
     this.#waiting--;
     const at = Math.max(probe.postedAt, time) + this.#net.model.overheadUs;
     this.#completeAt(at, () => probe.resolve(m.src), probe.reject);
+  }
+
+  /** One more wait: every rank may now wait, so the scheduler runs to judge a deadlock. */
+  #startWaiting(): void {
+    this.#waiting++;
+    this.#net.kick();
   }
 
   /** Completes a matched wait at virtual time `at`, unless the group fails before. */

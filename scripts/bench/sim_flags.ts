@@ -264,7 +264,8 @@ export function rate(flag: string, value: string | undefined): number | undefine
   return gbps;
 }
 
-function reduceRate(value: string | undefined): number | undefined {
+/** GB/s of a reduction rate written `10GB/s`. */
+export function reduceRate(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const m = /^(\d+(?:\.\d+)?)\s*GB\/s$/i.exec(value.trim());
   if (!m) {
