@@ -7,7 +7,7 @@
  * @module
  */
 
-import { DEFAULT_MODEL } from "../internal.ts";
+import { DEFAULT_MODEL, type SimModel } from "../internal.ts";
 import { readResultsFile, writeAtomically } from "../deno/mod.ts";
 import type { Point } from "../bench/compare/results.ts";
 import { defineFlags, type Flags, UsageError, writableFile } from "./common/flags.ts";
@@ -71,7 +71,7 @@ async function run(p: CalibrationPlan): Promise<number> {
     );
   }
   const round = (x: number) => Number(x.toPrecision(4));
-  const model = {
+  const model: Partial<SimModel> = {
     inter: { latencyUs: round(latencyUs), gbps: round(largest.gbps) },
     overheadUs: p.overheadUs,
     ...(p.reduceGBps !== undefined && { reduceGBps: p.reduceGBps }),

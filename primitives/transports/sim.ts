@@ -69,8 +69,6 @@ export class SimTransport implements Transport, SimMember {
   /** Rejections of the waits matched but not yet complete (their completion is scheduled). */
   readonly #completing = new Set<(e: Error) => void>();
   #waiting = 0;
-  /** Messages on their way here, by sender: a sender's goodbye arrives behind them. */
-  readonly #inFlight = new Map<number, number>();
   /** Goodbyes that came while their senders' messages were still on their way. */
   readonly #byesBehind = new Map<number, Goodbye>();
   readonly #sent: Int32Array;
@@ -125,8 +123,6 @@ export class SimTransport implements Transport, SimMember {
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     this.#sent[peer]++;
-    const to = this.#net.members[peer] as SimTransport;
-    to.#inFlight.set(this.rank, (to.#inFlight.get(this.rank) ?? 0) + 1);
     const payload = this.#carries(data) ? data.slice() : undefined;
     this.#net.send({ src: this.rank, dst: peer, tag, stamp, bytes: data.byteLength, payload });
     return DONE;
@@ -169,11 +165,9 @@ export class SimTransport implements Transport, SimMember {
   }
 
   arrive(m: SimMessage, time: number): void {
-    const left = this.#inFlight.get(m.src)! - 1;
-    this.#inFlight.set(m.src, left);
     this.#deliver(m, time);
-    const bye = left === 0 ? this.#byesBehind.get(m.src) : undefined;
-    if (bye && !this.#failed) {
+    const bye = this.#byesBehind.get(m.src);
+    if (bye && !this.#failed && this.#onTheWay(m.src) === 0) {
       this.#byesBehind.delete(m.src);
       this.heardBye(m.src, bye);
     }
@@ -197,6 +191,12 @@ export class SimTransport implements Transport, SimMember {
     this.#waiting--;
     const at = Math.max(probe.postedAt, time) + this.#net.model.overheadUs;
     this.#completeAt(at, () => probe.resolve(m.src), probe.reject);
+  }
+
+  /** Messages `peer` sent this rank that have not arrived: those it sent less those here. */
+  #onTheWay(peer: number): number {
+    const sent = (this.#net.members[peer] as SimTransport).#sent[this.rank];
+    return sent - this.#taken[peer] - (this.#arrived.get(peer)?.length ?? 0);
   }
 
   /** One more wait: every rank may now wait, so the scheduler runs to judge a deadlock. */
@@ -274,7 +274,7 @@ export class SimTransport implements Transport, SimMember {
    * on their way here have arrived, as a socket's goodbye comes behind its data.
    */
   heardBye(peer: number, bye: Goodbye): void {
-    if (this.#inFlight.get(peer)) return void this.#byesBehind.set(peer, bye);
+    if (this.#onTheWay(peer) > 0) return void this.#byesBehind.set(peer, bye);
     const problem = this.#goodbyes.heard(peer, bye, this.#sent[peer]);
     if (problem) this.abort(problem);
   }
