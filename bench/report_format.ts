@@ -14,6 +14,8 @@ import {
   type ResultRow,
 } from "./metrics.ts";
 import type { GpuInfo, LinkCosts, SimModel } from "../internal.ts";
+import type { RankKind } from "../primitives/transports/transport.ts";
+import type { LinkKind } from "../primitives/transports/websocket.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
 
@@ -45,6 +47,9 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
+  /** A mixed group's ranks (Deno processes, browser tabs), and how many pairs link each way. */
+  members?: readonly RankKind[];
+  linkKinds?: Partial<Record<LinkKind, number>>;
   /**
    * Whether the run summed reproducibly (`--reproducible`): every row's `wrong` then counts the
    * elements whose bits differ from the reproducible sum of the inputs.

@@ -230,6 +230,8 @@ export interface SweepRanks {
   /** Processes (or workers) and ranks per process (`--threads`). @default {procs, 1} */
   processes?: number;
   threads?: number;
+  /** Browser tabs among the ranks (after the processes). @default {0} */
+  tabs?: number;
   /** The transport's facts: logical ranks on one device, or ranks of their own. */
   transport: TransportFacts;
   /** Whether the ranks time to the device's completion. */
@@ -246,8 +248,10 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
     `dtype ${s.dtype}`,
     ...(spec.rooted ? [`root ${s.root}`] : []),
   ].join(", ");
-  const { procs, threads = 1, processes = procs } = ranks;
-  const group = ranks.transport.simulated
+  const { procs, threads = 1, processes = procs, tabs = 0 } = ranks;
+  const group = tabs > 0
+    ? `${procs} ranks (${processes} Deno processes, ${tabs} browser tabs)`
+    : ranks.transport.simulated
     ? `${procs} simulated ranks (virtual time)`
     : ranks.transport.launch === "thread"
     ? `${procs} logical ranks on 1 device`

@@ -7,6 +7,7 @@
 
 import type { Communicator } from "../core.ts";
 import { type LinkCosts } from "../internal.ts";
+import { linkCounts } from "../primitives/transports/websocket.ts";
 import { halfKernels } from "../kernels/mod.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import type { HalfKernels, ReportOptions, SweepSink } from "./report_format.ts";
@@ -71,6 +72,7 @@ export async function runSweep(
       ...args.report.metadata,
       ...(gpu && { gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() } }),
       ...(links && { links }),
+      ...(comm.members && { members: comm.members, linkKinds: linkCounts(comm.members) }),
       halfKernels: kernels.every((k) => k === kernels[0]) ? kernels[0] : kernels,
     },
   };

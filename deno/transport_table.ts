@@ -14,9 +14,10 @@ import type { TransportFacts } from "../primitives/transports/transport.ts";
 import { WORKER } from "../primitives/transports/worker.ts";
 import { TCP } from "./transports/tcp.ts";
 import { WS } from "./transports/ws.ts";
+import { WEBSOCKET } from "./transports/websocket.ts";
 
 /** A transport's name (`--transport`). */
-export type TransportName = "shm" | "worker" | "ws" | "tcp" | "gpu" | "sim";
+export type TransportName = "shm" | "worker" | "ws" | "tcp" | "websocket" | "gpu" | "sim";
 
 /** Every transport Deno runs, in order. */
 export const TRANSPORT_TABLE: TransportTable<TransportName> = new TransportTable({
@@ -24,6 +25,7 @@ export const TRANSPORT_TABLE: TransportTable<TransportName> = new TransportTable
   worker: WORKER,
   ws: WS,
   tcp: TCP,
+  websocket: WEBSOCKET,
   gpu: GPU,
   sim: SIM,
 });

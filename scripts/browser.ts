@@ -8,13 +8,15 @@
 
 import { cliName, type Primitive, PRIMITIVE_LIST } from "../bench/cases.ts";
 import { WEB_TRANSPORTS } from "../internal.ts";
-import { limitsInTab, sweepInTab, trainInTab } from "./browser/tab_run.ts";
+import { joiningTabs, limitsInTab, sweepInTab, trainInTab } from "./browser/tab_run.ts";
 import { limitsTable } from "../bench/limits/limits_table.ts";
 import { chromiumAvailable, ChromiumMissing } from "./browser/chromium.ts";
-import { describe, stoppedRun } from "./bench/benchmark.ts";
+import { describe, runBenchmark, stoppedRun } from "./bench/benchmark.ts";
 import { BENCHMARK_FLAGS, planRun, type RunPlan } from "./bench/benchmark_plan.ts";
 import { type Flags, UsageError } from "./common/flags.ts";
 import { describeTraining, planTraining, type TrainPlan } from "./train/training_plan.ts";
+import { runTraining } from "./train/training.ts";
+import { collectMetadata } from "./common/metadata.ts";
 import { TRAIN_FLAGS } from "./train/training_flags.ts";
 import { LAUNCH_FLAGS } from "./common/launcher.ts";
 import { type Task, taskMain } from "./common/task.ts";
@@ -65,6 +67,15 @@ function benchmarkInTab(primitive: Primitive): Task<RunPlan, typeof BENCHMARK_FL
     summary: `Measures ${cliName(primitive)} over a size sweep inside headless Chromium.`,
     flags: BENCHMARK_FLAGS,
     async plan(flags) {
+      if (flags.tabs > 0) {
+        // Tabs join Deno processes: the CLI's own run, with headless tabs on its join link.
+        const plan = planRun(
+          primitive,
+          flags.given.has("max") ? flags : { ...flags, max: TAB_MAX },
+        );
+        await requireChromium();
+        return plan;
+      }
       tabLaunch(flags);
       const plan = planRun(primitive, flags.given.has("max") ? flags : { ...flags, max: TAB_MAX });
       webTransport(plan.transport);
@@ -73,6 +84,19 @@ function benchmarkInTab(primitive: Primitive): Task<RunPlan, typeof BENCHMARK_FL
     },
     notes: (plan) => plan.notes,
     async run(plan, signal, argv) {
+      if (plan.tabs > 0) {
+        const tabs = joiningTabs(plan.tabs);
+        try {
+          return await runBenchmark(
+            plan,
+            signal,
+            ["browser", cliName(primitive), ...argv],
+            tabs.onJoinLink,
+          );
+        } finally {
+          await tabs.close();
+        }
+      }
       const transport = webTransport(plan.transport);
       const wrong = await sweepInTab({
         sweep: plan.sweep,
@@ -102,6 +126,12 @@ const TRAIN_IN_TAB: Task<TrainPlan, typeof TRAIN_FLAGS> = {
   summary: "Trains the MNIST MLP on a browser tab's workers, inside headless Chromium.",
   flags: TRAIN_FLAGS,
   async plan(flags) {
+    if (flags.tabs > 0) {
+      // Tabs join Deno processes: the CLI's own run, with headless tabs on its join link.
+      const plan = await planTraining(flags);
+      await requireChromium();
+      return plan;
+    }
     tabLaunch(flags);
     const plan = await planTraining(flags);
     webTransport(plan.config.transport);
@@ -112,6 +142,18 @@ const TRAIN_IN_TAB: Task<TrainPlan, typeof TRAIN_FLAGS> = {
     return plan;
   },
   async run(plan, signal, argv) {
+    if (plan.tabs > 0) {
+      const tabs = joiningTabs(plan.tabs);
+      const { mnist: _, ...options } = plan;
+      const command = ["browser", "train", ...argv];
+      const metadata = await collectMetadata(command, { ...options.config, csv: plan.csv });
+      try {
+        await runTraining(plan, { metadata, signal, onJoinLink: tabs.onJoinLink });
+      } finally {
+        await tabs.close();
+      }
+      return 0;
+    }
     const transport = webTransport(plan.config.transport);
     await trainInTab({
       config: { ...plan.config, transport },

@@ -1,7 +1,7 @@
 /**
  * A training run on one rank, in any runtime: builds the engine, runs the strategy epoch by epoch,
  * evaluates on the test set (sharded over ranks), and aggregates every epoch's scores and time
- * split over ranks; rank 0 reports to its runtime's observer. With checkpoints (Deno's:
+ * split over ranks; a rank given an observer (rank 0; a tab's rank too) reports to it. With checkpoints (Deno's:
  * deno/files/checkpoint.ts) it writes them as it goes and, with `resume`, first goes back to
  * the last one. Deno's rank program is scripts/train/cli_train_rank.ts.
  * @module
@@ -73,7 +73,7 @@ export interface TrainIo {
   config: TrainConfig;
   /** The data. */
   data: Mnist;
-  /** Rank 0's observer of the run (other ranks: none). */
+  /** This rank's observer of the run, if it reports (rank 0 does, and a tab's rank to its page). */
   observer?: TrainObserver;
   /**
    * The run's checkpoints over `engine`, with `extra` state beside its parameters (the gradient
@@ -178,7 +178,7 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
   const strategy = STRATEGIES[config.sync];
   const evalRows = Math.max(config.batch, EVAL_ROWS);
   const engine = await createEngine(comm, config, io.data, evalRows);
-  const reporter = comm.rank === 0 ? io.observer : undefined;
+  const reporter = io.observer;
   const halfPrecision = config.gradDtype === "f32" ? undefined : new HalfPrecisionHook(
     comm,
     config.gradDtype,

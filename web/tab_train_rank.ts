@@ -17,6 +17,8 @@ export interface WebTrainArgs {
   mnist: Mnist;
   /** The name of the run's BroadcastChannel. */
   channel: string;
+  /** Every rank posts there, not only rank 0 (a tab's one rank of a mixed group). */
+  everyRank?: boolean;
 }
 
 /** What rank 0 posts on the run's channel. */
@@ -48,6 +50,6 @@ function channelObserver(name: string): TrainObserver {
 
 /** Trains on this rank. */
 export function run(comm: Communicator, args: WebTrainArgs): Promise<TrainRankResult> {
-  const observer = comm.rank === 0 ? channelObserver(args.channel) : undefined;
+  const observer = comm.rank === 0 || args.everyRank ? channelObserver(args.channel) : undefined;
   return train(comm, { config: args.config, data: args.mnist, observer });
 }

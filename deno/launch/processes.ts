@@ -42,6 +42,18 @@ export interface ProcessRanksOptions {
    */
   joinRank0?: { port: number; token: string };
   /**
+   * The group meets at a hub this process serves already (a mixed group's: mixed_group.ts):
+   * every process, rank 0 too, joins it at `port` with `token`. Ranks size … size+others−1 are
+   * not processes; `watch` reports how they end to the supervisor, and `stop` ends them.
+   */
+  hub?: {
+    port: number;
+    token: string;
+    others: number;
+    watch(supervisor: Supervisor<unknown>): void;
+    stop(): Promise<void>;
+  };
+  /**
    * The ranks' timeout: once one has failed, the others have this long to exit before they are
    * stopped. @default {30000}
    */
@@ -208,7 +220,7 @@ export function runProcessRanks(
 ): RankGroup<unknown> {
   const size = checkSize(options.size);
   const threads = checkSize(options.threads ?? 1);
-  if (threads > 1 && options.joinRank0) {
+  if (threads > 1 && (options.joinRank0 || options.hub)) {
     throw new RangeError("this process cannot be rank 0 of a group of processes × threads");
   }
   const processes: ProcessRank[] = [];
@@ -216,18 +228,22 @@ export function runProcessRanks(
   // Every child must be gone before the group settles: no orphans.
   let allExited!: () => void;
   const exited = new Promise<void>((resolve) => allExited = resolve);
-  const supervisor = new Supervisor<unknown>(size * threads, deadlines(options), {
-    // Children tell each other (their sockets close with the failed rank's code).
-    relay() {},
-    async stop() {
-      signalAll("SIGTERM");
-      // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
-      const hard = setTimeout(() => signalAll("SIGKILL"), 500);
-      await exited;
-      clearTimeout(hard);
-      options.signal?.removeEventListener("abort", onAbort);
+  const supervisor = new Supervisor<unknown>(
+    size * threads + (options.hub?.others ?? 0),
+    deadlines(options),
+    {
+      // Children tell each other (their sockets close with the failed rank's code).
+      relay() {},
+      async stop() {
+        signalAll("SIGTERM");
+        // A stopped (SIGSTOP) or busy child may not act on SIGTERM.
+        const hard = setTimeout(() => signalAll("SIGKILL"), 500);
+        await Promise.all([exited, options.hub?.stop()]);
+        clearTimeout(hard);
+        options.signal?.removeEventListener("abort", onAbort);
+      },
     },
-  });
+  );
   const onAbort = () => supervisor.cancel(options.signal?.reason);
   options.signal?.addEventListener("abort", onAbort, { once: true });
   const group: ProcessGroup = {
@@ -235,7 +251,7 @@ export function runProcessRanks(
     options,
     size,
     threads,
-    token: options.joinRank0?.token ?? randomToken(),
+    token: options.joinRank0?.token ?? options.hub?.token ?? randomToken(),
     supervisor,
     onLine: options.onLine ?? printLine,
     onPort(port) {
@@ -244,7 +260,11 @@ export function runProcessRanks(
     },
   };
   if (options.joinRank0) group.onPort(options.joinRank0.port);
-  else processes[0] = new ProcessRank(group, 0, 0);
+  else if (options.hub) {
+    processes[0] = new ProcessRank(group, 0, options.hub.port);
+    group.onPort(options.hub.port);
+    options.hub.watch(supervisor);
+  } else processes[0] = new ProcessRank(group, 0, 0);
   (async () => {
     // Rank 0's output is read before its exit counts, so the others have started by then.
     for (let waited = 0; waited < processes.filter(Boolean).length;) {
@@ -270,7 +290,7 @@ function stripAnsi(text: string): string {
 }
 
 /** A fresh secret for one run's connections. */
-function randomToken(): string {
+export function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }

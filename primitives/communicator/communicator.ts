@@ -32,7 +32,7 @@ import type {
 } from "../collectives/options.ts";
 import { PointToPoint } from "./point_to_point.ts";
 import { callStamp } from "./stamp.ts";
-import type { Transport } from "../transports/transport.ts";
+import type { RankKind, Transport } from "../transports/transport.ts";
 import type { LinkCosts, Side, TypedArray } from "../types.ts";
 import { ALLGATHER } from "../collectives/allgather.ts";
 import { ALLREDUCE } from "../collectives/allreduce.ts";
@@ -140,6 +140,11 @@ export class Communicator implements AsyncDisposable {
    */
   get links(): LinkCosts | undefined {
     return this.#transport.links;
+  }
+
+  /** What each rank is (a Deno process or a browser tab), where the group mixes them. */
+  get members(): readonly RankKind[] | undefined {
+    return this.#transport.members;
   }
 
   /**

@@ -117,6 +117,8 @@ export interface Transport {
   readonly hosts?: readonly number[];
   /** What the links between hosts cost, once measured (`calibrateLinks`); `auto` picks by it. */
   links?: LinkCosts;
+  /** What each rank is, where a group mixes Deno processes and browser tabs (`websocket`). */
+  readonly members?: readonly RankKind[];
   /** Whether its waits block the thread, where it differs from its descriptor's fact. */
   readonly blocking?: boolean;
   /** Checks arrivals against this rank's calls; set by the communicator. */
@@ -397,6 +399,9 @@ export interface MeshOptions {
    */
   linked?: (peer: number) => boolean;
 }
+
+/** A rank of a mixed group: a Deno process, or a browser tab. */
+export type RankKind = "process" | "tab";
 
 /** A transport whose ranks are processes (or hosts) that meet at a rendezvous. */
 export interface ProcessesTransport extends TransportFacts {

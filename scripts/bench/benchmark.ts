@@ -12,6 +12,7 @@ import { describeSweep } from "../../bench/sweep_plan.ts";
 import type { RunMetadata } from "../../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
 import { launchGroup } from "../../deno/mod.ts";
+import { launchMixedGroup, printJoinLink } from "../browser/mixed_group.ts";
 import { TRANSPORTS } from "../../deno/mod.ts";
 import { type RunBounds, sweepBounds } from "../../bench/limits/machine_limits.ts";
 import { keptLimits, LimitsFileError } from "../limits/this_machine.ts";
@@ -33,6 +34,8 @@ export interface RunOutput {
   table: boolean;
   metadata: RunMetadata;
   signal?: AbortSignal;
+  /** With tabs: told the join link (`deno task browser` opens tabs on it). @default {printed} */
+  onJoinLink?(link: URL): Promise<void>;
 }
 
 /**
@@ -99,6 +102,21 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     await using comm = await joinFromEnv({ ...options, transport: plan.transport });
     return await runHarness(comm, args);
   }
+  if (plan.tabs > 0) {
+    const group = launchMixedGroup<HarnessSummary>(module, {
+      size: plan.processes,
+      tabs: plan.tabs,
+      program: "harness",
+      host: plan.host,
+      timeoutMs: plan.timeoutMs,
+      args,
+      signal: out.signal,
+      gpu: plan.device,
+      onJoinLink: out.onJoinLink ??
+        ((link) => printJoinLink(link, plan.tabs, plan.host, plan.timeoutMs)),
+    });
+    return (await group.results)[0];
+  }
   const group = launchGroup<HarnessSummary>(module, {
     size: plan.processes,
     threads: plan.threads,
@@ -152,17 +170,27 @@ export function benchmarkTask(primitive: Primitive): Task<RunPlan, typeof BENCHM
       return plan;
     },
     notes: (plan) => plan.notes,
-    async run(plan, signal, argv) {
-      const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
-      const summary = await runPlan(plan, { table: true, metadata, signal });
-      if (summary.wrong === 0) return 0;
-      console.error(
-        `dccl ${cliName(primitive)}: ${summary.wrong} wrong elements; see the wrong column`,
-      );
-      return 1;
-    },
+    run: (plan, signal, argv) => runBenchmark(plan, signal, argv),
     stopped: stoppedRun,
   };
+}
+
+/**
+ * Runs a planned benchmark as its task does (the table, the files); the exit code: 1 if an
+ * element was wrong. `onJoinLink`: where a group with tabs sends its link (printed unless told).
+ */
+export async function runBenchmark(
+  plan: RunPlan,
+  signal: AbortSignal,
+  argv: string[],
+  onJoinLink?: RunOutput["onJoinLink"],
+): Promise<number> {
+  const metadata = await collectMetadata(argv, { ...plan.sweep, procs: plan.procs });
+  const summary = await runPlan(plan, { table: true, metadata, signal, onJoinLink });
+  if (summary.wrong === 0) return 0;
+  const name = cliName(plan.sweep.primitive);
+  console.error(`dccl ${name}: ${summary.wrong} wrong elements; see the wrong column`);
+  return 1;
 }
 
 /** Entry point of `deno task <primitive>`; returns the exit code. */

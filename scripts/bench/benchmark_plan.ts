@@ -22,7 +22,7 @@ import { HEAP_MAX_BYTES } from "../../internal.ts";
 import { type TransportName, TRANSPORTS } from "../../deno/mod.ts";
 import { DTYPE_INFO, DTYPES, MAX_BYTES, MEMORY_KINDS, REDUCE_OPS } from "../../internal.ts";
 import { defineFlags, type Flags, outputFiles, UsageError } from "../common/flags.ts";
-import { type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
+import { groupSize, type Launch, LAUNCH_FLAGS, planLaunch } from "../common/launcher.ts";
 import { trafficOf } from "./traffic_flags.ts";
 import { planModel, SIM_FLAGS } from "./sim_flags.ts";
 import type { SimModel } from "../../internal.ts";
@@ -173,7 +173,7 @@ export interface RunPlan {
   transport: TransportName;
   /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
   device: boolean;
-  /** Ranks in the group: processes × threads. */
+  /** Ranks in the group: processes × threads, and tabs. */
   procs: number;
   /** Processes (or workers) the launcher starts, and ranks per process (`--threads`). */
   processes: number;
@@ -181,6 +181,9 @@ export interface RunPlan {
   timeoutMs: number;
   launcher: Launch["launcher"];
   bind: string;
+  /** Browser tabs joining the processes (a mixed group), and where it listens. */
+  tabs: number;
+  host: string;
   csv?: string;
   json?: string;
   /** The table's layout (`--format`), and OSU's full output (`--full`). */
@@ -207,8 +210,8 @@ export function planRun(
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
   const spec = PRIMITIVES[primitive];
   const launch = planLaunch(pairedRanks(primitive, v));
-  const { launcher, transport, threads, bind } = launch;
-  const procs = launch.procs * threads;
+  const { launcher, transport, threads, bind, tabs, host } = launch;
+  const procs = groupSize(launch);
   if (primitive === "sendrecv" && procs !== 2) {
     throw new UsageError(
       `--procs ${launch.procs}${threads > 1 ? ` × --threads ${threads}` : ""} is not accepted: ` +
@@ -277,6 +280,8 @@ export function planRun(
     timeoutMs: v.timeout * 1000,
     launcher,
     bind,
+    tabs,
+    host,
     csv,
     json,
     format: v.full && !v.given.has("format") ? "osu" : v.format,

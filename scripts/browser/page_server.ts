@@ -30,6 +30,8 @@ export const PAGE_ENTRIES: readonly string[] = [
   "web/page/page.ts",
   "web/tab_sweep_rank.ts",
   "web/tab_train_rank.ts",
+  "web/page/join.ts",
+  "web/tab_group_rank.ts",
   "primitives/launch/worker_rank.ts",
   "primitives/launch/thread_rank.ts",
   "bench/limits/probe_worker.ts",
@@ -65,6 +67,8 @@ export async function bundlePage(extra: readonly string[] = []): Promise<string>
 export interface PageServer {
   /** The isolated page's address. */
   url: URL;
+  /** Every origin its pages have (each name it answers to). */
+  origins: string[];
   /** The folder of the bundle it serves (removed when it closes). */
   bundle: string;
   /** Stops the server and removes the bundle it served. */
@@ -73,7 +77,9 @@ export interface PageServer {
 
 /** Options of {@linkcode servePage}. */
 export interface PageServerOptions {
-  /** The port on 127.0.0.1 (0: any free one). @default {0} */
+  /** The address it listens on (another than loopback serves a LAN). @default {"127.0.0.1"} */
+  hostname?: string;
+  /** The port (0: any free one). @default {0} */
   port?: number;
   /** Extra bundle entries (tests' rank programs), paths from the repository root. */
   extraEntries?: readonly string[];
@@ -109,25 +115,27 @@ export async function servePage(options: PageServerOptions = {}): Promise<PageSe
   const bundle = await bundlePage(options.extraEntries);
   const mnist = await packagedMnistDir();
   const page = await Deno.readFile(new URL("web/index.html", ROOT));
+  const join = await Deno.readFile(new URL("web/join.html", ROOT));
+  const hostname = options.hostname ?? "127.0.0.1";
   const mnistNames = new Set(Object.values(MNIST_FILES).flatMap((n) => [n, `${n}.gz`]));
   let server: HttpServer;
   try {
-    server = serveHttp({ hostname: "127.0.0.1", port: options.port ?? 0, handler: answer, log });
+    server = serveHttp({ hostname, port: options.port ?? 0, handler: answer, log });
   } catch (e) {
     await Deno.remove(bundle, { recursive: true }).catch(() => {});
     if (e instanceof Deno.errors.AddrInUse) {
       throw new Error(
-        `port ${options.port} on 127.0.0.1 is in use: choose another (--port 0: any)`,
+        `port ${options.port} on ${hostname} is in use: choose another (--port 0: any)`,
       );
     }
     throw e;
   }
   const port = server.addr.port;
-  const hosts = new Set(
-    ["127.0.0.1", "localhost"].flatMap((h) => port === 80 ? [h, `${h}:80`] : [`${h}:${port}`]),
-  );
+  const names = hostname === "127.0.0.1" ? ["127.0.0.1", "localhost"] : [hostname];
+  const hosts = new Set(names.flatMap((h) => port === 80 ? [h, `${h}:80`] : [`${h}:${port}`]));
   return {
-    url: new URL(`http://127.0.0.1:${port}/`),
+    url: new URL(`http://${hostname}:${port}/`),
+    origins: [...hosts].map((h) => `http://${h}`),
     bundle,
     async close() {
       await server.close();
@@ -163,6 +171,7 @@ export async function servePage(options: PageServerOptions = {}): Promise<PageSe
   async function route(path: string): Promise<Served> {
     if (path === "/" || path === "/index.html") return inMemory(page, true);
     if (path === "/plain/") return inMemory(page, false);
+    if (path === "/join") return inMemory(join, true);
     const bundled = path.match(/^\/bundle\/([\w./-]+\.(js|map))$/);
     if (bundled && !bundled[1].includes("..")) {
       return await opened(`${bundle}/${bundled[1]}`, TYPES[bundled[2]]);

@@ -44,6 +44,26 @@ export async function withTab<T>(
   }
 }
 
+/**
+ * Headless Chromium tabs that open a mixed group's join link (`--tabs`): one browser, `count`
+ * tabs, each a rank; `close` ends them.
+ */
+export function joiningTabs(count: number): {
+  onJoinLink(link: URL): Promise<void>;
+  close(): Promise<void>;
+} {
+  let chromium: Chromium | undefined;
+  return {
+    async onJoinLink(link) {
+      chromium = await Chromium.launch();
+      for (let i = 0; i < count; i++) await chromium.page(link);
+    },
+    async close() {
+      await chromium?.close();
+    },
+  };
+}
+
 /** `work`, or the signal's reason once it aborts. */
 function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return work;

@@ -48,6 +48,19 @@ export const LAUNCH_FLAGS = defineFlags({
     help: "address ws and tcp ranks listen on (0.0.0.0: every interface); rank 0 is reached there",
     default: "127.0.0.1",
   },
+  tabs: {
+    help: "browser tabs that join the group as ranks procs … procs+tabs−1, over websocket: a " +
+      "join link is printed (deno task browser opens headless tabs on it)",
+    kind: "integer",
+    min: 0,
+    max: 64,
+    default: 0,
+  },
+  host: {
+    help: "with --tabs: the address the join page, the hub and the Deno ranks listen on " +
+      "(another than 127.0.0.1 serves a LAN)",
+    default: "127.0.0.1",
+  },
   threads: {
     help: "ranks per process of ws or tcp, sharing memory over shm (nccl-tests' -t): procs × " +
       "threads ranks, with hierarchical algorithms",
@@ -67,6 +80,15 @@ export interface Launch {
   /** Ranks per process (a hierarchical group when above 1): `procs × threads` ranks in all. */
   threads: number;
   bind: string;
+  /** Browser tabs joining the group after its processes (a mixed group, over websocket). */
+  tabs: number;
+  /** Where a mixed group listens. */
+  host: string;
+}
+
+/** Ranks of the group `launch` starts: its processes' (each of its threads) and its tabs. */
+export function groupSize(launch: Launch): number {
+  return launch.procs * launch.threads + launch.tabs;
 }
 
 /**
@@ -75,11 +97,18 @@ export interface Launch {
  * transport, and under `env` `--procs`, if given, must agree with the launcher's group.
  */
 export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
-  const { launcher, threads, given } = v;
+  const { launcher, threads, given, tabs } = v;
   const env = launcher === "env";
-  const transport = (env || threads > 1) && !given.has("transport")
+  const transport = tabs > 0 && !given.has("transport")
+    ? "websocket"
+    : (env || threads > 1) && !given.has("transport")
     ? PROCESS_TRANSPORTS[0]
     : v.transport;
+  const host = address("host", v.host);
+  if (tabs > 0) mixedGroup(v, transport, host);
+  else if (given.has("host")) {
+    throw new UsageError(`--host ${host} is not accepted without --tabs: give ranks --bind`);
+  }
   const processes = TRANSPORTS[transport].launch === "processes";
   if (env && !processes) {
     throw new UsageError(
@@ -117,8 +146,27 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
         `(${PROCESS_TRANSPORTS.join(", ")}); ${transport} ranks are workers of this process`,
     );
   }
-  if (processes) canListen(bind);
-  return { launcher, transport, procs, threads, bind };
+  if (processes) canListen(tabs > 0 ? host : bind);
+  return { launcher, transport, procs, threads, bind, tabs, host };
+}
+
+/** Refuses what a group with tabs cannot be: its links are websocket's, its processes local. */
+function mixedGroup(v: Flags<typeof LAUNCH_FLAGS>, transport: TransportName, host: string): void {
+  const refused = transport !== "websocket"
+    ? `--transport ${transport}`
+    : v.launcher !== "local"
+    ? `--launcher ${v.launcher}`
+    : v.threads > 1
+    ? `--threads ${v.threads}`
+    : v.given.has("bind")
+    ? `--bind ${v.bind}`
+    : undefined;
+  if (refused) {
+    throw new UsageError(
+      `${refused} is not accepted with --tabs ${v.tabs}: tabs join local Deno processes over ` +
+        `websocket, one rank each (--host ${host} says where they listen)`,
+    );
+  }
 }
 
 function envSize(): number {

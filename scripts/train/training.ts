@@ -8,6 +8,7 @@
 
 import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
 import { launchGroup, type LaunchOptions } from "../../deno/mod.ts";
+import { launchMixedGroup, printJoinLink } from "../browser/mixed_group.ts";
 import type { RankGroup } from "../../core.ts";
 import { CommError } from "../../core.ts";
 import { TRANSPORTS } from "../../deno/mod.ts";
@@ -47,6 +48,8 @@ export interface TrainOutput {
   returnParams?: boolean;
   /** Where process ranks' output lines go (default: the terminal, prefixed with the rank). */
   onLine?: LaunchOptions["onLine"];
+  /** With tabs: told the join link (`deno task browser` opens tabs on it). @default {printed} */
+  onJoinLink?(link: URL): Promise<void>;
 }
 
 /**
@@ -133,6 +136,23 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
   // Worker ranks share the bytes read here; process ranks read the folder themselves.
   const processes = TRANSPORTS[config.transport].launch === "processes";
   const args = rankArgs(plan, out, processes ? undefined : plan.mnist);
+  if (plan.tabs > 0) {
+    // A tab reads the data from the join page's server; its rank has no files (no report).
+    const { report: _, dataDir: __, ...tabArgs } = args;
+    return launchMixedGroup<TrainRankResult>(TRAIN_RANK, {
+      size: config.procs - plan.tabs,
+      tabs: plan.tabs,
+      program: "train",
+      tabArgs,
+      host: plan.host,
+      timeoutMs: config.timeoutMs,
+      args,
+      signal: out.signal,
+      onLine: out.onLine,
+      onJoinLink: out.onJoinLink ??
+        ((link) => printJoinLink(link, plan.tabs, plan.host, config.timeoutMs)),
+    });
+  }
   return launchGroup<TrainRankResult>(TRAIN_RANK, {
     size: config.procs / plan.threads,
     threads: plan.threads,

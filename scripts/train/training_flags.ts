@@ -167,6 +167,8 @@ export const TRAIN_FLAGS = defineFlags({
   launcher: LAUNCH_FLAGS.launcher,
   threads: LAUNCH_FLAGS.threads,
   bind: LAUNCH_FLAGS.bind,
+  tabs: LAUNCH_FLAGS.tabs,
+  host: LAUNCH_FLAGS.host,
   csv: { help: "write one row per epoch to this CSV file", path: true },
   json: {
     help: "write the epochs, summary and run metadata to this JSON file (default with --csv: " +

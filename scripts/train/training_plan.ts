@@ -13,7 +13,7 @@ import { loadMnistFolder, packagedMnistDir } from "../../deno/mod.ts";
 import { STRATEGIES } from "../../trainer/training_run.ts";
 import { needsDevice } from "../../internal.ts";
 import { integer, oneOf, outputFiles, UsageError, writableFolder } from "../common/flags.ts";
-import { type Launch, planLaunch } from "../common/launcher.ts";
+import { groupSize, type Launch, planLaunch } from "../common/launcher.ts";
 import { requireDevice } from "../common/task.ts";
 import type { GradDtype } from "../../trainer/sync/compression.ts";
 import type { TrainFlags } from "./training_flags.ts";
@@ -27,6 +27,9 @@ export interface TrainPlan {
   /** Ranks per process (`config.procs` counts them all). */
   threads: number;
   bind: string;
+  /** Browser tabs joining the processes (a mixed group), and where it listens. */
+  tabs: number;
+  host: string;
   /** Times the local launcher starts a failed group again (from its checkpoint, if any). */
   maxRestarts: number;
   /** Start afresh over another run's checkpoint in `config.checkpoint.dir`, removing it. */
@@ -71,9 +74,9 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
     );
   }
   const launch = planLaunch(v);
-  const { launcher, transport, threads, bind } = launch;
-  // The trainer's ranks: processes × threads.
-  const procs = launch.procs * threads;
+  const { launcher, transport, threads, bind, tabs, host } = launch;
+  // The trainer's ranks: processes × threads, and tabs.
+  const procs = groupSize(launch);
   const { device } = v;
   const info = TRANSPORTS[transport];
   const memory = oneOf(
@@ -157,6 +160,8 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
     launcher,
     threads,
     bind,
+    tabs,
+    host,
     maxRestarts,
     overwriteCheckpoint: v["overwrite-checkpoint"],
     csv,

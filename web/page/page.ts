@@ -31,7 +31,7 @@ import { GpuDevice } from "../../internal.ts";
 import { WEB_TRANSPORTS } from "../../internal.ts";
 import { type WebTransportName } from "../../core.ts";
 import { DTYPES, REDUCE_OPS } from "../../internal.ts";
-import { loadMnist, type Mnist } from "../../trainer/mnist.ts";
+import { fetchMnist } from "../served_mnist.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
 import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";
 import {
@@ -173,17 +173,6 @@ function lastJson(): string {
   const results = last?.results ?? [];
   const complete = results.length === last?.report?.counts.length;
   return JSON.stringify(sidecar(metadata, results, { complete }), null, 1);
-}
-
-/** MNIST as the local server serves it. */
-function fetchMnist(): Promise<Mnist> {
-  return loadMnist({
-    where: new URL("/mnist/", location.href).href,
-    async read(name) {
-      const response = await fetch(`/mnist/${name}`);
-      return response.ok ? new Uint8Array(await response.arrayBuffer()) : undefined;
-    },
-  });
 }
 
 /** The trainer's chart: running loss by progress through the run, test accuracy by epoch. */
