@@ -1,15 +1,19 @@
 // A WebSocket client written by hand over TCP, for tests that must send what a real client never
 // would: unmasked frames, reserved opcodes, oversized or malformed first messages.
 
-/** Opens a TCP connection and sends an upgrade request with `headers`; returns the HTTP status. */
+/**
+ * Opens a TCP connection and sends an upgrade request for `path` with `headers` (a `Host` among
+ * them replaces this one's); returns the HTTP status.
+ */
 export async function rawUpgrade(
   port: number,
   headers: Record<string, string>,
+  path = "/",
 ): Promise<{ status: number; conn: Deno.TcpConn }> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
   const lines = [
-    "GET / HTTP/1.1",
-    `Host: 127.0.0.1:${port}`,
+    `GET ${path} HTTP/1.1`,
+    ...("Host" in headers ? [] : [`Host: 127.0.0.1:${port}`]),
     "Upgrade: websocket",
     "Connection: Upgrade",
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",

@@ -13,17 +13,8 @@ import { rankFunction, type RankReport, runRank } from "../primitives/launch/ran
 import { type GroupTable, joinWebSocketGroup } from "../primitives/transports/websocket_join.ts";
 import { DEFAULT_TIMEOUT_MS } from "../primitives/types.ts";
 import { fetchMnist } from "./served_mnist.ts";
-import { bundleEntries } from "./runs.ts";
+import { SWEEP_PROGRAM, type TabTask, TRAIN_PROGRAM } from "./tab_task.ts";
 import type { TrainMessage } from "./tab_train_rank.ts";
-
-/** The rank programs a tab runs, by their bundle entries' names (web/runs.ts). */
-export type TabProgram = "harness" | "train";
-
-/** What the hub hands every tab in its table: the program and its arguments. */
-export interface TabTask {
-  program: TabProgram;
-  args: unknown;
-}
 
 /** Page → worker: where to join. */
 export interface JoinRequest {
@@ -48,7 +39,7 @@ const scope = self as unknown as {
 
 scope.onmessage = ({ data }) => {
   let task: TabTask | undefined;
-  const entries = bundleEntries(new URL("../", import.meta.url));
+  const bundle = new URL("../", import.meta.url);
   runRank({
     async connect() {
       const { transport, table } = await joinWebSocketGroup({
@@ -62,15 +53,18 @@ scope.onmessage = ({ data }) => {
       return new Communicator(transport, new RankMemory(new RankHeap(createHeapMemory())));
     },
     async fn() {
-      const run = await rankFunction(entries[task!.program].href, "run");
-      const args = task!.program === "train"
+      const entry = new URL(task!.program.replace(/\.ts$/, ".js"), bundle);
+      const run = await rankFunction(entry.href, "run");
+      const args = task!.program === TRAIN_PROGRAM
         ? {
           ...task!.args as object,
           mnist: await fetchMnist(),
           channel: data.channel,
           everyRank: true,
         }
-        : { ...task!.args as object, channel: data.channel };
+        : task!.program === SWEEP_PROGRAM
+        ? { ...task!.args as object, channel: data.channel }
+        : task!.args;
       return (comm) => run(comm, args);
     },
     args: undefined,

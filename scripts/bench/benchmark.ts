@@ -13,6 +13,7 @@ import type { RunMetadata } from "../../bench/report_format.ts";
 import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
 import { launchGroup } from "../../deno/mod.ts";
 import { launchMixedGroup, printJoinLink } from "../browser/mixed_group.ts";
+import { SWEEP_PROGRAM } from "../../web/tab_task.ts";
 import { TRANSPORTS } from "../../deno/mod.ts";
 import { type RunBounds, sweepBounds } from "../../bench/limits/machine_limits.ts";
 import { keptLimits, LimitsFileError } from "../limits/this_machine.ts";
@@ -106,7 +107,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     const group = launchMixedGroup<HarnessSummary>(module, {
       size: plan.processes,
       tabs: plan.tabs,
-      program: "harness",
+      program: SWEEP_PROGRAM,
       host: plan.host,
       timeoutMs: plan.timeoutMs,
       args,

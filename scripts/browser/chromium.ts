@@ -209,6 +209,11 @@ export class ChromiumPage {
     return this.#cdp.send<T>(method, params, { sessionId: this.#session, timeoutMs });
   }
 
+  /** Closes the tab, as a person closing it would (its page's connections drop). */
+  async close(): Promise<void> {
+    await this.#send("Page.close");
+  }
+
   /** Loads `url` and waits for its load event. */
   async navigate(url: string | URL, timeoutMs = 30_000): Promise<void> {
     const loaded = new Promise<void>((resolve) =>

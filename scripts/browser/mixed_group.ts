@@ -18,14 +18,18 @@ import { type HubEvent, serveHub } from "../../deno/transports/websocket_hub.ts"
 import type { RankGroup, Supervisor } from "../../primitives/launch/supervisor.ts";
 import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
 import { servePage } from "./page_server.ts";
-import type { TabProgram, TabTask } from "../../web/tab_group_rank.ts";
+import { PAGE_ENTRIES } from "./page_server.ts";
+import type { TabTask } from "../../web/tab_task.ts";
 
 /** Options of {@linkcode launchMixedGroup}. */
 export interface MixedGroupOptions extends Omit<ProcessesOptions, "transport" | "bind" | "hub"> {
   /** Tabs to wait for. */
   tabs: number;
-  /** What the tabs run, and their arguments (the processes' unless told). */
-  program: TabProgram;
+  /**
+   * What the tabs run: a rank program's path in the repository (the page's own, such as
+   * `SWEEP_PROGRAM`, or one bundled for the run), and its arguments (the processes' unless told).
+   */
+  program: string;
   tabArgs?: unknown;
   /** Where the page, the hub and the processes listen. @default {"127.0.0.1"} */
   host?: string;
@@ -47,7 +51,8 @@ export function launchMixedGroup<T>(
   const token = randomToken();
   let group: RankGroup<unknown> | undefined;
   const results = (async () => {
-    const page = await servePage({ hostname: host });
+    const extraEntries = PAGE_ENTRIES.includes(program) ? [] : [program];
+    const page = await servePage({ hostname: host, extraEntries });
     let supervisor: Supervisor<unknown> | undefined;
     const hub = serveHub({
       size: options.size + tabs,

@@ -9,6 +9,7 @@
 import { joinFromEnv, launchFromEnv } from "../../deno/mod.ts";
 import { launchGroup, type LaunchOptions } from "../../deno/mod.ts";
 import { launchMixedGroup, printJoinLink } from "../browser/mixed_group.ts";
+import { TRAIN_PROGRAM } from "../../web/tab_task.ts";
 import type { RankGroup } from "../../core.ts";
 import { CommError } from "../../core.ts";
 import { TRANSPORTS } from "../../deno/mod.ts";
@@ -142,7 +143,7 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     return launchMixedGroup<TrainRankResult>(TRAIN_RANK, {
       size: config.procs - plan.tabs,
       tabs: plan.tabs,
-      program: "train",
+      program: TRAIN_PROGRAM,
       tabArgs,
       host: plan.host,
       timeoutMs: config.timeoutMs,

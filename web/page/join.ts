@@ -10,17 +10,7 @@ import type { GroupTable } from "../../primitives/transports/websocket_join.ts";
 import { linkKind } from "../../primitives/transports/websocket.ts";
 import type { GroupRankMessage, JoinRequest } from "../tab_group_rank.ts";
 import type { TrainMessage } from "../tab_train_rank.ts";
-
-/** What the page knows of its rank. */
-export interface JoinState {
-  status: "joining" | "running" | "done" | "failed";
-  rank?: number;
-  size?: number;
-  /** How it ended: the error's line, when it failed. */
-  error?: string;
-  /** Settles once the rank has ended. */
-  ended: Promise<void>;
-}
+import type { JoinState } from "../tab_task.ts";
 
 const status = document.getElementById("status")!;
 const params = new URLSearchParams(location.hash.slice(1));
@@ -83,6 +73,7 @@ if (!hub || !token) {
       const r = data.report;
       if (r.type === "done") {
         state.status = "done";
+        state.result = r.result;
         show(`Rank ${state.rank} finished: the group's run is done.`);
       } else if (r.type === "error") {
         state.status = "failed";
