@@ -52,7 +52,8 @@ export interface RunCheckpoints {
     config: TrainConfig,
     replicatedAt: (step: number) => boolean,
   ): Promise<
-    { meta: RunPosition & { rows: EpochRow[] }; score: Score; epochMs: number } | undefined
+    | { meta: RunPosition & { rows: EpochRow[]; files: unknown[] }; score: Score; epochMs: number }
+    | undefined
   >;
   /** An epoch's loop starts now, `carriedMs` into it (a resumed epoch's time before the resume). */
   startEpoch(carriedMs?: number): void;
@@ -273,7 +274,13 @@ async function resume(run: RankRun): Promise<RunPosition & { epochMs: number }> 
     run.rows.push(row);
     reporter?.add(row);
   }
-  reporter?.note(`resumed from ${config.checkpoint!.dir} at epoch ${epoch + 1}, step ${step}`);
+  const written = resumed.meta.files.length;
+  reporter?.note(
+    `resumed from ${config.checkpoint!.dir} at epoch ${epoch + 1}, step ${step}` +
+      (written === comm.size
+        ? ""
+        : ` (written by ${written} ranks: they held one replica, which ${comm.size} ranks go on from)`),
+  );
   return { epoch, step, epochMs: resumed.epochMs };
 }
 

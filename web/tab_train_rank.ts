@@ -1,7 +1,8 @@
 /**
  * The rank program of training in a browser tab: the run of trainer/training_run.ts on the data the page
  * read and handed over, rank 0 posting its progress and every epoch on the run's
- * BroadcastChannel, where the page draws them. A tab keeps no checkpoints.
+ * BroadcastChannel, where the page draws them. A tab of a mixed group hands its checkpoints to
+ * rank 0 (trainer/relayed_checkpoints.ts); the page's own runs keep none.
  * @module
  */
 
@@ -10,6 +11,7 @@ import type { TrainConfig } from "../trainer/config.ts";
 import type { EpochRow, TrainObserver } from "../trainer/epochs.ts";
 import type { Mnist } from "../trainer/mnist.ts";
 import { train, type TrainRankResult } from "../trainer/training_run.ts";
+import { RelayedCheckpoints } from "../trainer/relayed_checkpoints.ts";
 
 /** What the page hands every rank. */
 export interface WebTrainArgs {
@@ -51,5 +53,12 @@ function channelObserver(name: string): TrainObserver {
 /** Trains on this rank. */
 export function run(comm: Communicator, args: WebTrainArgs): Promise<TrainRankResult> {
   const observer = comm.rank === 0 || args.everyRank ? channelObserver(args.channel) : undefined;
-  return train(comm, { config: args.config, data: args.mnist, observer });
+  const { config } = args, checkpoint = config.checkpoint;
+  return train(comm, {
+    config,
+    data: args.mnist,
+    observer,
+    checkpoints: checkpoint &&
+      ((engine, extra) => new RelayedCheckpoints(comm, engine, checkpoint, extra)),
+  });
 }

@@ -18,9 +18,20 @@ import { createHash } from "node:crypto";
 import type { Communicator, HostBuffer } from "../../core.ts";
 import type { CheckpointOptions, TrainConfig } from "../../trainer/config.ts";
 import type { Engine, Score } from "../../trainer/engine.ts";
-import type { StepState } from "../../trainer/sync/strategy.ts";
 import type { EpochRow } from "../../trainer/epochs.ts";
-import type { RunCheckpoints, RunPosition } from "../../trainer/training_run.ts";
+import type { RunPosition } from "../../trainer/training_run.ts";
+import {
+  CheckpointError,
+  CheckpointSchedule,
+  decodeState,
+  FILE_WORDS,
+  hex,
+  packFile,
+  recvBytes,
+  SCORE_BYTES,
+  sendBytes,
+  unpackFile,
+} from "../../trainer/checkpoint_state.ts";
 import { removeQuietly, writeAtomically } from "./atomic_file.ts";
 
 /** One rank's file of a generation, as the set names it. */
@@ -47,11 +58,7 @@ export interface CheckpointMeta extends RunPosition {
   files: RankFile[];
 }
 
-/** A checkpoint that cannot be trusted or gone on from: one line naming its file. */
-export class CheckpointError extends Error {
-  /** Always `CheckpointError`. */
-  override name = "CheckpointError";
-}
+export { CheckpointError };
 
 /** Which committed set: the last one, or the one before it. */
 export type Generation = "latest" | "previous";
@@ -63,11 +70,6 @@ export const META_FILES: Record<Generation, string> = {
 };
 const rankFile = (generation: number, rank: number) => `rank-${rank}.g${generation}.bin`;
 const RANK_FILE = /^rank-(\d+)\.g(\d+)\.bin$/;
-/**
- * Bytes before a rank file's floats, as f64: its running score (loss, correct, rows) and the ms
- * this rank had spent in the epoch (so a resumed epoch's time covers all of it).
- */
-const SCORE_BYTES = 32;
 
 /** The settings a checkpoint holds a run to: everything that changes the arithmetic. */
 export function fingerprintOf(c: TrainConfig): Record<string, unknown> {
@@ -148,8 +150,6 @@ function digestOf(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(createHash("sha256").update(bytes).digest());
 }
 
-const hex = (bytes: Uint8Array) =>
-  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 const sha256 = (bytes: Uint8Array) => hex(digestOf(bytes));
 
 /** The set's fields, checked (not its files), or why not, or `undefined` when there is none. */
@@ -172,11 +172,12 @@ function readMeta(
   } catch {
     return `${path} is not a checkpoint (not JSON)`;
   }
-  const problem = fieldProblem(meta, config);
+  const problem = fieldProblem(meta);
   if (problem) return `${path} is not a checkpoint this run can trust: ${problem}`;
   const want = fingerprintOf(config);
   const differ = Object.keys(want).filter((k) =>
-    JSON.stringify(want[k]) !== JSON.stringify(meta.fingerprint[k])
+    JSON.stringify(want[k]) !== JSON.stringify(meta.fingerprint[k]) &&
+    !(k === "procs" && resizable(meta))
   );
   if (differ.length > 0) {
     const k = differ[0];
@@ -189,10 +190,26 @@ function readMeta(
   return meta;
 }
 
+/**
+ * Whether a run of another size may go on from `meta` (an elastic restart with the ranks that
+ * remain): where every rank held one replica of everything it keeps — allreduce's parameters and
+ * optimizer state, at an epoch's end (the data of an epoch is dealt by the group's size), with no
+ * per-rank residual — each rank loads the file of its rank, or rank 0's beyond the set's.
+ */
+function resizable(meta: CheckpointMeta): boolean {
+  const f = meta.fingerprint;
+  return meta.step === 0 && f.sync === "allreduce" && f.errorFeedback !== true;
+}
+
+/** The file rank `rank` loads of `meta` (its own, or rank 0's where the set has fewer ranks). */
+export function sourceRank(meta: { files: unknown[] }, rank: number): number {
+  return rank < meta.files.length ? rank : 0;
+}
+
 const isCount = (x: unknown, min = 0): x is number => Number.isInteger(x) && (x as number) >= min;
 
 /** The first field of `m` that a set written by this version could not hold, if any. */
-function fieldProblem(m: CheckpointMeta, config: TrainConfig): string | undefined {
+function fieldProblem(m: CheckpointMeta): string | undefined {
   const shown = (x: unknown) => JSON.stringify(x) ?? String(x);
   if (typeof m !== "object" || m === null) return "not an object";
   if (m.format !== 2) return `format ${shown(m.format)} (this version reads 2)`;
@@ -208,8 +225,10 @@ function fieldProblem(m: CheckpointMeta, config: TrainConfig): string | undefine
     !Object.values(r).every((v) => typeof v === "number" && Number.isFinite(v))
   );
   if (badRow >= 0) return `row ${badRow + 1} ${shown(m.rows[badRow])}`;
-  if (!Array.isArray(m.files) || m.files.length !== config.procs) {
-    return `${Array.isArray(m.files) ? m.files.length : "no"} rank files for ${config.procs} ranks`;
+  const ranks = m.fingerprint.procs;
+  if (!isCount(ranks, 1)) return `procs ${shown(ranks)}`;
+  if (!Array.isArray(m.files) || m.files.length !== ranks) {
+    return `${Array.isArray(m.files) ? m.files.length : "no"} rank files for ${ranks} ranks`;
   }
   const badFile = m.files.findIndex((f, r) =>
     typeof f !== "object" || f === null || f.name !== rankFile(m.generation, r) ||
@@ -252,24 +271,17 @@ export function removeCheckpoints(dir: string): void {
 }
 
 /** One rank's side of a run's checkpoints. */
-export class Checkpointer implements RunCheckpoints {
-  readonly #comm: Communicator;
-  readonly #engine: Engine;
-  readonly #o: CheckpointOptions;
+export class Checkpointer extends CheckpointSchedule {
   readonly #fingerprint: Record<string, unknown>;
-  readonly #extra: Float32Array;
   /** The generation last committed or loaded (0: none). */
   #generation = 0;
   /** Rank 0: the set last committed or loaded, kept as the previous one by the next commit. */
   #committed?: CheckpointMeta;
-  /** Steps since the last checkpoint. */
-  #steps = 0;
   /** This rank's file's digest (8 words) and size (2 words), and every rank's, for rank 0. */
   readonly #mine: HostBuffer<Int32Array>;
   readonly #all: HostBuffer<Int32Array>;
-
-  /** When this rank's current epoch began, less the time it had run before a resume. */
-  #epochStartedAt = performance.now();
+  /** The group's tabs, whose files rank 0 keeps (they hand them over: relayed_checkpoints.ts). */
+  readonly #tabs: number[];
 
   /**
    * Checkpoints of `engine`'s parameters and optimizer state, and `extra` state beside them (the
@@ -282,66 +294,57 @@ export class Checkpointer implements RunCheckpoints {
     config: TrainConfig,
     extra: Float32Array = new Float32Array(0),
   ) {
-    this.#comm = comm;
-    this.#engine = engine;
-    this.#o = options;
+    super(comm, engine, options, extra);
     this.#fingerprint = fingerprintOf(config);
-    this.#extra = extra;
     const words = { dtype: "i32", memory: "host" } as const;
     this.#mine = comm.alloc(FILE_WORDS, words) as HostBuffer<Int32Array>;
     this.#all = comm.alloc(FILE_WORDS * comm.size, words) as HostBuffer<Int32Array>;
+    this.#tabs = comm.rank !== 0
+      ? []
+      : (comm.members ?? []).flatMap((k, r) => k === "tab" ? [r] : []);
   }
 
   /**
    * Loads the set `config.resume` names (the latest, or the one before it) into this rank's
    * engine, checking this rank's file against its size and digest and its numbers for NaN and
    * infinities, and resolves with it (with the running training score it held); `undefined`
-   * when the folder holds none. Every rank calls it.
+   * when the folder holds none. Every rank calls it; rank 0 hands each tab its set and file.
    */
   async load(
     config: TrainConfig,
     replicatedAt: (step: number) => boolean,
   ): Promise<{ meta: CheckpointMeta; score: Score; epochMs: number } | undefined> {
     const which = config.resume === "previous" ? "previous" : "latest";
-    const meta = readMeta(this.#o.dir, config, which);
+    const meta = readMeta(this.options.dir, config, which);
     if (typeof meta === "string") throw new CheckpointError(meta);
+    for (const tab of this.#tabs) {
+      await sendBytes(this.comm, new TextEncoder().encode(meta ? JSON.stringify(meta) : ""), tab);
+      if (meta) await sendBytes(this.comm, this.#readFile(meta, which, sourceRank(meta, tab)), tab);
+    }
     if (!meta) return undefined;
-    const rank = this.#comm.rank, file = meta.files[rank];
-    const path = `${this.#o.dir}/${file.name}`;
-    const bytes = await Deno.readFile(path);
-    const problem = fileProblem(bytes, file);
-    if (problem) {
-      throw new CheckpointError(`${path} ${problem} in ${this.#o.dir}/${META_FILES[which]}`);
-    }
-    const { params, optimizer } = this.#state();
-    const floats = params.length + optimizer.length + this.#extra.length;
-    if (bytes.byteLength !== SCORE_BYTES + 4 * floats) {
-      throw new CheckpointError(
-        `${path} holds ${bytes.byteLength} bytes; this run's rank ${rank} needs ` +
-          `${SCORE_BYTES + 4 * floats}`,
-      );
-    }
-    const score = new Float64Array(bytes.buffer, 0, 4);
-    const state = new Float32Array(bytes.buffer, SCORE_BYTES, floats);
-    if (!state.every(Number.isFinite) || !score.every(Number.isFinite)) {
-      throw new CheckpointError(
-        `${path} holds NaN or infinite values: not a state to train on from`,
-      );
-    }
-    if (replicatedAt(meta.step)) {
-      await this.#checkReplicas(meta, which, state.subarray(0, params.length));
-    }
+    const rank = this.comm.rank, source = sourceRank(meta, rank);
+    const bytes = this.#readFile(meta, which, source);
+    const path = `${this.options.dir}/${meta.files[source].name}`;
+    const state = decodeState(bytes, path, rank, this.engine, this.extra);
+    if (replicatedAt(meta.step)) await this.#checkReplicas(meta, which, state.params);
     this.#generation = meta.generation;
     this.#committed = meta;
-    const extraAt = params.length + optimizer.length;
-    await params.write(state.subarray(0, params.length));
-    if (optimizer.length > 0) await optimizer.write(state.subarray(params.length, extraAt));
-    this.#extra.set(state.subarray(extraAt));
-    return {
-      meta,
-      score: { loss: score[0], correct: score[1], rows: score[2] },
-      epochMs: score[3],
-    };
+    await state.install();
+    return { meta, score: state.score, epochMs: state.epochMs };
+  }
+
+  /** Rank `rank`'s file of `meta`, checked against its size and digest. */
+  #readFile(meta: CheckpointMeta, which: Generation, rank: number): Uint8Array<ArrayBuffer> {
+    const file = meta.files[rank];
+    const path = `${this.options.dir}/${file.name}`;
+    const bytes = Deno.readFileSync(path);
+    const problem = fileProblem(bytes, file);
+    if (problem) {
+      throw new CheckpointError(
+        `${path} ${problem} in ${this.options.dir}/${META_FILES[which]}`,
+      );
+    }
+    return bytes;
   }
 
   /**
@@ -356,16 +359,19 @@ export class Checkpointer implements RunCheckpoints {
         digestOf(new Uint8Array(params.buffer, params.byteOffset, params.byteLength)).buffer,
       ),
     );
-    await this.#comm.allgather(this.#mine, this.#all);
-    const digests = meta.files.map((_, r) =>
-      this.#all.view.subarray(r * FILE_WORDS, r * FILE_WORDS + 8).join()
+    await this.comm.allgather(this.#mine, this.#all);
+    // Each rank's digest, of the file it loaded (sourceRank's).
+    const digests = Array.from(
+      { length: this.comm.size },
+      (_, r) => this.#all.view.subarray(r * FILE_WORDS, r * FILE_WORDS + 8).join(),
     );
     const holders = (d: string) => digests.filter((x) => x === d).length;
     const common = digests.reduce((best, d) => holders(d) > holders(best) ? d : best);
     if (holders(common) === digests.length) return;
-    const names = (rs: number[]) => rs.map((r) => meta.files[r].name).join(", ");
+    const names = (rs: number[]) =>
+      [...new Set(rs.map((r) => meta.files[sourceRank(meta, r)].name))].join(", ");
     const ranks = digests.map((_, r) => r);
-    const set = `${this.#o.dir}/${META_FILES[which]}`;
+    const set = `${this.options.dir}/${META_FILES[which]}`;
     const odd = ranks.filter((r) => digests[r] !== common);
     const why = holders(common) * 2 > digests.length
       ? `${names(odd)} hold${odd.length === 1 ? "s" : ""} other parameters than ${
@@ -379,57 +385,19 @@ export class Checkpointer implements RunCheckpoints {
   }
 
   /**
-   * After a step of an epoch of `steps`: counts it and, when `every` batches have passed and the
-   * strategy's state is whole (`clean`: no half-accumulated gradients), writes a checkpoint at
-   * `position` (the promise of it; `undefined` when it writes none).
-   * Collective: every rank calls it at every step with the same arguments.
-   */
-  afterStep(
-    position: RunPosition,
-    steps: number,
-    state: StepState,
-    rows: EpochRow[],
-  ): Promise<void> | undefined {
-    this.#steps++;
-    // The epoch's last step is followed by its checkpoint (afterEpoch).
-    if (this.#o.every === "epoch" || this.#steps < this.#o.every || !state.clean) return undefined;
-    if (position.step >= steps) return undefined;
-    return this.save(position, rows, this.#engine.runningScore?.());
-  }
-
-  /** An epoch's loop starts now (after `carriedMs` of it before a resume). */
-  startEpoch(carriedMs?: number): void {
-    carriedMs ??= 0;
-    this.#epochStartedAt = performance.now() - carriedMs;
-  }
-
-  /** After an epoch: writes a checkpoint at the start of the next one. */
-  async afterEpoch(epoch: number, rows: EpochRow[]): Promise<void> {
-    this.#epochStartedAt = performance.now();
-    await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });
-  }
-
-  /**
    * Writes every rank's state, then commits the set (collective). A write that fails fails the
    * group; what it left is removed before the next run starts (removeUncommitted).
    */
-  async save(position: RunPosition, rows: EpochRow[], score: Score | undefined): Promise<void> {
-    this.#steps = 0;
-    const comm = this.#comm, dir = this.#o.dir;
+  protected async write(position: RunPosition, rows: EpochRow[], bytes: Uint8Array<ArrayBuffer>) {
+    const comm = this.comm, dir = this.options.dir;
     const generation = this.#generation + 1;
-    const { params, optimizer } = this.#state();
-    const extraAt = params.length + optimizer.length;
-    const bytes = new Uint8Array(SCORE_BYTES + 4 * (extraAt + this.#extra.length));
-    const s = score ?? { loss: 0, correct: 0, rows: 0 };
-    const epochMs = performance.now() - this.#epochStartedAt;
-    new Float64Array(bytes.buffer, 0, 4).set([s.loss, s.correct, s.rows, epochMs]);
-    const state = new Float32Array(bytes.buffer, SCORE_BYTES);
-    await params.read(state.subarray(0, params.length));
-    if (optimizer.length > 0) await optimizer.read(state.subarray(params.length, extraAt));
-    state.set(this.#extra, extraAt);
     writeAtomically(`${dir}/${rankFile(generation, comm.rank)}`, bytes, { durable: true });
+    for (const tab of this.#tabs) {
+      const file = await recvBytes(comm, tab);
+      writeAtomically(`${dir}/${rankFile(generation, tab)}`, file, { durable: true });
+    }
     // Every rank's size and digest reach rank 0, which is also the sign every file is written.
-    packFile(this.#mine.view, bytes);
+    packFile(this.#mine.view, digestOf(bytes), bytes.byteLength);
     await comm.allgather(this.#mine, this.#all);
     if (comm.rank === 0) {
       const meta: CheckpointMeta = {
@@ -450,35 +418,20 @@ export class Checkpointer implements RunCheckpoints {
       this.#committed = meta;
     }
     await comm.barrier();
-    // The sets now name this generation and the one before: this rank's older files go.
-    this.#removeOwnFilesBut([this.#generation, generation]);
+    // The sets now name this generation and the one before: this rank's (and its tabs') older
+    // files go.
+    for (const r of [comm.rank, ...this.#tabs]) {
+      this.#removeFilesBut(r, [this.#generation, generation]);
+    }
     this.#generation = generation;
   }
 
-  #removeOwnFilesBut(generations: number[]): void {
-    for (const { name } of Deno.readDirSync(this.#o.dir)) {
+  #removeFilesBut(rank: number, generations: number[]): void {
+    for (const { name } of Deno.readDirSync(this.options.dir)) {
       const m = name.match(RANK_FILE);
-      if (m && Number(m[1]) === this.#comm.rank && !generations.includes(Number(m[2]))) {
-        removeQuietly(`${this.#o.dir}/${name}`);
+      if (m && Number(m[1]) === rank && !generations.includes(Number(m[2]))) {
+        removeQuietly(`${this.options.dir}/${name}`);
       }
     }
   }
-
-  #state() {
-    return { params: this.#engine.params.local, optimizer: this.#engine.optimizerState };
-  }
-}
-
-/** Words a rank file's record takes between ranks: its SHA-256 (8) and its size (2). */
-const FILE_WORDS = 10;
-
-function packFile(into: Int32Array, bytes: Uint8Array): void {
-  into.set(new Int32Array(digestOf(bytes).buffer));
-  into[8] = Math.floor(bytes.byteLength / 2 ** 32);
-  into[9] = bytes.byteLength >>> 0;
-}
-
-function unpackFile(words: Int32Array): { bytes: number; sha256: string } {
-  const digest = new Uint8Array(Int32Array.from(words.subarray(0, 8)).buffer);
-  return { bytes: words[8] * 2 ** 32 + (words[9] >>> 0), sha256: hex(digest) };
 }
