@@ -124,6 +124,7 @@ export type {
   MeshOptions,
   PreparedGroup,
   ProcessesTransport,
+  RankKind,
   RestatedBound,
   SharedAccess,
   Simulation,
@@ -136,6 +137,10 @@ export type {
   WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
+export type { LinkKind } from "./primitives/transports/websocket.ts";
+export type { Supervisor } from "./primitives/launch/supervisor.ts";
+export type { RankEnd } from "./primitives/launch/blame.ts";
+export type { CallHistory } from "./primitives/launch/mismatch_blame.ts";
 
 // Memory: the rank heap, the device, managed pages.
 export { createHeapMemory, HEAP_MAX_BYTES, RankHeap } from "./primitives/memory/heap.ts";

@@ -47,8 +47,9 @@ export interface RunMetadata {
   gpu?: GpuInfo & { completionFloorMs: number };
   /** The links between hosts, as the group measured them (`Communicator.links`). */
   links?: LinkCosts;
-  /** A mixed group's ranks (Deno processes, browser tabs), and how many pairs link each way. */
+  /** A mixed group's ranks: Deno processes and browser tabs (`--tabs`). */
   members?: readonly RankKind[];
+  /** A mixed group's pairs of ranks, counted by how they are linked. */
   linkKinds?: Partial<Record<LinkKind, number>>;
   /**
    * Whether the run summed reproducibly (`--reproducible`): every row's `wrong` then counts the

@@ -9,7 +9,9 @@
 import type { Dtype } from "../core.ts";
 import {
   algorithmsFor,
+  DTYPE_INFO,
   DTYPES,
+  MAX_BYTES,
   needsDevice,
   REDUCE_OPS,
   sideOfMemory,
@@ -27,7 +29,7 @@ import {
   type Traffic,
 } from "./cases.ts";
 import { type SweepOptions, type Timing, TIMINGS } from "./harness.ts";
-import { countForms, countOf, countsBetween } from "./sizes.ts";
+import { bytesName, countForms, countOf, countsBetween } from "./sizes.ts";
 
 /** A sweep's choices as typed: the CLI's flag values, or the page's fields. */
 export interface SweepChoices {
@@ -168,6 +170,16 @@ export function planSweep(c: SweepChoices, words: ChoiceWords): PlannedSweep {
   const window = spec.windowed
     ? integer("window", c.window ?? String(DEFAULT_WINDOW), 1, MAX_WINDOW)
     : undefined;
+  // A window's receives are one buffer of `window` messages: it too is at most 1 GiB.
+  const elementBytes = DTYPE_INFO[dtype].bytes;
+  if (window && max * window * elementBytes > MAX_BYTES) {
+    throw words.refuse(
+      `${words.field("max")} ${c.max} is not accepted with a window of ${window}: its receives ` +
+        `take ${bytesName(max * window * elementBytes)}, above the largest buffer's 1 GiB; lower ` +
+        `${words.field("max")} (at most ${Math.floor(MAX_BYTES / window / elementBytes)}) or ` +
+        `${words.field("window")}`,
+    );
+  }
   const sweep: Omit<SweepOptions, "counts"> = {
     primitive,
     transport: transport.name,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { cliName, type Primitive, PRIMITIVE_LIST } from "../bench/cases.ts";
+import { cliName, type Primitive, PRIMITIVE_LIST, PRIMITIVES } from "../bench/cases.ts";
 import { WEB_TRANSPORTS } from "../internal.ts";
 import { joiningTabs, limitsInTab, sweepInTab, trainInTab } from "./browser/tab_run.ts";
 import { limitsTable } from "../bench/limits/limits_table.ts";
@@ -23,6 +23,11 @@ import { type Task, taskMain } from "./common/task.ts";
 
 /** The sweep's largest buffer in a tab unless `--max` says: a tab's heaps share one renderer. */
 const TAB_MAX = "16M";
+
+/** `flags` with the tab's largest buffer, unless given (point-to-point tests keep OSU's 4 MiB). */
+function withTabMax(primitive: Primitive, flags: Flags<typeof BENCHMARK_FLAGS>) {
+  return flags.given.has("max") || PRIMITIVES[primitive].flow ? flags : { ...flags, max: TAB_MAX };
+}
 
 /**
  * Refuses, before anything is planned from them, the flags a tab cannot honour: ranks in a tab
@@ -67,18 +72,11 @@ function benchmarkInTab(primitive: Primitive): Task<RunPlan, typeof BENCHMARK_FL
     summary: `Measures ${cliName(primitive)} over a size sweep inside headless Chromium.`,
     flags: BENCHMARK_FLAGS,
     async plan(flags) {
-      if (flags.tabs > 0) {
-        // Tabs join Deno processes: the CLI's own run, with headless tabs on its join link.
-        const plan = planRun(
-          primitive,
-          flags.given.has("max") ? flags : { ...flags, max: TAB_MAX },
-        );
-        await requireChromium();
-        return plan;
-      }
-      tabLaunch(flags);
-      const plan = planRun(primitive, flags.given.has("max") ? flags : { ...flags, max: TAB_MAX });
-      webTransport(plan.transport);
+      // With --tabs, tabs join Deno processes: the CLI's own run, with headless tabs on its link.
+      const joining = flags.tabs > 0;
+      if (!joining) tabLaunch(flags);
+      const plan = planRun(primitive, withTabMax(primitive, flags));
+      if (!joining) webTransport(plan.transport);
       await requireChromium();
       return plan;
     },
@@ -126,17 +124,15 @@ const TRAIN_IN_TAB: Task<TrainPlan, typeof TRAIN_FLAGS> = {
   summary: "Trains the MNIST MLP on a browser tab's workers, inside headless Chromium.",
   flags: TRAIN_FLAGS,
   async plan(flags) {
-    if (flags.tabs > 0) {
-      // Tabs join Deno processes: the CLI's own run, with headless tabs on its join link.
-      const plan = await planTraining(flags);
-      await requireChromium();
-      return plan;
-    }
-    tabLaunch(flags);
+    // With --tabs, tabs join Deno processes: the CLI's own run, with headless tabs on its link.
+    const joining = flags.tabs > 0;
+    if (!joining) tabLaunch(flags);
     const plan = await planTraining(flags);
-    webTransport(plan.config.transport);
-    if (plan.config.checkpoint || plan.maxRestarts > 0) {
-      throw new UsageError("--checkpoint and --max-restarts are not accepted in a browser tab");
+    if (!joining) {
+      webTransport(plan.config.transport);
+      if (plan.config.checkpoint || plan.maxRestarts > 0) {
+        throw new UsageError("--checkpoint and --max-restarts are not accepted in a browser tab");
+      }
     }
     await requireChromium();
     return plan;

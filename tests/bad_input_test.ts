@@ -36,6 +36,38 @@ Deno.test("bad input: a wide dtype's default --max is its 1 GiB, with a note", (
   }
 });
 
+Deno.test("bad input: a group with tabs refuses what tabs cannot join, naming the flag", () => {
+  const plan = (argv: string[]) => planRun("allreduce", parseFlags(BENCHMARK_FLAGS, argv));
+  for (
+    const [argv, line] of [
+      [["--tabs", "2", "--transport", "tcp"], "--transport tcp is not accepted with --tabs 2"],
+      [["--tabs", "1", "--threads", "2"], "--threads 2 is not accepted with --tabs 1"],
+      [["--tabs", "1", "--bind", "0.0.0.0"], "--bind 0.0.0.0 is not accepted with --tabs 1"],
+      [["--tabs", "1", "--launcher", "env"], "--launcher env is not accepted with --tabs 1"],
+      [["--host", "0.0.0.0"], "--host 0.0.0.0 is not accepted without --tabs"],
+    ] as const
+  ) {
+    let message = "";
+    try {
+      plan([...argv]);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    assert_(message.startsWith(line), `${argv.join(" ")}: ${message}`);
+    assertEquals(message.split("\n").length, 1);
+  }
+  const ok = plan(["--tabs", "2", "--procs", "1"]);
+  // A window of receives is one buffer: --max too large for it is refused at once, not by a rank.
+  let windowed = "";
+  try {
+    planRun("bw", parseFlags(BENCHMARK_FLAGS, ["--max", "16M"]));
+  } catch (e) {
+    windowed = (e as Error).message;
+  }
+  assert_(windowed.startsWith("--max 16M is not accepted with a window of 64"), windowed);
+  assertEquals([ok.transport, ok.procs, ok.processes, ok.tabs], ["websocket", 3, 1, 2]);
+});
+
 Deno.test("bad input: the browser task names the flag the user gave, and a missing Chromium is exit 2", async () => {
   for (
     const [flags, line] of [

@@ -109,8 +109,10 @@ Deno.test({
     const [first] = await pages;
     // The group runs once every tab says its rank runs.
     for (const page of await pages) {
-      await page.evaluate("new Promise((r) => { const t = setInterval(() => " +
-        "dcclJoin.status === 'running' && (clearInterval(t), r(true)), 50); })");
+      await page.evaluate(
+        "new Promise((r) => { const t = setInterval(() => " +
+          "dcclJoin.status === 'running' && (clearInterval(t), r(true)), 50); })",
+      );
     }
     const rank = await first.evaluate<number>("dcclJoin.rank");
     const closed = performance.now();

@@ -136,15 +136,20 @@ export async function recvBytes(
  * epoch. Its ranks' `save` writes it (collective: every rank calls each method alike).
  */
 export abstract class CheckpointSchedule implements RunCheckpoints {
+  /** The rank's communicator. */
   protected readonly comm: Communicator;
+  /** The engine whose state a file holds. */
   protected readonly engine: Engine;
+  /** Where, and how often. */
   protected readonly options: CheckpointOptions;
+  /** State kept beside the engine's (the error-feedback residual). */
   protected readonly extra: Float32Array;
   /** Steps since the last checkpoint. */
   #steps = 0;
   /** When this rank's current epoch began, less the time it had run before a resume. */
   #epochStartedAt = performance.now();
 
+  /** The checkpoints of `engine` (and `extra`) on `comm`'s rank, as `options` says. */
   constructor(comm: Communicator, engine: Engine, options: CheckpointOptions, extra: Float32Array) {
     this.comm = comm;
     this.engine = engine;
@@ -152,6 +157,7 @@ export abstract class CheckpointSchedule implements RunCheckpoints {
     this.extra = extra;
   }
 
+  /** Loads the set to go on from, if any (see `RunCheckpoints.load`). */
   abstract load(
     ...args: Parameters<RunCheckpoints["load"]>
   ): ReturnType<RunCheckpoints["load"]>;
@@ -170,6 +176,7 @@ export abstract class CheckpointSchedule implements RunCheckpoints {
     await this.write(position, rows, await encodeState(this.engine, this.extra, score, epochMs));
   }
 
+  /** Counts a step; writes a checkpoint when one is due (see `RunCheckpoints.afterStep`). */
   afterStep(
     position: RunPosition,
     steps: number,
@@ -184,10 +191,12 @@ export abstract class CheckpointSchedule implements RunCheckpoints {
     return this.save(position, rows, this.engine.runningScore?.());
   }
 
+  /** An epoch's loop starts now, `carriedMs` into it. */
   startEpoch(carriedMs?: number): void {
     this.#epochStartedAt = performance.now() - (carriedMs ?? 0);
   }
 
+  /** After an epoch: a checkpoint at the start of the next one. */
   async afterEpoch(epoch: number, rows: EpochRow[]): Promise<void> {
     this.#epochStartedAt = performance.now();
     await this.save({ epoch: epoch + 1, step: 0 }, rows, { loss: 0, correct: 0, rows: 0 });

@@ -18,6 +18,8 @@
 
 export { train } from "./training_run.ts";
 export type { RunCheckpoints, RunPosition, TrainIo, TrainRankResult } from "./training_run.ts";
+export { CheckpointError, CheckpointSchedule } from "./checkpoint_state.ts";
+export { type HandedSet, RelayedCheckpoints } from "./relayed_checkpoints.ts";
 export { DEVICES, PS_MODES, SYNC_STRATEGIES } from "./config.ts";
 export type { CheckpointOptions, Device, PsMode, SyncName, TrainConfig } from "./config.ts";
 export type { StepState, SyncEvery } from "./sync/strategy.ts";

@@ -22,8 +22,10 @@ import {
 } from "./checkpoint_state.ts";
 
 /** The set rank 0 hands over on resuming, as far as a tab reads it. */
-interface HandedSet extends RunPosition {
+export interface HandedSet extends RunPosition {
+  /** The finished epochs' rows. */
   rows: EpochRow[];
+  /** Each rank's file, by rank. */
   files: { name: string }[];
 }
 
@@ -36,6 +38,7 @@ async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
 export class RelayedCheckpoints extends CheckpointSchedule {
   readonly #words: Int32Array;
 
+  /** A tab's checkpoints of `engine` (and `extra`), kept by rank 0. */
   constructor(
     comm: Communicator,
     engine: Engine,
@@ -46,6 +49,7 @@ export class RelayedCheckpoints extends CheckpointSchedule {
     this.#words = new Int32Array(FILE_WORDS);
   }
 
+  /** The set rank 0 hands over, checked and loaded; undefined when there is none. */
   async load(
     _config: TrainConfig,
     replicatedAt: (step: number) => boolean,
@@ -73,6 +77,7 @@ export class RelayedCheckpoints extends CheckpointSchedule {
     return { meta, score: state.score, epochMs: state.epochMs };
   }
 
+  /** Hands this rank's file to rank 0 and takes part in the set's commit. */
   protected async write(_position: RunPosition, _rows: EpochRow[], bytes: Uint8Array<ArrayBuffer>) {
     await sendBytes(this.comm, bytes, 0);
     await this.#gather(await sha256(bytes), bytes.byteLength);

@@ -15,7 +15,6 @@ import {
   type Listener,
 } from "../../primitives/transports/websocket_join.ts";
 import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
-import { WebSocket as NodeWebSocket } from "ws";
 import { serveHub } from "./websocket_hub.ts";
 import { checkUpgrade, hostNames, refuse, upgradeRules } from "./websocket_upgrade.ts";
 
@@ -68,9 +67,14 @@ export function listen(o: MeshOptions): Listener {
 
 /**
  * Deno's own client WebSocket leaves Nagle's algorithm on (a 2 KiB message waits 40 ms for the
- * peer's delayed ack); npm `ws`'s client, with the same interface, turns it off.
+ * peer's delayed ack); npm `ws`'s client, with the same interface, turns it off. It is loaded
+ * when a rank first dials (it reads the environment as it loads, and a program that imports
+ * dccl from elsewhere has not this import map: hence the full specifier).
  */
-const dial: Dial = (url, protocol) => new NodeWebSocket(url, protocol) as unknown as WebSocket;
+async function nodeDial(): Promise<Dial> {
+  const { WebSocket } = await import("npm:ws@8.18.3");
+  return (url, protocol) => new WebSocket(url, protocol) as unknown as globalThis.WebSocket;
+}
 
 /** The `websocket` transport for Deno's process ranks (see the module docs). */
 export const WEBSOCKET: ProcessesTransport & { name: "websocket" } = {
@@ -106,7 +110,7 @@ export const WEBSOCKET: ProcessesTransport & { name: "websocket" } = {
         token: o.token,
         rank: o.rank,
         listener: listen(o),
-        dial,
+        dial: await nodeDial(),
         timeoutMs,
         release: ownHub?.close,
       });

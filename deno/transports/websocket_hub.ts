@@ -181,9 +181,11 @@ export function serveHub(o: HubOptions): Hub {
       return;
     }
     const said = parse(data);
-    const to = said?.peer;
-    if (typeof to === "number" && ranks[to]?.member?.kind === "tab" && to !== from) {
-      return send(to, { peer: from, message: said.message });
+    const to = said?.peer, message = said?.message;
+    const control = typeof message === "object" && message !== null &&
+      ("probe" in message || "abort" in message || "bye" in message);
+    if (control && ranks[to]?.member?.kind === "tab" && ranks[from]?.member?.kind === "tab") {
+      if (to !== from) return send(to, { peer: from, message });
     }
     socketProblem(ranks[from]!, "a message the hub does not carry");
   }

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { type CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
+import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { Goodbye } from "./closing_check.ts";
 import { InboxTransport } from "./inbox_transport.ts";
@@ -215,7 +215,7 @@ export class WebSocketTransport extends InboxTransport {
     if (typeof data !== "string") {
       const peer = data.byteLength >= RELAY_BYTES ? new DataView(data).getUint32(0, true) : -1;
       if (peer < 0 || peer >= this.size || peer === this.rank || this.#links.direct[peer]) {
-        return this.abort(new PeerFailedError(this.rank, "the hub relayed a message from no peer"));
+        return this.abort(new CommError("the group's hub relayed a message from no tab"));
       }
       return this.#arrived(peer, data, RELAY_BYTES);
     }

@@ -73,6 +73,12 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
         "restarts its ranks (torchrun --max-restarts); give them --checkpoint and --resume",
     );
   }
+  if (maxRestarts > 0 && v.tabs > 0) {
+    throw new UsageError(
+      `--max-restarts ${maxRestarts} is not accepted with --tabs ${v.tabs}: the launcher cannot ` +
+        "reopen a person's tab; give --checkpoint, and --resume once the tabs are back",
+    );
+  }
   const launch = planLaunch(v);
   const { launcher, transport, threads, bind, tabs, host } = launch;
   // The trainer's ranks: processes × threads, and tabs.
