@@ -137,7 +137,12 @@ export type {
   WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
-export type { LinkKind } from "./primitives/transports/websocket.ts";
+export { linkCounts, type LinkKind, linkKind } from "./primitives/transports/websocket.ts";
+export {
+  type GroupTable,
+  joinWebSocketGroup,
+  type Member,
+} from "./primitives/transports/websocket_join.ts";
 export type { Supervisor } from "./primitives/launch/supervisor.ts";
 export type { RankEnd } from "./primitives/launch/blame.ts";
 export type { CallHistory } from "./primitives/launch/mismatch_blame.ts";
@@ -159,6 +164,7 @@ export type { HostPart } from "./primitives/launch/workers.ts";
 export { launchWebGroup } from "./primitives/launch/web_group.ts";
 export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
 export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
+export { rankFunction, runRank } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";
 export { SIM } from "./primitives/transports/sim.ts";

@@ -13,9 +13,7 @@ import {
   P999_MIN_SAMPLES,
   type ResultRow,
 } from "./metrics.ts";
-import type { GpuInfo, LinkCosts, SimModel } from "../internal.ts";
-import type { RankKind } from "../primitives/transports/transport.ts";
-import type { LinkKind } from "../primitives/transports/websocket.ts";
+import type { GpuInfo, LinkCosts, LinkKind, RankKind, SimModel } from "../internal.ts";
 import { limitLines, type RunBounds } from "./limits/machine_limits.ts";
 import { bytesName } from "./sizes.ts";
 

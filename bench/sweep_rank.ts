@@ -6,8 +6,7 @@
  */
 
 import type { Communicator } from "../core.ts";
-import { type LinkCosts } from "../internal.ts";
-import { linkCounts } from "../primitives/transports/websocket.ts";
+import { type LinkCosts, linkCounts } from "../internal.ts";
 import { halfKernels } from "../kernels/mod.ts";
 import { measureSweep, type SweepOptions } from "./harness.ts";
 import type { HalfKernels, ReportOptions, SweepSink } from "./report_format.ts";

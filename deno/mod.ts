@@ -5,12 +5,13 @@
  * installs Deno's platform (FFI scheduler calls, fences, timers) for the core. They may change
  * between minor versions.
  *
- * @example Which transports start their ranks as processes
+ * @example Which transports start their ranks as processes, and which one tabs join
  * ```ts
  * import { deepStrictEqual as assertEquals } from "node:assert/strict";
- * import { TRANSPORT_TABLE } from "./mod.ts";
+ * import { PROCESS_TRANSPORTS, TAB_TRANSPORT, TRANSPORT_TABLE } from "./mod.ts";
  *
- * assertEquals(TRANSPORT_TABLE.launching("processes"), ["ws", "tcp"]);
+ * assertEquals(TRANSPORT_TABLE.launching("processes"), ["ws", "tcp", "websocket"]);
+ * assertEquals([PROCESS_TRANSPORTS, TAB_TRANSPORT], [["ws", "tcp"], "websocket"]);
  * ```
  * @module
  */
@@ -19,6 +20,7 @@ import "./platform/install.ts";
 
 export {
   PROCESS_TRANSPORTS,
+  TAB_TRANSPORT,
   TRANSPORT_NAMES,
   TRANSPORT_TABLE,
   type TransportName,
@@ -29,7 +31,9 @@ export {
   launchProcesses,
   type ProcessesOptions,
   type ProcessRanksOptions,
+  randomToken,
 } from "./launch/processes.ts";
+export { type HubEvent, serveHub, type TabEnd } from "./transports/websocket_hub.ts";
 export { type EnvRank, rankFromEnv } from "./launch/env_rank.ts";
 export { RANK_RUNTIME } from "./launch/rank_runtime.ts";
 export { SweepWriter } from "./files/sweep_writer.ts";

@@ -36,5 +36,12 @@ export const TRANSPORTS: Readonly<Record<TransportName, TransportFacts>> = TRANS
 /** Transport names, in the table's order. */
 export const TRANSPORT_NAMES: readonly TransportName[] = TRANSPORT_TABLE.names;
 
-/** Transports whose ranks are processes (`--launcher env` runs over these; the first unless told). */
-export const PROCESS_TRANSPORTS: readonly TransportName[] = TRANSPORT_TABLE.launching("processes");
+/**
+ * Transports whose ranks are processes of a launcher's group (`--launcher env` and `--threads` run
+ * over these; the first unless told): not the tab groups' own, whose ranks may be tabs.
+ */
+export const PROCESS_TRANSPORTS: readonly TransportName[] = TRANSPORT_TABLE.launching("processes")
+  .filter((name) => !TRANSPORTS[name].joinsTabs);
+
+/** The transport browser tabs join a group of Deno processes by (`--tabs`). */
+export const TAB_TRANSPORT: TransportName = TRANSPORT_NAMES.find((n) => TRANSPORTS[n].joinsTabs)!;

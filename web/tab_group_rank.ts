@@ -6,12 +6,18 @@
  * @module
  */
 
-import { Communicator } from "../primitives/communicator/communicator.ts";
-import { createHeapMemory, RankHeap } from "../primitives/memory/heap.ts";
-import { RankMemory } from "../primitives/memory/rank_memory.ts";
-import { rankFunction, type RankReport, runRank } from "../primitives/launch/rank_report.ts";
-import { type GroupTable, joinWebSocketGroup } from "../primitives/transports/websocket_join.ts";
-import { DEFAULT_TIMEOUT_MS } from "../primitives/types.ts";
+import { Communicator } from "../core.ts";
+import {
+  createHeapMemory,
+  DEFAULT_TIMEOUT_MS,
+  type GroupTable,
+  joinWebSocketGroup,
+  rankFunction,
+  RankHeap,
+  RankMemory,
+  type RankReport,
+  runRank,
+} from "../internal.ts";
 import { fetchMnist } from "./served_mnist.ts";
 import { SWEEP_PROGRAM, type TabTask, TRAIN_PROGRAM } from "./tab_task.ts";
 import type { TrainMessage } from "./tab_train_rank.ts";

@@ -28,20 +28,6 @@ import {
 } from "./rendezvous.ts";
 import { closeQuietly } from "./stream_link.ts";
 import type { MeshConnection } from "./stream_wire.ts";
-import type { ProcessesTransport } from "../../primitives/transports/transport.ts";
-
-/** What the process meshes (`ws`, `tcp`) share: one process per rank, messages between them. */
-export const PROCESS_MESH = {
-  launch: "processes",
-  memory: ["host", "shared", "gpu", "managed"],
-  bestMemory: "host",
-  offers: ["messages", "staging"],
-  needsDevice: false,
-  blocking: false,
-  rankBytes: 80 * 2 ** 20,
-  groupBytes: () => 0,
-  bounds: { latency: "socket", bandwidth: "loopback" },
-} as const satisfies Partial<ProcessesTransport>;
 
 /** A listener's answer to a greeting. */
 export type Answer = "accepted" | "wrongToken" | "badRank" | "rankTaken";

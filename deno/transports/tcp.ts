@@ -10,7 +10,8 @@ import { ALLREDUCE_RECURSIVE_DOUBLING } from "../../primitives/collectives/allre
 import { MAX_BYTES } from "../../primitives/types.ts";
 import { StreamTransport } from "./stream.ts";
 import { bufferView, type Frame, type Route, type Wire } from "./stream_wire.ts";
-import { connectStreamMesh, PROCESS_MESH } from "./stream_mesh.ts";
+import { connectStreamMesh } from "./stream_mesh.ts";
+import { PROCESS_MESH } from "../../primitives/transports/transport.ts";
 import { TCP_HANDSHAKE } from "./tcp_connect.ts";
 import type { ProcessesTransport, TransportFacts } from "../../primitives/transports/transport.ts";
 

@@ -5,7 +5,7 @@
  * joined it sends each the table; when every rank has linked, go. A rank that leaves before the
  * table frees its place (a tab reloaded); after it, the group fails naming it, and a rank that
  * has not joined when the join timeout ends is named to every other. It runs in the launcher of a
- * mixed group (deno/launch/mixed_group.ts), or in rank 0 of a group of processes only.
+ * mixed group (scripts/browser/mixed_group.ts), or in rank 0 of a group of processes only.
  * @module
  */
 

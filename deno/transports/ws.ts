@@ -31,7 +31,8 @@ import {
   unmask,
   writeFrame,
 } from "./ws_frames.ts";
-import { connectStreamMesh, PROCESS_MESH } from "./stream_mesh.ts";
+import { connectStreamMesh } from "./stream_mesh.ts";
+import { PROCESS_MESH } from "../../primitives/transports/transport.ts";
 import type { ProcessesTransport, TransportFacts } from "../../primitives/transports/transport.ts";
 import { WS_HANDSHAKE } from "./ws_connect.ts";
 

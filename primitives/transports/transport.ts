@@ -316,6 +316,8 @@ export interface TransportFacts {
   readonly bounds: TransportBounds;
   /** Most ranks a group may have, where more than the tasks' usual 256 (a simulated group). */
   readonly maxRanks?: number;
+  /** Whether browser tabs may be its ranks beside processes (`--tabs`: websocket.ts). */
+  readonly joinsTabs?: boolean;
   /** Whether its ranks run under a simulated network's virtual clocks (`Transport.simulated`). */
   readonly simulated?: boolean;
 }
@@ -433,3 +435,19 @@ export interface ThreadGroupInit {
 
 /** One transport's descriptor (see {@linkcode TransportFacts}). */
 export type TransportDescriptor = WorkersTransport | ProcessesTransport | ThreadTransport;
+
+/**
+ * What the transports of processes (`ws`, `tcp`, `websocket`) share: one process per rank,
+ * messages between them.
+ */
+export const PROCESS_MESH = {
+  launch: "processes",
+  memory: ["host", "shared", "gpu", "managed"],
+  bestMemory: "host",
+  offers: ["messages", "staging"],
+  needsDevice: false,
+  blocking: false,
+  rankBytes: 80 * 2 ** 20,
+  groupBytes: () => 0,
+  bounds: { latency: "socket", bandwidth: "loopback" },
+} as const satisfies Partial<ProcessesTransport>;

@@ -18,7 +18,7 @@ import { CommError, failureNotice, noticeError, PeerFailedError } from "../error
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { Goodbye } from "./closing_check.ts";
 import { InboxTransport } from "./inbox_transport.ts";
-import type { RankKind, TransportFacts } from "./transport.ts";
+import { PROCESS_MESH, type RankKind, type TransportFacts } from "./transport.ts";
 
 /** Largest piece of a message in one WebSocket message. */
 export const SEGMENT_BYTES = 1 << 20;
@@ -314,16 +314,9 @@ function parseControl(text: string): ControlMessage | undefined {
 
 /** The `websocket` transport's facts (its Deno descriptor adds how processes connect). */
 export const WEBSOCKET_FACTS: TransportFacts = {
+  ...PROCESS_MESH,
   name: "websocket",
   summary: "processes and browser tabs over the runtime's WebSocket, one connection per pair " +
     "(tabs dial processes; tab to tab through the hub)",
-  launch: "processes",
-  memory: ["host", "shared", "gpu", "managed"],
-  bestMemory: "host",
-  offers: ["messages", "staging"],
-  needsDevice: false,
-  blocking: false,
-  rankBytes: 80 * 2 ** 20,
-  groupBytes: () => 0,
-  bounds: { latency: "socket", bandwidth: "loopback" },
+  joinsTabs: true,
 };

@@ -10,15 +10,16 @@
  */
 
 import {
+  type HubEvent,
   launchProcesses,
   type ProcessesOptions,
   randomToken,
-} from "../../deno/launch/processes.ts";
-import { type HubEvent, serveHub } from "../../deno/transports/websocket_hub.ts";
-import type { RankGroup, Supervisor } from "../../primitives/launch/supervisor.ts";
-import { DEFAULT_TIMEOUT_MS } from "../../primitives/types.ts";
-import { servePage } from "./page_server.ts";
-import { PAGE_ENTRIES } from "./page_server.ts";
+  serveHub,
+  TAB_TRANSPORT,
+} from "../../deno/mod.ts";
+import type { RankGroup } from "../../core.ts";
+import { DEFAULT_TIMEOUT_MS, type Supervisor } from "../../internal.ts";
+import { PAGE_ENTRIES, servePage } from "./page_server.ts";
 import type { TabTask } from "../../web/tab_task.ts";
 
 /** Options of {@linkcode launchMixedGroup}. */
@@ -91,7 +92,7 @@ export function launchMixedGroup<T>(
     }
     group = launchProcesses(module, {
       ...rest,
-      transport: "websocket",
+      transport: TAB_TRANSPORT,
       bind: host,
       hub: {
         port: hub.port,

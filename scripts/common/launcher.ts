@@ -9,6 +9,7 @@
 import { rankFromEnv } from "../../deno/mod.ts";
 import {
   PROCESS_TRANSPORTS,
+  TAB_TRANSPORT,
   TRANSPORT_NAMES,
   type TransportName,
   TRANSPORTS,
@@ -100,7 +101,7 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
   const { launcher, threads, given, tabs } = v;
   const env = launcher === "env";
   const transport = tabs > 0 && !given.has("transport")
-    ? "websocket"
+    ? TAB_TRANSPORT
     : (env || threads > 1) && !given.has("transport")
     ? PROCESS_TRANSPORTS[0]
     : v.transport;
@@ -110,7 +111,9 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
     throw new UsageError(`--host ${host} is not accepted without --tabs: give ranks --bind`);
   }
   const processes = TRANSPORTS[transport].launch === "processes";
-  if (env && !processes) {
+  // A launcher's processes and processes of threads link over these (not the tab groups' own).
+  const meshed = PROCESS_TRANSPORTS.includes(transport);
+  if (env && !meshed) {
     throw new UsageError(
       `--launcher env runs over ${PROCESS_TRANSPORTS.join(" or ")}; --transport ${transport} ` +
         `is not accepted`,
@@ -124,7 +127,7 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
     }
     procs = size;
   }
-  if (threads > 1 && !processes) {
+  if (threads > 1 && !meshed) {
     throw new UsageError(
       `--threads ${threads} is not accepted with --transport ${transport}: a process's ranks ` +
         `share memory and processes link over ${PROCESS_TRANSPORTS.join(" or ")}`,
@@ -152,7 +155,7 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
 
 /** Refuses what a group with tabs cannot be: its links are websocket's, its processes local. */
 function mixedGroup(v: Flags<typeof LAUNCH_FLAGS>, transport: TransportName, host: string): void {
-  const refused = transport !== "websocket"
+  const refused = transport !== TAB_TRANSPORT
     ? `--transport ${transport}`
     : v.launcher !== "local"
     ? `--launcher ${v.launcher}`

@@ -6,8 +6,7 @@
  * @module
  */
 
-import type { GroupTable } from "../../primitives/transports/websocket_join.ts";
-import { linkKind } from "../../primitives/transports/websocket.ts";
+import { type GroupTable, linkKind } from "../../internal.ts";
 import type { GroupRankMessage, JoinRequest } from "../tab_group_rank.ts";
 import type { TrainMessage } from "../tab_train_rank.ts";
 import type { JoinState } from "../tab_task.ts";
