@@ -139,8 +139,11 @@ export type {
 } from "./primitives/transports/transport.ts";
 export { linkCounts, type LinkKind, linkKind } from "./primitives/transports/websocket.ts";
 export {
+  type Dial,
   type GroupTable,
+  type JoinOptions,
   joinWebSocketGroup,
+  type Listener,
   type Member,
 } from "./primitives/transports/websocket_join.ts";
 export type { Supervisor } from "./primitives/launch/supervisor.ts";
@@ -164,7 +167,7 @@ export type { HostPart } from "./primitives/launch/workers.ts";
 export { launchWebGroup } from "./primitives/launch/web_group.ts";
 export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
 export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
-export { rankFunction, runRank } from "./primitives/launch/rank_report.ts";
+export { rankFunction, type RankRun, runRank } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";
 export { SIM } from "./primitives/transports/sim.ts";

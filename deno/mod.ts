@@ -33,7 +33,13 @@ export {
   type ProcessRanksOptions,
   randomToken,
 } from "./launch/processes.ts";
-export { type HubEvent, serveHub, type TabEnd } from "./transports/websocket_hub.ts";
+export {
+  type Hub,
+  type HubEvent,
+  type HubOptions,
+  serveHub,
+  type TabEnd,
+} from "./transports/websocket_hub.ts";
 export { type EnvRank, rankFromEnv } from "./launch/env_rank.ts";
 export { RANK_RUNTIME } from "./launch/rank_runtime.ts";
 export { SweepWriter } from "./files/sweep_writer.ts";

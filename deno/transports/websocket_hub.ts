@@ -19,6 +19,7 @@ export interface HubOptions {
   size: number;
   /** Ranks 0 … processes−1 are processes; the rest are tabs. */
   processes: number;
+  /** The run's token, which every upgrade must present. */
   token: string;
   /** Where it listens. @default {"127.0.0.1"} */
   hostname?: string;
@@ -47,9 +48,11 @@ export type HubEvent =
 
 /** How a tab's rank ended, as its transport closed the hub's connection. */
 export interface TabEnd {
+  /** Whether it finished (its transport closed cleanly). */
   ok: boolean;
-  /** The rank its failure names, and why. */
+  /** The rank its failure names. */
   failedRank?: number;
+  /** Why it failed. */
   reason?: string;
 }
 

@@ -10,7 +10,7 @@
  */
 
 import { CommError, CommTimeoutError, PeerFailedError } from "../errors.ts";
-import type { RankKind } from "./transport.ts";
+import type { RankKind, Transport } from "./transport.ts";
 import {
   closeReason,
   linkKind,
@@ -21,6 +21,7 @@ import {
 
 /** One rank of the table: a process (with where it listens) or a tab. */
 export interface Member {
+  /** A Deno process or a browser tab. */
   kind: RankKind;
   /** A process's listener (`ws://host:port/`). */
   url?: string;
@@ -28,8 +29,11 @@ export interface Member {
 
 /** What the hub tells each rank once every rank has joined. */
 export interface GroupTable {
+  /** The rank the table is for. */
   rank: number;
+  /** Ranks in the group. */
   size: number;
+  /** Every rank, by rank. */
   members: Member[];
   /** The origins tabs' pages come from (a process's listener accepts dials from them). */
   origins?: string[];
@@ -126,7 +130,7 @@ export function openSocket(
 /** Joins the group (see the module docs): this rank's transport and the table it joined by. */
 export async function joinWebSocketGroup(
   o: JoinOptions,
-): Promise<{ transport: WebSocketTransport; table: GroupTable }> {
+): Promise<{ transport: Transport; table: GroupTable }> {
   let socket: WebSocket;
   try {
     socket = await openSocket(o.hub, offeredProtocol(o.token, o.rank), o.timeoutMs, o.dial);
