@@ -282,11 +282,11 @@ export function hostPartOf(
 
 /** `DCCL_TRANSPORT`'s value if it names a processes transport; else a one-line Error. */
 function processTransport(value: string): TransportName {
-  const named = PROCESS_TRANSPORTS.find((t) => t === value);
+  // Any transport of processes: dccl's own launcher starts a tab group's ranks this way too.
+  const names = TRANSPORT_TABLE.launching("processes");
+  const named = names.find((t) => t === value);
   if (named) return named;
-  throw new Error(
-    `DCCL_TRANSPORT=${value} is not accepted: expected ${PROCESS_TRANSPORTS.join(" or ")}`,
-  );
+  throw new Error(`DCCL_TRANSPORT=${value} is not accepted: expected ${names.join(" or ")}`);
 }
 
 /** Exits when the launching process goes away (its end of our stdin closes): no orphans. */
