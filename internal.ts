@@ -167,6 +167,7 @@ export type { HostPart } from "./primitives/launch/workers.ts";
 export { launchWebGroup } from "./primitives/launch/web_group.ts";
 export type { HierarchyPlan } from "./primitives/launch/worker_rank.ts";
 export type { FailureReport, RankReport } from "./primitives/launch/rank_report.ts";
+export type { ErrorReport } from "./primitives/errors.ts";
 export { rankFunction, type RankRun, runRank } from "./primitives/launch/rank_report.ts";
 export { installPlatform, platform } from "./primitives/platform.ts";
 export type { Platform, SchedulerCalls } from "./primitives/platform.ts";

@@ -66,6 +66,7 @@ export { stringify } from "./files/csv_stringify.ts";
 export { type MadeFolder, makeFolder } from "./files/made_folder.ts";
 export { PlainFileError, type PlainFileOptions, readPlainFile } from "./files/plain_file.ts";
 export { joinFromEnv, launchFromEnv } from "./launch/env_rank.ts";
+export { PROGRESS, type Progress } from "./launch/progress.ts";
 export { launchGroup } from "./launch/group.ts";
 export type { LaunchOptions } from "./launch/group.ts";
 export { rankRuntimeFlags } from "./launch/runtime_flags.ts";

@@ -115,3 +115,50 @@ export class MismatchError extends CommError {
     this.name = "MismatchError";
   }
 }
+
+/** An error as it crosses to another thread or process: what telling and rebuilding it takes. */
+export interface ErrorReport {
+  /** The error's name. */
+  name: string;
+  /** The error's message. */
+  message: string;
+  /** Its stack, where the runtime gives one. */
+  stack?: string;
+  /** The rank the error names as the cause. */
+  failedRank?: number;
+  /** Peers told this rank that it failed: `failedRank` is the one that said so. */
+  accused?: boolean;
+}
+
+/** `err` as a report another thread can rebuild it from ({@linkcode errorFromReport}). */
+export function errorReport(err: unknown): ErrorReport {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return {
+    name: e.name,
+    message: e.message,
+    stack: e.stack,
+    failedRank: (e as { failedRank?: number }).failedRank,
+    accused: e instanceof PeerFailedError ? e.accused : undefined,
+  };
+}
+
+/** The error `report` describes, of its class where it is one of dccl's or a built-in. */
+export function errorFromReport(report: ErrorReport): Error {
+  const { name, message, failedRank, accused } = report;
+  const peer = /^Rank \d+ failed: ([^]*)$/.exec(message);
+  const e = name === "PeerFailedError" && failedRank !== undefined && peer
+    ? new PeerFailedError(failedRank, peer[1], { accused })
+    : name === "MismatchError"
+    ? new MismatchError(message, { failedRank })
+    : name === "CommTimeoutError"
+    ? new CommTimeoutError(message, { failedRank })
+    : name === "CommError" || name === "RankFailedError"
+    ? new CommError(message, { failedRank })
+    : name === "RangeError"
+    ? new RangeError(message)
+    : name === "TypeError"
+    ? new TypeError(message)
+    : Object.assign(new Error(message), { name });
+  if (report.stack) e.stack = report.stack;
+  return e;
+}

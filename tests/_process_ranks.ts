@@ -2,6 +2,8 @@
 // start them (the env launcher's variables), and the two ways tcp moves bytes.
 import { PORT_MARK } from "../primitives/launch/rank_report.ts";
 import type { TransportName } from "../deno/transport_table.ts";
+import { DEFAULT_TIMEOUT_MS } from "../primitives/types.ts";
+import { assert_, assertEquals, assertFailedFast } from "./_assert.ts";
 
 export const rankModule = (name: string): URL => new URL(`./ranks/${name}`, import.meta.url);
 export const processRank = new URL("../deno/launch/process_rank.ts", import.meta.url).pathname;
@@ -71,6 +73,34 @@ export function envRank0(
     };
   };
   return { port, printed, output, kill: () => child.kill("SIGKILL") };
+}
+
+/**
+ * Starts three env ranks of `transport` in a loop of collectives, kills rank 2 and asserts that
+ * ranks 0 and 1 fail fast, naming it.
+ */
+export async function assertKilledRankNamed(
+  transport: TransportName,
+  env: Record<string, string>,
+): Promise<void> {
+  const rank0 = envRank0(transport, { ...env, WORLD_SIZE: "3" });
+  const port = await rank0.port;
+  const others = [1, 2].map((rank) =>
+    envRank(transport, { ...env, RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port }).spawn()
+  );
+  assert_(await rank0.printed("looping"), "the group never ran its loop");
+  const killedAt = performance.now();
+  others[1].kill("SIGKILL");
+  // A survivor hears of the death from its read (the connection closed) or from a write to the
+  // dead rank (broken pipe, reset), whichever comes first; either way it names rank 2.
+  const namesRank2 =
+    /PeerFailedError: Rank 2 failed: (connection to rank 2 closed|sending to rank 2 failed)/;
+  for (const out of [await rank0.output(), await others[0].output()]) {
+    assertEquals(out.code, 1);
+    assert_(namesRank2.test(decode(out.stderr)), decode(out.stderr));
+  }
+  await others[1].output();
+  assertFailedFast(killedAt, DEFAULT_TIMEOUT_MS, "a rank that died");
 }
 
 /**

@@ -68,6 +68,43 @@ Deno.test("bad input: a group with tabs refuses what tabs cannot join, naming th
   assertEquals([ok.transport, ok.procs, ok.processes, ok.tabs], ["websocket", 3, 1, 2]);
 });
 
+Deno.test("bad input: --progress thread is refused where no progress thread can run, naming the flag", async () => {
+  const thread = ["--progress", "thread", "--procs", "2"];
+  for (
+    const [argv, line] of [
+      [["--transport", "shm"], "--progress thread is not accepted with --transport shm"],
+      [
+        ["--transport", "tcp", "--threads", "2"],
+        "--progress thread is not accepted with --threads 2",
+      ],
+      [
+        ["--transport", "tcp", "--memory", "gpu"],
+        "--progress thread is not accepted with --memory gpu",
+      ],
+      [
+        ["--transport", "ws", "--progress", "bogus"],
+        "--progress bogus is not accepted; accepted: inline, thread",
+      ],
+    ] as const
+  ) {
+    let message = "";
+    try {
+      planRun("allreduce", parseFlags(BENCHMARK_FLAGS, [...thread, ...argv]));
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    assert_(message.startsWith(line), `${argv.join(" ")}: ${message}`);
+    assertEquals(message.split("\n").length, 1);
+  }
+  const ok = planRun("allreduce", parseFlags(BENCHMARK_FLAGS, [...thread, "--transport", "tcp"]));
+  assertEquals([ok.progress, ok.transport], ["thread", "tcp"]);
+  const { code, lines } = await task("train", [...thread, "--transport", "tcp", "--device", "gpu"]);
+  assertEquals([code, lines], [2, [
+    "dccl train: --progress thread is not accepted with --device gpu (its slabs default to gpu " +
+    "memory): a progress thread carries host memory (host, shared)",
+  ]]);
+});
+
 Deno.test("bad input: the browser task names the flag the user gave, and a missing Chromium is exit 2", async () => {
   for (
     const [flags, line] of [

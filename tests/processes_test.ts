@@ -1,15 +1,21 @@
 // The process transports (ws, tcp) with real processes: the correctness matrix, a 2^24-float
 // allreduce, every fault (killed rank, missing rank, mismatch, port in use, unreachable master) and
 // the env launcher running the CLI. Wires and handshakes: wires_test.ts; variables: env_rank_test.ts.
-import { assert_, assertEquals, assertFailedFast, assertRejects } from "./_assert.ts";
-import { DEFAULT_TIMEOUT_MS } from "../primitives/types.ts";
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { run as checkRank } from "./ranks/check_rank.ts";
 import { joinAsRank0, launchProcesses, liveProcesses } from "../deno/launch/processes.ts";
 import { PROCESS_TRANSPORTS } from "../deno/transport_table.ts";
 
-import { decode, envRank, envRank0, rankModule, ways } from "./_process_ranks.ts";
+import {
+  assertKilledRankNamed,
+  decode,
+  envRank,
+  envRank0,
+  rankModule,
+  ways,
+} from "./_process_ranks.ts";
 
 for (const transport of PROCESS_TRANSPORTS) {
   for (const size of [1, 2, 3, 4, 7, 8]) {
@@ -69,25 +75,7 @@ for (const transport of PROCESS_TRANSPORTS) {
     });
 
     Deno.test(`${transport}: when a rank dies mid-collective every other rank fails fast, naming it${named}`, async () => {
-      const rank0 = envRank0(transport, { ...env, WORLD_SIZE: "3" });
-      const port = await rank0.port;
-      const others = [1, 2].map((rank) =>
-        envRank(transport, { ...env, RANK: String(rank), WORLD_SIZE: "3", MASTER_PORT: port })
-          .spawn()
-      );
-      assert_(await rank0.printed("looping"), "the group never ran its loop");
-      const killedAt = performance.now();
-      others[1].kill("SIGKILL");
-      // A survivor hears of the death from its read (the connection closed) or from a write to
-      // the dead rank (broken pipe, reset), whichever comes first; either way it names rank 2.
-      const namesRank2 =
-        /PeerFailedError: Rank 2 failed: (connection to rank 2 closed|sending to rank 2 failed)/;
-      for (const out of [await rank0.output(), await others[0].output()]) {
-        assertEquals(out.code, 1);
-        assert_(namesRank2.test(decode(out.stderr)), decode(out.stderr));
-      }
-      await others[1].output();
-      assertFailedFast(killedAt, DEFAULT_TIMEOUT_MS, "a rank that died");
+      await assertKilledRankNamed(transport, env);
     });
 
     Deno.test(`${transport}: mismatched counts are detected from the message headers${named}`, async () => {

@@ -21,6 +21,7 @@ import { type HostPart, launchWorkers } from "../../primitives/launch/workers.ts
 import { RANK_RUNTIME } from "./rank_runtime.ts";
 import { createHmac } from "node:crypto";
 import { readUserSecret } from "./user_secret.ts";
+import { joinOnProgressThread, PROGRESS, type Progress } from "./progress.ts";
 
 /** Where a rank stands, read from the environment. */
 export interface EnvRank {
@@ -183,6 +184,12 @@ export interface JoinOptions {
   env?: Record<string, string | undefined>;
   /** Open a WebGPU device, for `gpu` and `managed` memory. @default {false} */
   gpu?: boolean;
+  /**
+   * Where calls progress: `inline` on this thread, as it awaits them, or `thread`, on a progress
+   * thread of the rank's own, while this one computes (progress.ts). @default {`DCCL_PROGRESS`,
+   * else "inline"}
+   */
+  progress?: Progress;
 }
 
 /**
@@ -205,8 +212,27 @@ export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> 
   options ??= {};
   const env = options.env ?? Deno.env.toObject();
   const me = rankFromEnv(env);
+  const progress = options.progress ?? progressFromEnv(env);
+  if (progress === "thread" && options.gpu) {
+    throw new Error(
+      "a progress thread carries host buffers only: a rank with a WebGPU device runs inline",
+    );
+  }
   if (env.DCCL_WATCH_PARENT === "1") watchParent();
   if (me.local) bindRankThread(cpuForSlot(me.local.rank, me.local.size));
+  if (progress === "thread") {
+    const { timeoutMs, bind } = options;
+    const transport = options.transport ?? me.transport;
+    return await joinOnProgressThread(env, { timeoutMs, bind, transport });
+  }
+  return connectRank(me, options);
+}
+
+/**
+ * `me`'s communicator over its transport, connected on this thread: what {@linkcode joinFromEnv}
+ * makes once it has watched the launcher and bound the thread (a progress thread does neither).
+ */
+export async function connectRank(me: EnvRank, options: JoinOptions): Promise<Communicator> {
   const processes = TRANSPORT_TABLE.launchedAs(options.transport ?? me.transport, "processes");
   const transport = await processes.connect({
     ...me,
@@ -218,6 +244,15 @@ export async function joinFromEnv(options?: JoinOptions): Promise<Communicator> 
   const gpu = options.gpu ? await GpuDevice.open() : undefined;
   const memory = new RankMemory(new RankHeap(createHeapMemory()), gpu);
   return calibrated(new Communicator(transport, memory), transport);
+}
+
+/** `DCCL_PROGRESS`'s value, checked ("inline" when unset). */
+export function progressFromEnv(env: Record<string, string | undefined>): Progress {
+  const value = env.DCCL_PROGRESS ?? "inline";
+  if ((PROGRESS as readonly string[]).includes(value)) return value as Progress;
+  throw new Error(
+    `DCCL_PROGRESS=${JSON.stringify(value)} is not accepted: expected ${PROGRESS.join(" or ")}`,
+  );
 }
 
 /** Options of {@linkcode launchFromEnv}. */

@@ -18,6 +18,7 @@ import {
 import { launchProcesses } from "./processes.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
 import { requirePermissions } from "./permissions.ts";
+import type { Progress } from "./progress.ts";
 
 /** Options of {@linkcode launchGroup}: every launcher's, and process ranks' address. */
 export interface LaunchOptions extends GroupOptions {
@@ -30,6 +31,11 @@ export interface LaunchOptions extends GroupOptions {
    * hierarchical group of `size × threads` ranks. @default {1}
    */
   threads?: number;
+  /**
+   * Where a process rank's calls progress: `thread` runs its communicator on a progress thread of
+   * its own, so calls go on while the rank computes (deno/launch/progress.ts). @default {"inline"}
+   */
+  progress?: Progress;
   /**
    * Where process ranks' output lines go (workers print to this process's console). @default
    * {rank 0's stdout as it is, every other line prefixed `[rank r]`}
@@ -58,7 +64,7 @@ export function launchGroup<T = unknown>(
   options: LaunchOptions,
 ): RankGroup<T> {
   const transport = options.transport ?? TRANSPORT_NAMES[0];
-  const { bind, threads, onLine, ...given } = { ...options, transport };
+  const { bind, threads, onLine, progress, ...given } = { ...options, transport };
   // Deno's ranks install its platform offers and are placed on CPUs as Open MPI binds them.
   const common = { runtime: RANK_RUNTIME, placement: cpuForSlot, ...given };
   const launch = TRANSPORTS[transport].launch;
@@ -71,12 +77,22 @@ export function launchGroup<T = unknown>(
         }`,
     );
   }
+  if (progress === "thread" && (launch !== "processes" || (threads ?? 1) > 1 || options.gpu)) {
+    throw new RangeError(
+      `progress thread is not accepted with transport ${transport}${
+        (threads ?? 1) > 1 ? ` and threads ${threads}` : ""
+      }${options.gpu ? " and gpu" : ""}: it runs a process rank's communicator over ${
+        TRANSPORT_TABLE.launching("processes").join(" or ")
+      } on host buffers`,
+    );
+  }
   if (WEB_TRANSPORTS.has(transport)) return launchWebGroup<T>(module, { ...common, transport });
   return launchProcesses<T>(module, {
     ...common,
     bind,
     threads,
     onLine,
+    env: progress ? { DCCL_PROGRESS: progress } : undefined,
     // Ranks listening on every interface are reached on this machine through loopback.
     masterAddr: bind === undefined || bind === "0.0.0.0" || bind === "::" ? "127.0.0.1" : bind,
   });

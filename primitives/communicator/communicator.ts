@@ -602,10 +602,18 @@ function hostPick(transport: Transport, collective: CollectiveName, bytes: numbe
 const BARRIER_STAMP = callStamp("barrier", "f32", 0, "sum", 0, 0);
 
 /** Each communicator's call log, for {@linkcode recentCalls} (the launchers' side, not users'). */
-const CALL_LOGS = new WeakMap<Communicator, CallLog>();
+const CALL_LOGS = new WeakMap<Communicator, Pick<CallLog, "recent">>();
 
 /** How many of a rank's latest calls its launcher hears of. */
 const REPORTED_CALLS = 16;
+
+/**
+ * Where {@linkcode recentCalls} reads `comm`'s calls when another thread makes them for it (a
+ * progress thread's communicator: progress_thread.ts), as `latest` last heard of them.
+ */
+export function recordCallsOf(comm: Communicator, latest: () => [number, number][]): void {
+  CALL_LOGS.set(comm, { recent: (n) => latest().slice(-n) });
+}
 
 /**
  * `comm`'s latest collective calls, oldest first, as `[tag, stamp]` pairs: a rank reports them

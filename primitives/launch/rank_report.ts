@@ -5,7 +5,7 @@
  */
 
 import { type Communicator, recentCalls } from "../communicator/communicator.ts";
-import { PeerFailedError } from "../errors.ts";
+import { type ErrorReport, errorReport } from "../errors.ts";
 import type { RankEnd } from "./blame.ts";
 
 /** Launcher → ranks in workers: the program every rank runs, and its group. */
@@ -34,17 +34,7 @@ export const ERROR_MARK = "\u0001dccl-error ";
 export const PORT_MARK = "\u0001dccl-port ";
 
 /** The error a rank failed with, as it reports it. */
-export interface FailureReport {
-  /** The error's name. */
-  name: string;
-  /** The error's message. */
-  message: string;
-  /** Its stack, where the runtime gives one. */
-  stack?: string;
-  /** The rank the error names as the cause. */
-  failedRank?: number;
-  /** Peers told this rank that it failed: `failedRank` is the one that said so. */
-  accused?: boolean;
+export interface FailureReport extends ErrorReport {
   /** Its latest collective calls, `[tag, stamp]` (for the blame: mismatch_blame.ts). */
   calls?: [number, number][];
 }
@@ -108,16 +98,7 @@ export function parseMarked(line: string): MarkedLine | undefined {
 }
 
 /** The report of an error that ended a rank. */
-export function failureReport(err: unknown): FailureReport {
-  const e = err instanceof Error ? err : new Error(String(err));
-  return {
-    name: e.name,
-    message: e.message,
-    stack: e.stack,
-    failedRank: (e as { failedRank?: number }).failedRank,
-    accused: e instanceof PeerFailedError ? e.accused : undefined,
-  };
-}
+export const failureReport: (err: unknown) => FailureReport = errorReport;
 
 /** How a failure report ends its rank, for the launcher's verdict. */
 export function failedEnd(report: FailureReport): Omit<RankEnd, "at"> {

@@ -94,13 +94,14 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   const module = new URL("./cli_sweep_rank.ts", import.meta.url);
   if (plan.launcher === "env") {
     // This process is one of a group an external launcher started: its rank, or its threads.
-    const options = { timeoutMs: plan.timeoutMs, gpu: plan.device, bind: plan.bind };
+    const { timeoutMs, device: gpu, bind, progress } = plan;
+    const options = { timeoutMs, gpu, bind };
     if (plan.threads > 1) {
       const transport = plan.transport, threads = plan.threads;
       const group = launchFromEnv<HarnessSummary>(module, { ...options, transport, threads, args });
       return (await group.results)[0];
     }
-    await using comm = await joinFromEnv({ ...options, transport: plan.transport });
+    await using comm = await joinFromEnv({ ...options, progress, transport: plan.transport });
     return await runHarness(comm, args);
   }
   if (plan.tabs > 0) {
@@ -126,6 +127,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
     args,
     signal: out.signal,
     bind: plan.bind,
+    progress: plan.progress,
     gpu: plan.device,
     transportOptions: plan.model,
   });

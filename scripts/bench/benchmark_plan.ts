@@ -184,6 +184,8 @@ export interface RunPlan {
   /** Browser tabs joining the processes (a mixed group), and where it listens. */
   tabs: number;
   host: string;
+  /** Where a process rank's calls progress (`--progress`). */
+  progress: Launch["progress"];
   csv?: string;
   json?: string;
   /** The table's layout (`--format`), and OSU's full output (`--full`). */
@@ -210,7 +212,7 @@ export function planRun(
   const availableBytes = options.availableBytes ?? Deno.systemMemoryInfo().available;
   const spec = PRIMITIVES[primitive];
   const launch = planLaunch(pairedRanks(primitive, v));
-  const { launcher, transport, threads, bind, tabs, host } = launch;
+  const { launcher, transport, threads, bind, tabs, host, progress } = launch;
   const procs = groupSize(launch);
   if (primitive === "sendrecv" && procs !== 2) {
     throw new UsageError(
@@ -237,7 +239,8 @@ export function planRun(
     transport: info,
     procs,
     threads,
-    memory: v.memory,
+    // A progress thread carries the heap's shared buffers without a copy.
+    memory: v.memory ?? (progress === "thread" ? "shared" : undefined),
     algorithm: v.algorithm,
     dtype: v.dtype,
     op: v.op,
@@ -270,6 +273,12 @@ export function planRun(
     },
   });
   model ??= planModel(v, info, procs, () => 0);
+  if (progress === "thread" && device) {
+    throw new UsageError(
+      `--progress thread is not accepted with --memory ${v.memory}: a progress thread carries ` +
+        `host memory (host, shared)`,
+    );
+  }
   return {
     transport,
     sweep,
@@ -282,6 +291,7 @@ export function planRun(
     bind,
     tabs,
     host,
+    progress,
     csv,
     json,
     format: v.full && !v.given.has("format") ? "osu" : v.format,

@@ -14,6 +14,7 @@ import {
   type TransportName,
   TRANSPORTS,
 } from "../../deno/mod.ts";
+import { PROGRESS, type Progress } from "../../deno/mod.ts";
 import { address, defineFlags, type Flags, UsageError } from "./flags.ts";
 import { MAX_PROCS } from "./task.ts";
 
@@ -62,6 +63,13 @@ export const LAUNCH_FLAGS = defineFlags({
       "(another than 127.0.0.1 serves a LAN)",
     default: "127.0.0.1",
   },
+  progress: {
+    help: "where a process rank's calls progress: inline (on its thread, as it awaits them) or " +
+      "thread (on a progress thread of its own, while the rank computes; ws and tcp, host memory)",
+    kind: "choice",
+    choices: PROGRESS,
+    default: "inline",
+  },
   threads: {
     help: "ranks per process of ws or tcp, sharing memory over shm (nccl-tests' -t): procs × " +
       "threads ranks, with hierarchical algorithms",
@@ -85,6 +93,8 @@ export interface Launch {
   tabs: number;
   /** Where a mixed group listens. */
   host: string;
+  /** Where a process rank's calls progress (`--progress`). */
+  progress: Progress;
 }
 
 /** Ranks of the group `launch` starts: its processes' (each of its threads) and its tabs. */
@@ -150,7 +160,17 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
     );
   }
   if (processes) canListen(tabs > 0 ? host : bind);
-  return { launcher, transport, procs, threads, bind, tabs, host };
+  const progress = v.progress;
+  if (progress === "thread" && (!meshed || threads > 1)) {
+    throw new UsageError(
+      `--progress thread is not accepted with ${
+        threads > 1 ? `--threads ${threads}` : `--transport ${transport}`
+      }: a progress thread runs the communicator of a process rank of ${
+        PROCESS_TRANSPORTS.join(" or ")
+      }, one rank per process`,
+    );
+  }
+  return { launcher, transport, procs, threads, bind, tabs, host, progress };
 }
 
 /** Refuses what a group with tabs cannot be: its links are websocket's, its processes local. */

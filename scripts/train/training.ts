@@ -81,6 +81,7 @@ async function runPlan(plan: TrainPlan, out: TrainOutput): Promise<TrainRankResu
   const options = {
     transport: config.transport,
     bind: plan.bind,
+    progress: plan.progress,
     timeoutMs: config.timeoutMs,
     gpu: trainingNeedsDevice(config),
   };
@@ -162,6 +163,7 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     args,
     signal: out.signal,
     bind: plan.bind,
+    progress: plan.progress,
     gpu: trainingNeedsDevice(config),
     onLine: out.onLine,
   });

@@ -167,6 +167,7 @@ export const TRAIN_FLAGS = defineFlags({
   launcher: LAUNCH_FLAGS.launcher,
   threads: LAUNCH_FLAGS.threads,
   bind: LAUNCH_FLAGS.bind,
+  progress: LAUNCH_FLAGS.progress,
   tabs: LAUNCH_FLAGS.tabs,
   host: LAUNCH_FLAGS.host,
   csv: { help: "write one row per epoch to this CSV file", path: true },

@@ -30,6 +30,8 @@ export interface TrainPlan {
   /** Browser tabs joining the processes (a mixed group), and where it listens. */
   tabs: number;
   host: string;
+  /** Where a process rank's calls progress (`--progress`). */
+  progress: Launch["progress"];
   /** Times the local launcher starts a failed group again (from its checkpoint, if any). */
   maxRestarts: number;
   /** Start afresh over another run's checkpoint in `config.checkpoint.dir`, removing it. */
@@ -80,7 +82,7 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
     );
   }
   const launch = planLaunch(v);
-  const { launcher, transport, threads, bind, tabs, host } = launch;
+  const { launcher, transport, threads, bind, tabs, host, progress } = launch;
   // The trainer's ranks: processes × threads, and tabs.
   const procs = groupSize(launch);
   const { device } = v;
@@ -90,6 +92,15 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
     v.memory ?? (device === "gpu" || info.needsDevice ? "gpu" : "shared"),
     info.memory,
   );
+  if (progress === "thread" && needsDevice(info, memory)) {
+    const given = v.memory
+      ? `--memory ${memory}`
+      : `--device gpu (its slabs default to gpu memory)`;
+    throw new UsageError(
+      `--progress thread is not accepted with ${given}: a progress thread carries host memory ` +
+        `(host, shared)`,
+    );
+  }
   const sync = planSync(v, procs, memory);
   const model = planModel(v);
   const timeoutMs = v.timeout * 1000;
@@ -166,6 +177,7 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
     launcher,
     threads,
     bind,
+    progress,
     tabs,
     host,
     maxRestarts,
