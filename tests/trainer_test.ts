@@ -1,7 +1,7 @@
 // The trainer's correctness (issue: trainer): gradients against finite differences, the WASM
 // model against the JS reference, data-parallel runs equal to one rank on the concatenated batch
 // on every host transport, local-sgd with K=1 and the synchronous parameter server equal to
-// allreduce, the asynchronous server converging, gradients in half precision training like f32,
+// allreduce, the asynchronous server converging, allreduce's hidden share reported, gradients in half precision training like f32,
 // and a sanity accuracy on real MNIST.
 import { assert_, assertEquals } from "./_assert.ts";
 import { maxDiff, train } from "./_train.ts";
@@ -129,6 +129,21 @@ Deno.test("the asynchronous parameter server converges and reports staleness", a
   assert_(last.test_acc >= 0.85, `test accuracy ${last.test_acc}`);
   assert_(last.staleness_mean !== undefined && last.staleness_mean >= 0);
   assert_(last.staleness_max !== undefined && last.staleness_max >= last.staleness_mean!);
+});
+
+Deno.test("allreduce reports the share of its communication the backward hid; local-sgd, which has none, does not", async () => {
+  const flags = { ...QUICK, epochs: "2", procs: "2", batch: "16", transport: "tcp" };
+  const [rank0] = await train(flags);
+  const { epochs, hidden_pct } = rank0.summary!;
+  for (const row of epochs) {
+    const hidden = row.hidden_pct;
+    assert_(hidden !== undefined && hidden >= 0 && hidden <= 100, `epoch ${row.epoch}: ${hidden}`);
+  }
+  const mean = epochs.reduce((s, r) => s + r.hidden_pct!, 0) / epochs.length;
+  assert_(Math.abs(hidden_pct! - mean) < 1e-9, `summary ${hidden_pct}, epochs' mean ${mean}`);
+  const [local] = await train({ ...flags, sync: "local-sgd" });
+  assertEquals(local.summary!.epochs.map((r) => r.hidden_pct), [undefined, undefined]);
+  assertEquals(local.summary!.hidden_pct, undefined);
 });
 
 Deno.test("gradients in f16 and bf16 train like f32: every rank in step, accuracy within a point, parameters apart", async () => {

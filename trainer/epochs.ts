@@ -27,6 +27,11 @@ export interface EpochRow {
   test_loss: number;
   /** Training rows per second of `time_s`, all ranks together. */
   samples_per_s: number;
+  /**
+   * `allreduce`: the share of a sync step's communication the backward pass hid, percent (OSU's
+   * overlap, against one sync step in eight, reduced after the backward alone).
+   */
+  hidden_pct?: number;
   /** Parameter server, asynchronous: the mean staleness of the epoch's pushes. */
   staleness_mean?: number;
   /** Parameter server, asynchronous: the largest staleness of the epoch's pushes. */
@@ -47,6 +52,7 @@ export const EPOCH_COLUMNS: (keyof EpochRow)[] = [
   "samples_per_s",
   "staleness_mean",
   "staleness_max",
+  "hidden_pct",
 ];
 
 /** The run's totals, returned to the launcher and stored in the JSON sidecar. */
@@ -70,6 +76,8 @@ export interface TrainSummary {
   kernels: string;
   /** Allreduce calls rank 0 made to synchronise (a resumed run counts its own part). */
   allreduce_calls: number;
+  /** The epochs' mean `hidden_pct`, where they have one. */
+  hidden_pct?: number;
 }
 
 const TABLE: [keyof EpochRow, string, number, (v: number) => string][] = [
@@ -125,13 +133,17 @@ export function epochTitle(): string {
   return TABLE.map(([, t, w]) => t.padStart(w)).join(" ");
 }
 
-/** One epoch's line of the table (with the staleness of asynchronous parameter servers). */
+/**
+ * One epoch's line of the table (with the staleness of asynchronous parameter servers, and the
+ * share of communication an allreduce hid).
+ */
 export function epochLine(row: EpochRow): string {
   const cells = TABLE.map(([key, , w, f]) => f(row[key] as number).padStart(w));
   const stale = row.staleness_mean === undefined
     ? ""
     : `  staleness mean ${row.staleness_mean.toFixed(2)} max ${row.staleness_max}`;
-  return cells.join(" ") + stale;
+  const hidden = row.hidden_pct === undefined ? "" : `  hidden ${row.hidden_pct.toFixed(0)}%`;
+  return cells.join(" ") + stale + hidden;
 }
 
 /** One epoch's CSV values, in {@linkcode EPOCH_COLUMNS}' order. */
@@ -151,7 +163,11 @@ export function summaryLines(summary: TrainSummary): string[] {
     `(${Math.round(samples / summary.train_s)} samples/s); test accuracy ` +
     `${(100 * summary.final_test_acc).toFixed(2)}%`,
     `per step: compute ${compute.toFixed(3)} ms, communication ${comm.toFixed(3)} ms ` +
-    `(waiting ${wait.toFixed(3)} ms); computation at ${summary.gflops_per_rank.toFixed(1)} ` +
+    `(waiting ${wait.toFixed(3)} ms)${
+      summary.hidden_pct === undefined
+        ? ""
+        : `, the backward hiding ${summary.hidden_pct.toFixed(0)}% of the allreduce`
+    }; computation at ${summary.gflops_per_rank.toFixed(1)} ` +
     `GFLOP/s per rank${
       summary.peak_gflops
         ? `, ${(100 * summary.gflops_per_rank / summary.peak_gflops).toFixed(0)}% of the ` +

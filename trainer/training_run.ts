@@ -21,7 +21,14 @@ import type { EpochRow, TrainObserver, TrainSummary } from "./epochs.ts";
 import { allreduceStrategy } from "./sync/allreduce.ts";
 import { localSgdStrategy } from "./sync/local_sgd.ts";
 import { psStrategy } from "./sync/ps.ts";
-import { type StepState, Stopwatch, type Strategy, type StrategyContext } from "./sync/strategy.ts";
+import {
+  NO_OVERLAP,
+  type Overlap,
+  type StepState,
+  Stopwatch,
+  type Strategy,
+  type StrategyContext,
+} from "./sync/strategy.ts";
 
 /** Strategies by name. */
 export const STRATEGIES: Record<TrainConfig["sync"], Strategy> = {
@@ -136,6 +143,8 @@ const EPOCH_SUMS = [
   "tested",
   "pushes",
   "stale",
+  "overlappedMs",
+  "aloneMs",
 ] as const;
 /** What rank 0 hears of every rank after an epoch, in this order (one allgather). */
 const EPOCH_PER_RANK = ["timeMs", "computeMs", "commMs", "staleMax"] as const;
@@ -207,6 +216,7 @@ export async function train(comm: Communicator, io: TrainIo): Promise<TrainRankR
     stepDone: (step, steps, state) => checkpointer?.afterStep({ epoch, step }, steps, state, rows),
     progress: (step, steps) => reporter?.progress(epoch, step, steps, runningLoss),
     staleness: { pushes: 0, total: 0, max: 0 },
+    overlap: { ...NO_OVERLAP },
     allreduceCalls: 0,
     halfPrecision,
     reproducible,
@@ -291,6 +301,7 @@ async function resume(run: RankRun): Promise<RunPosition & { epochMs: number }> 
 async function trainEpoch(run: RankRun, epoch: number, carriedMs: number): Promise<number> {
   const { comm, ctx, engine } = run;
   ctx.staleness = { pushes: 0, total: 0, max: 0 };
+  ctx.overlap = { ...NO_OVERLAP };
   await comm.barrier();
   ctx.watch.reset();
   run.checkpointer?.startEpoch(carriedMs);
@@ -317,6 +328,8 @@ async function epochRow(run: RankRun, epoch: number, timeMs: number): Promise<Ep
     tested: e.rows,
     pushes: ctx.staleness.pushes,
     stale: ctx.staleness.total,
+    overlappedMs: ctx.overlap.overlappedMs,
+    aloneMs: ctx.overlap.aloneMs,
   }));
   await comm.allreduce(sums, { op: "sum" });
   const s: EpochSums = unpacked(EPOCH_SUMS, sums);
@@ -348,6 +361,7 @@ async function epochRow(run: RankRun, epoch: number, timeMs: number): Promise<Ep
     ...(config.sync === "ps" && config.psMode === "async"
       ? { staleness_mean: s.pushes > 0 ? s.stale / s.pushes : 0, staleness_max: most("staleMax") }
       : {}),
+    ...hiddenShare(s, ctx.overlap),
   };
   if (!Number.isFinite(row.loss)) {
     throw new RangeError(
@@ -356,6 +370,17 @@ async function epochRow(run: RankRun, epoch: number, timeMs: number): Promise<Ep
     );
   }
   return row;
+}
+
+/**
+ * OSU's overlap of an epoch's sync steps, every rank's together (each rank makes as many):
+ * 100 × (1 − communication of an overlapped step / of a step reduced alone), from 0 to 100;
+ * nothing without both kinds of step.
+ */
+function hiddenShare(s: EpochSums, { overlapped, alone }: Overlap): Partial<EpochRow> {
+  if (overlapped === 0 || alone === 0 || s.aloneMs <= 0) return {};
+  const exposed = (s.overlappedMs / overlapped) / (s.aloneMs / alone);
+  return { hidden_pct: 100 * Math.min(1, Math.max(0, 1 - exposed)) };
 }
 
 /** The run's summary from its rows (rank 0 reports it). */
@@ -385,7 +410,14 @@ function summarize(run: RankRun): TrainSummary {
     peak_gflops: engine.device === "cpu" && comm.rank === 0 ? simdPeakGflops() : undefined,
     kernels: engine.kernels,
     allreduce_calls: ctx.allreduceCalls,
+    ...meanHidden(rows),
   };
+}
+
+/** The mean of the rows' `hidden_pct`, where any has one. */
+function meanHidden(rows: EpochRow[]): Pick<TrainSummary, "hidden_pct"> {
+  const hidden = rows.flatMap((r) => r.hidden_pct === undefined ? [] : [r.hidden_pct]);
+  return hidden.length === 0 ? {} : { hidden_pct: hidden.reduce((a, b) => a + b) / hidden.length };
 }
 
 /** Scores the test set, rank r taking rows r, r + R, …, in batches. */

@@ -8,6 +8,9 @@
  * the rest of the backward pass computes (its messages move whenever the backward yields to the
  * event loop, and at the latest when the step awaits it); on `shm` a collective blocks its
  * thread until done, so buckets run one after another between layers and buy nothing there.
+ * One sync step in {@linkcode ALONE_EVERY} (the second of an epoch, the tenth, …) reduces its
+ * buckets after the backward instead, alone, so that the epoch's row can say how much of the
+ * communication the others hid (`hidden_pct`).
  * With `--grad-dtype f16|bf16` buckets travel in half precision (compression.ts).
  * @module
  */
@@ -24,6 +27,9 @@ import {
   type StrategyContext,
   syncInterval,
 } from "./strategy.ts";
+
+/** Sync steps per one whose buckets are reduced alone, after the backward (from an epoch's second). */
+const ALONE_EVERY = 8;
 
 /** PyTorch DDP's first bucket cap: small, so communication starts early. */
 const FIRST_BUCKET_BYTES = 1 << 20;
@@ -70,11 +76,11 @@ export const allreduceStrategy: Strategy = {
   start: broadcastParams,
   replicatedAfter: atSync,
   async epoch(ctx, epoch) {
-    const { comm, engine, options, watch } = ctx;
+    const { comm, engine, options, watch, overlap } = ctx;
     const shard = shardOf(ctx, epoch);
     const every = syncInterval(options.syncEvery, shard.steps);
     const buckets = gradientBuckets(engine, options.bucketBytes);
-    let accumulated = 0;
+    let accumulated = 0, syncs = 0;
     for (let step = ctx.firstStep; step < shard.steps; step++) {
       loadBatch(ctx, shard, step);
       accumulated++;
@@ -98,11 +104,22 @@ export const allreduceStrategy: Strategy = {
         if (saving) await saving;
         continue;
       }
-      engine.trainStep(accumulated > 1, sync && comm.size > 1 ? ready : undefined);
+      const reduced = sync && comm.size > 1;
+      const alone = reduced && syncs++ % ALONE_EVERY === 1;
+      const commBefore = watch.comm;
+      engine.trainStep(accumulated > 1, reduced && !alone ? ready : undefined);
       watch.lap("compute");
+      if (alone) pending.push(...buckets.map((b) => reduceBucket(ctx, b)));
       if (sync) {
         await Promise.all(pending);
         watch.lap("comm");
+        if (alone) {
+          overlap.aloneMs += watch.comm - commBefore;
+          overlap.alone++;
+        } else if (reduced) {
+          overlap.overlappedMs += watch.comm - commBefore;
+          overlap.overlapped++;
+        }
         // The sum over ranks becomes their mean here, in the update's pass over the gradients.
         engine.update(1 / (accumulated * comm.size));
         accumulated = 0;

@@ -57,6 +57,28 @@ export interface Staleness {
   max: number;
 }
 
+/**
+ * How much of the gradients' allreduce the backward pass hides (OSU's overlap, `allreduce`
+ * strategy): the communication of sync steps whose buckets ran behind the backward, and of one
+ * sync step per epoch that reduced the same buckets after it, with nothing to hide behind.
+ */
+export interface Overlap {
+  /** Communication ms of the sync steps that overlapped, and how many. */
+  overlappedMs: number;
+  overlapped: number;
+  /** Communication ms of the sync steps reduced alone, and how many. */
+  aloneMs: number;
+  alone: number;
+}
+
+/** An epoch's {@linkcode Overlap} before its first step. */
+export const NO_OVERLAP: Readonly<Overlap> = {
+  overlappedMs: 0,
+  overlapped: 0,
+  aloneMs: 0,
+  alone: 0,
+};
+
 /** Where a step left a rank's state, for a checkpoint after it. */
 export interface StepState {
   /** No gradients are half accumulated: a checkpoint may be written here. */
@@ -82,6 +104,8 @@ export interface StrategyContext {
   stepDone(step: number, steps: number, state: StepState): Promise<void> | undefined;
   /** This epoch's parameter-server staleness (asynchronous mode, rank 0). */
   staleness: Staleness;
+  /** This epoch's hidden share of communication (the `allreduce` strategy). */
+  overlap: Overlap;
   /** Allreduce calls the strategy made to synchronise, since training began (the study's Table 5.1). */
   allreduceCalls: number;
   /** `--grad-dtype f16|bf16`: gradients travel in half precision through this hook. */
