@@ -23,6 +23,11 @@ import { ALLTOALL_SHM_DIRECT } from "./collectives/alltoall_shm_direct.ts";
 import { ALLTOALLV_PAIRWISE } from "./collectives/alltoallv_pairwise.ts";
 import { ALLTOALLV_SCATTERED } from "./collectives/alltoallv_scattered.ts";
 import { ALLTOALLV_SHM_DIRECT } from "./collectives/alltoallv_shm_direct.ts";
+import { ALLTOALLV_GPU_DIRECT } from "./collectives/alltoallv_gpu_direct.ts";
+import { ALLGATHERV_GPU_DIRECT } from "./collectives/allgatherv_gpu_direct.ts";
+import { GATHERV_GPU_DIRECT } from "./collectives/gatherv_gpu_direct.ts";
+import { SCATTERV_GPU_DIRECT } from "./collectives/scatterv_gpu_direct.ts";
+import { REDUCE_SCATTERV_GPU_DIRECT } from "./collectives/reduce_scatterv_gpu_direct.ts";
 import { ALLGATHERV_RING } from "./collectives/allgatherv_ring.ts";
 import { GATHERV_LINEAR } from "./collectives/gatherv_linear.ts";
 import { SCATTERV_LINEAR } from "./collectives/scatterv_linear.ts";
@@ -112,11 +117,11 @@ const BY_COLLECTIVE: {
   alltoall: [ALLTOALL_PAIRWISE, ALLTOALL_SHM_DIRECT, ALLTOALL_GPU_DIRECT],
   gather: [GATHER_BINOMIAL, GATHER_LINEAR, GATHER_SHM_DIRECT, GATHER_GPU_DIRECT],
   scatter: [SCATTER_BINOMIAL, SCATTER_LINEAR, SCATTER_SHM_DIRECT, SCATTER_GPU_DIRECT],
-  alltoallv: [ALLTOALLV_PAIRWISE, ALLTOALLV_SCATTERED, ALLTOALLV_SHM_DIRECT],
-  allgatherv: [ALLGATHERV_RING],
-  gatherv: [GATHERV_LINEAR],
-  scatterv: [SCATTERV_LINEAR],
-  reduceScatterv: [REDUCE_SCATTERV_PAIRWISE],
+  alltoallv: [ALLTOALLV_PAIRWISE, ALLTOALLV_SCATTERED, ALLTOALLV_SHM_DIRECT, ALLTOALLV_GPU_DIRECT],
+  allgatherv: [ALLGATHERV_RING, ALLGATHERV_GPU_DIRECT],
+  gatherv: [GATHERV_LINEAR, GATHERV_GPU_DIRECT],
+  scatterv: [SCATTERV_LINEAR, SCATTERV_GPU_DIRECT],
+  reduceScatterv: [REDUCE_SCATTERV_PAIRWISE, REDUCE_SCATTERV_GPU_DIRECT],
 };
 
 /** Every algorithm: each collective's own, then those every collective has (staging, hierarchy). */

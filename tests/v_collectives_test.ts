@@ -1,12 +1,13 @@
 // The collectives with per-rank counts (alltoallv, allgatherv, gatherv, scatterv,
 // reduceScatterv): exact on every transport, the hierarchy and device buffers, with counts that
 // include zeros, one rank with everything and primes, in place where MPI allows it, every
-// algorithm; a bad count named before anything is sent; ranks that disagree on counts fail fast.
+// algorithm (gpu_direct on device buffers of the gpu transport); a bad count named before anything
+// is sent; ranks that disagree on counts fail fast, on the host and on the device.
 import { assert_, assertEquals, assertFailedFast, FAIL_FAST_TIMEOUT_MS } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { Pattern, VCase } from "./ranks/v_rank.ts";
-import { TRANSPORTS } from "../deno/transport_table.ts";
+import { type TransportName, TRANSPORTS } from "../deno/transport_table.ts";
 import { algorithmsFor, sideOfMemory } from "../internal.ts";
 import type { MemoryKind } from "../core.ts";
 import { launchGroup } from "../mod.ts";
@@ -72,6 +73,17 @@ gpuTest("v collectives: exact in gpu memory, staged over shm", async () => {
   assertEquals(problems.flat(), []);
 });
 
+gpuTest("v collectives: exact in gpu memory on the gpu transport, every algorithm", async () => {
+  for (const size of [1, 3]) {
+    const problems = await runRanks<string[]>("v_rank.ts", {
+      size,
+      transport: "gpu",
+      args: cases("gpu", size, "gpu"),
+    });
+    assertEquals(problems.flat(), []);
+  }
+});
+
 Deno.test("v collectives: a bad count or displacement is named before anything is sent", async () => {
   const [messages] = await runRanks<string[]>("v_errors_rank.ts", { size: 1, transport: "shm" });
   const expected = [
@@ -89,28 +101,38 @@ Deno.test("v collectives: a bad count or displacement is named before anything i
   for (const [i, re] of expected.entries()) assert_(re.test(messages[i]), messages[i]);
 });
 
-for (const transport of ["shm", "worker", "tcp"] as const) {
-  Deno.test(`v collectives: ranks that disagree on a count fail fast with a MismatchError: ${transport}`, async () => {
-    for (
-      const algorithm of algorithmsFor("alltoallv", {
-        transport: TRANSPORTS[transport],
-        side: "host",
-      })
-    ) {
-      const start = performance.now();
-      const err = await launchGroup(new URL("./ranks/v_disagree_rank.ts", import.meta.url), {
-        size: 3,
-        transport,
-        args: algorithm,
-        timeoutMs: FAIL_FAST_TIMEOUT_MS,
-        onLine: expectedLine,
-      }).results.then(() => undefined, (e) => e);
-      assert_(err !== undefined, `${algorithm}: the group ended well`);
-      assert_(/Mismatch/.test(String(err.message)), `${algorithm}: ${err.message}`);
-      assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, `${algorithm}: ${err.message}`);
-    }
-  });
+/** Every alltoallv algorithm of `transport` on `memory` fails fast when two ranks disagree. */
+async function assertDisagreementFailsFast(transport: TransportName, memory: MemoryKind) {
+  const facts = TRANSPORTS[transport];
+  for (
+    const algorithm of algorithmsFor("alltoallv", {
+      transport: facts,
+      side: sideOfMemory(facts, memory),
+    })
+  ) {
+    const start = performance.now();
+    const err = await launchGroup(new URL("./ranks/v_disagree_rank.ts", import.meta.url), {
+      size: 3,
+      transport,
+      args: { algorithm, memory },
+      timeoutMs: FAIL_FAST_TIMEOUT_MS,
+      onLine: expectedLine,
+    }).results.then(() => undefined, (e) => e);
+    assert_(err !== undefined, `${algorithm}: the group ended well`);
+    assert_(/Mismatch/.test(String(err.message)), `${algorithm}: ${err.message}`);
+    assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, `${algorithm}: ${err.message}`);
+  }
 }
+
+for (const transport of ["shm", "worker", "tcp"] as const) {
+  Deno.test(`v collectives: ranks that disagree on a count fail fast with a MismatchError: ${transport}`, () =>
+    assertDisagreementFailsFast(transport, "host"));
+}
+
+gpuTest(
+  "v collectives: ranks that disagree on a count fail fast with a MismatchError: gpu memory on gpu",
+  () => assertDisagreementFailsFast("gpu", "gpu"),
+);
 
 Deno.test("v collectives: alltoallv under a skew and a matrix file, exact, with the busiest rank and the balanced run beside it", async () => {
   const dir = Deno.makeTempDirSync();

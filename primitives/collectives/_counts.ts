@@ -2,12 +2,14 @@
  * What the collectives with per-rank counts share (MPI's v collectives): counts and displacements
  * as callers give them (typed arrays or plain arrays), checked into a rank's blocks — one count a
  * rank, each an integer ≥ 0, each block inside its operand, an output's blocks apart — with
- * displacements packed in rank order when none are given.
+ * displacements packed in rank order when none are given; and the check that two ranks agree on a
+ * block's count.
  * @module
  */
 
 import type { CollectiveContext } from "./context.ts";
 import { dtypeOf, type TypedArray } from "../types.ts";
+import { MismatchError } from "../errors.ts";
 
 /** Counts or displacements, one per rank: a typed array or a plain array of integers. */
 export type Counts = ArrayLike<number>;
@@ -127,4 +129,23 @@ export function inputOf(ctx: CollectiveContext, send: TypedArray, recv: TypedArr
   const copy = ctx.scratch(dtypeOf(send), send.length, 1);
   copy.set(send);
   return copy;
+}
+
+/**
+ * Throws unless rank `rank` expects as many elements from rank `peer` as `peer` sends it: a
+ * MismatchError naming both (the direct algorithms, which see both sides' counts).
+ */
+export function requireAgreed(
+  collective: string,
+  rank: number,
+  expected: number,
+  peer: number,
+  sent: number,
+): void {
+  if (expected === sent) return;
+  throw new MismatchError(
+    `Rank ${rank} called ${collective} expecting ${expected} elements from rank ${peer}, but ` +
+      `rank ${peer} sends it ${sent}`,
+    { failedRank: rank },
+  );
 }

@@ -31,6 +31,16 @@ export function sub(view: DeviceView, start: number, end: number): DeviceView {
   return { ...view, byteOffset: view.byteOffset + start * bytes, length: end - start };
 }
 
+/** Block `r` of `view`: `counts[r]` elements from `displs[r]` (the v collectives' blocks). */
+export function blockView(
+  view: DeviceView,
+  counts: readonly number[],
+  displs: readonly number[],
+  r: number,
+): DeviceView {
+  return sub(view, displs[r], displs[r] + counts[r]);
+}
+
 /** Part `i` of `view` cut into `parts` near-equal, aligned parts (the last takes the rest). */
 export function alignedPart(view: DeviceView, parts: number, i: number): DeviceView {
   const per = Math.ceil(view.length / parts / CHUNK_ALIGN) * CHUNK_ALIGN;

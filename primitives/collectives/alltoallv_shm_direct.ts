@@ -1,6 +1,5 @@
-import { MismatchError } from "../errors.ts";
 import type { TypedArray } from "../types.ts";
-import { blockOf, inputOf } from "./_counts.ts";
+import { blockOf, inputOf, requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -28,13 +27,7 @@ export function alltoallvShmDirect(
   );
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
-    if (n !== recvCounts[q]) {
-      throw new MismatchError(
-        `Rank ${rank} called alltoallv expecting ${recvCounts[q]} elements from rank ${q}, but ` +
-          `rank ${q} sends it ${n}`,
-        { failedRank: rank },
-      );
-    }
+    requireAgreed("alltoallv", rank, recvCounts[q], q, n);
     blockOf(recv, recvCounts, recvDispls, q).set(views[q].subarray(at, at + n));
   }
   shared.barrier(ctx.stamp); // every peer has read this rank's blocks
