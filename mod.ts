@@ -53,4 +53,3 @@ export { launchGroup, spawnRanks } from "./deno/launch/group.ts";
 export type { LaunchOptions } from "./deno/launch/group.ts";
 export { joinFromEnv, launchFromEnv } from "./deno/launch/env_rank.ts";
 export type { EnvGroupOptions, JoinOptions } from "./deno/launch/env_rank.ts";
-export type { Progress } from "./deno/launch/progress.ts";

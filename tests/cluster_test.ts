@@ -1,6 +1,7 @@
 // The simulated cluster (scripts/cluster/netns.ts, `deno task cluster`): a collective and a short
 // training run across 2 hosts (network namespaces) through the env launcher, exact, and nothing
-// left behind after a run, an error or `down`. Where namespaces cannot be made (not root, no
+// left behind after a run, an error or `down`; a killed rank named first, whatever order its
+// exit is heard in. Where namespaces cannot be made (not root, no
 // `ip netns`), every test here is ignored, its name saying why.
 import { assert_, assertEquals } from "./_assert.ts";
 import {
@@ -9,6 +10,7 @@ import {
   clusterProblem,
   clusterUp,
 } from "../scripts/cluster/netns.ts";
+import { type ClusterRankEnd, firstFailure } from "../scripts/cluster/cluster_run.ts";
 
 const problem = await clusterProblem();
 const NAME = `t${Deno.pid % 10000}`;
@@ -198,4 +200,14 @@ test("cluster: a process killed with SIGKILL is named as the one that failed fir
       .test(end.stderr),
     end.stderr,
   );
+});
+
+Deno.test("cluster: the rank killed by a signal is named first, whichever exit the launcher heard of first", () => {
+  const end = (rank: number, at: number, signal: Deno.Signal | null = null, code = 1) =>
+    ({ rank, host: `h${rank}`, code, signal, at }) as ClusterRankEnd;
+  const killed = end(1, 120, "SIGKILL", 137);
+  assertEquals(firstFailure([end(0, 100), killed, end(2, 130)]), killed);
+  assertEquals(firstFailure([end(0, 100), end(1, 5000, "SIGKILL", 137)])?.rank, 0, "long after");
+  assertEquals(firstFailure([end(0, 300), end(1, 200), end(2, 0, null, 0)])?.rank, 1);
+  assertEquals(firstFailure([end(0, 1, null, 0)]), undefined);
 });

@@ -189,7 +189,7 @@ export interface JoinOptions {
    * thread of the rank's own, while this one computes (progress.ts). @default {`DCCL_PROGRESS`,
    * else "inline"}
    */
-  progress?: Progress;
+  progress?: "inline" | "thread";
 }
 
 /**

@@ -18,7 +18,6 @@ import {
 import { launchProcesses } from "./processes.ts";
 import { RANK_RUNTIME } from "./rank_runtime.ts";
 import { requirePermissions } from "./permissions.ts";
-import type { Progress } from "./progress.ts";
 
 /** Options of {@linkcode launchGroup}: every launcher's, and process ranks' address. */
 export interface LaunchOptions extends GroupOptions {
@@ -35,7 +34,7 @@ export interface LaunchOptions extends GroupOptions {
    * Where a process rank's calls progress: `thread` runs its communicator on a progress thread of
    * its own, so calls go on while the rank computes (deno/launch/progress.ts). @default {"inline"}
    */
-  progress?: Progress;
+  progress?: "inline" | "thread";
   /**
    * Where process ranks' output lines go (workers print to this process's console). @default
    * {rank 0's stdout as it is, every other line prefixed `[rank r]`}

@@ -33,9 +33,21 @@ export interface ClusterRankEnd {
   at: number;
 }
 
-/** The process whose failure came first, if any did. */
+/**
+ * Exits this close together are told apart by how they ended, not by when the launcher heard of
+ * them: a busy machine reports two children's exits in either order, and the ranks that outlive a
+ * killed one exit within moments of its death.
+ */
+const TOGETHER_MS = 1000;
+
+/**
+ * The process whose failure came first, if any did: the earliest to end, unless a process killed
+ * by a signal ended with it (the others exited on hearing of its death; a killed one says nothing).
+ */
 export function firstFailure(ends: readonly ClusterRankEnd[]): ClusterRankEnd | undefined {
-  return ends.filter((e) => e.code !== 0).sort((a, b) => a.at - b.at)[0];
+  const failed = ends.filter((e) => e.code !== 0).sort((a, b) => a.at - b.at);
+  const killed = failed.find((e) => e.signal !== null && e.at - failed[0].at < TOGETHER_MS);
+  return killed ?? failed[0];
 }
 
 /** How a process ended, as a shell would say it: `exited 1`, `was killed by SIGKILL`. */
