@@ -1,8 +1,7 @@
 // The byte-stream wires (ws, tcp): a connection without the run's token is refused, frames
 // round-trip and malformed ones are named, dccl's ws speaks to npm ws, and tcp's socket calls move
 // bytes on a Deno connection.
-import type { IncomingMessage } from "node:http";
-import { WebSocket, WebSocketServer } from "ws";
+import { WebSocket } from "ws";
 import { assert_, assertEquals } from "./_assert.ts";
 import { RESULT_MARK } from "../primitives/launch/rank_report.ts";
 import { WS_HEADER_BYTES, WsWire } from "../deno/transports/ws.ts";
@@ -92,9 +91,13 @@ Deno.test("ws: frames round-trip, and malformed ones are named, never delivered"
   assertEquals(bad([0x88, 2, 0x0f, 0xa4]), "close code 4004 naming rank 4");
   assertEquals(bad([0x88, 1, 0]), "a 1-byte close frame");
   assertEquals(bad(data, server), "an unmasked frame from a client");
+  // The client's messages come masked with a zero key: their bytes as they are.
+  const fromClient = wrote(client, dataFrame);
+  assertEquals(Array.from(fromClient.subarray(1, 6)), [0x80 | (WS_HEADER_BYTES + 8), 0, 0, 0, 0]);
+  assertEquals(server.read(fromClient, 4), { frame: dataFrame, bytes: 6 + WS_HEADER_BYTES });
   assertEquals(
-    bad([0x82, 0x80 | 16, 0, 0, 0, 0, ...data.subarray(2)], server),
-    "a message on a connection that carries none",
+    bad([0x82, 0x80 | 32, 1, 0, 0, 0, ...data.subarray(2)], server),
+    "a message masked with a key other than zero",
   );
   assertEquals(bad([0x88, 2, 0x03, 0xe9]), {
     frame: { kind: "closed", reason: "closed (code 1001)" },
@@ -104,32 +107,25 @@ Deno.test("ws: frames round-trip, and malformed ones are named, never delivered"
 });
 
 Deno.test("ws: a dccl rank and a peer built on npm ws understand each other", async () => {
-  // The test plays rank 1 with npm `ws` alone: its client dials rank 0 (rank 0's messages come
-  // over it) and rank 0 dials its server (rank 1's messages go back over that). Rank 0 runs a
-  // 2-rank allreduce of rank + 1; the peer answers every message with its own value, 2.
+  // The test plays rank 1 with npm `ws` alone: its client dials rank 0, and the one connection
+  // carries both ways, the client's messages masked with a zero key (ws's generateMask). Rank 0
+  // runs a 2-rank allreduce of rank + 1; the peer answers every message with its own value, 2.
   const token = "interop-token";
-  const server = new WebSocketServer({
-    port: 0,
-    host: "127.0.0.1",
-    verifyClient: ({ req }: { req: IncomingMessage }) =>
-      req.headers["x-dccl-token"] === token && req.headers["x-dccl-rank"] === "0",
-  });
-  await new Promise((r) => server.once("listening", r));
-  const toRank0 = new Promise<WebSocket>((r) => server.once("connection", r));
   const rank0 = envRank0("ws", {
     WORLD_SIZE: "2",
     DCCL_TOKEN: token,
     DCCL_MODULE: rankModule("sum_rank.ts").href,
   });
-  const fromRank0 = new WebSocket(`ws://127.0.0.1:${await rank0.port}`, {
+  const peer = new WebSocket(`ws://127.0.0.1:${await rank0.port}`, {
     headers: { "x-dccl-token": token, "x-dccl-rank": "1" },
+    generateMask: (mask: Uint8Array) => mask.fill(0),
   });
   const closes: number[] = [];
   let answered = 0;
-  fromRank0.on("message", async (data: Uint8Array, isBinary: boolean) => {
+  peer.on("message", (data: Uint8Array, isBinary: boolean) => {
     if (!isBinary) {
       JSON.parse(new TextDecoder().decode(data)); // the rendezvous table
-      return fromRank0.send("ack");
+      return peer.send("ack");
     }
     // A message: answer with the same dccl header (kind, tag, stamp, length) and the value 2.
     const reply = new Uint8Array(data.byteLength);
@@ -137,22 +133,20 @@ Deno.test("ws: a dccl rank and a peer built on npm ws understand each other", as
     if (data.byteLength === WS_HEADER_BYTES + 4) {
       new DataView(reply.buffer).setFloat32(WS_HEADER_BYTES, 2, true);
     }
-    (await toRank0).send(reply);
+    peer.send(reply);
     answered++;
   });
-  fromRank0.on("close", (code: number) => closes.push(code));
-  toRank0.then((s) => s.on("close", (code: number) => closes.push(code)));
-  await new Promise((r) => fromRank0.once("open", r));
-  fromRank0.send(
-    JSON.stringify({ host: "127.0.0.1", port: (server.address() as { port: number }).port }),
+  const closed = new Promise<void>((r) =>
+    peer.on("close", (code: number) => r(void closes.push(code)))
   );
+  await new Promise((r) => peer.once("open", r));
+  peer.send(JSON.stringify({ host: "127.0.0.1", port: 9 })); // an address nobody dials
   const out = await rank0.output();
-  server.close();
   assertEquals(out.code, 0, decode(out.stderr));
   assert_(out.stdout.includes(RESULT_MARK + "3"), out.stdout);
   assert_(answered >= 1);
-  for (let i = 0; i < 50 && closes.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
-  assertEquals(closes, [1000, 1000]);
+  await closed;
+  assertEquals(closes, [1000]);
 });
 
 /** Opens a raw TCP connection to `port` and sends `hello`; resolves with the status byte, if any. */

@@ -34,11 +34,6 @@ export type Answer = "accepted" | "wrongToken" | "badRank" | "rankTaken";
 
 /** How a mesh's connections greet and carry the rendezvous, before its transport exists. */
 export interface Handshake {
-  /**
-   * Every rank dials every other (two connections per pair); else each dials only the lower
-   * ranks (one per pair).
-   */
-  readonly dialsAll: boolean;
   /** Dialer: presents this rank and the token; the listener's answer, null if it closed first. */
   offer(r: Reader, o: MeshOptions, host: string, port: number): Promise<Answer | null>;
   /**
@@ -150,8 +145,8 @@ export async function connectStreamMesh(
   if (o.size === 1) return { connections: [], hosts: [0] };
   const others = ranks(o.size).filter((r) => r !== o.rank);
   const linked = others.filter(o.linked ?? (() => true));
-  /** Ranks that dial this one to stay: all linked ones, or the higher ranks of them. */
-  const dialers = handshake.dialsAll ? linked : linked.filter((r) => r > o.rank);
+  /** Ranks that dial this one to stay: the higher linked ones (one connection per pair). */
+  const dialers = linked.filter((r) => r > o.rank);
 
   /** Rank 0: each rank's address, once it sent one. */
   const arrived = new Map<number, Address>();
@@ -215,9 +210,9 @@ export async function connectStreamMesh(
       table = await readTable(master, handshake, o.size);
       await handshake.write(master.conn, ACK, true);
     }
-    // Then every rank dials the linked ranks it reaches (all of them, or the lower ones).
+    // Then every rank dials the lower linked ranks: one connection per pair.
     await Promise.all(
-      linked.filter((p) => !dialed[p] && (handshake.dialsAll || p < o.rank)).map(async (p) => {
+      linked.filter((p) => !dialed[p] && p < o.rank).map(async (p) => {
         dialed[p] = await dial(o, handshake, p, table[p].host, table[p].port, deadline);
       }),
     );
@@ -292,7 +287,7 @@ function listen(
   const unlinked = (peer: number) => o.rank !== 0 && o.linked !== undefined && !o.linked(peer);
   const judge = (tokenMatches: boolean, peer: number | undefined): Answer =>
     !tokenMatches ? "wrongToken" : peer === undefined || peer >= o.size || peer === o.rank ||
-        (!handshake.dialsAll && peer < o.rank) || unlinked(peer)
+        peer < o.rank || unlinked(peer)
       ? "badRank"
       : taken.has(peer) || closed
       ? "rankTaken"

@@ -18,8 +18,6 @@ const HELLO_BYTES = 40;
 const STATUS: Record<Answer, number> = { accepted: 0, wrongToken: 1, badRank: 2, rankTaken: 3 };
 
 export const TCP_HANDSHAKE: Handshake = {
-  dialsAll: false,
-
   async offer(r, o) {
     const hello = new Uint8Array(HELLO_BYTES);
     new DataView(hello.buffer).setUint32(0, HELLO_MAGIC, true);

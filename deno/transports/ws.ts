@@ -1,8 +1,9 @@
 /**
  * The `ws` transport: ranks in separate processes (or hosts) linked by WebSockets (RFC 6455).
- * Each ordered pair of ranks has its own connection and messages always flow from that
- * connection's server to its client, so they are never masked (masking costs a pass over every
- * byte); the client side sends only control frames (close), masked as clients must. A message is
+ * Each pair of ranks has one connection, carrying both ways (one socket a peer for the pump to
+ * poll). The dialer, the connection's client, masks its messages with a zero key, which leaves
+ * their bytes as they are (masking with a random one would cost a pass over every byte); its
+ * control frames are masked with random keys, as RFC 6455 asks of clients. A message is
  * one binary frame, or several when large (each a whole WebSocket message): a
  * {@linkcode WS_HEADER_BYTES}-byte dccl header (kind, tag, the sender's call stamp, the message's
  * length) and the bytes. A rank that finishes closes with 1000; a failure notice is a close with
@@ -25,11 +26,13 @@ import {
   CLOSE_NORMAL,
   closeText,
   headProblem,
+  type Masking,
   MAX_CONTROL_BYTES,
   OPCODE,
   readFrameHead,
   unmask,
   writeFrame,
+  zeroMask,
 } from "./ws_frames.ts";
 import { connectStreamMesh } from "./stream_mesh.ts";
 import { PROCESS_MESH } from "../../primitives/transports/transport.ts";
@@ -54,17 +57,21 @@ const KIND = { data: 0xdcc1, probe: 0xdcc2, closing: 0xdcc3 } as const;
 export class WsWire implements Wire {
   readonly maxHeadBytes = 14 + MAX_CONTROL_BYTES;
   readonly client: boolean;
+  /** How this side masks its messages, and its control frames. */
+  readonly #messages: Masking;
+  readonly #control: Masking;
 
   constructor(client: boolean) {
     this.client = client;
+    this.#messages = client ? "zero" : "none";
+    this.#control = client ? "random" : "none";
   }
 
   write(into: Uint8Array, f: Frame): number {
     if (f.kind === "data" || f.kind === "probe" || f.kind === "closing") {
-      if (this.client) throw new Error("a WebSocket client side carries no messages");
       const closing = f.kind === "closing";
       const length = WS_HEADER_BYTES + (f.kind === "data" ? f.length : closing ? 8 : 0);
-      const at = writeFrame(into, OPCODE.binary, length);
+      const at = writeFrame(into, OPCODE.binary, length, undefined, this.#messages);
       const v = bufferView(into), o = into.byteOffset + at;
       v.setUint32(o, KIND[f.kind], true);
       // A goodbye: its digest, its calls + 1 (0: none), the messages it took and, as its
@@ -77,7 +84,7 @@ export class WsWire implements Wire {
       return at + WS_HEADER_BYTES + 8;
     }
     if (f.kind === "pong") {
-      return writeFrame(into, OPCODE.pong, f.payload.byteLength, f.payload, this.client);
+      return writeFrame(into, OPCODE.pong, f.payload.byteLength, f.payload, this.#control);
     }
     if (f.kind !== "abort" && f.kind !== "bye") {
       throw new Error(`a ${f.kind} frame is never written`);
@@ -89,7 +96,7 @@ export class WsWire implements Wire {
       f.kind === "abort" ? ABORT_CLOSE_BASE + f.rank : CLOSE_NORMAL,
     );
     payload.set(reason, 2);
-    return writeFrame(into, OPCODE.close, payload.byteLength, payload, this.client);
+    return writeFrame(into, OPCODE.close, payload.byteLength, payload, this.#control);
   }
 
   read(
@@ -104,7 +111,8 @@ export class WsWire implements Wire {
     const problem = headProblem(head, this.client);
     if (problem) return problem;
     if (opcode === OPCODE.binary) {
-      if (!this.client) return "a message on a connection that carries none";
+      // The engine reads a message's bytes straight into their buffer: they come unmasked.
+      if (!zeroMask(head.mask)) return "a message masked with a key other than zero";
       if (length < WS_HEADER_BYTES) return `${length}-byte frame is shorter than its header`;
       if (end - start < at + WS_HEADER_BYTES) return undefined;
       const v = bufferView(bytes), o = bytes.byteOffset + start + at;
@@ -157,17 +165,17 @@ export class WsWire implements Wire {
   }
 }
 
-const TO_PEER: Route = { wire: new WsWire(false), sends: true, receives: false };
-const FROM_PEER: Route = { wire: new WsWire(true), sends: false, receives: true };
+const AS_SERVER: Route = { wire: new WsWire(false), sends: true, receives: true };
+const AS_CLIENT: Route = { wire: new WsWire(true), sends: true, receives: true };
 
 /** Message transport over a WebSocket mesh (see the module docs). */
 export class WsTransport extends StreamTransport {
   readonly name = "ws" as const;
   readonly facts: TransportFacts = WS;
 
-  /** A dialed connection brings its peer's messages, an accepted one carries this rank's. */
+  /** This rank is the client of the connections it dialed, the server of those it accepted. */
   protected route(c: MeshConnection): Route {
-    return c.dialed ? FROM_PEER : TO_PEER;
+    return c.dialed ? AS_CLIENT : AS_SERVER;
   }
 }
 
@@ -175,7 +183,7 @@ export class WsTransport extends StreamTransport {
 export const WS: ProcessesTransport & { name: "ws" } = {
   ...PROCESS_MESH,
   name: "ws",
-  summary: "processes (or hosts) over WebSockets (RFC 6455), one connection per direction",
+  summary: "processes (or hosts) over WebSockets (RFC 6455), one connection per pair",
   async connect(o) {
     const mesh = await connectStreamMesh(o, WS_HANDSHAKE);
     return new WsTransport(o.rank, o.size, mesh.connections, {

@@ -1,6 +1,6 @@
 /**
- * Builds the `ws` mesh (stream_mesh.ts): every rank dials every other, so each ordered pair has
- * its own connection. Each connection opens with a WebSocket upgrade (RFC 6455 §4) that presents
+ * Builds the `ws` mesh (stream_mesh.ts): every rank dials the lower ranks, so each pair has one
+ * connection, carrying both ways. Each connection opens with a WebSocket upgrade (RFC 6455 §4) that presents
  * the run's token and the dialer's rank as headers; the listener answers 101, or 401 (wrong
  * token), 400 (bad rank or not an upgrade) or 409 (rank already connected) and closes. Rendezvous
  * messages are text frames, masked from the client as RFC 6455 requires.
@@ -54,8 +54,6 @@ function writeHead(r: Reader, lines: string[]): Promise<void> {
 }
 
 export const WS_HANDSHAKE: Handshake = {
-  dialsAll: true,
-
   async offer(r, o, host, port) {
     const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
     await writeHead(r, [
@@ -109,7 +107,13 @@ export const WS_HANDSHAKE: Handshake = {
 
   write(conn, message, fromDialer) {
     const frame = new Uint8Array(14 + message.byteLength);
-    const n = writeFrame(frame, OPCODE.text, message.byteLength, message, fromDialer);
+    const n = writeFrame(
+      frame,
+      OPCODE.text,
+      message.byteLength,
+      message,
+      fromDialer ? "random" : "none",
+    );
     return writeAll(conn, frame.subarray(0, n));
   },
 

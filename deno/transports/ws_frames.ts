@@ -90,15 +90,28 @@ export function unmask(payload: Uint8Array, mask: Uint8Array | undefined): Uint8
 }
 
 /**
+ * How a frame's payload is masked: not at all (a server's), with a fresh random key (a client's,
+ * RFC 6455 §5.3), or with a zero key, which leaves the bytes as they are (a dccl rank's messages
+ * to another: npm `ws` and Jetty offer the same for peers that need no protection from a
+ * browser's scripts).
+ */
+export type Masking = "none" | "random" | "zero";
+
+/** Whether a frame's masking key is zero: its payload is its bytes. */
+export function zeroMask(mask: Uint8Array | undefined): boolean {
+  return mask === undefined || (mask[0] | mask[1] | mask[2] | mask[3]) === 0;
+}
+
+/**
  * Writes a whole-message frame's head for a `length`-byte payload at the start of `into`, and
- * then `payload` (masked with a fresh key if `masked`), if given. Returns the bytes written.
+ * then `payload` (masked as `masking` says), if given. Returns the bytes written.
  */
 export function writeFrame(
   into: Uint8Array,
   opcode: number,
   length: number,
   payload?: Uint8Array,
-  masked = false,
+  masking: Masking = "none",
 ): number {
   const v = bufferView(into), o = into.byteOffset;
   into[0] = 0x80 | opcode; // FIN: every frame is a whole message
@@ -114,10 +127,15 @@ export function writeFrame(
     v.setUint32(o + 6, length >>> 0);
     at = 10;
   }
-  if (masked) {
+  if (masking !== "none") {
     into[1] |= 0x80;
-    const mask = crypto.getRandomValues(into.subarray(at, at + 4));
+    const mask = into.subarray(at, at + 4);
+    if (masking === "zero") mask.fill(0);
+    else crypto.getRandomValues(mask);
     at += 4;
+  }
+  if (masking === "random") {
+    const mask = into.subarray(at - 4, at);
     for (let i = 0; i < length; i++) into[at + i] = payload![i] ^ mask[i & 3];
   } else if (payload) into.set(payload, at);
   return at + (payload ? length : 0);
