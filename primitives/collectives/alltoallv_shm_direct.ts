@@ -6,8 +6,8 @@ import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
 /**
- * Direct shared-memory alltoallv (`shm` only): every rank publishes where its blocks lie, then
- * copies its block from every peer's heap, each byte across memory once. A count that differs
+ * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside
+ * it in the same arrival, where its blocks lie; then copies its block from every peer's heap, each byte across memory once. A count that differs
  * from what its sender says is a MismatchError naming both ranks.
  */
 export function alltoallvShmDirect(
@@ -21,10 +21,15 @@ export function alltoallvShmDirect(
   const where = ctx.scratch("f64", 2 * size, 0);
   where.set(sendCounts);
   where.set(sendDispls, size);
-  const wheres = requireViews(shared.exchangeViews(where, ctx.stamp));
-  const views = requireViews(
-    shared.exchangeViews(ctx.staged(inputOf(ctx, send, recv), 2), ctx.stamp, true),
-  );
+  const input = ctx.staged(inputOf(ctx, send, recv), 2);
+  // Beyond the eager slot (over a thousand ranks), the layouts take an arrival of their own.
+  const { views: published, besides: wheres } = where.byteLength <= shared.eagerBytes
+    ? shared.exchangeViewsBeside(input, where, ctx.stamp, true)
+    : {
+      besides: requireViews(shared.exchangeViews(where, ctx.stamp)),
+      views: shared.exchangeViews(input, ctx.stamp, true),
+    };
+  const views = requireViews(published);
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);

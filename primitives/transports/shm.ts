@@ -140,6 +140,15 @@ export class ShmTransport implements Transport, SharedAccess {
     return this.#arrivals.eagerExchange(view, stamp);
   }
 
+  exchangeViewsBeside(
+    view: TypedArray,
+    beside: TypedArray,
+    stamp: number,
+    anyLength = false,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
+    return this.#arrivals.exchangeViewsBeside(view, beside, stamp, anyLength);
+  }
+
   pipeBegin(stamp: number): void {
     this.#pipeline.begin(stamp);
   }

@@ -172,6 +172,17 @@ export interface SharedAccess {
    * rank's slot once all have arrived. Slots stay valid until the next-but-one call.
    */
   eagerExchange(view: TypedArray, stamp: number): TypedArray[];
+  /**
+   * {@linkcode exchangeViews} and {@linkcode eagerExchange} in one arrival: publishes `view`, and
+   * copies the small `beside` (the same dtype and length on every rank) into this rank's eager
+   * slot; returns every rank's view and every rank's slot.
+   */
+  exchangeViewsBeside(
+    view: TypedArray,
+    beside: TypedArray,
+    stamp: number,
+    anyLength?: boolean,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] };
   /** Largest payload of {@linkcode eagerExchange}. */
   readonly eagerBytes: number;
   /**
