@@ -127,16 +127,15 @@ export function writeFrame(
     v.setUint32(o + 6, length >>> 0);
     at = 10;
   }
+  let mask: Uint8Array | undefined;
   if (masking !== "none") {
     into[1] |= 0x80;
-    const mask = into.subarray(at, at + 4);
+    mask = into.subarray(at, at += 4);
     if (masking === "zero") mask.fill(0);
     else crypto.getRandomValues(mask);
-    at += 4;
   }
-  if (masking === "random") {
-    const mask = into.subarray(at - 4, at);
-    for (let i = 0; i < length; i++) into[at + i] = payload![i] ^ mask[i & 3];
+  if (payload && masking === "random") {
+    for (let i = 0; i < length; i++) into[at + i] = payload[i] ^ mask![i & 3];
   } else if (payload) into.set(payload, at);
   return at + (payload ? length : 0);
 }

@@ -22,14 +22,8 @@ export function alltoallvShmDirect(
   where.set(sendCounts);
   where.set(sendDispls, size);
   const input = ctx.staged(inputOf(ctx, send, recv), 2);
-  // Beyond the eager slot (over a thousand ranks), the layouts take an arrival of their own.
-  const { views: published, besides: wheres } = where.byteLength <= shared.eagerBytes
-    ? shared.exchangeViewsBeside(input, where, ctx.stamp, true)
-    : {
-      besides: requireViews(shared.exchangeViews(where, ctx.stamp)),
-      views: shared.exchangeViews(input, ctx.stamp, true),
-    };
-  const views = requireViews(published);
+  const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true);
+  const views = requireViews(exchanged.views), wheres = exchanged.besides;
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);

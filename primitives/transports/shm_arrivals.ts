@@ -82,7 +82,19 @@ export class ShmArrivals {
     stamp: number,
     anyLength = false,
   ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
-    this.#eagerFits(beside);
+    if (beside.byteLength > EAGER_BYTES) {
+      // Past the eager slot (a group of thousands), `beside` takes an arrival of its own.
+      const besides = this.#exchangeViews(beside, stamp, false);
+      if (besides.some((b) => b === undefined)) {
+        throw new RangeError(
+          `A view beside another past ${EAGER_BYTES} bytes must lie in the heap`,
+        );
+      }
+      return {
+        views: this.#exchangeViews(view, stamp, anyLength),
+        besides: besides as TypedArray[],
+      };
+    }
     // Equal stamps mean equal shapes of `beside`, as eagerExchange's.
     const besides = this.#eagerSlots(this.#nextParity, dtypeOf(beside), beside.length);
     copy(besides[this.#rank], beside);

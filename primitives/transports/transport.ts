@@ -175,7 +175,8 @@ export interface SharedAccess {
   /**
    * {@linkcode exchangeViews} and {@linkcode eagerExchange} in one arrival: publishes `view`, and
    * copies the small `beside` (the same dtype and length on every rank) into this rank's eager
-   * slot; returns every rank's view and every rank's slot.
+   * slot; returns every rank's view and every rank's slot. A `beside` past
+   * {@linkcode eagerBytes} lies in the heap and takes an arrival of its own.
    */
   exchangeViewsBeside(
     view: TypedArray,
