@@ -1,9 +1,10 @@
 /**
  * What the runtime underneath offers beyond the web platform, for the core to use where it
  * exists: scheduler calls and a fence for a waiting `shm` rank, whether the machine's cores are
- * crowded, timers that do not keep the runtime alive, and which GPU backend it drives. A web page
- * offers none of these and the core does without them; on Deno, `deno/platform/install.ts` fills
- * them in, in every rank and launcher (a rank's launcher names that module, `GroupOptions.runtime`).
+ * crowded, timers that do not keep the runtime alive, which GPU backend it drives, and the ids of
+ * its threads. A web page offers none of these and the core does without them; on Deno,
+ * `deno/platform/install.ts` fills them in, in every rank and launcher (a rank's launcher names
+ * that module, `GroupOptions.runtime`).
  * @module
  */
 
@@ -32,6 +33,10 @@ export interface Platform {
   unrefTimer(timer: ReturnType<typeof setTimeout>): void;
   /** Which backend the runtime's WebGPU drives, for run metadata. */
   gpuBackend(): string;
+  /** The id of the thread that calls, among its process's, where the runtime can say. */
+  threadId?(): number | undefined;
+  /** Whether thread `id` of this process has ended (a launcher waits on its workers' threads). */
+  threadEnded?(id: number): boolean;
 }
 
 /** The platform the core runs on: the web's until a runtime installs its offers. */

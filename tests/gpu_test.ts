@@ -3,7 +3,7 @@
 // over shm, worker and ws, managed migration states, mismatches and bad input. Runs on CI's
 // software adapter (llvmpipe: ~11 ms per completion), so sizes stay small; skips only where no
 // adapter exists at all.
-import { assert_, assertEquals, assertRejects } from "./_assert.ts";
+import { assert_, assertEquals, assertRejects, FAIL_FAST_TIMEOUT_MS } from "./_assert.ts";
 import { failures, matrix } from "./_matrix.ts";
 import { gpuTest } from "./_gpu.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
@@ -11,6 +11,8 @@ import { type RankFailedError } from "../mod.ts";
 import { liveWorkers } from "../primitives/launch/workers.ts";
 import { launchGroup } from "../deno/launch/group.ts";
 import { launchThread } from "../primitives/launch/thread.ts";
+import { GpuThreads } from "../primitives/launch/gpu_teardown.ts";
+import { threadEnded } from "../deno/platform/threads.ts";
 import { liveProcesses } from "../deno/launch/processes.ts";
 import type { MemoryKind } from "../primitives/types.ts";
 import { TRANSPORT_TABLE, type TransportName } from "../deno/transport_table.ts";
@@ -159,6 +161,24 @@ gpuTest(
     }
   },
 );
+
+Deno.test("gpu: a launcher waits until a terminated GPU worker's thread has ended", async () => {
+  // What keeps a device's teardown from overlapping the next device's opening (gpu_teardown.ts);
+  // no device is needed to watch the thread.
+  const threads = new GpuThreads(1);
+  const worker = new Worker(new URL("./ranks/thread_id_worker.ts", import.meta.url), {
+    type: "module",
+  });
+  await new Promise((recorded) => {
+    worker.onmessage = recorded;
+    worker.postMessage(threads.ids);
+  });
+  const id = threads.ids![0];
+  assert_(id > 0 && !threadEnded(id), `the worker's thread ${id} is not one that runs`);
+  worker.terminate();
+  await threads.ended(FAIL_FAST_TIMEOUT_MS);
+  assert_(threadEnded(id), `thread ${id} still runs after the wait`);
+});
 
 gpuTest(
   "gpu: workers holding devices close them before they end; the process exits cleanly",

@@ -1,7 +1,7 @@
 /**
  * Deno's offers to the core (primitives/platform.ts): the scheduler calls and the heavy fence
  * through FFI, the CPU binding and crowded-core readings, timers that do not keep a rank alive,
- * and the WebGPU backend Deno's wgpu drives. Importing this module installs them; every Deno
+ * the WebGPU backend Deno's wgpu drives, and thread ids from /proc. Importing this module installs them; every Deno
  * launcher does, and hands it to its ranks as their runtime (`GroupOptions.runtime`).
  * @module
  */
@@ -9,6 +9,7 @@
 import { installPlatform } from "../../primitives/platform.ts";
 import { heavyFence } from "./membarrier.ts";
 import { boundToCpu, crowded, schedulerCalls } from "./scheduler_calls.ts";
+import { threadEnded, threadId } from "./threads.ts";
 
 /**
  * The backend Deno's wgpu picked: `DENO_WEBGPU_BACKEND` when set, else Vulkan whenever a Vulkan
@@ -35,4 +36,6 @@ installPlatform({
   crowded,
   unrefTimer: (timer) => Deno.unrefTimer(Number(timer)),
   gpuBackend,
+  threadId,
+  threadEnded,
 });

@@ -20,6 +20,8 @@ export interface RankProgram {
   timeoutMs: number;
   /** The runtime module the rank imports first (`GroupOptions.runtime`). */
   runtime?: string;
+  /** Where a worker that opens a WebGPU device writes its thread's id first (gpu_teardown.ts). */
+  gpuThreads?: Int32Array;
 }
 
 /** A process rank's stdout line starting with this carries its result (not printed). */

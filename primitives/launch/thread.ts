@@ -17,7 +17,8 @@ import {
   Supervisor,
 } from "./supervisor.ts";
 import type { ThreadInit, ThreadReport } from "./thread_rank.ts";
-import { countWorker, gpuTeardown } from "./workers.ts";
+import { countWorker } from "./workers.ts";
+import { GpuThreads } from "./gpu_teardown.ts";
 
 /** Options of {@linkcode launchThread}. */
 export interface ThreadOptions extends GroupOptions {
@@ -47,6 +48,7 @@ export function launchThread<T = unknown>(
   const entry = options.rankEntries?.thread ?? new URL("./thread_rank.ts", import.meta.url);
   let worker: Worker | undefined = new Worker(entry, { type: "module" });
   countWorker(+1);
+  const gpuThread = new GpuThreads(1);
   const supervisor = new Supervisor<T>(size, deadlines(options), {
     // The ranks share a thread: the group itself fails them all.
     relay() {},
@@ -55,7 +57,7 @@ export function launchThread<T = unknown>(
       worker?.terminate();
       worker = undefined;
       options.signal?.removeEventListener("abort", onSignal);
-      await gpuTeardown();
+      await gpuThread.ended(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     },
   });
   const onSignal = () => supervisor.cancel(options.signal?.reason);
@@ -80,6 +82,7 @@ export function launchThread<T = unknown>(
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxBindingBytes: options.maxBindingBytes,
     gpu: options.gpu,
+    gpuThreads: gpuThread.ids,
     transportOptions: options.transportOptions,
     runtime: options.runtime?.toString(),
   };

@@ -21,6 +21,7 @@ import {
   runRank,
 } from "./rank_report.ts";
 import { loadRuntime } from "./runtime.ts";
+import { GpuThreads } from "./gpu_teardown.ts";
 
 /** Launcher → thread: everything the group needs. */
 export interface ThreadInit extends RankProgram {
@@ -60,6 +61,7 @@ async function runGroup(init: ThreadInit): Promise<void> {
     (await loadRuntime(init.runtime)).start?.(undefined);
     const descriptor = WEB_TRANSPORTS.launchedAs(init.transport, "thread");
     if (descriptor.needsDevice || init.gpu) {
+      GpuThreads.record(init.gpuThreads, 0);
       gpu = await GpuDevice.open({ maxBindingBytes: init.maxBindingBytes });
     }
     transports = descriptor.group({

@@ -8,6 +8,7 @@ import { calibrated } from "./calibration.ts";
 import { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
+import { GpuThreads } from "./gpu_teardown.ts";
 import { RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
@@ -78,6 +79,7 @@ scope.onmessage = ({ data }) => {
       const runtime = await loadRuntime(data.runtime);
       runtime.start?.(data.cpu);
       const heap = new RankHeap(data.heaps[data.slot]);
+      if (data.gpu) GpuThreads.record(data.gpuThreads, data.slot);
       gpu = data.gpu ? await GpuDevice.open() : undefined;
       const { rank, handed, heaps, timeoutMs } = data;
       transport = data.hierarchy

@@ -11,6 +11,7 @@ import { createHeapMemory } from "../memory/heap.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import { failureReport, type RankReport, reportEnd } from "./rank_report.ts";
+import { GpuThreads } from "./gpu_teardown.ts";
 import {
   checkSize,
   deadlines,
@@ -19,20 +20,6 @@ import {
   Supervisor,
 } from "./supervisor.ts";
 import type { HierarchyPlan, PortMessage, RankInit } from "./worker_rank.ts";
-
-/**
- * Milliseconds to keep the process alive after terminating workers that hold WebGPU devices: on
- * Mesa's GL backend a process that exits while a terminated worker still tears its device down
- * corrupts the heap, and Deno says nothing when a terminated worker's thread has ended; a worker
- * cannot destroy its device first either, while others hold theirs (docs/design.md, "WebGPU").
- * Workers that report have waited for their devices to finish, so the teardown is short.
- */
-export const GPU_TEARDOWN_MS = 250;
-
-/** Resolves once terminated GPU workers have had time to tear down (see GPU_TEARDOWN_MS). */
-export function gpuTeardown(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, GPU_TEARDOWN_MS));
-}
 
 let live = 0;
 /** Workers started by the launchers that are still running (for leak checks). */
@@ -89,6 +76,7 @@ export function launchWorkers<T = unknown>(
     (host ? WEB_TRANSPORTS.sharedMemory() : WEB_TRANSPORTS.launchedAs(transport, "workers"))
       .prepare(size);
   const heaps = Array.from({ length: size }, () => createHeapMemory());
+  const gpuThreads = options.gpu ? new GpuThreads(size) : undefined;
   const workers: (Worker | undefined)[] = [];
   const terminate = (w: number) => {
     workers[w]?.terminate();
@@ -103,7 +91,7 @@ export function launchWorkers<T = unknown>(
     async stop() {
       workers.forEach((_, w) => terminate(w));
       options.signal?.removeEventListener("abort", onSignal);
-      if (options.gpu) await gpuTeardown();
+      await gpuThreads?.ended(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     },
   });
   // An abort is not a rank failure: terminating every worker is the whole teardown.
@@ -146,6 +134,7 @@ export function launchWorkers<T = unknown>(
       args: options.args,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       gpu: options.gpu ?? false,
+      gpuThreads: gpuThreads?.ids,
       heaps,
       handed,
       cpu: host
