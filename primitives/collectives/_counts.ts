@@ -34,28 +34,34 @@ export function blocksOf(
   displs: Counts | undefined,
   written: boolean,
 ): Blocks {
-  const list = (label: string, given: Counts | undefined): number[] | undefined => {
+  // Labels are spelled only for an error: this check runs on every call.
+  const list = (suffix: string, given: Counts | undefined): number[] | undefined => {
     if (given === undefined) return undefined;
     if (typeof given !== "object" || given === null || typeof given.length !== "number") {
-      throw new TypeError(`Cannot ${what}: ${label} must be an array of ${size} integers`);
+      throw new TypeError(`Cannot ${what}: ${name}${suffix} must be an array of ${size} integers`);
     }
     if (given.length !== size) {
       throw new RangeError(
-        `Cannot ${what}: ${label} has ${given.length} entries; expected ${size}, one per rank`,
+        `Cannot ${what}: ${name}${suffix} has ${given.length} entries; expected ${size}, ` +
+          "one per rank",
       );
     }
-    const out = Array.from(given, Number);
-    const bad = out.findIndex((v) => !Number.isSafeInteger(v) || v < 0);
-    if (bad >= 0) {
-      throw new RangeError(
-        `Cannot ${what}: ${label}[${bad}] = ${given[bad]} is not accepted; expected an integer ≥ 0`,
-      );
+    const out = new Array<number>(size);
+    for (let r = 0; r < size; r++) {
+      const v = Number(given[r]);
+      if (!Number.isSafeInteger(v) || v < 0) {
+        throw new RangeError(
+          `Cannot ${what}: ${name}${suffix}[${r}] = ${given[r]} is not accepted; expected an ` +
+            `integer ≥ 0`,
+        );
+      }
+      out[r] = v;
     }
     return out;
   };
-  const c = list(`${name}Counts`, counts);
+  const c = list("Counts", counts);
   if (c === undefined) throw new TypeError(`Cannot ${what} without ${name}Counts`);
-  const given = list(`${name}Displs`, displs);
+  const given = list("Displs", displs);
   const d = given ?? packed(c);
   for (let r = 0; r < size; r++) {
     if (d[r] + c[r] > length) {

@@ -7,8 +7,9 @@ import type { Layout } from "./spec.ts";
 
 /**
  * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside
- * it in the same arrival, where its blocks lie; then copies its block from every peer's heap, each byte across memory once. A count that differs
- * from what its sender says is a MismatchError naming both ranks.
+ * it in the same arrival, where its blocks lie; then copies its block from every peer's heap, each
+ * byte across memory once. A count that differs from what its sender says is a MismatchError
+ * naming both ranks.
  */
 export function alltoallvShmDirect(
   ctx: CollectiveContext,
