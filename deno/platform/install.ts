@@ -1,8 +1,9 @@
 /**
  * Deno's offers to the core (primitives/platform.ts): the scheduler calls and the heavy fence
  * through FFI, the CPU binding and crowded-core readings, timers that do not keep a rank alive,
- * the WebGPU backend Deno's wgpu drives, and thread ids from /proc. Importing this module installs them; every Deno
- * launcher does, and hands it to its ranks as their runtime (`GroupOptions.runtime`).
+ * the WebGPU backend Deno's wgpu drives, and thread ids from /proc. Importing this module installs
+ * them; every Deno launcher does, and hands it to its ranks as their runtime
+ * (`GroupOptions.runtime`).
  * @module
  */
 
