@@ -1,5 +1,5 @@
 import type { TypedArray } from "../types.ts";
-import { blockOf, inputOf, requireAgreed } from "./_counts.ts";
+import { inputOf, requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -20,15 +20,17 @@ export function alltoallvShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   const where = ctx.scratch("f64", 2 * size, 0);
-  where.set(sendCounts);
-  where.set(sendDispls, size);
+  for (let q = 0; q < size; q++) {
+    where[q] = sendCounts[q];
+    where[size + q] = sendDispls[q];
+  }
   const input = ctx.staged(inputOf(ctx, send, recv), 2);
   const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true);
   const views = requireViews(exchanged.views), wheres = exchanged.besides;
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);
-    blockOf(recv, recvCounts, recvDispls, q).set(views[q].subarray(at, at + n));
+    recv.set(views[q].subarray(at, at + n), recvDispls[q]);
   }
   shared.barrier(ctx.stamp); // every peer has read this rank's blocks
 }
