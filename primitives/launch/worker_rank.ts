@@ -79,8 +79,10 @@ scope.onmessage = ({ data }) => {
       const runtime = await loadRuntime(data.runtime);
       runtime.start?.(data.cpu);
       const heap = new RankHeap(data.heaps[data.slot]);
-      if (data.gpu) GpuThreads.record(data.gpuThreads, data.slot);
-      gpu = data.gpu ? await GpuDevice.open() : undefined;
+      if (data.gpu) {
+        GpuThreads.record(data.gpuThreads, data.slot);
+        gpu = await GpuDevice.open();
+      }
       const { rank, handed, heaps, timeoutMs } = data;
       transport = data.hierarchy
         ? await joinHostRank(data, data.hierarchy, heap, runtime)

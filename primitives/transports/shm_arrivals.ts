@@ -72,36 +72,6 @@ export class ShmArrivals {
 
   /** See `SharedAccess.exchangeViews`. */
   exchangeViews(view: TypedArray, stamp: number, anyLength = false): (TypedArray | undefined)[] {
-    return this.#exchangeViews(view, stamp, anyLength);
-  }
-
-  /** See `SharedAccess.exchangeViewsBeside`. */
-  exchangeViewsBeside(
-    view: TypedArray,
-    beside: TypedArray,
-    stamp: number,
-    anyLength = false,
-  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
-    if (beside.byteLength > EAGER_BYTES) {
-      // Past the eager slot (a group of thousands), `beside` takes an arrival of its own.
-      const besides = this.#exchangeViews(beside, stamp, false);
-      if (besides.some((b) => b === undefined)) {
-        throw new RangeError(
-          `A view beside another past ${EAGER_BYTES} bytes must lie in the heap`,
-        );
-      }
-      return {
-        views: this.#exchangeViews(view, stamp, anyLength),
-        besides: besides as TypedArray[],
-      };
-    }
-    // Equal stamps mean equal shapes of `beside`, as eagerExchange's.
-    const besides = this.#eagerSlots(this.#nextParity, dtypeOf(beside), beside.length);
-    copy(besides[this.#rank], beside);
-    return { views: this.#exchangeViews(view, stamp, anyLength), besides };
-  }
-
-  #exchangeViews(view: TypedArray, stamp: number, anyLength: boolean): (TypedArray | undefined)[] {
     const control = this.#control;
     const parity = this.#nextParity;
     const desc = (r: number, i: number) => control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
@@ -117,22 +87,44 @@ export class ShmArrivals {
     }));
   }
 
-  /** See `SharedAccess.eagerExchange`. */
-  eagerExchange(view: TypedArray, stamp: number): TypedArray[] {
-    this.#eagerFits(view);
-    // Equal stamps mean equal counts and dtypes, so every rank's slot holds this view's shape.
-    const slots = this.#eagerSlots(this.#nextParity, dtypeOf(view), view.length);
-    copy(slots[this.#rank], view);
-    this.barrier(stamp);
-    return slots;
+  /** See `SharedAccess.exchangeViewsBeside`. */
+  exchangeViewsBeside(
+    view: TypedArray,
+    beside: TypedArray,
+    stamp: number,
+    anyLength = false,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
+    if (beside.byteLength > EAGER_BYTES) {
+      // Past the eager slot (a group of thousands), `beside` takes an arrival of its own.
+      const besides = this.exchangeViews(beside, stamp, false);
+      if (besides.some((b) => b === undefined)) {
+        throw new RangeError(
+          `A view beside another past ${EAGER_BYTES} bytes must lie in the heap`,
+        );
+      }
+      return {
+        views: this.exchangeViews(view, stamp, anyLength),
+        besides: besides as TypedArray[],
+      };
+    }
+    // Equal stamps mean equal shapes of `beside`, as eagerExchange's.
+    const besides = this.#eagerSlots(this.#nextParity, dtypeOf(beside), beside.length);
+    copy(besides[this.#rank], beside);
+    return { views: this.exchangeViews(view, stamp, anyLength), besides };
   }
 
-  #eagerFits(view: TypedArray): void {
+  /** See `SharedAccess.eagerExchange`. */
+  eagerExchange(view: TypedArray, stamp: number): TypedArray[] {
     if (view.byteLength > EAGER_BYTES) {
       throw new RangeError(
         `Eager exchange holds at most ${EAGER_BYTES} bytes, got ${view.byteLength}`,
       );
     }
+    // Equal stamps mean equal counts and dtypes, so every rank's slot holds this view's shape.
+    const slots = this.#eagerSlots(this.#nextParity, dtypeOf(view), view.length);
+    copy(slots[this.#rank], view);
+    this.barrier(stamp);
+    return slots;
   }
 
   /** The parity of the next arrival, whose exchange words and slots a call may fill. */
