@@ -137,7 +137,13 @@ export type {
   WorkersJoin,
   WorkersTransport,
 } from "./primitives/transports/transport.ts";
-export { linkCounts, type LinkKind, linkKind } from "./primitives/transports/websocket.ts";
+export {
+  linkBetween,
+  linkCounts,
+  type LinkKind,
+  linkKind,
+  WEBSOCKET_FACTS,
+} from "./primitives/transports/websocket.ts";
 export {
   type Dial,
   type GroupTable,
@@ -145,6 +151,8 @@ export {
   joinWebSocketGroup,
   type Listener,
   type Member,
+  type Reservation,
+  reserveTabHost,
 } from "./primitives/transports/websocket_join.ts";
 export type { Supervisor } from "./primitives/launch/supervisor.ts";
 export type { RankEnd } from "./primitives/launch/blame.ts";

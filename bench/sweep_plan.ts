@@ -262,7 +262,9 @@ export function describeSweep(s: SweepOptions, ranks: SweepRanks): string[] {
   ].join(", ");
   const { procs, threads = 1, processes = procs, tabs = 0 } = ranks;
   const group = tabs > 0
-    ? `${procs} ranks (${processes} Deno processes, ${tabs} browser tabs)`
+    ? `${procs} ranks (${processes} Deno processes, ${tabs} browser tabs${
+      threads > 1 ? `, × ${threads} threads each` : ""
+    })`
     : ranks.transport.simulated
     ? `${procs} simulated ranks (virtual time)`
     : ranks.transport.launch === "thread"

@@ -71,7 +71,10 @@ export async function runSweep(
       ...args.report.metadata,
       ...(gpu && { gpu: { ...gpu.info, completionFloorMs: await gpu.completionFloorMs() } }),
       ...(links && { links }),
-      ...(comm.members && { members: comm.members, linkKinds: linkCounts(comm.members) }),
+      ...(comm.members && {
+        members: comm.members,
+        linkKinds: linkCounts(comm.members, comm.threads),
+      }),
       halfKernels: kernels.every((k) => k === kernels[0]) ? kernels[0] : kernels,
     },
   };

@@ -41,7 +41,6 @@ Deno.test("bad input: a group with tabs refuses what tabs cannot join, naming th
   for (
     const [argv, line] of [
       [["--tabs", "2", "--transport", "tcp"], "--transport tcp is not accepted with --tabs 2"],
-      [["--tabs", "1", "--threads", "2"], "--threads 2 is not accepted with --tabs 1"],
       [["--tabs", "1", "--bind", "0.0.0.0"], "--bind 0.0.0.0 is not accepted with --tabs 1"],
       [["--tabs", "1", "--launcher", "env"], "--launcher env is not accepted with --tabs 1"],
       [["--host", "0.0.0.0"], "--host 0.0.0.0 is not accepted without --tabs"],

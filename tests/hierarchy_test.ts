@@ -1,5 +1,5 @@
 // Hierarchical groups (`--threads`, primitives/transports/hierarchy.ts): processes of several
-// ranks each, sharing memory inside a process and linked over tcp or ws. Every primitive, every
+// ranks each, sharing memory inside a process and linked over tcp, ws or websocket. Every primitive, every
 // flat algorithm and the hierarchical ones are exact at uneven shapes; a rank that fails is named
 // by its group-wide rank; the CLI runs them.
 import {
@@ -17,11 +17,14 @@ import type { RankFailedError } from "../mod.ts";
 const rankModule = (name: string) => new URL(`./ranks/${name}`, import.meta.url);
 
 // processes × threads: one host; two of two; uneven in both directions.
-const SHAPES: [number, number, "tcp" | "ws"][] = [[1, 2, "tcp"], [2, 2, "tcp"], [3, 2, "tcp"], [
-  2,
-  3,
-  "ws",
-]];
+// websocket: the mesh whose sends need the event loop, which the shm level's waits block.
+const SHAPES: [number, number, "tcp" | "ws" | "websocket"][] = [
+  [1, 2, "tcp"],
+  [2, 2, "tcp"],
+  [3, 2, "tcp"],
+  [2, 3, "ws"],
+  [2, 2, "websocket"],
+];
 
 for (const [procs, threads, transport] of SHAPES) {
   Deno.test(`hierarchy: every primitive and algorithm is exact, ${procs} processes × ${threads} ranks over ${transport}`, async () => {

@@ -1,10 +1,11 @@
 // Browser tabs and Deno processes in one group (`--tabs`, scripts/browser/mixed_group.ts), with
 // headless Chromium's tabs opening the join link as a person's would: every collective exact on
-// 2 processes and 2 tabs, a tab closed mid-run named on the other ranks, a tab that never joins
+// 2 processes and 2 tabs, and on a tab that brings its own workers as one host of shared memory
+// (`--threads`), a tab closed mid-run named on the other ranks, a tab that never joins
 // named when the join timeout ends, the hub refusing a wrong token, Host or Origin, and a short
 // training run across a tab and a process that prints what two processes print. Where chromium
 // is missing the tests are ignored and say why; .ci/run installs it.
-import { assert_, assertEquals } from "./_assert.ts";
+import { assert_, assertEquals, assertRejects } from "./_assert.ts";
 import { matrix } from "./_matrix.ts";
 import type { CheckCase } from "./ranks/check_rank.ts";
 import { Chromium, chromiumAvailable, type ChromiumPage } from "../scripts/browser/chromium.ts";
@@ -13,6 +14,7 @@ import { serveHub } from "../deno/transports/websocket_hub.ts";
 import { RankFailedError } from "../primitives/errors.ts";
 import type { JoinState } from "../web/tab_task.ts";
 import { rawUpgrade } from "./_raw_ws.ts";
+import { offeredProtocol, reserveTabHost } from "../primitives/transports/websocket_join.ts";
 
 const AVAILABLE = await chromiumAvailable();
 const MISSING = AVAILABLE ? "" : " (ignored: Debian's package chromium is not installed)";
@@ -90,6 +92,39 @@ Deno.test({
     );
     assertEquals(wrong, [], "every case exact on every rank");
     assertEquals(tabs.map((t) => t.rank).sort(), [2, 3], "the tabs are ranks 2 and 3");
+  });
+});
+
+Deno.test({
+  name: `tab group: a tab brings its own workers (--threads 2), one host of shared memory, ` +
+    `every collective exact${MISSING}`,
+  ignore: !AVAILABLE,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const cases: CheckCase[] = matrix("websocket", 4, "shared", 2).filter((c) =>
+    c.dtype === "f32" && c.count <= 1001 && c.primitive !== "sendrecv"
+  );
+  assert_(cases.some((c) => c.algorithm === "hierarchical"), "hierarchical algorithms run");
+  await withTabs<number[]>("check_rank.ts", {
+    size: 1,
+    threads: 2,
+    tabs: 1,
+    program: "tests/ranks/check_rank.ts",
+    args: cases,
+    timeoutMs: 60_000,
+  }, async (results, pages) => {
+    const processes = await results;
+    const [tab] = await Promise.all((await pages).map(ended));
+    assertEquals(tab.status, "done", tab.error);
+    assertEquals(tab.ranks, [2, 3], "the tab is the second host: ranks 2 and 3");
+    processes.splice(2, 2, ...tab.results as number[][]);
+    const wrong = cases.flatMap((c, i) =>
+      processes.some((p) => p[i] !== 0)
+        ? [`${c.primitive} ${c.algorithm} ${c.count}: ${processes.map((p) => p[i])}`]
+        : []
+    );
+    assertEquals(wrong, [], "every case exact on every rank");
   });
 });
 
@@ -178,6 +213,43 @@ Deno.test("tab group: the hub refuses a wrong token, Host, Origin or rank", asyn
     assertEquals(await upgrade({ "Sec-WebSocket-Protocol": `dccl.${hex(token)}.1` }), 409);
     assertEquals(await upgrade({ "Sec-WebSocket-Protocol": `dccl.${hex(token)}.0` }), 409);
     joined.conn.close();
+  } finally {
+    await hub.close();
+  }
+});
+
+Deno.test("tab group: a page reserves its host's ranks, which only its workers may claim", async () => {
+  const token = "a".repeat(48);
+  // 1 process and 2 tabs of 2 ranks each: ranks 0-1 processes, 2-3 and 4-5 tabs.
+  const hub = serveHub({ size: 6, processes: 2, threads: 2, token, joinMs: 10_000 });
+  try {
+    const claim = async (rank: number) => {
+      const { status, conn } = await rawUpgrade(hub.port, {
+        "Sec-WebSocket-Protocol": offeredProtocol(token, rank),
+      }, "/join");
+      conn.close();
+      return status;
+    };
+    const hubUrl = hub.url;
+    assertEquals(await claim(2), 409, "no page has reserved rank 2");
+    const first = await reserveTabHost({ hub: hubUrl, token, timeoutMs: 10_000 });
+    assertEquals(first.reserved.ranks, [2, 3]);
+    assertEquals([first.reserved.size, first.reserved.threads], [6, 2]);
+    const second = await reserveTabHost({ hub: hubUrl, token, timeoutMs: 10_000 });
+    assertEquals(second.reserved.ranks, [4, 5]);
+    await assertRejects(
+      () => reserveTabHost({ hub: hubUrl, token, timeoutMs: 10_000 }),
+      { message: /refused the connection/ }, // a 409: every tab's place is taken
+    );
+    assertEquals(await claim(3), 101, "a reserved rank is claimed");
+    // A page that leaves frees its host for the next page.
+    const closed = new Promise((r) => first.page.onclose = r);
+    first.page.close();
+    await closed;
+    const again = await reserveTabHost({ hub: hubUrl, token, timeoutMs: 10_000 });
+    assertEquals(again.reserved.ranks, [2, 3]);
+    second.page.close();
+    again.page.close();
   } finally {
     await hub.close();
   }

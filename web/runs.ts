@@ -31,6 +31,9 @@ export function bundleEntries(root: URL) {
     harness: new URL("web/tab_sweep_rank.js", root),
     train: new URL("web/tab_train_rank.js", root),
     probe: new URL("bench/limits/probe_worker.js", root),
+    /** A tab's rank of a mixed group, one of several (web/page/join.ts), and their runtime. */
+    hostRank: new URL("web/tab_host_rank.js", root),
+    tabRuntime: new URL("web/tab_runtime.js", root),
   };
 }
 

@@ -19,10 +19,13 @@ export interface TabTask {
 /** What the join page knows of its rank (`globalThis.dcclJoin`, which drivers read). */
 export interface JoinState {
   status: "joining" | "running" | "done" | "failed";
+  /** The tab's first rank, and all of them (several with `--threads`). */
   rank?: number;
+  ranks?: number[];
   size?: number;
-  /** How it ended: what its program returned, or the error's line. */
+  /** How it ended: what its first rank's program returned (and each's), or the error's line. */
   result?: unknown;
+  results?: unknown[];
   error?: string;
   /** Settles once the rank has ended. */
   ended: Promise<void>;

@@ -220,7 +220,7 @@ export function runProcessRanks(
 ): RankGroup<unknown> {
   const size = checkSize(options.size);
   const threads = checkSize(options.threads ?? 1);
-  if (threads > 1 && (options.joinRank0 || options.hub)) {
+  if (threads > 1 && options.joinRank0) {
     throw new RangeError("this process cannot be rank 0 of a group of processes × threads");
   }
   const processes: ProcessRank[] = [];

@@ -38,7 +38,7 @@ export function listen(o: MeshOptions): Listener {
     );
     if (checked instanceof Response) return checked;
     const peer = checked.rank;
-    const expected = peer !== undefined && peer !== o.rank &&
+    const expected = peer !== undefined && peer !== o.rank && (o.linked?.(peer) ?? true) &&
       (table!.members[peer].kind === "tab" || peer > o.rank);
     if (!expected || dialed.has(peer)) {
       return refuse(409, `rank ${peer} does not dial rank ${o.rank}, or has already`);
@@ -82,9 +82,6 @@ export const WEBSOCKET: ProcessesTransport & { name: "websocket" } = {
   name: "websocket",
   launch: "processes",
   async connect(o) {
-    if (o.linked) {
-      throw new RangeError("a websocket group links every rank: it is no hierarchy's mesh");
-    }
     const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     let hub: string;
     let ownHub: { close(): Promise<void> } | undefined;
@@ -112,6 +109,7 @@ export const WEBSOCKET: ProcessesTransport & { name: "websocket" } = {
         listener: listen(o),
         dial: await nodeDial(),
         timeoutMs,
+        linked: o.linked,
         release: ownHub?.close,
       });
       return transport;

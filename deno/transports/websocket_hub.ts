@@ -1,15 +1,21 @@
 /**
  * The hub of a `websocket` group (primitives/transports/websocket.ts): where every rank joins
  * (websocket_join.ts) and, once the group has begun, the relay between tabs. Process ranks claim
- * their rank; a tab is given the first free tab rank, in the order tabs join. When every rank has
+ * their rank. A tab's page first reserves a host, the first free one in the order pages come: the
+ * next `threads` tab ranks, which its workers then claim (hierarchy.ts). When every rank has
  * joined it sends each the table; when every rank has linked, go. A rank that leaves before the
- * table frees its place (a tab reloaded); after it, the group fails naming it, and a rank that
- * has not joined when the join timeout ends is named to every other. It runs in the launcher of a
+ * table frees its place, and a page that leaves frees its host (a tab reloaded); after it, the
+ * group fails naming it, and a rank that has not joined when the join timeout ends is named to
+ * every other. It runs in the launcher of a
  * mixed group (scripts/browser/mixed_group.ts), or in rank 0 of a group of processes only.
  * @module
  */
 
-import type { GroupTable, Member } from "../../primitives/transports/websocket_join.ts";
+import type {
+  GroupTable,
+  Member,
+  Reservation,
+} from "../../primitives/transports/websocket_join.ts";
 import { CLOSE_FAILED, CLOSE_NORMAL, RELAY_BYTES } from "../../primitives/transports/websocket.ts";
 import { checkUpgrade, hostNames, refuse, upgradeRules } from "./websocket_upgrade.ts";
 
@@ -19,6 +25,8 @@ export interface HubOptions {
   size: number;
   /** Ranks 0 … processes−1 are processes; the rest are tabs. */
   processes: number;
+  /** Ranks each host runs: a tab's page reserves that many (hierarchy.ts). @default {1} */
+  threads?: number;
   /** The run's token, which every upgrade must present. */
   token: string;
   /** Where it listens. @default {"127.0.0.1"} */
@@ -84,7 +92,11 @@ interface Joined {
 /** Serves the hub (see the module docs). */
 export function serveHub(o: HubOptions): Hub {
   const hostname = o.hostname ?? "127.0.0.1";
+  const threads = o.threads ?? 1;
   const ranks: (Joined | undefined)[] = Array.from({ length: o.size }, () => undefined);
+  // The page holding each tab host's ranks (tab rank r is on host ⌊(r − processes) / threads⌋).
+  const tabHosts: (WebSocket | undefined)[] = new Array((o.size - o.processes) / threads);
+  const tabHostOf = (rank: number) => Math.floor((rank - o.processes) / threads);
   let phase: "joining" | "linking" | "running" | "failed" = "joining";
   const event = (e: HubEvent) => o.onEvent?.(e);
 
@@ -93,10 +105,10 @@ export function serveHub(o: HubOptions): Hub {
     const checked = checkUpgrade(request, rules);
     if (checked instanceof Response) return checked;
     if (phase !== "joining") return refuse(409, "the group has begun: no rank joins it now");
-    const rank = checked.rank ?? firstFreeTab();
-    if (rank === undefined) return refuse(409, "every tab's place in the group is taken");
-    if (checked.rank !== undefined && (rank >= o.processes || ranks[rank])) {
-      return refuse(409, `rank ${rank} is not a free process rank of this group`);
+    const rank = checked.rank;
+    if (rank === undefined) return reserve(request, checked.protocol);
+    if (ranks[rank] || (rank >= o.processes && !tabHosts[tabHostOf(rank)])) {
+      return refuse(409, `rank ${rank} is not a free rank of this group, or of a tab's page`);
     }
     const { socket, response } = Deno.upgradeWebSocket(request, { protocol: checked.protocol });
     const joined: Joined = { socket };
@@ -120,9 +132,35 @@ export function serveHub(o: HubOptions): Hub {
     );
   }, o.joinMs);
 
-  function firstFreeTab(): number | undefined {
-    for (let r = o.processes; r < o.size; r++) if (!ranks[r]) return r;
-    return undefined;
+  /** A tab's page: its host's ranks are held for its workers while it stays. */
+  function reserve(request: Request, protocol: string): Response {
+    const host = tabHosts.findIndex((page) => !page);
+    if (host < 0) return refuse(409, "every tab's place in the group is taken");
+    const { socket, response } = Deno.upgradeWebSocket(request, { protocol });
+    tabHosts[host] = socket;
+    const first = o.processes + host * threads;
+    const reserved: Reservation = {
+      ranks: Array.from({ length: threads }, (_, t) => first + t),
+      size: o.size,
+      processes: o.processes,
+      threads,
+      task: o.task,
+      timeoutMs: o.timeoutMs,
+    };
+    socket.onopen = () => socket.send(JSON.stringify({ reserved }));
+    socket.onmessage = () => socket.close(4400, "a page says nothing to the hub");
+    socket.onclose = () => {
+      if (phase !== "joining" || tabHosts[host] !== socket) return;
+      tabHosts[host] = undefined;
+      // Its workers went with it; a rank still open here is closed, so the host is free again.
+      for (const r of reserved.ranks) {
+        const joined = ranks[r];
+        ranks[r] = undefined;
+        joined?.socket.close(4409, "its page left");
+        if (joined?.member) event({ kind: "left", rank: r, before: "table" });
+      }
+    };
+    return response;
   }
 
   function send(rank: number, message: unknown): void {
@@ -224,6 +262,7 @@ export function serveHub(o: HubOptions): Hub {
     async close() {
       clearTimeout(deadline);
       for (const r of ranks) r?.socket.close(1000);
+      for (const page of tabHosts) page?.close(1000);
       await server.shutdown();
     },
   };

@@ -15,6 +15,7 @@ import type {
   CallCheck,
   HierarchyAccess,
   MeshOptions,
+  RankKind,
   Transport,
   TransportFacts,
   WorkersTransport,
@@ -45,7 +46,7 @@ export interface HierarchyJoin {
 
 /** Joins rank `host × threads + local` of a hierarchical group. */
 export async function joinHierarchy(j: HierarchyJoin): Promise<HierarchyTransport> {
-  const { hosts, threads, host, local } = j;
+  const { threads, host, local } = j;
   const timeoutMs = j.mesh.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const ids = Array.from({ length: threads }, (_, t) => host * threads + t);
   // The mesh first: rank 0 may still be telling its host's other ranks where it listens, and
@@ -54,10 +55,12 @@ export async function joinHierarchy(j: HierarchyJoin): Promise<HierarchyTranspor
     await j.connect({
       ...j.mesh,
       rank: host * threads + local,
-      size: hosts * threads,
+      size: j.hosts * threads,
       linked: (peer) => Math.floor(peer / threads) !== host,
     }),
   );
+  // The mesh says how big the group is: a mixed group's tabs are hosts its processes add to.
+  const hosts = remote.size / threads;
   const { handed, heaps, heap, machineRanks } = j;
   const group = peeking(
     j.intraHost.join(local, { handed, heaps, heap, timeoutMs, ids, machineRanks }),
@@ -94,6 +97,11 @@ export class HierarchyTransport implements Transport {
   readonly #base: number;
   readonly #timeoutMs: number;
   #calls?: CallCheck;
+  /**
+   * Where the stream mesh's sends need the event loop: settles once those sent so far have left
+   * and the local calls held for them have started (none held: undefined).
+   */
+  #held?: Promise<void>;
 
   /** Rank `local` of host `host`: its host's `group` and the stream mesh to other hosts. */
   constructor(
@@ -120,12 +128,17 @@ export class HierarchyTransport implements Transport {
       host,
       local,
       group,
-      channel: new ChannelTransport(remote, hosts, threads, host, local),
+      channel: new ChannelTransport(remote, hosts, threads, host, local, (sent) => this.#out(sent)),
     };
   }
 
   get hosts(): readonly number[] | undefined {
     return this.#remote.hosts;
+  }
+
+  /** What every rank is (a mixed group's, hosts of processes and tabs). */
+  get members(): readonly RankKind[] | undefined {
+    return this.#remote.members;
   }
 
   /** The links between hosts are the stream mesh's. */
@@ -150,15 +163,41 @@ export class HierarchyTransport implements Transport {
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     const local = this.#localOf(peer);
     return local === undefined
-      ? this.#remote.send(peer, data, tag, stamp)
-      : this.#group.send(local, data, tag, stamp);
+      ? this.#out(this.#remote.send(peer, data, tag, stamp))
+      : this.#inHost(() => this.#group.send(local, data, tag, stamp));
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {
     const local = this.#localOf(peer);
     return local === undefined
       ? this.#remote.recv(peer, into, tag)
-      : this.#group.recv(local, into, tag);
+      : this.#inHost(() => this.#group.recv(local, into, tag));
+  }
+
+  /**
+   * A send to another host, done once it has left this thread where the mesh needs the event
+   * loop for that: the shm level's calls wait for it meanwhile, since their waits block the
+   * thread (and with it the loop).
+   */
+  #out(sent: Promise<void>): Promise<void> {
+    const flush = this.#remote.flush;
+    if (!flush) return sent;
+    const out = sent.then(() => flush.call(this.#remote));
+    this.#hold(Promise.all([this.#held, out]).then(() => {}, () => {}));
+    return out;
+  }
+
+  /** A call of the shm level: at once, or once what holds it has settled, in the order issued. */
+  #inHost<T>(call: () => Promise<T>): Promise<T> {
+    if (!this.#held) return call();
+    let called!: Promise<T>;
+    this.#hold(this.#held.then(() => void (called = call())));
+    return this.#held.then(() => called);
+  }
+
+  #hold(until: Promise<void>): void {
+    this.#held = until;
+    until.then(() => this.#held === until && (this.#held = undefined));
   }
 
   /**
@@ -247,8 +286,17 @@ class ChannelTransport implements Transport {
   readonly #remote: Transport;
   readonly #threads: number;
   readonly #local: number;
+  readonly #out: (sent: Promise<void>) => Promise<void>;
 
-  constructor(remote: Transport, hosts: number, threads: number, host: number, local: number) {
+  /** `out` makes a send done once it has left (see `HierarchyTransport`). */
+  constructor(
+    remote: Transport,
+    hosts: number,
+    threads: number,
+    host: number,
+    local: number,
+    out: (sent: Promise<void>) => Promise<void>,
+  ) {
     this.name = remote.name;
     this.facts = remote.facts;
     this.rank = host;
@@ -256,6 +304,7 @@ class ChannelTransport implements Transport {
     this.#remote = remote;
     this.#threads = threads;
     this.#local = local;
+    this.#out = out;
   }
 
   /** What `auto` prices the channel's algorithms by: the links between hosts. */
@@ -264,7 +313,7 @@ class ChannelTransport implements Transport {
   }
 
   send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
-    return this.#remote.send(peer * this.#threads + this.#local, data, tag, stamp);
+    return this.#out(this.#remote.send(peer * this.#threads + this.#local, data, tag, stamp));
   }
 
   recv(peer: number, into: Uint8Array, tag: number): Promise<number> {

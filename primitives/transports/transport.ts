@@ -121,6 +121,11 @@ export interface Transport {
   readonly members?: readonly RankKind[];
   /** Whether its waits block the thread, where it differs from its descriptor's fact. */
   readonly blocking?: boolean;
+  /**
+   * Resolves once what it has sent has left this thread, where its sends need the event loop
+   * (`websocket`): a hierarchical group's shm level, whose waits block the thread, waits for it.
+   */
+  flush?(): Promise<void>;
   /** Checks arrivals against this rank's calls; set by the communicator. */
   calls?: CallCheck;
   /** What a simulated transport adds (`sim`): its virtual clock, and the work it charges. */

@@ -14,7 +14,13 @@
  * @module
  */
 
-import { CommError, failureNotice, noticeError, PeerFailedError } from "../errors.ts";
+import {
+  CommError,
+  CommTimeoutError,
+  failureNotice,
+  noticeError,
+  PeerFailedError,
+} from "../errors.ts";
 import { DEFAULT_TIMEOUT_MS } from "../types.ts";
 import type { Goodbye } from "./closing_check.ts";
 import { InboxTransport } from "./inbox_transport.ts";
@@ -33,23 +39,41 @@ export const CLOSE_NORMAL = 1000;
 export const CLOSE_FAILED = 4000;
 
 /** How two ranks are linked, as the run's metadata records it. */
-export type LinkKind = "process-process" | "tab-process" | "tab-tab relayed";
+export type LinkKind = "process-process" | "tab-process" | "tab-tab relayed" | "shared memory";
 
-/** How ranks of kinds `a` and `b` are linked. */
+/** How ranks of kinds `a` and `b` on different hosts are linked. */
 export function linkKind(a: RankKind, b: RankKind): LinkKind {
   if (a === "tab" && b === "tab") return "tab-tab relayed";
   return a === "tab" || b === "tab" ? "tab-process" : "process-process";
 }
 
-/** How many pairs of `members` are linked each way. */
-export function linkCounts(members: readonly RankKind[]): Partial<Record<LinkKind, number>> {
+/**
+ * How ranks `a` and `b` of `members` are linked, where each host runs `threads` ranks (those of
+ * one host share memory: hierarchy.ts).
+ */
+export function linkBetween(
+  members: readonly RankKind[],
+  threads: number,
+  a: number,
+  b: number,
+): LinkKind {
+  return Math.floor(a / threads) === Math.floor(b / threads)
+    ? "shared memory"
+    : linkKind(members[a], members[b]);
+}
+
+/** How many pairs of `members` (each host `threads` of them) are linked each way. */
+export function linkCounts(
+  members: readonly RankKind[],
+  threads = 1,
+): Partial<Record<LinkKind, number>> {
   const counts: Partial<Record<LinkKind, number>> = {};
-  members.forEach((a, i) =>
-    members.slice(i + 1).forEach((b) => {
-      const kind = linkKind(a, b);
+  for (let a = 0; a < members.length; a++) {
+    for (let b = a + 1; b < members.length; b++) {
+      const kind = linkBetween(members, threads, a, b);
       counts[kind] = (counts[kind] ?? 0) + 1;
-    })
-  );
+    }
+  }
   return counts;
 }
 
@@ -119,6 +143,11 @@ export interface WebSocketTransportOptions {
   timeoutMs?: number;
   /** Called once it has closed (a hub its rank served closes then). */
   release?: () => Promise<void>;
+  /**
+   * The peers it carries messages to and from (all unless told: the remote part of a
+   * hierarchical group leaves out its own host's ranks, hierarchy.ts).
+   */
+  linked?: (peer: number) => boolean;
 }
 
 /** Message transport over WebSockets (see the module docs). */
@@ -128,6 +157,7 @@ export class WebSocketTransport extends InboxTransport {
   readonly members: readonly RankKind[];
   readonly #links: WebSocketLinks;
   readonly #release?: () => Promise<void>;
+  readonly #linked: (peer: number) => boolean;
   #failed?: Error;
   #closing = false;
 
@@ -137,12 +167,14 @@ export class WebSocketTransport extends InboxTransport {
     links: WebSocketLinks,
     options: WebSocketTransportOptions = {},
   ) {
+    const linked = options.linked ?? (() => true);
     super(rank, size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
       stalled: (peer, tag) => {
         const stamp = this.calls?.stampOf(tag);
         if (stamp !== undefined) this.#control(peer, { probe: { tag, stamp } });
       },
-    });
+    }, linked);
+    this.#linked = linked;
     this.#links = links;
     this.#release = options.release;
     this.members = links.members;
@@ -154,7 +186,7 @@ export class WebSocketTransport extends InboxTransport {
     });
     links.hub.attach((e) => this.#fromHub(e.data), (e) => {
       for (let p = 0; p < size; p++) {
-        if (p !== rank && !links.direct[p]) {
+        if (p !== rank && !links.direct[p] && linked(p)) {
           this.#lost(p, `the group's hub closed (code ${e.code}), and rank ${p} was reached by it`);
         }
       }
@@ -187,6 +219,21 @@ export class WebSocketTransport extends InboxTransport {
       offset += len;
     } while (offset < total);
     return Promise.resolve();
+  }
+
+  /** Resolves once every socket has handed what it holds to the system (a turn of the loop). */
+  async flush(): Promise<void> {
+    const links = [...this.#links.direct, this.#links.hub];
+    const since = performance.now();
+    while (links.some((l) => l?.open && l.socket.bufferedAmount > 0)) {
+      if (this.#failed) throw this.#failed;
+      if (performance.now() - since > this.timeoutMs) {
+        throw new CommTimeoutError(
+          `Rank ${this.rank} timed out after ${this.timeoutMs} ms sending what it had sent`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 0));
+    }
   }
 
   /** A message from `peer`: data, or a control message. */
@@ -258,7 +305,9 @@ export class WebSocketTransport extends InboxTransport {
     this.#failed = error;
     this.inbox.fail(error);
     const notice = { abort: failureNotice(error, this.rank) };
-    for (let p = 0; p < this.size; p++) if (p !== this.rank) this.#control(p, notice);
+    for (let p = 0; p < this.size; p++) {
+      if (p !== this.rank && this.#linked(p)) this.#control(p, notice);
+    }
     this.goodbyes.interrupt();
   }
 

@@ -1,7 +1,8 @@
 /**
  * How a rank joins a `websocket` group (websocket.ts), in Deno or in a tab: it opens a WebSocket
- * to the group's hub with the run's token, says where it listens (a process) or that it is a tab,
- * and waits for the table the hub sends once every rank has joined. Then it links: a tab dials
+ * to the group's hub with the run's token and its rank (a process's own; a tab's, reserved by its
+ * page first: {@linkcode reserveTabHost}), says where it listens (a process), and waits for the
+ * table the hub sends once every rank has joined. Then it links: a tab dials
  * every process, a process dials the lower processes and takes the dials of the others (its
  * listener: deno/transports/websocket.ts); two tabs are relayed by the hub. Once every rank says
  * its links are open the hub says go (DISCO's readiness barrier: nobody sends before everyone can
@@ -43,8 +44,25 @@ export interface GroupTable {
   timeoutMs?: number;
 }
 
+/** What the hub tells a tab's page that reserved a host: the ranks its workers claim. */
+export interface Reservation {
+  /** The host's ranks, by local index. */
+  ranks: number[];
+  /** Ranks in the group. */
+  size: number;
+  /** Ranks 0 … processes−1 are processes. */
+  processes: number;
+  /** Ranks each host runs. */
+  threads: number;
+  /** What the tab runs (the launcher's task). */
+  task?: unknown;
+  /** The group's timeout, where the hub knows it. */
+  timeoutMs?: number;
+}
+
 /** What the hub says before the group begins. */
 export type JoinAnswer =
+  | { reserved: Reservation }
   | { table: GroupTable }
   | { go: true }
   | { fail: { rank: number; reason: string; timeout?: boolean } };
@@ -82,6 +100,11 @@ export interface JoinOptions {
   release?: () => Promise<void>;
   /** What a tab tells the hub about itself (shown on the join page and in the metadata). */
   about?: Record<string, unknown>;
+  /**
+   * The peers this rank links to (all unless told: a hierarchical group's mesh leaves out the
+   * ranks of its own host, which share its memory).
+   */
+  linked?: (peer: number) => boolean;
 }
 
 /**
@@ -149,6 +172,7 @@ export async function joinWebSocketGroup(
     // Messages that follow go reach the transport, which takes the hub's link over here.
     const transport = new WebSocketTransport(table.rank, table.size, links, {
       timeoutMs: table.timeoutMs ?? o.timeoutMs,
+      linked: o.linked,
       release: async () => {
         await o.listener?.close();
         await o.release?.();
@@ -162,6 +186,28 @@ export async function joinWebSocketGroup(
   }
 }
 
+/**
+ * A tab's page reserves a host of the group at its hub: the ranks its workers then join as
+ * (`rank`). The page's connection holds them; closing it frees them.
+ */
+export async function reserveTabHost(
+  o: Pick<JoinOptions, "hub" | "token" | "timeoutMs">,
+): Promise<{ page: WebSocket; reserved: Reservation }> {
+  let socket: WebSocket;
+  try {
+    socket = await openSocket(o.hub, offeredProtocol(o.token), o.timeoutMs);
+  } catch (e) {
+    throw new CommError(`cannot join the group's hub: ${(e as Error).message}`);
+  }
+  try {
+    const { reserved } = await hubAnswers(new SocketLink(socket)).next("reserved");
+    return { page: socket, reserved };
+  } catch (e) {
+    socket.close();
+    throw e;
+  }
+}
+
 /** Dials and takes this rank's connections, as the table says. */
 async function openLinks(
   o: JoinOptions,
@@ -171,7 +217,8 @@ async function openLinks(
   const { rank, size, members } = table;
   const direct: (SocketLink | undefined)[] = new Array(size);
   await Promise.all(members.map(async (m, peer) => {
-    if (peer === rank || linkKind(members[rank].kind, m.kind) === "tab-tab relayed") return;
+    if (peer === rank || o.linked?.(peer) === false) return;
+    if (linkKind(members[rank].kind, m.kind) === "tab-tab relayed") return;
     try {
       direct[peer] = new SocketLink(
         dials(members, rank, peer)
@@ -202,7 +249,7 @@ function hubAnswers(hub: SocketLink) {
     waiter?.();
   });
   return {
-    async next<K extends "table" | "go">(
+    async next<K extends "reserved" | "table" | "go">(
       kind: K,
     ): Promise<Extract<JoinAnswer, Record<K, unknown>>> {
       for (;;) {

@@ -107,6 +107,7 @@ export async function runPlan(plan: RunPlan, out: RunOutput): Promise<HarnessSum
   if (plan.tabs > 0) {
     const group = launchMixedGroup<HarnessSummary>(module, {
       size: plan.processes,
+      threads: plan.threads,
       tabs: plan.tabs,
       program: SWEEP_PROGRAM,
       host: plan.host,

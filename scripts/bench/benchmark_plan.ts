@@ -173,7 +173,7 @@ export interface RunPlan {
   transport: TransportName;
   /** Whether ranks need a WebGPU device (the gpu transport, gpu or managed memory). */
   device: boolean;
-  /** Ranks in the group: processes × threads, and tabs. */
+  /** Ranks in the group: processes and tabs, × threads each. */
   procs: number;
   /** Processes (or workers) the launcher starts, and ranks per process (`--threads`). */
   processes: number;

@@ -2,7 +2,8 @@
  * A group of Deno processes and browser tabs (`--tabs`): the join page's server and the group's
  * hub (deno/transports/websocket_hub.ts) in this process, `procs` Deno ranks as subprocesses
  * over the `websocket` transport, and a join link; each tab that opens it becomes one of the
- * ranks `procs` … `procs + tabs − 1`, in the order tabs join. The token travels in the link's
+ * ranks `procs` … `procs + tabs − 1`, in the order tabs join. With `threads` every process and
+ * every tab is a host of that many ranks sharing memory (hierarchy.ts): a tab's workers. The token travels in the link's
  * fragment, which a browser never sends to a server. The group begins once every rank has
  * joined and linked; a tab that never comes is named when the join timeout ends, and a tab that
  * closes fails the group, named, as a process that dies does.
@@ -24,7 +25,7 @@ import type { TabTask } from "../../web/tab_task.ts";
 
 /** Options of {@linkcode launchMixedGroup}. */
 export interface MixedGroupOptions extends Omit<ProcessesOptions, "transport" | "bind" | "hub"> {
-  /** Tabs to wait for. */
+  /** Tabs to wait for (each `threads` ranks). */
   tabs: number;
   /**
    * What the tabs run: a rank program's path in the repository (the page's own, such as
@@ -49,6 +50,7 @@ export function launchMixedGroup<T>(
 ): RankGroup<T> {
   const { tabs, program, tabArgs, host = "127.0.0.1", onJoinLink, onEvent, ...rest } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const threads = options.threads ?? 1;
   const token = randomToken();
   let group: RankGroup<unknown> | undefined;
   const results = (async () => {
@@ -56,8 +58,9 @@ export function launchMixedGroup<T>(
     const page = await servePage({ hostname: host, extraEntries });
     let supervisor: Supervisor<unknown> | undefined;
     const hub = serveHub({
-      size: options.size + tabs,
-      processes: options.size,
+      size: (options.size + tabs) * threads,
+      processes: options.size * threads,
+      threads,
       token,
       hostname: host,
       joinMs: options.joinMs ?? timeoutMs,
@@ -77,7 +80,7 @@ export function launchMixedGroup<T>(
           );
         } else if (e.kind === "lost") {
           supervisor?.ended(e.rank, { status: "failed", reason: e.reason });
-        } else if (e.kind === "failed" && e.rank >= options.size) {
+        } else if (e.kind === "failed" && e.rank >= options.size * threads) {
           supervisor?.ended(e.rank, { status: "failed", reason: e.reason });
         }
       },
@@ -97,7 +100,7 @@ export function launchMixedGroup<T>(
       hub: {
         port: hub.port,
         token,
-        others: tabs,
+        others: tabs * threads,
         watch: (s) => supervisor = s,
         async stop() {
           await hub.close();

@@ -32,6 +32,8 @@ export const PAGE_ENTRIES: readonly string[] = [
   "web/tab_train_rank.ts",
   "web/page/join.ts",
   "web/tab_group_rank.ts",
+  "web/tab_host_rank.ts",
+  "web/tab_runtime.ts",
   "primitives/launch/worker_rank.ts",
   "primitives/launch/thread_rank.ts",
   "bench/limits/probe_worker.ts",

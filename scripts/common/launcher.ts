@@ -51,8 +51,9 @@ export const LAUNCH_FLAGS = defineFlags({
     default: "127.0.0.1",
   },
   tabs: {
-    help: "browser tabs that join the group as ranks procs … procs+tabs−1, over websocket: a " +
-      "join link is printed (deno task browser opens headless tabs on it)",
+    help: "browser tabs that join the group over websocket, after the processes (each a host of " +
+      "--threads ranks, its workers): a join link is printed (deno task browser opens headless " +
+      "tabs on it)",
     kind: "integer",
     min: 0,
     max: 64,
@@ -97,9 +98,9 @@ export interface Launch {
   progress: Progress;
 }
 
-/** Ranks of the group `launch` starts: its processes' (each of its threads) and its tabs. */
+/** Ranks of the group `launch` starts: its processes' and its tabs' (each of its threads). */
 export function groupSize(launch: Launch): number {
-  return launch.procs * launch.threads + launch.tabs;
+  return (launch.procs + launch.tabs) * launch.threads;
 }
 
 /**
@@ -137,10 +138,10 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
     }
     procs = size;
   }
-  if (threads > 1 && !meshed) {
+  if (threads > 1 && !processes) {
     throw new UsageError(
       `--threads ${threads} is not accepted with --transport ${transport}: a process's ranks ` +
-        `share memory and processes link over ${PROCESS_TRANSPORTS.join(" or ")}`,
+        `share memory and processes link over ${PROCESS_TRANSPORTS.join(", ")} or ${TAB_TRANSPORT}`,
     );
   }
   const maxRanks = TRANSPORTS[transport].maxRanks ?? MAX_PROCS;
@@ -179,15 +180,13 @@ function mixedGroup(v: Flags<typeof LAUNCH_FLAGS>, transport: TransportName, hos
     ? `--transport ${transport}`
     : v.launcher !== "local"
     ? `--launcher ${v.launcher}`
-    : v.threads > 1
-    ? `--threads ${v.threads}`
     : v.given.has("bind")
     ? `--bind ${v.bind}`
     : undefined;
   if (refused) {
     throw new UsageError(
       `${refused} is not accepted with --tabs ${v.tabs}: tabs join local Deno processes over ` +
-        `websocket, one rank each (--host ${host} says where they listen)`,
+        `websocket (--host ${host} says where they listen)`,
     );
   }
 }

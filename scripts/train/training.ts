@@ -142,7 +142,8 @@ export function startTraining(plan: TrainPlan, out: TrainOutput): RankGroup<Trai
     // A tab reads the data from the join page's server; its rank has no files (no report).
     const { report: _, dataDir: __, ...tabArgs } = args;
     return launchMixedGroup<TrainRankResult>(TRAIN_RANK, {
-      size: config.procs - plan.tabs,
+      size: config.procs / plan.threads - plan.tabs,
+      threads: plan.threads,
       tabs: plan.tabs,
       program: TRAIN_PROGRAM,
       tabArgs,

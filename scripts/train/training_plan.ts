@@ -83,7 +83,7 @@ export async function planTraining(v: TrainFlags, data?: Mnist): Promise<TrainPl
   }
   const launch = planLaunch(v);
   const { launcher, transport, threads, bind, tabs, host, progress } = launch;
-  // The trainer's ranks: processes × threads, and tabs.
+  // The trainer's ranks: processes and tabs, × threads each.
   const procs = groupSize(launch);
   const { device } = v;
   const info = TRANSPORTS[transport];
@@ -366,8 +366,11 @@ function checkpointOptions(
 /** What the header says about a run. */
 export function describeTraining(plan: TrainPlan): string[] {
   const c = plan.config;
+  const hosts = c.procs / plan.threads;
   const threads = plan.threads > 1
-    ? ` (${c.procs / plan.threads} processes × ${plan.threads} threads)`
+    ? ` (${
+      plan.tabs ? `${hosts - plan.tabs} processes and ${plan.tabs} tabs` : `${hosts} processes`
+    } × ${plan.threads} threads)`
     : "";
   const computing = STRATEGIES[c.sync].computing(c.procs).length;
   const every = c.syncEvery === "epoch"
