@@ -140,6 +140,7 @@ export type {
 export {
   linkBetween,
   linkCounts,
+  type LinkedGroup,
   type LinkKind,
   linkKind,
   WEBSOCKET_FACTS,

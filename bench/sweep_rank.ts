@@ -73,7 +73,7 @@ export async function runSweep(
       ...(links && { links }),
       ...(comm.members && {
         members: comm.members,
-        linkKinds: linkCounts(comm.members, comm.threads),
+        linkKinds: linkCounts({ members: comm.members, threads: comm.threads }),
       }),
       halfKernels: kernels.every((k) => k === kernels[0]) ? kernels[0] : kernels,
     },

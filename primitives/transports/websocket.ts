@@ -47,30 +47,29 @@ export function linkKind(a: RankKind, b: RankKind): LinkKind {
   return a === "tab" || b === "tab" ? "tab-process" : "process-process";
 }
 
-/**
- * How ranks `a` and `b` of `members` are linked, where each host runs `threads` ranks (those of
- * one host share memory: hierarchy.ts).
- */
-export function linkBetween(
-  members: readonly RankKind[],
-  threads: number,
-  a: number,
-  b: number,
-): LinkKind {
-  return Math.floor(a / threads) === Math.floor(b / threads)
-    ? "shared memory"
-    : linkKind(members[a], members[b]);
+/** A group's ranks as the links between them depend on them. */
+export interface LinkedGroup {
+  /** What every rank is. */
+  members: readonly RankKind[];
+  /** Ranks each host runs (those of one host share memory: hierarchy.ts). @default {1} */
+  threads?: number;
 }
 
-/** How many pairs of `members` (each host `threads` of them) are linked each way. */
-export function linkCounts(
-  members: readonly RankKind[],
-  threads = 1,
-): Partial<Record<LinkKind, number>> {
+/** How ranks `a` and `b` of `group` are linked. */
+export function linkBetween(group: LinkedGroup, [a, b]: readonly [number, number]): LinkKind {
+  const threads = group.threads ?? 1;
+  return Math.floor(a / threads) === Math.floor(b / threads)
+    ? "shared memory"
+    : linkKind(group.members[a], group.members[b]);
+}
+
+/** How many pairs of `group`'s ranks are linked each way. */
+export function linkCounts(group: LinkedGroup): Partial<Record<LinkKind, number>> {
   const counts: Partial<Record<LinkKind, number>> = {};
-  for (let a = 0; a < members.length; a++) {
-    for (let b = a + 1; b < members.length; b++) {
-      const kind = linkBetween(members, threads, a, b);
+  const size = group.members.length;
+  for (let a = 0; a < size; a++) {
+    for (let b = a + 1; b < size; b++) {
+      const kind = linkBetween(group, [a, b]);
       counts[kind] = (counts[kind] ?? 0) + 1;
     }
   }
@@ -148,6 +147,11 @@ export interface WebSocketTransportOptions {
    * hierarchical group leaves out its own host's ranks, hierarchy.ts).
    */
   linked?: (peer: number) => boolean;
+  /**
+   * The `n`th turn of the event loop a flush waits, in which the runtime's sockets send what they
+   * hold (the quickest turn differs between runtimes). @default {webLoopTurn}
+   */
+  loopTurn?: (n: number) => Promise<void>;
 }
 
 /** Message transport over WebSockets (see the module docs). */
@@ -176,6 +180,7 @@ export class WebSocketTransport extends InboxTransport {
     }, linked);
     this.#linked = linked;
     this.#links = links;
+    this.#loopTurn = options.loopTurn ?? webLoopTurn;
     this.#release = options.release;
     this.members = links.members;
     links.direct.forEach((link, peer) => {
@@ -221,18 +226,24 @@ export class WebSocketTransport extends InboxTransport {
     return Promise.resolve();
   }
 
-  /** Resolves once every socket has handed what it holds to the system (a turn of the loop). */
+  readonly #loopTurn: (n: number) => Promise<void>;
+
+  /**
+   * Resolves once every socket has handed what it holds to the system: a runtime's sockets send
+   * on later turns of the event loop (Deno's every message, a browser's what does not fit its
+   * pipe at once), which a thread that blocks holds back.
+   */
   async flush(): Promise<void> {
     const links = [...this.#links.direct, this.#links.hub];
     const since = performance.now();
-    while (links.some((l) => l?.open && l.socket.bufferedAmount > 0)) {
+    for (let n = 0; links.some((l) => l?.open && l.socket.bufferedAmount > 0); n++) {
       if (this.#failed) throw this.#failed;
       if (performance.now() - since > this.timeoutMs) {
         throw new CommTimeoutError(
           `Rank ${this.rank} timed out after ${this.timeoutMs} ms sending what it had sent`,
         );
       }
-      await new Promise((r) => setTimeout(r, 0));
+      await this.#loopTurn(n);
     }
   }
 
@@ -337,6 +348,28 @@ export class WebSocketTransport extends InboxTransport {
     await this.#release?.();
     if (failed) throw failed;
   }
+}
+
+/** The flushes waiting for the next message turn. */
+const awaitingTurn: (() => void)[] = [];
+
+/**
+ * A browser's turn of the loop: a message to itself for the first few (a zero timer set from a
+ * timer's task waits 4 ms once they nest, as back-to-back calls make them), then a timer (a large
+ * message takes many turns, which messages would spin through).
+ */
+function webLoopTurn(n: number): Promise<void> {
+  if (n >= 8) return new Promise((r) => setTimeout(r, 0));
+  return new Promise((resolve) => {
+    if (awaitingTurn.push(resolve) > 1) return;
+    // A channel for the turn, closed after it: an open port would keep a runtime alive.
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      for (const r of awaitingTurn.splice(0)) r();
+    };
+    channel.port2.postMessage(0);
+  });
 }
 
 /** Resolves once every open socket has sent what it holds, or after `ms`. */

@@ -105,6 +105,8 @@ export interface JoinOptions {
    * ranks of its own host, which share its memory).
    */
   linked?: (peer: number) => boolean;
+  /** A turn of the event loop, in which sockets send (see `WebSocketTransportOptions`). */
+  loopTurn?: (n: number) => Promise<void>;
 }
 
 /**
@@ -173,6 +175,7 @@ export async function joinWebSocketGroup(
     const transport = new WebSocketTransport(table.rank, table.size, links, {
       timeoutMs: table.timeoutMs ?? o.timeoutMs,
       linked: o.linked,
+      loopTurn: o.loopTurn,
       release: async () => {
         await o.listener?.close();
         await o.release?.();

@@ -46,7 +46,7 @@ function showGroup(reserved: Reservation): void {
     const row = document.createElement("tr");
     const mine = reserved.ranks.includes(r);
     if (mine) row.className = "me";
-    const link = mine ? "this tab" : linkBetween(members, reserved.threads, me, r);
+    const link = mine ? "this tab" : linkBetween({ members, threads: reserved.threads }, [me, r]);
     for (const text of [String(r), kind, link]) {
       row.append(Object.assign(document.createElement("td"), { textContent: text }));
     }
