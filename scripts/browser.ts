@@ -31,10 +31,11 @@ function withTabMax(primitive: Primitive, flags: Flags<typeof BENCHMARK_FLAGS>) 
 
 /**
  * Refuses, before anything is planned from them, the flags a tab cannot honour: ranks in a tab
- * are its own workers, so neither an external launcher nor processes of threads.
+ * are its own workers, so neither an external launcher, nor processes of threads, nor progress
+ * threads (not built for a tab's ranks).
  */
 function tabLaunch(flags: Flags<typeof LAUNCH_FLAGS>): void {
-  for (const flag of ["launcher", "threads"] as const) {
+  for (const flag of ["launcher", "threads", "progress"] as const) {
     if (flags[flag] !== LAUNCH_FLAGS[flag].default) {
       throw new UsageError(
         `--${flag} ${flags[flag]} is not accepted in a browser tab: its ranks are the tab's ` +

@@ -71,7 +71,7 @@ Deno.test("bad input: --progress thread is refused where no progress thread can 
   const thread = ["--progress", "thread", "--procs", "2"];
   for (
     const [argv, line] of [
-      [["--transport", "shm"], "--progress thread is not accepted with --transport shm"],
+      [["--transport", "worker"], "--progress thread is not accepted with --transport worker"],
       [
         ["--transport", "tcp", "--threads", "2"],
         "--progress thread is not accepted with --threads 2",
@@ -109,6 +109,7 @@ Deno.test("bad input: the browser task names the flag the user gave, and a missi
     const [flags, line] of [
       [["--threads", "2"], "--threads 2 is not accepted in a browser tab"],
       [["--launcher", "env"], "--launcher env is not accepted in a browser tab"],
+      [["--progress", "thread"], "--progress thread is not accepted in a browser tab"],
     ] as const
   ) {
     const { code, lines } = await task("browser", ["allreduce", ...flags]);

@@ -1,9 +1,16 @@
 // The rank heap's allocator: buffers come back zero-filled whether their bytes are fresh or reused;
-// a large host buffer gets a private memory of its own, which the SIMD kernels take.
+// a rank and its progress thread allocate in regions of one heap that never meet; a large host
+// buffer gets a private memory of its own, which the SIMD kernels take.
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { reduceWasm } from "../kernels/reduce.ts";
 import type { HostBuffer } from "../primitives/memory/comm_buffer.ts";
-import { createHeapMemory, HEAP_MAX_BYTES, memoryOf, RankHeap } from "../primitives/memory/heap.ts";
+import {
+  createHeapMemory,
+  HEAP_MAX_BYTES,
+  memoryOf,
+  PROGRESS_SCRATCH_FROM,
+  RankHeap,
+} from "../primitives/memory/heap.ts";
 import { RankMemory } from "../primitives/memory/rank_memory.ts";
 
 Deno.test("heap: fresh, reused and partly reused buffers are all zeros", () => {
@@ -27,6 +34,22 @@ Deno.test("heap: fresh, reused and partly reused buffers are all zeros", () => {
 Deno.test("heap: a buffer larger than a rank heap is a RangeError naming the limit", () => {
   const heap = new RankHeap(createHeapMemory());
   assertThrows(() => heap.alloc("f32", HEAP_MAX_BYTES / 4 + 1), RangeError, /at most 4294901760/);
+});
+
+Deno.test("heap: a rank and its progress thread allocate in regions of one memory that never meet", () => {
+  const memory = createHeapMemory();
+  const rank = new RankHeap(memory, { to: PROGRESS_SCRATCH_FROM });
+  const scratch = new RankHeap(memory, { from: PROGRESS_SCRATCH_FROM });
+  const mine = rank.alloc("f32", 1024), theirs = scratch.alloc("f32", 1024);
+  assert_(mine.byteOffset + mine.byteLength <= PROGRESS_SCRATCH_FROM, `${mine.byteOffset}`);
+  assertEquals(theirs.byteOffset, PROGRESS_SCRATCH_FROM);
+  assertEquals(memoryOf(mine.buffer), memoryOf(theirs.buffer));
+  // The rank's region ends where the scratch begins.
+  assertThrows(
+    () => rank.alloc("i32", PROGRESS_SCRATCH_FROM / 4),
+    RangeError,
+    new RegExp(`at most ${PROGRESS_SCRATCH_FROM}`),
+  );
 });
 
 Deno.test("heap: a large host buffer has a private memory of its own, which the kernels reduce", () => {

@@ -1,5 +1,6 @@
 // Process ranks on a progress thread (--progress thread, DCCL_PROGRESS=thread): every collective
-// exact through the forwarding front, in the heap and in staged host buffers, in place too; the
+// exact through the forwarding front, in the heap and in staged host buffers, in place too (and
+// on shm ranks, whose progress threads end with them, and whose failures are named fast); the
 // v collectives; argument errors rebuilt with their class and message; a mismatch, a throwing
 // rank and a killed one named on every other rank, fast; a bad DCCL_PROGRESS refused in a line.
 import {
@@ -31,6 +32,49 @@ Deno.test("progress thread: every primitive, algorithm, op and count is exact, h
   }).results;
   assertEquals(failures(cases, wrong), []);
   assertEquals(liveProcesses(), 0);
+});
+
+/** Threads this process runs now (a progress thread that outlived its rank would be one more). */
+function processThreads(): number {
+  return [...Deno.readDirSync("/proc/self/task")].length;
+}
+
+Deno.test("progress thread: shm ranks' calls are exact on their own progress threads, which end with them", async () => {
+  const before = processThreads();
+  const cases = [...matrix("shm", 3, "shared"), ...matrix("shm", 3, "host")]
+    .filter((c) =>
+      (c.dtype === "f32" || c.op === "sum") && (c.count <= 1001 || c.algorithm === "auto")
+    );
+  const wrong = await launchGroup<number[]>(rankModule("check_rank.ts"), {
+    transport: "shm",
+    progress: "thread",
+    size: 3,
+    args: cases,
+  }).results;
+  assertEquals(failures(cases, wrong), []);
+  // A terminated worker's threads end a moment after it; its progress thread with them.
+  const deadline = performance.now() + 10_000;
+  while (processThreads() > before && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const after = processThreads();
+  assert_(after <= before, `${after - before} threads left running`);
+});
+
+Deno.test("progress thread: an shm rank that throws is named on every other, fast", async () => {
+  const start = performance.now();
+  const args: FaultArgs = { mode: "throw-on-1" };
+  const err = await launchGroup(rankModule("faults_rank.ts"), {
+    transport: "shm",
+    progress: "thread",
+    size: 3,
+    args,
+    timeoutMs: FAIL_FAST_TIMEOUT_MS,
+    onLine: expectedLine,
+  }).results.then(() => undefined, (e: Error) => e);
+  assert_(err !== undefined, "the group ended well");
+  assert_(/^Rank 1 failed: Error: boom from rank 1$/.test(err.message), err.message);
+  assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, err.message);
 });
 
 Deno.test("progress thread: the v collectives are exact, in place too, 3 processes", async () => {

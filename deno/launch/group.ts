@@ -31,11 +31,6 @@ export interface LaunchOptions extends GroupOptions {
    */
   threads?: number;
   /**
-   * Where a process rank's calls progress: `thread` runs its communicator on a progress thread of
-   * its own, so calls go on while the rank computes (deno/launch/progress.ts). @default {"inline"}
-   */
-  progress?: "inline" | "thread";
-  /**
    * Where process ranks' output lines go (workers print to this process's console). @default
    * {rank 0's stdout as it is, every other line prefixed `[rank r]`}
    */
@@ -76,16 +71,24 @@ export function launchGroup<T = unknown>(
         }`,
     );
   }
-  if (progress === "thread" && (launch !== "processes" || (threads ?? 1) > 1 || options.gpu)) {
+  const progressing = [
+    ...TRANSPORT_TABLE.launching("processes"),
+    WEB_TRANSPORTS.sharedMemory().name,
+  ];
+  if (
+    progress === "thread" && (!progressing.includes(transport) || (threads ?? 1) > 1 || options.gpu)
+  ) {
     throw new RangeError(
       `progress thread is not accepted with transport ${transport}${
         (threads ?? 1) > 1 ? ` and threads ${threads}` : ""
-      }${options.gpu ? " and gpu" : ""}: it runs a process rank's communicator over ${
-        TRANSPORT_TABLE.launching("processes").join(" or ")
+      }${options.gpu ? " and gpu" : ""}: it runs a rank's communicator over ${
+        progressing.join(", ")
       } on host buffers`,
     );
   }
-  if (WEB_TRANSPORTS.has(transport)) return launchWebGroup<T>(module, { ...common, transport });
+  if (WEB_TRANSPORTS.has(transport)) {
+    return launchWebGroup<T>(module, { ...common, progress, transport });
+  }
   return launchProcesses<T>(module, {
     ...common,
     bind,

@@ -7,11 +7,7 @@
  */
 
 import type { Communicator } from "../../primitives/communicator/communicator.ts";
-import {
-  ProgressCommunicator,
-  type ProgressJoined,
-} from "../../primitives/communicator/progress_thread.ts";
-import { errorFromReport, type ErrorReport } from "../../primitives/errors.ts";
+import { startProgressThread } from "../../primitives/communicator/progress_thread.ts";
 import { createHeapMemory, RankHeap } from "../../primitives/memory/heap.ts";
 import { RankMemory } from "../../primitives/memory/rank_memory.ts";
 import { type TransportName, TRANSPORTS } from "../transport_table.ts";
@@ -35,36 +31,14 @@ export interface ProgressInit {
   heap: WebAssembly.Memory;
 }
 
-/** Progress thread → rank's thread, once: it joined, or why it could not. */
-export type ProgressJoin = { joined: ProgressJoined } | { failed: ErrorReport };
-
 /** Joins the group `env` describes on a progress thread; resolves with the rank's side of it. */
-export async function joinOnProgressThread(
+export function joinOnProgressThread(
   env: Record<string, string | undefined>,
   options: ProgressJoinOptions,
 ): Promise<Communicator> {
   const heap = createHeapMemory();
   const worker = new Worker(new URL("./progress_worker.ts", import.meta.url), { type: "module" });
   const init: ProgressInit = { env, options, heap };
-  const joined = await new Promise<ProgressJoin>((resolve) => {
-    worker.onmessage = ({ data }) => resolve(data);
-    worker.onerror = (e) => {
-      e.preventDefault();
-      resolve({ failed: { name: "Error", message: `its progress thread failed: ${e.message}` } });
-    };
-    worker.postMessage(init);
-  });
-  if ("failed" in joined) {
-    worker.terminate();
-    throw errorFromReport(joined.failed);
-  }
   const memory = new RankMemory(new RankHeap(heap));
-  const facts = TRANSPORTS[options.transport];
-  const end = () => worker.terminate();
-  const comm = new ProgressCommunicator(worker, joined.joined, facts, memory, end);
-  worker.onerror = (e) => {
-    e.preventDefault();
-    comm.lost(e.message);
-  };
-  return comm;
+  return startProgressThread(worker, init, TRANSPORTS[options.transport], memory);
 }

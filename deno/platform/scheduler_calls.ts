@@ -78,6 +78,18 @@ export function bindToCpu(cpu: number): boolean {
   return bound;
 }
 
+/**
+ * Lets the calling thread run on any CPU the process may (its main thread's set): a thread a bound
+ * rank starts inherits the rank's one CPU. Whether it could.
+ */
+export function unbindFromRank(): boolean {
+  const calls = affinityCalls();
+  const mask = new Uint8Array(MASK_BYTES);
+  if (!calls || calls.sched_getaffinity(Deno.pid, BigInt(MASK_BYTES), mask) !== 0) return false;
+  bound = false;
+  return calls.sched_setaffinity(0, BigInt(MASK_BYTES), mask) === 0;
+}
+
 /** Whether this thread (a rank's: each worker has its own copy of this module) is bound to a CPU. */
 export function boundToCpu(): boolean {
   return bound;

@@ -65,6 +65,46 @@ export interface ProgressPort {
   onmessage: ((e: MessageEvent) => void) | null;
 }
 
+/** Progress thread → rank's thread, once: it joined, or why it could not. */
+export type ProgressJoin = { joined: ProgressJoined } | { failed: ErrorReport };
+
+/**
+ * Starts a rank's progress thread in `worker` with `init` (what it joins with, which its entry
+ * reads) and resolves with the rank's side once it has joined; rejects with its failure.
+ */
+export async function startProgressThread(
+  worker: Worker,
+  init: unknown,
+  facts: TransportFacts,
+  memory: RankMemory,
+): Promise<ProgressCommunicator> {
+  const joined = await new Promise<ProgressJoin>((resolve) => {
+    worker.onmessage = ({ data }) => resolve(data);
+    worker.onerror = (e) => {
+      e.preventDefault();
+      resolve({ failed: { name: "Error", message: `its progress thread failed: ${e.message}` } });
+    };
+    worker.postMessage(init);
+  });
+  if ("failed" in joined) {
+    worker.terminate();
+    throw errorFromReport(joined.failed);
+  }
+  const comm = new ProgressCommunicator(worker, joined.joined, facts, memory, () => {
+    worker.terminate();
+  });
+  worker.onerror = (e) => {
+    e.preventDefault();
+    comm.lost(e.message);
+  };
+  return comm;
+}
+
+/** What a progress thread tells its rank once its communicator has joined. */
+export function joinedAs(comm: Communicator): ProgressJoin {
+  return { joined: { rank: comm.rank, size: comm.size, links: comm.links, members: comm.members } };
+}
+
 /**
  * The rank's handle on a communicator running on its progress thread: the same calls as any
  * Communicator, each one forwarded whole, so that it progresses while this thread computes.

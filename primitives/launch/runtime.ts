@@ -12,6 +12,11 @@ import type { MeshOptions, Transport } from "../transports/transport.ts";
 export interface RankRuntime {
   /** Runs first in every rank: `cpu` is the CPU its launcher placed it on, if any. */
   start?(cpu: number | undefined): void;
+  /**
+   * Runs first in a rank's progress thread, which the rank's thread started and which must not
+   * share the rank's CPU with it.
+   */
+  startProgress?(): void;
   /** Connects this rank to the mesh of the processes transport named `transport`. */
   connect?(transport: string, options: MeshOptions): Promise<Transport>;
 }

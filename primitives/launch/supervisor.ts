@@ -30,6 +30,12 @@ export interface GroupOptions {
   /** Open a WebGPU device in every rank, for `gpu` and `managed` memory. @default {false} */
   gpu?: boolean;
   /**
+   * Where a rank's calls progress: `thread` runs its communicator on a progress thread of its
+   * own, so calls go on while the rank computes (a process rank's, or a rank of a workers
+   * transport that shares memory: progress_rank.ts). @default {"inline"}
+   */
+  progress?: "inline" | "thread";
+  /**
    * What a thread transport is configured with (the `sim` transport's network model:
    * transports/sim_model.ts); other transports take none.
    */

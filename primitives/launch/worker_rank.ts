@@ -9,11 +9,13 @@ import { Communicator } from "../communicator/communicator.ts";
 import { PeerFailedError } from "../errors.ts";
 import { GpuDevice } from "../memory/gpu_device.ts";
 import { GpuThreads } from "./gpu_teardown.ts";
-import { RankHeap } from "../memory/heap.ts";
+import { PROGRESS_SCRATCH_FROM, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
 import type { Transport } from "../transports/transport.ts";
 import { joinHierarchy } from "../transports/hierarchy.ts";
+import { startProgressThread } from "../communicator/progress_thread.ts";
+import type { ProgressRankInit } from "./progress_rank.ts";
 import { rankFunction, type RankProgram, type RankReport, runRank } from "./rank_report.ts";
 import { loadRuntime, type RankRuntime } from "./runtime.ts";
 
@@ -49,6 +51,8 @@ export interface RankInit extends RankProgram {
   cpu?: number;
   /** This rank is one of its process's ranks of a hierarchical group (hierarchy.ts). */
   hierarchy?: HierarchyPlan;
+  /** The rank's communicator runs on a progress thread of its own (progress_rank.ts). */
+  progress?: true;
 }
 
 /** Launcher → rank: another rank failed. */
@@ -78,12 +82,17 @@ scope.onmessage = ({ data }) => {
     const connect = async () => {
       const runtime = await loadRuntime(data.runtime);
       runtime.start?.(data.cpu);
-      const heap = new RankHeap(data.heaps[data.slot]);
+      // With a progress thread the rank's buffers and the thread's scratch share the heap.
+      const heap = new RankHeap(
+        data.heaps[data.slot],
+        data.progress && { to: PROGRESS_SCRATCH_FROM },
+      );
       if (data.gpu) {
         GpuThreads.record(data.gpuThreads, data.slot);
         gpu = await GpuDevice.open();
       }
       const { rank, handed, heaps, timeoutMs } = data;
+      if (data.progress) return await onProgressThread(data, heap);
       transport = data.hierarchy
         ? await joinHostRank(data, data.hierarchy, heap, runtime)
         : WEB_TRANSPORTS.launchedAs(data.transport, "workers").join(rank, {
@@ -104,6 +113,15 @@ scope.onmessage = ({ data }) => {
     }, scope.postMessage);
   }
 };
+
+/** Rank `init.rank` of its group on a progress thread of its own: the rank's side of it. */
+function onProgressThread(init: RankInit, heap: RankHeap): Promise<Communicator> {
+  const worker = new Worker(new URL("./progress_rank.ts", import.meta.url), { type: "module" });
+  const { rank, transport, handed, heaps, slot, timeoutMs, runtime } = init;
+  const join: ProgressRankInit = { rank, transport, handed, heaps, slot, timeoutMs, runtime };
+  const facts = WEB_TRANSPORTS.launchedAs(transport, "workers");
+  return startProgressThread(worker, join, facts, new RankMemory(heap));
+}
 
 /**
  * Joins rank `init.rank` of a hierarchical group: the mesh of the processes transport (which the

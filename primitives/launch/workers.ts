@@ -72,6 +72,13 @@ export function launchWorkers<T = unknown>(
   const rankOf = (w: number) => host ? host.host * host.threads + w : w;
   const ranks = Array.from({ length: size }, (_, w) => rankOf(w));
   const transport = host?.transport ?? options.transport ?? WEB_TRANSPORTS.launching("workers")[0];
+  const shared = WEB_TRANSPORTS.sharedMemory().name;
+  if (options.progress === "thread" && (host || options.gpu || transport !== shared)) {
+    throw new RangeError(
+      `a progress thread runs a rank of ${shared} on host buffers: not of ${transport}, of a ` +
+        "hierarchical group, or with a WebGPU device",
+    );
+  }
   const prepared =
     (host ? WEB_TRANSPORTS.sharedMemory() : WEB_TRANSPORTS.launchedAs(transport, "workers"))
       .prepare(size);
@@ -135,6 +142,7 @@ export function launchWorkers<T = unknown>(
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       gpu: options.gpu ?? false,
       gpuThreads: gpuThreads?.ids,
+      progress: options.progress === "thread" || undefined,
       heaps,
       handed,
       cpu: host

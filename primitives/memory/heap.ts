@@ -26,24 +26,45 @@ export function createHeapMemory(initialPages?: number): WebAssembly.Memory {
   return new WebAssembly.Memory({ initial: initialPages ?? 16, maximum: MAX_PAGES, shared: true });
 }
 
-/** First-fit allocator over a rank's heap memory. Single-threaded: only its rank allocates. */
+/**
+ * Where a rank's thread and its progress thread allocate in the heap they share (each its own
+ * allocator): user buffers below, the progress thread's scratch above (3 GiB and 1 GiB).
+ */
+export const PROGRESS_SCRATCH_FROM: number = 49152 * PAGE;
+
+/** The part of a heap memory one allocator hands out. */
+export interface HeapRegion {
+  /** Its first byte. @default {0} */
+  from?: number;
+  /** Its end. @default {HEAP_MAX_BYTES} */
+  to?: number;
+}
+
+/**
+ * First-fit allocator over a rank's heap memory, or a region of it. Single-threaded: only its
+ * rank allocates (a rank and its progress thread each in a region of their own).
+ */
 export class RankHeap {
   /** The shared memory; peers hold the same object. */
   readonly memory: WebAssembly.Memory;
+  readonly #end: number;
   #free: { offset: number; bytes: number }[] = [];
   #used = new Map<number, number>();
-  #top = ALIGN; // offset 0 stays unused so that 0 never names a buffer
+  #top: number;
   /** End of the highest buffer ever handed out: memory above it is still as grown, all zeros. */
-  #highWater = ALIGN;
+  #highWater: number;
 
-  /** Wraps a heap memory created by {@linkcode createHeapMemory}. */
-  constructor(memory: WebAssembly.Memory) {
+  /** Wraps a heap memory created by {@linkcode createHeapMemory} (the part `region` says). */
+  constructor(memory: WebAssembly.Memory, region?: HeapRegion) {
     this.memory = memory;
+    // Offset 0 stays unused so that 0 never names a buffer.
+    this.#top = this.#highWater = Math.max(ALIGN, region?.from ?? 0);
+    this.#end = region?.to ?? MAX_PAGES * PAGE;
   }
 
   /** Bytes the heap can still grow to hold. */
   get capacity(): number {
-    return MAX_PAGES * PAGE - this.#top + this.#free.reduce((s, b) => s + b.bytes, 0);
+    return this.#end - this.#top + this.#free.reduce((s, b) => s + b.bytes, 0);
   }
 
   /** Allocates `count` elements of `dtype`, zero-filled. Throws `RangeError` when the heap is full. */
@@ -87,9 +108,9 @@ export class RankHeap {
     }
     const offset = this.#top;
     const end = offset + bytes;
-    if (end > MAX_PAGES * PAGE) {
+    if (end > this.#end) {
       throw new RangeError(
-        `Cannot allocate ${bytes} bytes: the rank heap holds at most ${MAX_PAGES * PAGE} bytes ` +
+        `Cannot allocate ${bytes} bytes: the rank heap holds at most ${this.#end} bytes ` +
           `and ${this.capacity} are free`,
       );
     }

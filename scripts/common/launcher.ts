@@ -11,6 +11,7 @@ import {
   PROCESS_TRANSPORTS,
   TAB_TRANSPORT,
   TRANSPORT_NAMES,
+  TRANSPORT_TABLE,
   type TransportName,
   TRANSPORTS,
 } from "../../deno/mod.ts";
@@ -66,7 +67,8 @@ export const LAUNCH_FLAGS = defineFlags({
   },
   progress: {
     help: "where a process rank's calls progress: inline (on its thread, as it awaits them) or " +
-      "thread (on a progress thread of its own, while the rank computes; ws and tcp, host memory)",
+      "thread (on a progress thread of its own, while the rank computes; ws, tcp and shm, host " +
+      "memory)",
     kind: "choice",
     choices: PROGRESS,
     default: "inline",
@@ -162,13 +164,19 @@ export function planLaunch(v: Flags<typeof LAUNCH_FLAGS>): Launch {
   }
   if (processes) canListen(tabs > 0 ? host : bind);
   const progress = v.progress;
-  if (progress === "thread" && (!meshed || threads > 1)) {
+  // A process rank of ws or tcp, or a rank of the workers sharing memory (shm).
+  const progressing = [...PROCESS_TRANSPORTS, TRANSPORT_TABLE.sharedMemory().name];
+  if (progress === "thread" && (!progressing.includes(transport) || threads > 1 || tabs > 0)) {
     throw new UsageError(
       `--progress thread is not accepted with ${
-        threads > 1 ? `--threads ${threads}` : `--transport ${transport}`
-      }: a progress thread runs the communicator of a process rank of ${
-        PROCESS_TRANSPORTS.join(" or ")
-      }, one rank per process`,
+        threads > 1
+          ? `--threads ${threads}`
+          : tabs > 0
+          ? `--tabs ${tabs}`
+          : `--transport ${transport}`
+      }: a progress thread runs the communicator of a rank of ${
+        progressing.join(", ")
+      }, one rank per process or worker`,
     );
   }
   return { launcher, transport, procs, threads, bind, tabs, host, progress };
