@@ -1,6 +1,6 @@
 // OSU's point-to-point tests (latency, bw, bibw, mbw_mr): exact on every transport and memory
 // kind, rows per message with every stream's bandwidth, OSU's flags and layout, and a wrong
-// message counted.
+// message counted; shm's direct messages (large ones copied once, from the sender's heap) exact.
 import { parse } from "csv-parse/sync";
 import { assert_, assertEquals, assertThrows } from "./_assert.ts";
 import { runRanks } from "./_spawn_ranks.ts";
@@ -74,6 +74,11 @@ gpuTest(
     }
   },
 );
+
+Deno.test("point-to-point: shm's direct messages are exact both ways, to a late receiver, and in order", async () => {
+  const problems = await runRanks<string[]>("direct_rank.ts", { size: 2, transport: "shm" });
+  assertEquals(problems, [[], []]);
+});
 
 Deno.test("point-to-point: a corrupted message is counted wrong in every test", async () => {
   const [wrong] = await runRanks<Record<string, number[]>>("corrupted_messages_rank.ts", {

@@ -112,10 +112,15 @@ const RINGS_BUDGET_BYTES = 256 * 1024 * 1024;
 /** Bytes before the slot payloads: head, tail and slot headers. */
 const RING_HEADER = 1024;
 /**
- * Int32 index of `head` (slots written), `tail` (slots consumed) and `taken` (messages a receive
- * took, for the sender's goodbye check) inside a ring.
+ * Int32 index of `head` (slots written), `tail` (slots consumed), `taken` (messages a receive
+ * took, for the sender's goodbye check) and `copied` (direct messages the receiver has copied out
+ * of the sender's heap, shm_rings.ts) inside a ring.
  */
-export const RING_HEAD = 0, RING_TAIL = 16, RING_TAKEN = 24, RING_SLOT_HEADERS = 32;
+export const RING_HEAD = 0,
+  RING_TAIL = 16,
+  RING_TAKEN = 24,
+  RING_COPIED = 28,
+  RING_SLOT_HEADERS = 32;
 /** Int32 words per slot header: tag, total, chunk, first-of-message, stamp (two words). */
 export const SLOT_HEADER_WORDS = 8;
 

@@ -3,6 +3,10 @@
  * pair of ranks (shm_layout.ts). Progress is driven by whichever call is waiting: every wait
  * advances all pending sends and receives of this rank, and a message nobody has asked for yet is
  * drained into a side buffer, so two ranks that both send first never deadlock.
+ *
+ * A large message that lies in its sender's heap goes directly: one slot says where, the receiver
+ * copies it from the sender's heap into its receive (or a side buffer), and the send is done once
+ * the receiver says it has (`copied`), so its bytes are copied once, not into slots and out.
  * @module
  */
 
@@ -10,8 +14,10 @@ import type { CommError } from "../errors.ts";
 import { MismatchError } from "../errors.ts";
 import type { Unclaimed } from "./closing_check.ts";
 import type { ShmControl } from "./shm_control.ts";
+import { heapBuffer, memoryOf } from "../memory/heap.ts";
 import {
   loadStamp,
+  RING_COPIED,
   RING_HEAD,
   RING_SLOT_HEADERS,
   RING_TAIL,
@@ -24,8 +30,13 @@ import {
   storeStamp,
 } from "./shm_layout.ts";
 
-/** Slot header flags (word 3): the first slot of a message, a probe (see `#probe`). */
-const FIRST_SLOT = 1, PROBE_SLOT = 2;
+/**
+ * Slot header flags (word 3): the first slot of a message, a probe (see `#probe`), a direct
+ * message (its slot holds the byte offset of its bytes in the sender's heap, word 6).
+ */
+const FIRST_SLOT = 1, PROBE_SLOT = 2, DIRECT_SLOT = 4;
+/** Messages from this many bytes in the sender's heap go directly (see the module docs). */
+export const DIRECT_FROM_BYTES = 1 << 20;
 
 interface SendRequest {
   peer: number;
@@ -37,6 +48,8 @@ interface SendRequest {
   offset: number;
   started: boolean;
   done: boolean;
+  /** A direct message: its offset in this rank's heap, and the `copied` count that settles it. */
+  direct?: { heapOffset: number; settlesAt?: number };
 }
 
 interface RecvRequest {
@@ -97,6 +110,10 @@ export class ShmRings {
   readonly #recvs: RecvRequest[][];
   readonly #incoming: (Incoming | undefined)[];
   readonly #unexpected: Unexpected[][];
+  /** Direct sends to each peer waiting for it to copy them, in the order sent. */
+  readonly #copying: SendRequest[][];
+  /** Direct messages sent to each peer so far (what its `copied` count reaches for the last). */
+  readonly #directSent: number[];
   /** Where the next probe starts scanning its peers. */
   #probeStart = 0;
   /** Sends and receives of this rank completed so far (see `#complete`). */
@@ -119,11 +136,17 @@ export class ShmRings {
     this.#recvs = peers.map(() => []);
     this.#incoming = peers.map(() => undefined);
     this.#unexpected = peers.map(() => []);
+    this.#copying = peers.map(() => []);
+    this.#directSent = peers.map(() => 0);
     this.sent = peers.map(() => 0);
   }
 
   async send(peer: number, data: Uint8Array, tag: number, stamp: number): Promise<void> {
     const request: SendRequest = { peer, tag, stamp, data, offset: 0, started: false, done: false };
+    const heap = this.#control.heaps[this.#control.rank];
+    if (data.byteLength >= DIRECT_FROM_BYTES && memoryOf(data.buffer) === heap) {
+      request.direct = { heapOffset: data.byteOffset };
+    }
     this.sent[peer]++;
     this.#sends[peer].push(request);
     await null; // let sibling calls post before this one blocks
@@ -191,6 +214,7 @@ export class ShmRings {
   clear(): void {
     this.#sends.forEach((q) => q.length = 0);
     this.#recvs.forEach((q) => q.length = 0);
+    this.#copying.forEach((q) => q.length = 0);
   }
 
   /** A message some peer sent that no receive took: still in a ring, or drained aside. */
@@ -213,10 +237,24 @@ export class ShmRings {
     for (let p = 0; p < this.#control.size; p++) {
       if (p === this.#control.rank) continue;
       if (this.#sends[p].length > 0 && this.#pushSends(p)) moved = true;
+      if (this.#copying[p].length > 0 && this.#settleCopied(p)) moved = true;
       if (this.#pullRecvs(p)) moved = true;
     }
     return moved;
   };
+
+  /** Settles the direct sends to `peer` it has copied. Whether any were. */
+  #settleCopied(peer: number): boolean {
+    const copied = Atomics.load(this.#outbound[peer]!.words, RING_COPIED);
+    const queue = this.#copying[peer];
+    let moved = false;
+    while (queue.length > 0 && ((copied - queue[0].direct!.settlesAt!) | 0) >= 0) {
+      queue.shift()!.done = true;
+      this.#completions++;
+      moved = true;
+    }
+    return moved;
+  }
 
   /**
    * Blocks until `request` (with `peer`) is done, returning to the event loop whenever another
@@ -266,6 +304,22 @@ export class ShmRings {
     while (queue.length > 0 && ((head - Atomics.load(words, RING_TAIL)) | 0) < SLOTS) {
       const req = queue[0];
       const slot = head & (SLOTS - 1);
+      if (req.direct) {
+        const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
+        words[h] = req.tag;
+        words[h + 1] = req.data.byteLength;
+        words[h + 2] = 0;
+        words[h + 3] = FIRST_SLOT | DIRECT_SLOT;
+        storeStamp(words, h + 4, req.stamp);
+        words[h + 6] = req.direct.heapOffset;
+        req.direct.settlesAt = this.#directSent[peer] = (this.#directSent[peer] + 1) | 0;
+        head = (head + 1) | 0;
+        Atomics.store(words, RING_HEAD, head);
+        moved = true;
+        queue.shift();
+        this.#copying[peer].push(req);
+        continue;
+      }
       const chunk = Math.min(this.#slotBytes, req.data.byteLength - req.offset);
       if (chunk > 0) ring.slots[slot].set(req.data.subarray(req.offset, req.offset + chunk));
       const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
@@ -310,8 +364,18 @@ export class ShmRings {
         const stamp = loadStamp(words, h + 4);
         cur = this.#incoming[peer] = this.#startIncoming(peer, words[h], words[h + 1], stamp);
       }
-      if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);
-      cur.offset += chunk;
+      if (words[h + 3] & DIRECT_SLOT) {
+        const total = words[h + 1];
+        // The offset is unsigned (a heap holds up to 4 GiB).
+        const at = words[h + 6] >>> 0;
+        const from = new Uint8Array(heapBuffer(this.#control.heaps[peer]), at, total);
+        cur.target.set(from);
+        cur.offset = total;
+        Atomics.add(words, RING_COPIED, 1);
+      } else {
+        if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);
+        cur.offset += chunk;
+      }
       tail = (tail + 1) | 0;
       Atomics.store(words, RING_TAIL, tail);
       if (cur.offset >= cur.target.byteLength) {
