@@ -127,13 +127,16 @@ export function dials(members: readonly Member[], rank: number, peer: number): b
   return me.kind === "tab" || peer < rank;
 }
 
-/** Opens a WebSocket to `url`, or says why it could not within `ms`. */
+/**
+ * Opens a WebSocket to `url`, or says why it could not within `ms`. The link holds what arrives
+ * from the moment it opens (a hub answers a page at once, before its opener's await resumes).
+ */
 export function openSocket(
   url: string,
   protocol: string,
   ms: number,
   dial: Dial = (u, p) => new WebSocket(u, p),
-): Promise<WebSocket> {
+): Promise<SocketLink> {
   return new Promise((resolve, reject) => {
     const socket = dial(url, protocol);
     const timer = setTimeout(() => {
@@ -142,7 +145,7 @@ export function openSocket(
     }, ms);
     socket.onopen = () => {
       clearTimeout(timer);
-      resolve(socket);
+      resolve(new SocketLink(socket));
     };
     socket.onerror = () => {}; // the close that follows says it
     socket.onclose = (e) => {
@@ -156,13 +159,8 @@ export function openSocket(
 export async function joinWebSocketGroup(
   o: JoinOptions,
 ): Promise<{ transport: Transport; table: GroupTable }> {
-  let socket: WebSocket;
-  try {
-    socket = await openSocket(o.hub, offeredProtocol(o.token, o.rank), o.timeoutMs, o.dial);
-  } catch (e) {
-    throw new CommError(`cannot join the group's hub: ${(e as Error).message}`);
-  }
-  const hub = new SocketLink(socket);
+  const hub = await dialHub(o, o.rank);
+  const socket = hub.socket;
   const answers = hubAnswers(hub);
   try {
     socket.send(JSON.stringify({ join: { url: o.listener?.url, about: o.about } }));
@@ -196,18 +194,25 @@ export async function joinWebSocketGroup(
 export async function reserveTabHost(
   o: Pick<JoinOptions, "hub" | "token" | "timeoutMs">,
 ): Promise<{ page: WebSocket; reserved: Reservation }> {
-  let socket: WebSocket;
+  const link = await dialHub(o);
   try {
-    socket = await openSocket(o.hub, offeredProtocol(o.token), o.timeoutMs);
+    const { reserved } = await hubAnswers(link).next("reserved");
+    return { page: link.socket, reserved };
+  } catch (e) {
+    link.socket.close();
+    throw e;
+  }
+}
+
+/** Opens this rank's connection to the hub (`rank`: the one it claims), or says why it could not. */
+async function dialHub(
+  o: Pick<JoinOptions, "hub" | "token" | "timeoutMs" | "dial">,
+  rank?: number,
+): Promise<SocketLink> {
+  try {
+    return await openSocket(o.hub, offeredProtocol(o.token, rank), o.timeoutMs, o.dial);
   } catch (e) {
     throw new CommError(`cannot join the group's hub: ${(e as Error).message}`);
-  }
-  try {
-    const { reserved } = await hubAnswers(new SocketLink(socket)).next("reserved");
-    return { page: socket, reserved };
-  } catch (e) {
-    socket.close();
-    throw e;
   }
 }
 
@@ -223,11 +228,9 @@ async function openLinks(
     if (peer === rank || o.linked?.(peer) === false) return;
     if (linkKind(members[rank].kind, m.kind) === "tab-tab relayed") return;
     try {
-      direct[peer] = new SocketLink(
-        dials(members, rank, peer)
-          ? await openSocket(m.url!, offeredProtocol(o.token, rank), o.timeoutMs, o.dial)
-          : await o.listener!.accepted(peer),
-      );
+      direct[peer] = dials(members, rank, peer)
+        ? await openSocket(m.url!, offeredProtocol(o.token, rank), o.timeoutMs, o.dial)
+        : new SocketLink(await o.listener!.accepted(peer));
     } catch (e) {
       throw new PeerFailedError(peer, `rank ${peer} could not be linked: ${(e as Error).message}`);
     }
