@@ -5,33 +5,13 @@
  * @module
  */
 
-import { serveProgress } from "../../primitives/communicator/progress_server.ts";
-import {
-  joinedAs,
-  type ProgressJoin,
-  type ProgressPort,
-} from "../../primitives/communicator/progress_thread.ts";
-import { errorReport } from "../../primitives/errors.ts";
+import { serveProgressThread } from "../../primitives/communicator/progress_server.ts";
 import { connectRank, rankFromEnv } from "./env_rank.ts";
 import { unbindFromRank } from "../platform/scheduler_calls.ts";
 import type { ProgressInit } from "./progress.ts";
 
-const scope = self as unknown as {
-  onmessage: ((e: MessageEvent<ProgressInit>) => void) | null;
-  postMessage(join: ProgressJoin): void;
-};
-
-scope.onmessage = async ({ data }) => {
-  scope.onmessage = null;
-  let join: ProgressJoin;
-  try {
-    // Started by a bound rank's thread, it would share its one CPU.
-    unbindFromRank();
-    const comm = await connectRank(rankFromEnv(data.env), data.options);
-    serveProgress(comm, data.heap, self as unknown as ProgressPort);
-    join = joinedAs(comm);
-  } catch (e) {
-    join = { failed: errorReport(e) };
-  }
-  scope.postMessage(join);
-};
+serveProgressThread<ProgressInit>(async (init) => {
+  // Started by a bound rank's thread, it would share its one CPU.
+  unbindFromRank();
+  return { comm: await connectRank(rankFromEnv(init.env), init.options), heap: init.heap };
+});

@@ -12,11 +12,39 @@ import { errorFromReport, errorReport } from "../errors.ts";
 import { heapBuffer } from "../memory/heap.ts";
 import {
   isHeapSlice,
+  type ProgressJoin,
   type ProgressPort,
   type ProgressReply,
   type ProgressRequest,
   sliceView,
 } from "./progress_thread.ts";
+
+/**
+ * A progress thread's entry (progress_rank.ts, Deno's progress_worker.ts): once its rank's thread
+ * says what to join with, `join` connects the communicator (and names the rank's heap memory it
+ * shares), its calls are served, and the rank's thread is told it joined, or why it could not.
+ */
+export function serveProgressThread<I>(
+  join: (init: I) => Promise<{ comm: Communicator; heap: WebAssembly.Memory }>,
+): void {
+  const scope = self as unknown as {
+    onmessage: ((e: MessageEvent<I>) => void) | null;
+    postMessage(answer: ProgressJoin): void;
+  };
+  scope.onmessage = async ({ data }) => {
+    scope.onmessage = null;
+    let answer: ProgressJoin;
+    try {
+      const { comm, heap } = await join(data);
+      serveProgress(comm, heap, self as unknown as ProgressPort);
+      const { rank, size, links, members } = comm;
+      answer = { joined: { rank, size, links, members } };
+    } catch (e) {
+      answer = { failed: errorReport(e) };
+    }
+    scope.postMessage(answer);
+  };
+}
 
 /** Serves the rank's calls on `comm`; `heap` is the rank's heap memory, shared with its thread. */
 export function serveProgress(

@@ -100,11 +100,6 @@ export async function startProgressThread(
   return comm;
 }
 
-/** What a progress thread tells its rank once its communicator has joined. */
-export function joinedAs(comm: Communicator): ProgressJoin {
-  return { joined: { rank: comm.rank, size: comm.size, links: comm.links, members: comm.members } };
-}
-
 /**
  * The rank's handle on a communicator running on its progress thread: the same calls as any
  * Communicator, each one forwarded whole, so that it progresses while this thread computes.

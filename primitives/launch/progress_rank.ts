@@ -8,9 +8,7 @@
  */
 
 import { Communicator } from "../communicator/communicator.ts";
-import { serveProgress } from "../communicator/progress_server.ts";
-import { joinedAs, type ProgressJoin, type ProgressPort } from "../communicator/progress_thread.ts";
-import { errorReport } from "../errors.ts";
+import { serveProgressThread } from "../communicator/progress_server.ts";
 import { PROGRESS_SCRATCH_FROM, RankHeap } from "../memory/heap.ts";
 import { RankMemory } from "../memory/rank_memory.ts";
 import { WEB_TRANSPORTS } from "../registry.ts";
@@ -29,26 +27,12 @@ export interface ProgressRankInit {
   runtime?: string;
 }
 
-const scope = self as unknown as {
-  onmessage: ((e: MessageEvent<ProgressRankInit>) => void) | null;
-  postMessage(join: ProgressJoin): void;
-};
-
-scope.onmessage = async ({ data }) => {
-  scope.onmessage = null;
-  let join: ProgressJoin;
-  try {
-    (await loadRuntime(data.runtime)).startProgress?.();
-    const { rank, handed, heaps, timeoutMs } = data;
-    // The rank's buffers lie below; the scratch of the calls made here, above.
-    const heap = new RankHeap(heaps[data.slot], { from: PROGRESS_SCRATCH_FROM });
-    const transport = WEB_TRANSPORTS.launchedAs(data.transport, "workers")
-      .join(rank, { handed, heaps, heap, timeoutMs });
-    const comm = new Communicator(transport, new RankMemory(heap));
-    serveProgress(comm, heaps[data.slot], self as unknown as ProgressPort);
-    join = joinedAs(comm);
-  } catch (e) {
-    join = { failed: errorReport(e) };
-  }
-  scope.postMessage(join);
-};
+serveProgressThread<ProgressRankInit>(async (init) => {
+  (await loadRuntime(init.runtime)).startProgress?.();
+  const { rank, handed, heaps, timeoutMs } = init;
+  // The rank's buffers lie below; the scratch of the calls made here, above.
+  const heap = new RankHeap(heaps[init.slot], { from: PROGRESS_SCRATCH_FROM });
+  const transport = WEB_TRANSPORTS.launchedAs(init.transport, "workers")
+    .join(rank, { handed, heaps, heap, timeoutMs });
+  return { comm: new Communicator(transport, new RankMemory(heap)), heap: heaps[init.slot] };
+});

@@ -161,7 +161,9 @@ export class WebSocketTransport extends InboxTransport {
   readonly members: readonly RankKind[];
   readonly #links: WebSocketLinks;
   readonly #release?: () => Promise<void>;
-  readonly #linked: (peer: number) => boolean;
+  /** Every socket it holds: its peers' and the hub's. */
+  readonly #sockets: (SocketLink | undefined)[];
+  readonly #loopTurn: (n: number) => Promise<void>;
   #failed?: Error;
   #closing = false;
 
@@ -171,15 +173,14 @@ export class WebSocketTransport extends InboxTransport {
     links: WebSocketLinks,
     options: WebSocketTransportOptions = {},
   ) {
-    const linked = options.linked ?? (() => true);
     super(rank, size, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
       stalled: (peer, tag) => {
         const stamp = this.calls?.stampOf(tag);
         if (stamp !== undefined) this.#control(peer, { probe: { tag, stamp } });
       },
-    }, linked);
-    this.#linked = linked;
+    }, options.linked);
     this.#links = links;
+    this.#sockets = [...links.direct, links.hub];
     this.#loopTurn = options.loopTurn ?? webLoopTurn;
     this.#release = options.release;
     this.members = links.members;
@@ -191,7 +192,7 @@ export class WebSocketTransport extends InboxTransport {
     });
     links.hub.attach((e) => this.#fromHub(e.data), (e) => {
       for (let p = 0; p < size; p++) {
-        if (p !== rank && !links.direct[p] && linked(p)) {
+        if (!links.direct[p] && this.goodbyes.expects(p)) {
           this.#lost(p, `the group's hub closed (code ${e.code}), and rank ${p} was reached by it`);
         }
       }
@@ -226,17 +227,14 @@ export class WebSocketTransport extends InboxTransport {
     return Promise.resolve();
   }
 
-  readonly #loopTurn: (n: number) => Promise<void>;
-
   /**
    * Resolves once every socket has handed what it holds to the system: a runtime's sockets send
    * on later turns of the event loop (Deno's every message, a browser's what does not fit its
    * pipe at once), which a thread that blocks holds back.
    */
   async flush(): Promise<void> {
-    const links = [...this.#links.direct, this.#links.hub];
     const since = performance.now();
-    for (let n = 0; links.some((l) => l?.open && l.socket.bufferedAmount > 0); n++) {
+    for (let n = 0; holding(this.#sockets); n++) {
       if (this.#failed) throw this.#failed;
       if (performance.now() - since > this.timeoutMs) {
         throw new CommTimeoutError(
@@ -317,7 +315,7 @@ export class WebSocketTransport extends InboxTransport {
     this.inbox.fail(error);
     const notice = { abort: failureNotice(error, this.rank) };
     for (let p = 0; p < this.size; p++) {
-      if (p !== this.rank && this.#linked(p)) this.#control(p, notice);
+      if (this.goodbyes.expects(p)) this.#control(p, notice);
     }
     this.goodbyes.interrupt();
   }
@@ -333,7 +331,7 @@ export class WebSocketTransport extends InboxTransport {
     }
     this.#closing = true;
     this.inbox.close();
-    await flushed([...this.#links.direct, this.#links.hub], this.timeoutMs);
+    await flushed(this.#sockets, this.timeoutMs);
     const failed = this.#failed as CommError | undefined;
     const code = failed ? CLOSE_FAILED + (failed.failedRank ?? this.rank) : CLOSE_NORMAL;
     // Close text is at most 123 bytes.
@@ -343,8 +341,7 @@ export class WebSocketTransport extends InboxTransport {
     const reason = failed
       ? new TextDecoder().decode(new TextEncoder().encode(why).slice(0, 120))
       : "";
-    for (const link of this.#links.direct) link?.socket.close(code, reason);
-    this.#links.hub.socket.close(code, reason);
+    for (const link of this.#sockets) link?.socket.close(code, reason);
     await this.#release?.();
     if (failed) throw failed;
   }
@@ -372,10 +369,15 @@ function webLoopTurn(n: number): Promise<void> {
   });
 }
 
+/** Whether an open one of `links` still holds bytes it has not handed to the system. */
+function holding(links: readonly (SocketLink | undefined)[]): boolean {
+  return links.some((l) => l?.open && l.socket.bufferedAmount > 0);
+}
+
 /** Resolves once every open socket has sent what it holds, or after `ms`. */
 async function flushed(links: (SocketLink | undefined)[], ms: number): Promise<void> {
   const end = Date.now() + ms;
-  while (links.some((l) => l?.open && l.socket.bufferedAmount > 0) && Date.now() < end) {
+  while (holding(links) && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 1));
   }
 }
