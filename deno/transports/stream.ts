@@ -179,7 +179,7 @@ export abstract class StreamTransport extends InboxTransport {
     if (!pump) return start();
     let settled = false;
     const waiting = start(() => settled = true);
-    if (small && !settled) pump.pump();
+    if (small && !settled) pump.pump(() => settled);
     if (!settled) pump.drive(() => settled);
     return waiting;
   }

@@ -79,7 +79,7 @@ export class SocketPump {
     /** Whether the machine has more runnable threads than cores (asked once per idle stretch). */
     let busy: boolean | undefined;
     while (!done() && !this.#closedAll()) {
-      if (this.pump()) {
+      if (this.pump(done)) {
         idle = 0;
         idleSince = -1;
         continue;
@@ -119,13 +119,19 @@ export class SocketPump {
     await Promise.all(this.#sleeps);
   }
 
-  /** One pass over every socket: queued writes out, arrived bytes in. Whether anything moved. */
-  pump(): boolean {
+  /**
+   * One pass over every socket: queued writes out, arrived bytes in. Whether anything moved. The
+   * pass ends once `done()` (the caller's call has finished): read on, the peer's next message
+   * would arrive before its receive is posted, into a buffer of its own, allocated and copied out
+   * again (docs/transports/stream.md, "Socket calls").
+   */
+  pump(done?: () => boolean): boolean {
     let moved = false;
     for (const link of this.#links) {
+      if (done?.()) return moved;
       if (link.closed) continue;
       if (link.outgoing.length > 0 && this.#flush(link)) moved = true;
-      if (!link.readDone && this.#drain(link)) moved = true;
+      if (!link.readDone && !done?.() && this.#drain(link)) moved = true;
     }
     return moved;
   }
