@@ -41,3 +41,15 @@ Deno.test("a reproducible call's stamp unpacks to it, and differs from the plain
     }
   }
 });
+
+Deno.test("no stamp is a 32-bit integer, so none changes how V8 compiles the code it flows through", () => {
+  for (const kind of ["p2p", "barrier", "allreduce", "scatter"] as const) {
+    for (const count of [0, 1, 255, 256, 2 ** 29]) {
+      for (const reproducible of count > 0 && count <= 2 ** 27 ? [false, true] : [false]) {
+        const stamp = callStamp(kind, "f32", count, "sum", 0, 0, reproducible);
+        assert_(stamp > 2 ** 31 - 1, `${kind} of ${count}: stamp ${stamp} fits an int32`);
+        assertEquals(shapeOf(stamp).count, count);
+      }
+    }
+  }
+});

@@ -46,8 +46,11 @@ export interface CallShape {
 
 // Low 23 bits: kind (4), op and dtype together (5: op × 5 + dtype, 25 of 32 codes), root (10),
 // algorithm (4); above them the count, so that 2^29 half-precision elements stay below 2^53.
+// Every stamp adds 2^31 (a multiple of 2^23): stamps are never the 32-bit integers V8 compiles
+// for, so the first call of 256 elements or more does not deoptimize all the code stamps flow
+// through (docs/measuring.md, "Stamps above 2^31").
 // A reproducible call (of at most 2^27 elements, at least one) adds 2^52: above any other stamp.
-const LOW = 2 ** 23, REPRODUCIBLE = 2 ** 52;
+const LOW = 2 ** 23, FLOOR = 2 ** 31, REPRODUCIBLE = 2 ** 52;
 const codes = <T extends string>(list: readonly T[]) =>
   Object.fromEntries(list.map((v, i) => [v, i])) as Record<T, number>;
 const KIND_CODE = codes(KINDS), OP_CODE = codes(REDUCE_OPS), DTYPE_CODE = codes(DTYPES);
@@ -66,7 +69,7 @@ export function callStamp(
   algorithm: number,
   reproducible = false,
 ): number {
-  return (reproducible ? REPRODUCIBLE : 0) + count * LOW +
+  return FLOOR + (reproducible ? REPRODUCIBLE : 0) + count * LOW +
     (KIND_CODE[kind] | (OP_CODE[op] * D + DTYPE_CODE[dtype]) << 4 | root << 9 | algorithm << 19);
 }
 
@@ -77,6 +80,7 @@ export function stampOf(s: CallShape): number {
 
 /** Unpacks a stamp. */
 export function shapeOf(stamp: number): CallShape {
+  stamp -= FLOOR;
   const reproducible = stamp >= REPRODUCIBLE + LOW;
   if (reproducible) stamp -= REPRODUCIBLE;
   const low = stamp % LOW;
