@@ -105,4 +105,6 @@ export {
   postMessageRoundTrip,
   type ProbeOptions,
   simdPeak,
+  windowCopy,
+  type WindowCurve,
 } from "./limits/probes.ts";

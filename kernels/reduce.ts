@@ -2,6 +2,7 @@
  * The reduction kernel front: WebAssembly SIMD when the buffers live in WebAssembly memories,
  * the plain-JS reference otherwise. f16 runs on the engine's own conversions where it validates
  * them (V8 with `--experimental-wasm-fp16`: half_hardware_wat.ts), else on the software kernels.
+ * The same modules copy between two memories (`copyWasm`).
  * @module
  */
 
@@ -19,6 +20,7 @@ import {
 type ReduceFn = (dst: number, a: number, b: number, n: number) => void;
 type DivFn = (dst: number, n: number, k: number) => void;
 type ConvertFn = (dst: number, src: number, n: number) => void;
+type CopyFn = (dst: number, src: number, bytes: number) => void;
 
 /** The kernels' builds: every dtype's, and f16's on the engine's conversions. */
 type Build = "all" | "f16_hardware";
@@ -81,6 +83,16 @@ function kernels(
   b: WebAssembly.Memory,
 ): WebAssembly.Exports {
   const build: Build = dtype === "f16" && halfKernels() === "hardware" ? "f16_hardware" : "all";
+  return instance(build, dst, a, b);
+}
+
+/** The instance of `build` on memories `dst`, `a` and `b`, made once per worker. */
+function instance(
+  build: Build,
+  dst: WebAssembly.Memory,
+  a: WebAssembly.Memory,
+  b: WebAssembly.Memory,
+): WebAssembly.Exports {
   let byA = instances[build].get(dst);
   if (!byA) instances[build].set(dst, byA = new WeakMap());
   let byB = byA.get(a);
@@ -128,6 +140,33 @@ export function reduceWasm(op: KernelOp, dst: TypedArray, a: TypedArray, b: Type
   const dtype = dtypeOf(dst);
   const run = kernels(dtype, d, x, y)[`${op}_${dtype}`] as ReduceFn;
   run(dst.byteOffset, a.byteOffset, b.byteOffset, dst.length);
+  return true;
+}
+
+/** Each pair of memories' copy, looked up once per call (the instances' own map holds three). */
+const copies = new WeakMap<WebAssembly.Memory, WeakMap<WebAssembly.Memory, CopyFn>>();
+
+/**
+ * Copies `bytes` bytes from `src`'s buffer at byte `srcAt` into `dst`'s at `dstAt`, by
+ * `memory.copy`: false (and nothing done) unless both live in WebAssembly memories. The operands
+ * come as BLAS takes them (kernels/copy.ts checks them).
+ */
+export function copyWasm(
+  dst: ArrayBufferView,
+  dstAt: number,
+  src: ArrayBufferView,
+  srcAt: number,
+  bytes: number,
+): boolean {
+  const d = memoryOf(dst.buffer);
+  if (!d) return false;
+  const s = memoryOf(src.buffer);
+  if (!s) return false;
+  let bySource = copies.get(d);
+  if (!bySource) copies.set(d, bySource = new WeakMap());
+  let run = bySource.get(s);
+  if (!run) bySource.set(s, run = instance("all", d, s, s).copy as CopyFn);
+  run(dstAt, srcAt, bytes);
   return true;
 }
 

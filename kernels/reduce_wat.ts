@@ -7,7 +7,9 @@
  * `dst[dst + i] = a[a + i] op b[b + i]` for `i < n` elements: a 4× unrolled v128 loop, a
  * single-vector loop, then a scalar tail, so any length and any alignment work.
  * `div_<dtype>(dst, n, k)` divides in place in `dst` (the second half of `avg`). Half-precision
- * dtypes compute in f32 and have conversions to and from f32 besides (half_wat.ts).
+ * dtypes compute in f32 and have conversions to and from f32 besides (half_wat.ts). `copy(dst, a,
+ * bytes)` copies bytes from `a` to `dst`: the engine's `memory.copy`, which outruns a typed
+ * array's `set` on shared memory (kernels/copy.ts).
  *
  * `deno task build:wasm` compiles this text with wabt into `reduce_wasm_bytes.generated.ts`.
  * @module
@@ -170,9 +172,12 @@ export function reduceWat(dst: Sharing, a: Sharing, b: Sharing): string {
     const shared = sharing === "shared" ? " shared" : "";
     return `(import "mem" "${name}" (memory $${name}_mem 1 65536${shared}))`;
   };
+  const copy = `
+  (func (export "copy") (param $dst i32) (param $a i32) (param $bytes i32)
+    (memory.copy $dst_mem $a_mem (local.get $dst) (local.get $a) (local.get $bytes)))`;
   return `(module
   ${memory("dst", dst)}
   ${memory("a", a)}
-  ${memory("b", b)}${funcs.join("\n")}
+  ${memory("b", b)}${funcs.join("\n")}${copy}
 )\n`;
 }

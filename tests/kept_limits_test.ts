@@ -54,6 +54,12 @@ const PLANTS: [string, (l: Loose) => void, RegExp][] = [
   ["1e-300", (l) => l.tcpRoundTripUs.min = 1e-300, /tcpRoundTripUs\.min is 1e-300, outside/],
   ["a NaN string", (l) => l.simdPeak.gflops.median = "NaN", /simdPeak\.gflops\.median is "NaN"/],
   ["an empty curve", (l) => l.reduce.all = { bytes: [], gbs: [] }, /reduce\.all holds 0 sizes/],
+  [
+    "a window of no blocks",
+    (l) => l.copy.window = { ...structuredClone(l.copy.one), blocks: 0 },
+    /copy\.window\.blocks is 0/,
+  ],
+  ["a window's bad curve", (l) => l.copy.window = { blocks: 64 }, /copy\.window is not a curve/],
   ["cores 0", (l) => l.machine.cores = 0, /machine\.cores is 0/],
   ["cores many", (l) => l.machine.cores = "many", /machine\.cores is "many"/],
   ["no copy", (l) => delete l.copy, /copy is not a pair of curves/],

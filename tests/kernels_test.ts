@@ -1,7 +1,9 @@
 // WASM SIMD kernels against the JS reference: every op × dtype, odd lengths, unaligned offsets,
 // each operand in a memory of its own, shared (a heap) or private (a large `host` buffer's), and
 // in place; the committed binaries match the kernel source.
+import { copy } from "../kernels/copy.ts";
 import {
+  copyWasm,
   divide,
   fromHalf,
   halfKernels,
@@ -190,6 +192,37 @@ Deno.test("buffers outside a heap fall back to the JS reference", () => {
   assert_(!reduceWasm("max", dst, a, b));
   reduce("max", dst, a, b);
   assertEquals(Array.from(dst), [5, 4, 3, 4, 5]);
+});
+
+Deno.test("copies between heaps run memory.copy, exactly, at every offset, and never past a view", () => {
+  for (const [d, s] of [["shared", "shared"], ["shared", "private"], ["private", "shared"]]) {
+    const dstBuf = bufferOf(d as Sharing), srcBuf = bufferOf(s as Sharing);
+    for (const [dstAt, srcAt, n] of [[0, 0, 128], [3, 5, 1001], [1, 0, 4096]]) {
+      // Views that start inside the buffers and end before them: a copy past a view would show.
+      const dst = new Float32Array(dstBuf, 4, dstAt + n + 8).fill(-1);
+      const src = new Float32Array(srcBuf, 8, srcAt + n).map((_, i) => i * 0.5 + 1);
+      copy(dst, src, dstAt, srcAt, n);
+      const want = Array.from(
+        { length: dst.length },
+        (_, i) => i >= dstAt && i < dstAt + n ? (srcAt + i - dstAt) * 0.5 + 1 : -1,
+      );
+      assertEquals(Array.from(dst), want, `${d} <- ${s}, at ${dstAt} from ${srcAt}, ${n}`);
+    }
+  }
+  // The kernel runs only between memories, and a range past a view goes to set(), which clamps.
+  const heap = new Uint8Array(bufferOf("shared"), 0, 1024), plain = new Uint8Array(1024);
+  assert_(copyWasm(heap, 0, new Uint8Array(bufferOf("shared")), 0, 512));
+  assert_(!copyWasm(plain, 0, heap, 0, 512) && !copyWasm(heap, 0, plain, 0, 512));
+  const source = bufferOf("shared");
+  new Uint8Array(source, 0, 2048).fill(5); // what lies past the view
+  const short = new Uint8Array(source, 0, 600).fill(7);
+  const dst = new Uint8Array(bufferOf("shared"), 0, 2048).fill(9);
+  copy(dst, short, 0, 100, 1024); // 1024 asked from 100 of 600: set() copies the 500 there are
+  assertEquals([dst[0], dst[499], dst[500], dst[1023]], [7, 7, 9, 9]);
+  // In one heap, overlapping ranges copy as memmove does.
+  const one = new Int32Array(bufferOf("shared"), 0, 3000).map((_, i) => i);
+  copy(one, one, 1, 0, 2000);
+  assertEquals([one[0], one[1], one[2000], one[2001]], [0, 0, 1999, 2001]);
 });
 
 Deno.test("the committed kernel binaries match kernels/reduce_wat.ts and limits_wat.ts (run deno task build:wasm)", async () => {

@@ -73,6 +73,25 @@ Deno.test("limits: each primitive's bound follows its least work, a rank's share
     50,
   );
   assertEquals(sweepBounds(undefined, { bounds: shm, primitive: "allreduce", procs: 2 }), null);
+  // A stream's receiver fills a window of blocks: its copy rate is the window's, where the limits
+  // hold one of at most that many blocks; else a core's copy into one destination.
+  const streams = { ...machine(2) };
+  streams.copy = { ...streams.copy, window: { ...curve(4), blocks: 64 } };
+  const bw = (window?: number) =>
+    sweepBounds(streams, { bounds: shm, primitive: "bw", procs: 2, window })!.bandwidth;
+  // bw: one receiver copies every byte, at a core's rate.
+  assertEquals([bw().gbs[0], bw(64).gbs[0], bw(128).gbs[0], bw(8).gbs[0]], [4, 4, 4, 10]);
+  assertEquals(bw().name, "a core's copy rate into a window of 64 blocks");
+  assertEquals(
+    sweepBounds(machine(2), { bounds: shm, primitive: "bw", procs: 2 })!.bandwidth.gbs[0],
+    10,
+    "no window measured",
+  );
+  assertEquals(
+    sweepBounds(streams, { bounds: shm, primitive: "bcast", procs: 2 })!.bandwidth.gbs[0],
+    20,
+    "a collective: no window",
+  );
   assertEquals(
     sweepBounds(machine(2), { bounds: TRANSPORTS.gpu.bounds, primitive: "allreduce", procs: 2 }),
     null,
@@ -171,13 +190,14 @@ Deno.test("limits: deno task limits measures every limit, keeps them per machine
     assert_(limits.sitting!.load.every((x) => x >= 0 && x <= 1), JSON.stringify(limits.sitting));
     assertEquals(limits.sitting!.busy, Math.max(...limits.sitting!.load) > 0.25);
     assert_(/measuring .*\(step 1 of \d+\)/.test(first.err), first.err);
-    assert_(/\(step 9 of 9, ETA \d+s\)/.test(first.err), first.err);
+    assert_(/\(step 10 of 10, ETA \d+s\)/.test(first.err), first.err);
     const positive = [
       limits.cacheLineRoundTripUs,
       limits.postMessageRoundTripUs,
       limits.tcpRoundTripUs!,
       limits.simdPeak.gflops,
       ...limits.copy.one.gbs,
+      ...limits.copy.window!.gbs,
       ...limits.reduce.all.gbs,
     ];
     assert_(positive.every((m) => m.min > 0 && m.min <= m.median && m.median <= m.max), "spreads");

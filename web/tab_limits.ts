@@ -12,7 +12,9 @@ import {
   memoryBandwidth,
   postMessageRoundTrip,
   simdPeak,
+  windowCopy,
 } from "../bench/limits/probes.ts";
+import { DEFAULT_WINDOW } from "../bench/cases.ts";
 import type { TabEnvironment } from "./environment.ts";
 
 /** Buffer sizes of the tab's bandwidths, bytes: 4 KiB to 16 MiB, every 4× (a tab's memory is its renderer's). */
@@ -64,6 +66,10 @@ export async function measureTabLimits(
       all: await step(
         "copy, all cores",
         () => memoryBandwidth(allSizes, { ...options, op: "copy", cores: env.cores }),
+      ),
+      window: await step(
+        `copy into a window of ${DEFAULT_WINDOW}, one core`,
+        () => windowCopy(SIZES, { ...options, blocks: DEFAULT_WINDOW, maxBytes: 2 ** 29 }),
       ),
     },
     reduce: {

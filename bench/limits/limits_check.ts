@@ -129,6 +129,15 @@ export function limitsProblem(
       if (problem) return problem;
     }
   }
+  const window = (l.copy as Record<string, unknown>).window;
+  if (window !== undefined) {
+    const problem = curveProblem(window, "copy.window");
+    if (problem) return problem;
+    const { blocks } = window as { blocks: unknown };
+    if (!Number.isInteger(blocks) || (blocks as number) < 1) {
+      return `copy.window.blocks is ${shown(blocks)} (a whole number of blocks from 1)`;
+    }
+  }
   // Relations every sitting shows: a cache line crosses cores faster than a message does.
   if (l.cacheLineRoundTripUs!.median >= l.postMessageRoundTripUs!.median) {
     return `the cache-line round trip (${l.cacheLineRoundTripUs!.median} µs) is not below the ` +

@@ -22,6 +22,7 @@ export function limitsTable(l: MachineLimits): string {
     ["device copy", l.device?.copyGBs, "GB/s", 1, "ceiling of gpu"],
     ["device submit round trip", l.device?.roundTripUs, "µs", 0, "floor of gpu"],
   ];
+  const window = l.copy.window;
   const lines = [
     `# ${l.machine.cpu}, ${l.machine.cores} cores, ${l.machine.runtime} ${l.machine.version}`,
     `# measured ${l.date} (machine ${l.fingerprint}); median of the trials, spread min–max`,
@@ -39,18 +40,20 @@ export function limitsTable(l: MachineLimits): string {
   if (!l.device) lines.push(`${"device".padEnd(38)}${"-".padStart(10)} (no adapter)`);
   lines.push(
     "",
-    "# memory bandwidth, GB/s of output (copy: memory.copy; reduce: SIMD add, read two, write one); " +
+    "# memory bandwidth, GB/s of output (copy: memory.copy; reduce: SIMD add, read two, write one; " +
+      "window: one core's copy into W blocks in turn, a stream's receives); " +
       "ceiling of shm's and worker's busbw",
     `${"bytes".padStart(10)}${
       [`copy 1`, `copy ${l.machine.cores}`, `reduce 1`, `reduce ${l.machine.cores}`]
         .map((h) => h.padStart(10)).join("")
-    }`,
+    }${window ? `window W${window.blocks}`.padStart(13) : ""}`,
   );
   l.copy.one.bytes.forEach((bytes, i) => {
-    const cell = (m?: Sampled) => (m ? m.median.toFixed(2) : "-").padStart(10);
+    const cell = (m?: Sampled, width = 10) => (m ? m.median.toFixed(2) : "-").padStart(width);
+    const windowed = window && cell(window.gbs[window.bytes.indexOf(bytes)], 13);
     lines.push(
       `${String(bytes).padStart(10)}${cell(l.copy.one.gbs[i])}${cell(l.copy.all.gbs[i])}` +
-        `${cell(l.reduce.one.gbs[i])}${cell(l.reduce.all.gbs[i])}`,
+        `${cell(l.reduce.one.gbs[i])}${cell(l.reduce.all.gbs[i])}${windowed || ""}`,
     );
   });
   return lines.join("\n");

@@ -7,10 +7,10 @@
 
 import type { TransportBounds } from "../../internal.ts";
 import type { ResultRow } from "../metrics.ts";
-import { type Primitive, PRIMITIVES } from "../cases.ts";
+import { DEFAULT_WINDOW, type Primitive, PRIMITIVES } from "../cases.ts";
 import { bytesName } from "../sizes.ts";
 import type { Sampled } from "./measure.ts";
-import type { BandwidthCurve, DeviceLimits } from "./probes.ts";
+import type { BandwidthCurve, DeviceLimits, WindowCurve } from "./probes.ts";
 
 /** What the limits were measured on; the fingerprint is a digest of it. */
 export interface MachineFacts {
@@ -44,8 +44,12 @@ export interface MachineLimits {
   tcpRoundTripUs?: Sampled;
   /** One loopback TCP connection's stream, GB/s. */
   loopbackStreamGBs?: Sampled;
-  /** Copy bandwidth of one core and of all cores at once, GB/s by size. */
-  copy: { one: BandwidthCurve; all: BandwidthCurve };
+  /**
+   * Copy bandwidth of one core and of all cores at once, GB/s by size; and one core's copy into
+   * a window of destinations, as a stream's receiver fills its receives (files of earlier
+   * versions: none).
+   */
+  copy: { one: BandwidthCurve; all: BandwidthCurve; window?: WindowCurve };
   /** Reduce (read two, write one) bandwidth likewise. */
   reduce: { one: BandwidthCurve; all: BandwidthCurve };
   /** The WebAssembly SIMD peak of one thread. */
@@ -102,20 +106,28 @@ export interface RunShape {
   busFactor: number;
   /** The least memory work of a call, in multiples of its size (bench/cases.ts `work`). */
   work: { copy: number; reduce: number };
+  /** A streaming test's messages per window: its receiver copies into that many blocks. */
+  window?: number;
 }
 
 /**
- * What bounds a sweep of `run.primitive` on `run.procs` ranks of a transport with `run.bounds`,
- * on a machine of `limits`: null where no limits were measured (or not those this transport
- * needs).
+ * What bounds a sweep of `run.primitive` on `run.procs` ranks of a transport with `run.bounds`
+ * (a streaming test: `run.window` messages a window), on a machine of `limits`: null where no
+ * limits were measured (or not those this transport needs).
  */
 export function sweepBounds(
   limits: MachineLimits | undefined,
-  run: { bounds: TransportBounds; primitive: Primitive; procs: number },
+  run: { bounds: TransportBounds; primitive: Primitive; procs: number; window?: number },
 ): RunBounds | null {
   const { bounds, primitive, procs } = run;
   const spec = PRIMITIVES[primitive];
-  const shape = { bounds, procs, busFactor: spec.busFactor(procs), work: spec.work(procs) };
+  const shape: RunShape = {
+    bounds,
+    procs,
+    busFactor: spec.busFactor(procs),
+    work: spec.work(procs),
+    ...(spec.windowed && { window: run.window ?? DEFAULT_WINDOW }),
+  };
   return (limits && runBounds(limits, shape)) ?? null;
 }
 
@@ -152,16 +164,26 @@ function latencyOf(l: MachineLimits, { bounds, procs }: RunShape): number | unde
  * The busbw a run can reach at each size. Its time is averaged over ranks, so it is at least the
  * group's least work (copies at a core's copy rate, reductions at its reduce rate: the work may
  * fall on a few ranks, each at most a core's rate) divided among all its ranks; ranks above the
- * cores share them. Links and devices move every byte at their rate.
+ * cores share them. A stream's receiver copies into a window of blocks, whose bytes another copy
+ * into one destination would find in its cache: its rate is the window's, where the limits hold
+ * one no larger. Links and devices move every byte at their rate.
  */
-function busbwBound(l: MachineLimits, { bounds, procs, busFactor, work }: RunShape) {
+function busbwBound(l: MachineLimits, { bounds, procs, busFactor, work, window }: RunShape) {
   let name: string, bytes: number[], copy: number[], reduce: number[];
   if (bounds.bandwidth === "memory") {
     const share = Math.min(1, l.machine.cores / procs);
-    const rate = (kind: MachineLimits["copy"]) => kind.one.gbs.map((m) => m.median * share);
+    const stream = window !== undefined && l.copy.window && l.copy.window.blocks <= window
+      ? l.copy.window
+      : undefined;
+    const copying = stream ?? l.copy.one;
+    const medians = (curve: BandwidthCurve) => curve.gbs.map((m) => m.median);
+    const reduceCurve = { name: "", bytes: l.reduce.one.bytes, gbs: medians(l.reduce.one) };
     const what = [work.copy > 0 && "copy", work.reduce > 0 && "reduce"].filter(Boolean);
-    name = `a core's ${what.join(" and ")} rate${what.length > 1 ? "s" : ""}`;
-    [bytes, copy, reduce] = [l.copy.one.bytes, rate(l.copy), rate(l.reduce)];
+    name = `a core's ${what.join(" and ")} rate${what.length > 1 ? "s" : ""}` +
+      (stream ? ` into a window of ${stream.blocks} blocks` : "");
+    bytes = copying.bytes;
+    copy = medians(copying).map((gbs) => gbs * share);
+    reduce = bytes.map((b) => bandwidthAt(reduceCurve, b) * share);
   } else {
     const rate = bounds.bandwidth === "loopback" ? l.loopbackStreamGBs : l.device?.copyGBs;
     if (!rate) return undefined;

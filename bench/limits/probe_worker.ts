@@ -1,6 +1,7 @@
 /**
  * The worker side of the machine's limits (probes.ts): a cache line's round trip through shared
- * memory, a message's round trip between two workers, and one core's copy and reduce loops.
+ * memory, a message's round trip between two workers, and one core's copy and reduce loops (a
+ * copy into one destination, or into a window of them in turn).
  * Runs in Deno and in a browser tab alike.
  * @module
  */
@@ -28,6 +29,8 @@ export type ProbeTask =
   | {
     kind: "bandwidth";
     op: "copy" | "reduce";
+    /** Destination blocks a copy writes in turn, one per copy (a stream's window of receives). */
+    blocks: number;
     /** Buffer sizes, bytes, in order. */
     sizes: number[];
     trials: number;
@@ -124,24 +127,30 @@ async function postMessages(t: Extract<ProbeTask, { kind: "postMessage" }>): Pro
 
 /**
  * One core's copy (`memory.copy`) or reduce (a SIMD add: read two, write one) over each size in
- * its own WebAssembly memory: bytes of output per second, per size and trial. Every size starts
- * when all the probe's workers have arrived at it, so all cores run at once.
+ * its own WebAssembly memory: bytes of output per second, per size and trial. A copy writes its
+ * `blocks` destinations in turn. Every size starts when all the probe's workers have arrived at
+ * it, so all cores run at once.
  */
 function bandwidth(t: Extract<ProbeTask, { kind: "bandwidth" }>): number[][] {
   const most = Math.max(...t.sizes);
-  const pages = Math.ceil((3 * most + 64) / 65536);
+  const pages = Math.ceil(((2 + t.blocks) * most + 64) / 65536);
   const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
   const kernels = limitsKernels(memory);
-  const [d, a, b] = [64, 64 + most, 64 + 2 * most];
+  // The sources first, then the destinations: block j of a size at d + j × size.
+  const [a, b, d] = [64, 64 + most, 64 + 2 * most];
   new Float32Array(memory.buffer).fill(1); // every page touched before timing
   const arrivals = new Int32Array(t.arrivals);
   const perSize: number[][] = [];
   for (const [g, bytes] of t.sizes.entries()) {
     // Small sizes run in batches between clock readings, which cost as much as a 4 KiB copy.
     const batch = Math.max(1, Math.floor(2 ** 20 / bytes));
+    let block = 0;
     const op = t.op === "copy"
       ? () => {
-        for (let i = 0; i < batch; i++) kernels.copy(d, a, bytes);
+        for (let i = 0; i < batch; i++) {
+          kernels.copy(d + block * bytes, a, bytes);
+          if (++block === t.blocks) block = 0;
+        }
       }
       : () => {
         for (let i = 0; i < batch; i++) kernels.add(d, a, b, bytes / 4);

@@ -25,6 +25,11 @@ export interface BandwidthOptions extends ProbeOptions {
   op?: "copy" | "reduce";
   /** Workers measuring at once, their rates summed. @default {1} */
   cores?: number;
+  /**
+   * Destination blocks a copy writes in turn, as a stream's receiver fills a window of receives
+   * (copy only). @default {1}
+   */
+  blocks?: number;
 }
 
 /** Runs `tasks` on as many workers at once; resolves with each one's answer. */
@@ -86,6 +91,12 @@ export interface BandwidthCurve {
   gbs: Sampled[];
 }
 
+/** One core's copy into a window of destination blocks, each written in turn. */
+export interface WindowCurve extends BandwidthCurve {
+  /** The destination blocks. */
+  blocks: number;
+}
+
 /**
  * The copy or reduce bandwidth at each of `sizes` bytes (multiples of 64), of one core or of
  * `cores` workers at once (their sum).
@@ -94,10 +105,14 @@ export async function memoryBandwidth(
   sizes: readonly number[],
   options?: BandwidthOptions,
 ): Promise<BandwidthCurve> {
-  const op = options?.op ?? "copy", cores = options?.cores ?? 1;
+  const op = options?.op ?? "copy", cores = options?.cores ?? 1, blocks = options?.blocks ?? 1;
+  if (!Number.isInteger(blocks) || blocks < 1 || (op === "reduce" && blocks > 1)) {
+    throw new RangeError(`blocks is ${blocks}: a copy's destinations, a whole number from 1`);
+  }
   const task: ProbeTask = {
     kind: "bandwidth",
     op,
+    blocks,
     sizes: [...sizes],
     trials: 7,
     trialMs: 25,
@@ -113,6 +128,20 @@ export async function memoryBandwidth(
     return summarize(trials);
   });
   return { bytes: [...sizes], gbs };
+}
+
+/**
+ * One core's copy into a window of `blocks` destinations (a stream's receives, OSU's `-W`), each
+ * written in turn, at each of `sizes` bytes whose source and window fit in `maxBytes`.
+ */
+export async function windowCopy(
+  sizes: readonly number[],
+  options: ProbeOptions & { blocks: number; maxBytes: number },
+): Promise<WindowCurve> {
+  const { blocks, maxBytes } = options;
+  const fitting = sizes.filter((bytes) => (2 + blocks) * bytes <= maxBytes);
+  const curve = await memoryBandwidth(fitting, { ...options, op: "copy", cores: 1 });
+  return { ...curve, blocks };
 }
 
 /** The WebAssembly SIMD peak of one thread, GFLOP/s, and the build it ran. */

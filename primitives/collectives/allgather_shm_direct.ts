@@ -1,4 +1,5 @@
 import type { TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -11,7 +12,7 @@ export function allgatherShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
-  views.forEach((v, r) => recv.set(v, r * send.length));
+  views.forEach((v, r) => copy(recv, v, r * send.length));
   shared.barrier(ctx.stamp);
 }
 

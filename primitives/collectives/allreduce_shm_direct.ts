@@ -1,3 +1,4 @@
+import { copy } from "../../kernels/copy.ts";
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import { chunk, type CollectiveContext } from "./context.ts";
@@ -42,15 +43,15 @@ export function allreduceShmDirect(
   for (let b = s; b < e; b += block) {
     const be = Math.min(e, b + block);
     const own = targets[rank].subarray(b, be);
-    if (bounce) own.set(input.subarray(b, be)); // the kernel needs its first operand in a heap
+    if (bounce) copy(own, input, 0, b, be - b); // the kernel needs its first operand in a heap
     let first = bounce ? own : sources[rank].subarray(b, be);
     for (let r = 0; r < size; r++) {
       if (r === rank) continue;
       reduce(op, own, first, sources[r].subarray(b, be));
       first = own;
     }
-    for (let r = 0; r < size; r++) if (r !== rank) targets[r].set(own, b);
-    if (bounce) output.set(own, b);
+    for (let r = 0; r < size; r++) if (r !== rank) copy(targets[r], own, b);
+    if (bounce) copy(output, own, b);
   }
   shared.barrier(ctx.stamp);
   if (bounce) copyOutside(output, bounce, s, e);
@@ -58,8 +59,8 @@ export function allreduceShmDirect(
 
 /** Copies `src` into `dst` except for elements `[s, e)`. */
 function copyOutside(dst: TypedArray, src: TypedArray, s: number, e: number): void {
-  dst.set(src.subarray(0, s));
-  dst.set(src.subarray(e), e);
+  copy(dst, src, 0, 0, s);
+  copy(dst, src, e, e);
 }
 
 /** allreduce `shm_direct` (see {@linkcode allreduceShmDirect}). */

@@ -1,4 +1,5 @@
 import type { TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -12,7 +13,7 @@ export function alltoallShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const n = send.length / ctx.size;
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
-  views.forEach((v, q) => recv.set(v.subarray(ctx.rank * n, (ctx.rank + 1) * n), q * n));
+  views.forEach((v, q) => copy(recv, v, q * n, ctx.rank * n, n));
   shared.barrier(ctx.stamp); // every peer has read this rank's send buffer
 }
 

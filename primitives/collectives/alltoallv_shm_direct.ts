@@ -1,4 +1,5 @@
 import type { TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
 import { inputOf, requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
@@ -30,7 +31,7 @@ export function alltoallvShmDirect(
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);
-    recv.set(views[q].subarray(at, at + n), recvDispls[q]);
+    copy(recv, views[q], recvDispls[q], at, n);
   }
   shared.barrier(ctx.stamp); // every peer has read this rank's blocks
 }

@@ -40,12 +40,11 @@ export function bcastShmDirect(
   // each. (Below, writing into a buffer another core has cached costs more than it saves.)
   const [s, e] = buf.byteLength >= ROOT_HELPS_BYTES ? chunk(buf.length, size, root) : [0, 0];
   if (rank === root) {
-    const part = source.subarray(s, e);
-    for (let r = 0; r < size; r++) if (r !== root) views[r]?.set(part, s);
+    for (let r = 0; r < size; r++) if (r !== root && views[r]) copy(views[r]!, source, s, s, e - s);
   } else {
-    buf.set(source.subarray(0, s));
-    buf.set(source.subarray(e), e);
-    if (!views[rank]) buf.set(source.subarray(s, e), s);
+    copy(buf, source, 0, 0, s);
+    copy(buf, source, e, e);
+    if (!views[rank]) copy(buf, source, s, s, e - s);
   }
   shared.barrier(ctx.stamp);
 }

@@ -1,4 +1,5 @@
 import type { TypedArray } from "../types.ts";
+import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
@@ -12,7 +13,7 @@ export function gatherShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
-  if (ctx.rank === root) views.forEach((v, r) => recv.set(v, r * send.length));
+  if (ctx.rank === root) views.forEach((v, r) => copy(recv, v, r * send.length));
   shared.barrier(ctx.stamp); // the root has read every send buffer
 }
 

@@ -15,6 +15,7 @@ import { MismatchError } from "../errors.ts";
 import type { Unclaimed } from "./closing_check.ts";
 import type { ShmControl } from "./shm_control.ts";
 import { heapBuffer, memoryOf } from "../memory/heap.ts";
+import { copy } from "../../kernels/copy.ts";
 import {
   loadStamp,
   RING_COPIED,
@@ -369,7 +370,7 @@ export class ShmRings {
         // The offset is unsigned (a heap holds up to 4 GiB).
         const at = words[h + 6] >>> 0;
         const from = new Uint8Array(heapBuffer(this.#control.heaps[peer]), at, total);
-        cur.target.set(from);
+        copy(cur.target, from);
         cur.offset = total;
         Atomics.add(words, RING_COPIED, 1);
       } else {

@@ -53,7 +53,8 @@ export function boundsOf(plan: RunPlan): RunBounds | null {
   } catch (e) {
     throw e instanceof LimitsFileError ? new UsageError(e.message) : e;
   }
-  return sweepBounds(limits, { bounds, primitive: plan.sweep.primitive, procs: plan.procs });
+  const { primitive, window } = plan.sweep;
+  return sweepBounds(limits, { bounds, primitive, procs: plan.procs, window });
 }
 
 /** Runs a plan on this machine's ranks, or as one rank of an external launcher's group. */

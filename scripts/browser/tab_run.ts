@@ -122,6 +122,7 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
       bounds,
       primitive: run.sweep.primitive,
       procs: run.procs,
+      window: run.sweep.window,
     });
     let writer: SweepWriter | undefined;
     await page.expose("dcclSweep", (text) => {

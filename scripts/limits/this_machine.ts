@@ -20,7 +20,9 @@ import {
   memoryBandwidth,
   postMessageRoundTrip,
   simdPeak,
+  windowCopy,
 } from "../../bench/limits/probes.ts";
+import { DEFAULT_WINDOW } from "../../bench/cases.ts";
 import { cpuModel } from "../common/cpu_model.ts";
 import { writeAtomically } from "../../deno/mod.ts";
 import { PlainFileError, readPlainFile } from "../../deno/mod.ts";
@@ -67,6 +69,7 @@ const STEP_SHARE = {
   postMessage: 4,
   copyOne: 14,
   copyAll: 14,
+  copyWindow: 10,
   reduceOne: 14,
   reduceAll: 14,
   simd: 6,
@@ -153,6 +156,11 @@ export async function measureLimits(progress?: (step: LimitsStep) => void): Prom
         `copy, ${cores} cores`,
         "copyAll",
         () => memoryBandwidth(allSizes, { op: "copy", cores: cores }),
+      ),
+      window: await step(
+        `copy into a window of ${DEFAULT_WINDOW}, one core`,
+        "copyWindow",
+        () => windowCopy(SIZES, { blocks: DEFAULT_WINDOW, maxBytes: 2 ** 30 }),
       ),
     },
     reduce: {

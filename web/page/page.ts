@@ -127,6 +127,7 @@ async function sweep(request: PageSweep): Promise<SweepOutcome> {
     bounds: WEB_TRANSPORTS.byName[request.transport].bounds,
     primitive: request.sweep.primitive,
     procs: request.procs,
+    window: request.sweep.window,
   });
   const layout = tableLayout(request.sweep.timing === "per-iter", bounds);
   const table = byId<HTMLPreElement>("table");
