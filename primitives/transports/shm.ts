@@ -1,5 +1,5 @@
 /**
- * The `shm` transport: Web Workers exchanging bytes through SharedArrayBuffer rings, synchronised
+ * The `shm` transport: Web Workers exchanging bytes through shared-memory rings, synchronised
  * with Atomics, and giving direct algorithms access to every peer's heap
  * ({@linkcode SharedAccess}). Its parts share one rank's view of the control block
  * (shm_control.ts: words, doorbells, the wait): messages (shm_rings.ts), arrivals

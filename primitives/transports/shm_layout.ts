@@ -126,7 +126,7 @@ export const SLOT_HEADER_WORDS = 8;
 
 /**
  * Payload bytes per slot for `size` ranks: the largest power of two from 4 KiB to 128 KiB that
- * keeps the size² rings within 256 MiB (the rings are one SharedArrayBuffer).
+ * keeps the size² rings within 256 MiB (the rings are one shared WebAssembly memory).
  */
 export function slotBytes(size: number): number {
   let bytes = MAX_SLOT_BYTES;
@@ -159,17 +159,22 @@ export function shmSetupBytes(size: number): number {
   return controlBytes(size) + size * size * ringBytes(size);
 }
 
-/** Shared state the launcher creates and hands to every `shm` rank. */
+/**
+ * Shared state the launcher creates and hands to every `shm` rank. The rings are a shared
+ * WebAssembly memory, so that copies into and out of their slots run `memory.copy`
+ * (kernels/copy.ts).
+ */
 export interface ShmSetup {
   control: SharedArrayBuffer;
-  rings: SharedArrayBuffer;
+  rings: WebAssembly.Memory;
 }
 
 /** Allocates the control block and rings for `size` ranks. */
 export function createShmSetup(size: number): ShmSetup {
+  const pages = Math.max(1, Math.ceil(size * size * ringBytes(size) / 65536));
   return {
     control: new SharedArrayBuffer(controlBytes(size)),
-    rings: new SharedArrayBuffer(Math.max(1, size * size * ringBytes(size))),
+    rings: new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }),
   };
 }
 

@@ -121,8 +121,13 @@ export class ShmRings {
   #completions = 0;
 
   /** The rings of `control`'s rank in `rings`; `abort` fails the rank when a message shows a problem. */
-  constructor(control: ShmControl, rings: SharedArrayBuffer, abort: (error: CommError) => void) {
+  constructor(
+    control: ShmControl,
+    memory: WebAssembly.Memory,
+    abort: (error: CommError) => void,
+  ) {
     const { rank, size } = control;
+    const rings = heapBuffer(memory);
     this.#control = control;
     this.#abort = abort;
     this.#slotBytes = slotBytes(size);
@@ -322,7 +327,7 @@ export class ShmRings {
         continue;
       }
       const chunk = Math.min(this.#slotBytes, req.data.byteLength - req.offset);
-      if (chunk > 0) ring.slots[slot].set(req.data.subarray(req.offset, req.offset + chunk));
+      if (chunk > 0) copy(ring.slots[slot], req.data, 0, req.offset, chunk);
       const h = RING_SLOT_HEADERS + slot * SLOT_HEADER_WORDS;
       words[h] = req.tag;
       words[h + 1] = req.data.byteLength;
@@ -374,7 +379,7 @@ export class ShmRings {
         cur.offset = total;
         Atomics.add(words, RING_COPIED, 1);
       } else {
-        if (chunk > 0) cur.target.set(ring.slots[slot].subarray(0, chunk), cur.offset);
+        if (chunk > 0) copy(cur.target, ring.slots[slot], cur.offset, 0, chunk);
         cur.offset += chunk;
       }
       tail = (tail + 1) | 0;
