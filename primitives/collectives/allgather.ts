@@ -48,6 +48,7 @@ export const ALLGATHER = {
       block: s,
       bytes: bytesIn(r),
       algorithm: options.algorithm,
+      keep: { kind: "allgather", buf: send, recv, options },
     };
   },
   bind: <B>(run: AllgatherRun<B>, _op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>

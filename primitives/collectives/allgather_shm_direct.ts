@@ -4,13 +4,20 @@ import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
-/** Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap. */
+/**
+ * Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap.
+ * A block that fits an eager slot travels in it: one arrival instead of two, and no views.
+ */
 export function allgatherShmDirect(
   ctx: CollectiveContext,
   send: TypedArray,
   recv: TypedArray,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
+  if (send.byteLength <= shared.eagerBytes) {
+    shared.eagerExchange(send, ctx.stamp).forEach((slot, r) => copy(recv, slot, r * send.length));
+    return;
+  }
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   views.forEach((v, r) => copy(recv, v, r * send.length));
   shared.barrier(ctx.stamp);

@@ -50,6 +50,7 @@ export const ALLTOALL = {
       buffers: [[s, false], [r, true]],
       block: s,
       algorithm: options.algorithm,
+      keep: { kind: "alltoall", buf: send, recv, options },
     };
   },
   bind: <B>(run: AlltoallRun<B>, _op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>

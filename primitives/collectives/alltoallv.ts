@@ -80,6 +80,7 @@ export const ALLTOALLV = {
       bytes: 0,
       stampCount: 0,
       algorithm: options.algorithm,
+      keep: { kind: "alltoallv", buf: send, recv, options },
       layout: {
         sendCounts: from.counts,
         sendDispls: from.displs,

@@ -9,8 +9,9 @@ import type { Layout } from "./spec.ts";
 /**
  * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside
  * it in the same arrival, where its blocks lie; then copies its block from every peer's heap, each
- * byte across memory once. A count that differs from what its sender says is a MismatchError
- * naming both ranks.
+ * byte across memory once. A send buffer that fits the eager slot beside that layout travels in
+ * it; when every rank's does, the call is one arrival. A count that differs from what its sender
+ * says is a MismatchError naming both ranks.
  */
 export function alltoallvShmDirect(
   ctx: CollectiveContext,
@@ -25,15 +26,18 @@ export function alltoallvShmDirect(
     where[q] = sendCounts[q];
     where[size + q] = sendDispls[q];
   }
-  const input = ctx.staged(inputOf(ctx, send, recv), 2);
-  const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true);
+  // A send buffer that fits the eager slot beside its layout travels in it, copied before any
+  // rank writes: in place it needs no copy of its own.
+  const inSlot = shared.fitsSlot(send, where);
+  const input = inSlot ? send : ctx.staged(inputOf(ctx, send, recv), 2);
+  const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true, inSlot);
   const views = requireViews(exchanged.views), wheres = exchanged.besides;
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);
     copy(recv, views[q], recvDispls[q], at, n);
   }
-  shared.barrier(ctx.stamp); // every peer has read this rank's blocks
+  if (!exchanged.inSlot) shared.barrier(ctx.stamp); // every peer has read this rank's blocks
 }
 
 /** alltoallv `shm_direct` (see {@linkcode alltoallvShmDirect}). */

@@ -4,7 +4,10 @@ import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
-/** Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. */
+/**
+ * Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. A
+ * block that fits an eager slot travels in it: one arrival instead of two.
+ */
 export function gatherShmDirect(
   ctx: CollectiveContext,
   send: TypedArray,
@@ -12,6 +15,11 @@ export function gatherShmDirect(
   root: number,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
+  if (send.byteLength <= shared.eagerBytes) {
+    const slots = shared.eagerExchange(send, ctx.stamp);
+    if (ctx.rank === root) slots.forEach((slot, r) => copy(recv, slot, r * send.length));
+    return;
+  }
   const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   if (ctx.rank === root) views.forEach((v, r) => copy(recv, v, r * send.length));
   shared.barrier(ctx.stamp); // the root has read every send buffer

@@ -53,6 +53,7 @@ export const REDUCE_SCATTER = {
       op,
       reproducible: args.reproducible(options.reproducible, op, s, s.length),
       algorithm: options.algorithm,
+      keep: { kind: "reduceScatter", buf: send, recv, options },
     };
   },
   bind: <B>(run: ReduceScatterRun<B>, op: KernelOp) => (ctx: CollectiveContext, a: B, b: B) =>

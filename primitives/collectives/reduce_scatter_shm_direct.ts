@@ -4,7 +4,10 @@ import type { CollectiveContext } from "./context.ts";
 import { requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
-/** Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. */
+/**
+ * Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. A
+ * send buffer that fits an eager slot travels in it: one arrival instead of two.
+ */
 export function reduceScatterShmDirect(
   ctx: CollectiveContext,
   send: TypedArray,
@@ -14,14 +17,17 @@ export function reduceScatterShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   const n = recv.length;
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
+  const eager = send.byteLength <= shared.eagerBytes;
+  const views = eager
+    ? shared.eagerExchange(send, ctx.stamp)
+    : requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
   const block = (r: number) => views[r].subarray(rank * n, (rank + 1) * n);
   const out = ctx.heap.owns(recv) ? recv : ctx.scratch(dtypeOf(recv), n, 3);
   // This rank's own block first: in place it is `recv`, which the sum then overwrites.
   out.set(block(rank));
   for (let k = 1; k < size; k++) reduce(op, out, out, block((rank + k) % size));
   if (out !== recv) recv.set(out);
-  shared.barrier(ctx.stamp);
+  if (!eager) shared.barrier(ctx.stamp); // every peer has read its block of this rank's heap
 }
 
 /** reduceScatter `shm_direct` (see {@linkcode reduceScatterShmDirect}). */

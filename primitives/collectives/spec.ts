@@ -12,6 +12,7 @@ import type { BufferLike, CommBuffer } from "../memory/comm_buffer.ts";
 import type { KernelOp, ReduceOp } from "../types.ts";
 import type { CollectiveContext, Completion } from "./context.ts";
 import type { ReduceOptions, RootOptions } from "./options.ts";
+import type { Counts } from "./_counts.ts";
 
 /** A call's in-place form: `a` is `b` itself, or block of `b` (`whose` block: whose rank's). */
 export interface InPlaceForm {
@@ -79,17 +80,34 @@ export interface ArgumentChecks {
 
 /**
  * A call on host buffers to keep (a loop of small collectives reruns it without its checks): a
- * collective whose small calls run in loops, its buffer and the caller's options (those a repeat
+ * collective whose small calls run in loops, its buffers and the caller's options (those a repeat
  * must match).
  */
 export interface Keep {
   /** The collective. */
-  kind: "bcast" | "allreduce" | "reduce";
-  /** The buffer the call was given. */
+  kind:
+    | "bcast"
+    | "allreduce"
+    | "reduce"
+    | "allgather"
+    | "reduceScatter"
+    | "alltoall"
+    | "alltoallv";
+  /** The buffer the call was given (`send` where it takes two). */
   buf: BufferLike;
-  /** The caller's options. */
-  options: ReduceOptions & RootOptions;
+  /** The second buffer of a collective that takes two (`recv`). */
+  recv?: BufferLike;
+  /** The caller's options; a call with per-rank counts, its counts and displacements too. */
+  options: ReduceOptions & RootOptions & {
+    sendCounts?: Counts;
+    sendDispls?: Counts;
+    recvCounts?: Counts;
+    recvDispls?: Counts;
+  };
 }
+
+/** The options that carry per-rank counts and displacements, in every collective that takes them. */
+export const COUNT_FIELDS = ["sendCounts", "sendDispls", "recvCounts", "recvDispls"] as const;
 
 /** A collective call whose arguments are checked: the one form every collective's call takes. */
 export interface CheckedCall<C extends string = string> {

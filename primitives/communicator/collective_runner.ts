@@ -20,7 +20,7 @@ import type { RankHeap } from "../memory/heap.ts";
 import { type OperandSide, operandsOf } from "./operands.ts";
 import type { Transport } from "../transports/transport.ts";
 import { DONE, type TypedArray } from "../types.ts";
-import type { Keep } from "../collectives/spec.ts";
+import { COUNT_FIELDS, type Keep } from "../collectives/spec.ts";
 
 export type { Keep };
 
@@ -47,8 +47,11 @@ export interface PlannedCall<B> {
  * buffers resolve per call and are never kept.
  */
 interface KeptCall extends Keep {
-  /** The buffer's length then (a view over a resizable buffer can change length). */
+  /** The buffers' lengths then (a view over a resizable buffer can change length). */
   length: number;
+  recvLength: number;
+  /** Copies of the counts and displacements, by {@linkcode COUNT_FIELDS} (none: not a v call). */
+  counts?: (number[] | undefined)[];
   call: PlannedCall<TypedArray>;
   ops: TypedArray[];
   uses: Use[];
@@ -130,17 +133,25 @@ export class CollectiveRunner {
   }
 
   /**
-   * Runs the kept call of `kind` again if this one repeats it: the same buffer (of the same length)
-   * and the same `out`, `op`, `root`, `algorithm` and `reproducible`. Otherwise `undefined`.
+   * Runs the kept call of `kind` again if this one repeats it: the same buffers (of the same
+   * lengths), the same `out`, `op`, `root`, `algorithm` and `reproducible`, and the same counts
+   * and displacements (by value: a caller may refill its arrays). Otherwise `undefined`.
    */
-  repeat(kind: Keep["kind"], buf: BufferLike, o: Keep["options"]): Promise<void> | undefined {
+  repeat(
+    kind: Keep["kind"],
+    buf: BufferLike,
+    o: Keep["options"],
+    recv?: BufferLike,
+  ): Promise<void> | undefined {
     const r = this.#kept[kind];
     if (r === undefined || r.buf !== buf || r.length !== buf.length) return undefined;
+    if (r.recv !== recv || (recv !== undefined && r.recvLength !== recv.length)) return undefined;
     const k = r.options;
     if (
       k.out !== o.out || k.op !== o.op || k.root !== o.root || k.algorithm !== o.algorithm ||
       k.reproducible !== o.reproducible
     ) return undefined;
+    if (r.counts && !sameCounts(r.counts, o)) return undefined;
     return this.#rerun(r);
   }
 
@@ -167,10 +178,15 @@ export class CollectiveRunner {
     if (keep && this.#size > 1 && !call.after) {
       // The options as they are now: the caller may change its object later.
       const { out, op, root, algorithm, reproducible } = keep.options;
+      const given = COUNT_FIELDS.map((f) => keep.options[f]);
       this.#kept[keep.kind] = {
         ...keep,
         options: { out, op, root, algorithm, reproducible },
         length: keep.buf.length,
+        recvLength: keep.recv?.length ?? 0,
+        counts: given.some((c) => c !== undefined)
+          ? given.map((c) => c && Array.from(c))
+          : undefined,
         call,
         ops: views,
         uses,
@@ -328,4 +344,18 @@ export class CollectiveRunner {
     this.#calls.begin(ctx.tag, stamp);
     return ctx;
   }
+}
+
+/** Whether `o`'s counts and displacements hold the values `kept` copied. */
+function sameCounts(kept: (number[] | undefined)[], o: Keep["options"]): boolean {
+  for (let f = 0; f < COUNT_FIELDS.length; f++) {
+    const was = kept[f], now = o[COUNT_FIELDS[f]];
+    if (was === undefined || now === undefined) {
+      if (was !== now) return false;
+      continue;
+    }
+    if (now.length !== was.length) return false;
+    for (let i = 0; i < was.length; i++) if (now[i] !== was[i]) return false;
+  }
+  return true;
 }

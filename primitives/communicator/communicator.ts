@@ -276,7 +276,8 @@ export class Communicator implements AsyncDisposable {
    */
   allgather(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
     options ??= {};
-    return this.#collective(() => ALLGATHER.check(this.#args, send, recv, options));
+    return this.#runner.repeat("allgather", send, options, recv) ??
+      this.#collective(() => ALLGATHER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -292,7 +293,8 @@ export class Communicator implements AsyncDisposable {
     options?: Omit<ReduceOptions, "out">,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => REDUCE_SCATTER.check(this.#args, send, recv, options));
+    return this.#runner.repeat("reduceScatter", send, options, recv) ??
+      this.#collective(() => REDUCE_SCATTER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -305,7 +307,8 @@ export class Communicator implements AsyncDisposable {
    */
   alltoall(send: BufferLike, recv: BufferLike, options?: AlgorithmOptions): Promise<void> {
     options ??= {};
-    return this.#collective(() => ALLTOALL.check(this.#args, send, recv, options));
+    return this.#runner.repeat("alltoall", send, options, recv) ??
+      this.#collective(() => ALLTOALL.check(this.#args, send, recv, options));
   }
 
   /**
@@ -353,7 +356,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, a count differs from its peer's, or the timeout passed
    */
   alltoallv(send: BufferLike, recv: BufferLike, options: AlltoallvOptions): Promise<void> {
-    return this.#collective(() => ALLTOALLV.check(this.#args, send, recv, options));
+    return this.#runner.repeat("alltoallv", send, options, recv) ??
+      this.#collective(() => ALLTOALLV.check(this.#args, send, recv, options));
   }
 
   /**

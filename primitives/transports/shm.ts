@@ -145,8 +145,13 @@ export class ShmTransport implements Transport, SharedAccess {
     beside: TypedArray,
     stamp: number,
     anyLength = false,
-  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
-    return this.#arrivals.exchangeViewsBeside(view, beside, stamp, anyLength);
+    inSlot = false,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[]; inSlot: boolean } {
+    return this.#arrivals.exchangeViewsBeside(view, beside, stamp, anyLength, inSlot);
+  }
+
+  fitsSlot(view: TypedArray, beside: TypedArray): boolean {
+    return this.#arrivals.fitsSlot(view, beside);
   }
 
   pipeBegin(stamp: number): void {

@@ -15,6 +15,9 @@ import { CTRL, EAGER_INLINE_BYTES, loadStamp, RANK_WORD, storeStamp } from "./sh
 /** Payload bytes of one eager slot (small allreduce and friends). */
 export const EAGER_BYTES = 16 * 1024;
 
+/** Set in a view descriptor's dtype word: the view came in its rank's eager slot. */
+const IN_SLOT = 0x100;
+
 /** One rank's arrivals. */
 export class ShmArrivals {
   readonly #control: ShmControl;
@@ -23,6 +26,8 @@ export class ShmArrivals {
   readonly #size: number;
   /** Every rank's eager slot of each parity, kept while calls repeat the shape. */
   #eagerViews: (TypedArray[] | undefined)[] = [];
+  /** Every rank's last view each parity's exchange returned. */
+  #peerViewCache: (TypedArray | undefined)[][] = [[], []];
 
   constructor(control: ShmControl) {
     this.#control = control;
@@ -72,19 +77,58 @@ export class ShmArrivals {
 
   /** See `SharedAccess.exchangeViews`. */
   exchangeViews(view: TypedArray, stamp: number, anyLength = false): (TypedArray | undefined)[] {
+    return this.#exchangeViews(view, stamp, anyLength, -1);
+  }
+
+  /**
+   * Publishes `view` and returns every rank's, as `exchangeViews`; with `slotAt` ≥ 0 this rank's
+   * came in its eager slot at that byte, and so does any peer's whose descriptor says so.
+   */
+  #exchangeViews(
+    view: TypedArray,
+    stamp: number,
+    anyLength: boolean,
+    slotAt: number,
+  ): (TypedArray | undefined)[] {
     const control = this.#control;
+    const ctrl = this.#ctrl;
     const parity = this.#nextParity;
-    const desc = (r: number, i: number) => control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + i);
+    const dtype = dtypeOf(view), code = DTYPES.indexOf(dtype);
+    const mine = control.word(this.#rank, RANK_WORD.VIEW_DESC + parity * 3);
     const inHeap = memoryOf(view.buffer) === control.heaps[this.#rank];
-    this.#ctrl[desc(this.#rank, 0)] = inHeap ? view.byteOffset : 0;
-    this.#ctrl[desc(this.#rank, 1)] = view.length;
-    this.#ctrl[desc(this.#rank, 2)] = DTYPES.indexOf(dtypeOf(view));
+    ctrl[mine] = slotAt >= 0 ? slotAt : inHeap ? view.byteOffset : 0;
+    ctrl[mine + 1] = view.length;
+    ctrl[mine + 2] = code | (slotAt >= 0 ? IN_SLOT : 0);
     this.barrier(stamp);
-    return this.#peerViews(view, anyLength, (r) => ({
-      offset: this.#ctrl[desc(r, 0)] >>> 0,
-      count: this.#ctrl[desc(r, 1)],
-      dtype: this.#ctrl[desc(r, 2)],
-    }));
+    const views = new Array<TypedArray | undefined>(this.#size);
+    for (let r = 0; r < this.#size; r++) {
+      const desc = mine + (r - this.#rank) * CTRL.RANK_WORDS;
+      const at = ctrl[desc] >>> 0, count = ctrl[desc + 1], word = ctrl[desc + 2];
+      if ((!anyLength && count !== view.length) || (word & ~IN_SLOT) !== code) {
+        const ids = control.ids;
+        throw new MismatchError(
+          `Rank ${ids[this.#rank]} exchanged ${view.length} × ${dtype} but rank ${ids[r]} ` +
+            `exchanged ${count} × ${DTYPES[word & ~IN_SLOT]}; every rank must pass the same ` +
+            `count and dtype`,
+          { failedRank: ids[r] },
+        );
+      }
+      const offset = word & IN_SLOT ? control.eagerArea(r) + parity * EAGER_BYTES + at : at;
+      // Offset 0 never names a heap buffer: that rank published a view outside its heap.
+      views[r] = offset === 0 ? undefined : this.#peerView(parity, r, dtype, offset, count);
+    }
+    return views;
+  }
+
+  /** Rank `r`'s view at `offset` of its heap, reused while calls repeat it (views cost ~100 ns). */
+  #peerView(parity: number, r: number, dtype: Dtype, offset: number, count: number): TypedArray {
+    const buffer = heapBuffer(this.#control.heaps[r]);
+    const cached = this.#peerViewCache[parity][r];
+    if (
+      cached?.buffer === buffer && cached.byteOffset === offset && cached.length === count &&
+      dtypeOf(cached) === dtype
+    ) return cached;
+    return this.#peerViewCache[parity][r] = makeView(dtype, buffer, offset, count);
   }
 
   /** See `SharedAccess.exchangeViewsBeside`. */
@@ -93,7 +137,8 @@ export class ShmArrivals {
     beside: TypedArray,
     stamp: number,
     anyLength = false,
-  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] } {
+    inSlot = false,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[]; inSlot: boolean } {
     if (beside.byteLength > EAGER_BYTES) {
       // Past the eager slot (a group of thousands), `beside` takes an arrival of its own.
       const besides = this.exchangeViews(beside, stamp, false);
@@ -105,12 +150,42 @@ export class ShmArrivals {
       return {
         views: this.exchangeViews(view, stamp, anyLength),
         besides: besides as TypedArray[],
+        inSlot: false,
       };
     }
     // Equal stamps mean equal shapes of `beside`, as eagerExchange's.
-    const besides = this.#eagerSlots(this.#nextParity, dtypeOf(beside), beside.length);
+    const parity = this.#nextParity;
+    const besides = this.#eagerSlots(parity, dtypeOf(beside), beside.length);
     copy(besides[this.#rank], beside);
-    return { views: this.exchangeViews(view, stamp, anyLength), besides };
+    const at = inSlot && this.fitsSlot(view, beside) ? this.#slotDataAt(beside) : -1;
+    if (at >= 0) {
+      const area = this.#control.eagerArea(this.#rank) + parity * EAGER_BYTES;
+      const slot = makeView(
+        dtypeOf(view),
+        heapBuffer(this.#control.heaps[this.#rank]),
+        area + at,
+        view.length,
+      );
+      copy(slot, view);
+    }
+    const views = this.#exchangeViews(view, stamp, anyLength, at);
+    let all = inSlot;
+    for (let r = 0; all && r < this.#size; r++) {
+      all =
+        (this.#ctrl[this.#control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + 2)] & IN_SLOT) !== 0;
+    }
+    return { views, besides, inSlot: all };
+  }
+
+  /** See `SharedAccess.fitsSlot`. */
+  fitsSlot(view: TypedArray, beside: TypedArray): boolean {
+    return beside.byteLength <= EAGER_BYTES &&
+      this.#slotDataAt(beside) + view.byteLength <= EAGER_BYTES;
+  }
+
+  /** Where a view carried in an eager slot begins: past `beside` where that lies in the slot. */
+  #slotDataAt(beside: TypedArray): number {
+    return beside.byteLength <= EAGER_INLINE_BYTES ? 0 : Math.ceil(beside.byteLength / 8) * 8;
   }
 
   /** See `SharedAccess.eagerExchange`. */
@@ -151,28 +226,6 @@ export class ShmArrivals {
         )
         : makeView(dtype, heapBuffer(heap), control.eagerArea(r) + parity * EAGER_BYTES, count)
     );
-  }
-
-  #peerViews(
-    mine: TypedArray,
-    anyLength: boolean,
-    read: (r: number) => { offset: number; count: number; dtype: number },
-  ): (TypedArray | undefined)[] {
-    const dtype = dtypeOf(mine);
-    return this.#control.heaps.map((heap, r) => {
-      const d = read(r);
-      if ((!anyLength && d.count !== mine.length) || DTYPES[d.dtype] !== dtype) {
-        const ids = this.#control.ids;
-        throw new MismatchError(
-          `Rank ${ids[this.#rank]} exchanged ${mine.length} × ${dtype} but rank ${ids[r]} ` +
-            `exchanged ${d.count} × ${DTYPES[d.dtype]}; every rank must pass the same count and ` +
-            `dtype`,
-          { failedRank: ids[r] },
-        );
-      }
-      // Offset 0 never names a heap buffer: that rank published a view outside its heap.
-      return d.offset === 0 ? undefined : makeView(dtype, heapBuffer(heap), d.offset, d.count);
-    });
   }
 
   /** What {@linkcode ShmArrivals.barrier} waits for, in fields so the eager path allocates nothing. */

@@ -181,14 +181,20 @@ export interface SharedAccess {
    * {@linkcode exchangeViews} and {@linkcode eagerExchange} in one arrival: publishes `view`, and
    * copies the small `beside` (the same dtype and length on every rank) into this rank's eager
    * slot; returns every rank's view and every rank's slot. A `beside` past
-   * {@linkcode eagerBytes} lies in the heap and takes an arrival of its own.
+   * {@linkcode eagerBytes} lies in the heap and takes an arrival of its own. With `inSlot`, a
+   * `view` that fits the slot beside `beside` ({@linkcode fitsSlot}) is copied there instead,
+   * and its peers get that copy, valid as an eager slot is; `inSlot` in the result says every
+   * rank's came that way, so no peer reads this rank's heap and the call needs no closing barrier.
    */
   exchangeViewsBeside(
     view: TypedArray,
     beside: TypedArray,
     stamp: number,
     anyLength?: boolean,
-  ): { views: (TypedArray | undefined)[]; besides: TypedArray[] };
+    inSlot?: boolean,
+  ): { views: (TypedArray | undefined)[]; besides: TypedArray[]; inSlot: boolean };
+  /** Whether {@linkcode exchangeViewsBeside} copies `view` beside `beside` in its slot. */
+  fitsSlot(view: TypedArray, beside: TypedArray): boolean;
   /** Largest payload of {@linkcode eagerExchange}. */
   readonly eagerBytes: number;
   /**

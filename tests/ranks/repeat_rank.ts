@@ -1,14 +1,17 @@
-// Rank program for the kept-call test: the communicator keeps the last checked bcast, allreduce
-// and reduce and reruns it when a call repeats it (primitives/communicator/communicator.ts), so this one calls
-// them on the same buffers again and again, changing one argument at a time (op, out, root, the
-// buffer's length, avg), and checks every result. Returns the checks that failed, by name.
+// Rank program for the kept-call test: the communicator keeps the last checked bcast, allreduce,
+// reduce, allgather, reduceScatter, alltoall and alltoallv and reruns it when a call repeats it
+// (primitives/communicator/collective_runner.ts), so this one calls them on the same buffers again
+// and again, changing one argument at a time (op, out, root, a buffer or its length, avg, counts
+// refilled in the same array), and checks every result. Returns the checks that failed, by name.
 import type { Communicator } from "../../mod.ts";
 
 export async function run(comm: Communicator): Promise<string[]> {
   const { rank, size } = comm;
   const failed: string[] = [];
   const expect = (name: string, got: ArrayLike<number>, want: number[]) => {
-    if (Array.from(got).join() !== want.join()) failed.push(`${name}: ${Array.from(got)}`);
+    if (Array.from(got).join() !== want.join()) {
+      failed.push(`${name}: ${Array.from(got).slice(0, 16)} (${got.length} elements)`);
+    }
   };
   const buf = comm.alloc(1).view, out = comm.alloc(1).view;
   const sum = (size * (size + 1)) / 2;
@@ -49,5 +52,66 @@ export async function run(comm: Communicator): Promise<string[]> {
     expect(`reduce to ${root}: in`, buf, [rank + 1]);
     expect(`reduce to ${root}: out`, out, [rank === root ? sum : -1]);
   }
+  await twoBuffers(comm, expect);
+  await alltoallvs(comm, expect);
   return failed;
+}
+
+type Expect = (name: string, got: ArrayLike<number>, want: number[]) => void;
+
+/** allgather, reduceScatter and alltoall again and again, then with another recv or length. */
+async function twoBuffers(comm: Communicator, expect: Expect): Promise<void> {
+  const { rank, size } = comm;
+  const ranks = [...Array(size).keys()];
+  const send = comm.alloc(size).view, recv = comm.alloc(size).view, other = comm.alloc(size).view;
+  const one = comm.alloc(1).view, two = comm.alloc(2 * size).view;
+  for (let i = 0; i < 3; i++) {
+    one[0] = 10 * i + rank;
+    await comm.allgather(one, i < 2 ? recv : other);
+    expect(`allgather #${i}`, i < 2 ? recv : other, ranks.map((r) => 10 * i + r));
+  }
+  two.fill(rank);
+  await comm.allgather(two.subarray(2 * rank, 2 * rank + 2), two); // in place
+  expect("allgather in place", two, ranks.flatMap((r) => [r, r]));
+  for (let i = 0; i < 3; i++) {
+    send.forEach((_, j) => send[j] = i + rank * j);
+    await comm.reduceScatter(send, one, { op: i < 2 ? "sum" : "max" });
+    const terms = ranks.map((r) => i + r * rank);
+    expect(`reduceScatter #${i}`, one, [
+      i < 2 ? terms.reduce((a, b) => a + b) : Math.max(...terms),
+    ]);
+  }
+  for (let i = 0; i < 3; i++) {
+    send.forEach((_, j) => send[j] = 100 * i + 10 * rank + j);
+    const into = i < 2 ? recv : other;
+    await comm.alltoall(send, into);
+    expect(`alltoall #${i}`, into, ranks.map((r) => 100 * i + 10 * r + rank));
+  }
+}
+
+/**
+ * alltoallv with counts refilled in the same arrays between calls (a kept call must see them), and
+ * one rank's send past the shm eager slot while the others' fit in it.
+ */
+async function alltoallvs(comm: Communicator, expect: Expect): Promise<void> {
+  const { rank, size } = comm;
+  const big = 5000; // floats: 20 kB, past a 16 KiB eager slot
+  const send = comm.alloc(big * size).view, recv = comm.alloc(big * size).view;
+  const sendCounts = new Array<number>(size), recvCounts = new Array<number>(size);
+  // Call k: rank i sends rank j count(k, i, j) elements of value 1000 i + j.
+  const count = (k: number, i: number, j: number) =>
+    k % 3 === 2 ? (i === 0 ? big : 1) : ((i + j + k) % 3) + 1;
+  for (let k = 0; k < 6; k++) {
+    for (let j = 0; j < size; j++) {
+      sendCounts[j] = count(k, rank, j);
+      recvCounts[j] = count(k, j, rank);
+    }
+    let at = 0;
+    for (let j = 0; j < size; j++) send.fill(1000 * rank + j, at, at += sendCounts[j]);
+    recv.fill(-1);
+    await comm.alltoallv(send, recv, { sendCounts, recvCounts });
+    const want = recvCounts.flatMap((n, i) => new Array(n).fill(1000 * i + rank));
+    const total = recvCounts.reduce((a, b) => a + b);
+    expect(`alltoallv #${k}`, recv.subarray(0, total), want);
+  }
 }
