@@ -10,6 +10,13 @@ import type { SharedAccess } from "../transports/transport.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
 
+/**
+ * Up to this many bytes of a rank's send buffer, a small collective runs in one arrival through
+ * the eager slots: two copies beat a second arrival up to 4 KiB, and lose to it from 8 KiB
+ * (docs/results/2026-12-07-small.md).
+ */
+export const ONE_ARRIVAL_BYTES = 4 * 1024;
+
 /** The transport's shared-memory access; throws when the transport has none. */
 export function sharedAccess(ctx: CollectiveContext, algorithm: string): SharedAccess {
   const shared = ctx.transport.shared;

@@ -1,12 +1,13 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap.
- * A block that fits an eager slot travels in it: one arrival instead of two, and no views.
+ * A block within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead of
+ * two, and no views.
  */
 export function allgatherShmDirect(
   ctx: CollectiveContext,
@@ -14,7 +15,7 @@ export function allgatherShmDirect(
   recv: TypedArray,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  if (send.byteLength <= shared.eagerBytes) {
+  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
     shared.eagerExchange(send, ctx.stamp).forEach((slot, r) => copy(recv, slot, r * send.length));
     return;
   }

@@ -1,12 +1,13 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
- * Direct shared-memory all-to-all (`shm` only): every rank copies its block from every peer's
- * heap. A send buffer that fits an eager slot travels in it: one arrival instead of two.
+ * Direct shared-memory all-to-all (`shm` only): every rank copies its block from every peer's heap.
+ * A send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead
+ * of two.
  */
 export function alltoallShmDirect(
   ctx: CollectiveContext,
@@ -15,7 +16,7 @@ export function alltoallShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const n = send.length / ctx.size;
-  if (send.byteLength <= shared.eagerBytes) {
+  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
     const slots = shared.eagerExchange(send, ctx.stamp);
     slots.forEach((slot, q) => copy(recv, slot, q * n, ctx.rank * n, n));
     return;

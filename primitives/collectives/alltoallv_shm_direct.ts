@@ -2,16 +2,16 @@ import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { inputOf, requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
 /**
- * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside
- * it in the same arrival, where its blocks lie; then copies its block from every peer's heap, each
- * byte across memory once. A send buffer that fits the eager slot beside that layout travels in
- * it; when every rank's does, the call is one arrival. A count that differs from what its sender
- * says is a MismatchError naming both ranks.
+ * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside it
+ * in the same arrival, where its blocks lie; then copies its block from every peer's heap, each
+ * byte across memory once. A send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in the eager
+ * slot beside that layout; when every rank's does, the call is one arrival. A count that differs
+ * from what its sender says is a MismatchError naming both ranks.
  */
 export function alltoallvShmDirect(
   ctx: CollectiveContext,
@@ -26,9 +26,9 @@ export function alltoallvShmDirect(
     where[q] = sendCounts[q];
     where[size + q] = sendDispls[q];
   }
-  // A send buffer that fits the eager slot beside its layout travels in it, copied before any
+  // A small send buffer travels in the eager slot beside its layout, copied before any
   // rank writes: in place it needs no copy of its own.
-  const inSlot = shared.fitsSlot(send, where);
+  const inSlot = send.byteLength <= ONE_ARRIVAL_BYTES && shared.fitsSlot(send, where);
   const input = inSlot ? send : ctx.staged(inputOf(ctx, send, recv), 2);
   const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true, inSlot);
   const views = requireViews(exchanged.views), wheres = exchanged.besides;

@@ -1,12 +1,12 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. A
- * block that fits an eager slot travels in it: one arrival instead of two.
+ * block within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead of two.
  */
 export function gatherShmDirect(
   ctx: CollectiveContext,
@@ -15,7 +15,7 @@ export function gatherShmDirect(
   root: number,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  if (send.byteLength <= shared.eagerBytes) {
+  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
     const slots = shared.eagerExchange(send, ctx.stamp);
     if (ctx.rank === root) slots.forEach((slot, r) => copy(recv, slot, r * send.length));
     return;

@@ -1,12 +1,13 @@
 import { reduce } from "../../kernels/reduce.ts";
 import { dtypeOf, type KernelOp, type TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
-import { requireViews, sharedAccess } from "./_shm_direct.ts";
+import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory reduce-scatter (`shm` only): rank r reduces block r of every peer's heap. A
- * send buffer that fits an eager slot travels in it: one arrival instead of two.
+ * send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead of
+ * two.
  */
 export function reduceScatterShmDirect(
   ctx: CollectiveContext,
@@ -17,7 +18,7 @@ export function reduceScatterShmDirect(
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
   const n = recv.length;
-  const eager = send.byteLength <= shared.eagerBytes;
+  const eager = send.byteLength <= ONE_ARRIVAL_BYTES;
   const views = eager
     ? shared.eagerExchange(send, ctx.stamp)
     : requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
