@@ -29,6 +29,29 @@ export function sharedAccess(ctx: CollectiveContext, algorithm: string): SharedA
   return shared;
 }
 
+/**
+ * Every rank's `send`, for a collective that reads its peers' send buffers: through the eager
+ * slots within {@linkcode ONE_ARRIVAL_BYTES}, else as views of their heaps. End the call with
+ * {@linkcode doneReading}.
+ */
+export function readSends(
+  ctx: CollectiveContext,
+  shared: SharedAccess,
+  send: TypedArray,
+): TypedArray[] {
+  return send.byteLength <= ONE_ARRIVAL_BYTES
+    ? shared.eagerExchange(send, ctx.stamp)
+    : requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
+}
+
+/**
+ * Ends a call begun by {@linkcode readSends}: where peers read this rank's heap, waits until every
+ * one has (the eager slots stay valid until the next-but-one arrival, so those need no wait).
+ */
+export function doneReading(ctx: CollectiveContext, shared: SharedAccess, send: TypedArray): void {
+  if (send.byteLength > ONE_ARRIVAL_BYTES) shared.barrier(ctx.stamp);
+}
+
 /** Every rank's view, asserting that each one is readable (was staged into its heap). */
 export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
   return views.map((v, r) => {

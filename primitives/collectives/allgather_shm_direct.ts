@@ -1,13 +1,13 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReading, readSends, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory allgather (`shm` only): every rank copies every peer's block from its heap.
- * A block within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead of
- * two, and no views.
+ * A block within `ONE_ARRIVAL_BYTES` travels in an eager slot (`readSends`): one
+ * arrival instead of two.
  */
 export function allgatherShmDirect(
   ctx: CollectiveContext,
@@ -15,13 +15,8 @@ export function allgatherShmDirect(
   recv: TypedArray,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
-    shared.eagerExchange(send, ctx.stamp).forEach((slot, r) => copy(recv, slot, r * send.length));
-    return;
-  }
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
-  views.forEach((v, r) => copy(recv, v, r * send.length));
-  shared.barrier(ctx.stamp);
+  readSends(ctx, shared, send).forEach((v, r) => copy(recv, v, r * send.length));
+  doneReading(ctx, shared, send);
 }
 
 /** allgather `shm_direct` (see {@linkcode allgatherShmDirect}). */

@@ -1,12 +1,12 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReading, readSends, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory all-to-all (`shm` only): every rank copies its block from every peer's heap.
- * A send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead
+ * A send buffer within `ONE_ARRIVAL_BYTES` (`readSends`) travels in an eager slot: one arrival instead
  * of two.
  */
 export function alltoallShmDirect(
@@ -16,14 +16,8 @@ export function alltoallShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const n = send.length / ctx.size;
-  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
-    const slots = shared.eagerExchange(send, ctx.stamp);
-    slots.forEach((slot, q) => copy(recv, slot, q * n, ctx.rank * n, n));
-    return;
-  }
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
-  views.forEach((v, q) => copy(recv, v, q * n, ctx.rank * n, n));
-  shared.barrier(ctx.stamp); // every peer has read this rank's send buffer
+  readSends(ctx, shared, send).forEach((v, q) => copy(recv, v, q * n, ctx.rank * n, n));
+  doneReading(ctx, shared, send); // every peer has read this rank's send buffer
 }
 
 /** alltoall `shm_direct` (see {@linkcode alltoallShmDirect}). */

@@ -1,12 +1,12 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReading, readSends, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 
 /**
  * Direct shared-memory gather (`shm` only): the root copies every rank's block from its heap. A
- * block within {@linkcode ONE_ARRIVAL_BYTES} travels in an eager slot: one arrival instead of two.
+ * block within `ONE_ARRIVAL_BYTES` (`readSends`) travels in an eager slot: one arrival instead of two.
  */
 export function gatherShmDirect(
   ctx: CollectiveContext,
@@ -15,14 +15,9 @@ export function gatherShmDirect(
   root: number,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  if (send.byteLength <= ONE_ARRIVAL_BYTES) {
-    const slots = shared.eagerExchange(send, ctx.stamp);
-    if (ctx.rank === root) slots.forEach((slot, r) => copy(recv, slot, r * send.length));
-    return;
-  }
-  const views = requireViews(shared.exchangeViews(ctx.staged(send, 2), ctx.stamp));
+  const views = readSends(ctx, shared, send);
   if (ctx.rank === root) views.forEach((v, r) => copy(recv, v, r * send.length));
-  shared.barrier(ctx.stamp); // the root has read every send buffer
+  doneReading(ctx, shared, send); // the root has read every send buffer
 }
 
 /** gather `shm_direct` (see {@linkcode gatherShmDirect}). */

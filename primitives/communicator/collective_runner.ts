@@ -178,14 +178,14 @@ export class CollectiveRunner {
     if (keep && this.#size > 1 && !call.after) {
       // The options as they are now: the caller may change its object later.
       const { out, op, root, algorithm, reproducible } = keep.options;
-      const given = COUNT_FIELDS.map((f) => keep.options[f]);
       this.#kept[keep.kind] = {
         ...keep,
         options: { out, op, root, algorithm, reproducible },
         length: keep.buf.length,
         recvLength: keep.recv?.length ?? 0,
-        counts: given.some((c) => c !== undefined)
-          ? given.map((c) => c && Array.from(c))
+        // Every collective with per-rank counts takes `recvCounts` or `sendCounts`.
+        counts: keep.options.recvCounts !== undefined || keep.options.sendCounts !== undefined
+          ? COUNT_FIELDS.map((f) => keep.options[f] && Array.from(keep.options[f]))
           : undefined,
         call,
         ops: views,

@@ -28,6 +28,8 @@ export class ShmArrivals {
   #eagerViews: (TypedArray[] | undefined)[] = [];
   /** Every rank's last view each parity's exchange returned. */
   #peerViewCache: (TypedArray | undefined)[][] = [[], []];
+  /** Whether every rank's view in the last exchange came in its eager slot. */
+  #allInSlot = false;
 
   constructor(control: ShmControl) {
     this.#control = control;
@@ -101,6 +103,7 @@ export class ShmArrivals {
     ctrl[mine + 2] = code | (slotAt >= 0 ? IN_SLOT : 0);
     this.barrier(stamp);
     const views = new Array<TypedArray | undefined>(this.#size);
+    this.#allInSlot = true;
     for (let r = 0; r < this.#size; r++) {
       const desc = mine + (r - this.#rank) * CTRL.RANK_WORDS;
       const at = ctrl[desc] >>> 0, count = ctrl[desc + 1], word = ctrl[desc + 2];
@@ -113,6 +116,7 @@ export class ShmArrivals {
           { failedRank: ids[r] },
         );
       }
+      if (!(word & IN_SLOT)) this.#allInSlot = false;
       const offset = word & IN_SLOT ? control.eagerArea(r) + parity * EAGER_BYTES + at : at;
       // Offset 0 never names a heap buffer: that rank published a view outside its heap.
       views[r] = offset === 0 ? undefined : this.#peerView(parity, r, dtype, offset, count);
@@ -160,21 +164,10 @@ export class ShmArrivals {
     const at = inSlot && this.fitsSlot(view, beside) ? this.#slotDataAt(beside) : -1;
     if (at >= 0) {
       const area = this.#control.eagerArea(this.#rank) + parity * EAGER_BYTES;
-      const slot = makeView(
-        dtypeOf(view),
-        heapBuffer(this.#control.heaps[this.#rank]),
-        area + at,
-        view.length,
-      );
-      copy(slot, view);
+      copy(this.#peerView(parity, this.#rank, dtypeOf(view), area + at, view.length), view);
     }
     const views = this.#exchangeViews(view, stamp, anyLength, at);
-    let all = inSlot;
-    for (let r = 0; all && r < this.#size; r++) {
-      all =
-        (this.#ctrl[this.#control.word(r, RANK_WORD.VIEW_DESC + parity * 3 + 2)] & IN_SLOT) !== 0;
-    }
-    return { views, besides, inSlot: all };
+    return { views, besides, inSlot: this.#allInSlot };
   }
 
   /** See `SharedAccess.fitsSlot`. */
