@@ -106,9 +106,6 @@ export interface Keep {
   };
 }
 
-/** The options that carry per-rank counts and displacements, in every collective that takes them. */
-export const COUNT_FIELDS = ["sendCounts", "sendDispls", "recvCounts", "recvDispls"] as const;
-
 /** A collective call whose arguments are checked: the one form every collective's call takes. */
 export interface CheckedCall<C extends string = string> {
   /** The collective. */

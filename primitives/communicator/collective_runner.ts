@@ -20,7 +20,7 @@ import type { RankHeap } from "../memory/heap.ts";
 import { type OperandSide, operandsOf } from "./operands.ts";
 import type { Transport } from "../transports/transport.ts";
 import { DONE, type TypedArray } from "../types.ts";
-import { COUNT_FIELDS, type Keep } from "../collectives/spec.ts";
+import type { Keep } from "../collectives/spec.ts";
 
 export type { Keep };
 
@@ -50,8 +50,8 @@ interface KeptCall extends Keep {
   /** The buffers' lengths then (a view over a resizable buffer can change length). */
   length: number;
   recvLength: number;
-  /** Copies of the counts and displacements, by {@linkcode COUNT_FIELDS} (none: not a v call). */
-  counts?: (number[] | undefined)[];
+  /** Copies of the counts and displacements (none: not a v call). */
+  counts?: KeptCounts;
   call: PlannedCall<TypedArray>;
   ops: TypedArray[];
   uses: Use[];
@@ -185,7 +185,7 @@ export class CollectiveRunner {
         recvLength: keep.recv?.length ?? 0,
         // Every collective with per-rank counts takes `recvCounts` or `sendCounts`.
         counts: keep.options.recvCounts !== undefined || keep.options.sendCounts !== undefined
-          ? COUNT_FIELDS.map((f) => keep.options[f] && Array.from(keep.options[f]))
+          ? keptCounts(keep.options)
           : undefined,
         call,
         ops: views,
@@ -346,16 +346,38 @@ export class CollectiveRunner {
   }
 }
 
-/** Whether `o`'s counts and displacements hold the values `kept` copied. */
-function sameCounts(kept: (number[] | undefined)[], o: Keep["options"]): boolean {
-  for (let f = 0; f < COUNT_FIELDS.length; f++) {
-    const was = kept[f], now = o[COUNT_FIELDS[f]];
-    if (was === undefined || now === undefined) {
-      if (was !== now) return false;
-      continue;
-    }
-    if (now.length !== was.length) return false;
-    for (let i = 0; i < was.length; i++) if (now[i] !== was[i]) return false;
-  }
+/** A v call's counts and displacements, copied. */
+interface KeptCounts {
+  sendCounts?: number[];
+  sendDispls?: number[];
+  recvCounts?: number[];
+  recvDispls?: number[];
+}
+
+/** Copies of `o`'s counts and displacements. */
+function keptCounts(o: Keep["options"]): KeptCounts {
+  const copied = (c: ArrayLike<number> | undefined) => c && Array.from(c);
+  return {
+    sendCounts: copied(o.sendCounts),
+    sendDispls: copied(o.sendDispls),
+    recvCounts: copied(o.recvCounts),
+    recvDispls: copied(o.recvDispls),
+  };
+}
+
+/**
+ * Whether `o`'s counts and displacements hold the values `kept` copied (each field read by name:
+ * a keyed read is megamorphic, and this runs on every kept call).
+ */
+function sameCounts(kept: KeptCounts, o: Keep["options"]): boolean {
+  return sameList(kept.sendCounts, o.sendCounts) && sameList(kept.sendDispls, o.sendDispls) &&
+    sameList(kept.recvCounts, o.recvCounts) && sameList(kept.recvDispls, o.recvDispls);
+}
+
+/** Whether `now` holds `was`'s values (or both are absent). */
+function sameList(was: number[] | undefined, now: ArrayLike<number> | undefined): boolean {
+  if (was === undefined || now === undefined) return was === now;
+  if (now.length !== was.length) return false;
+  for (let i = 0; i < was.length; i++) if (now[i] !== was[i]) return false;
   return true;
 }

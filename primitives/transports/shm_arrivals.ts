@@ -18,6 +18,9 @@ export const EAGER_BYTES = 16 * 1024;
 /** Set in a view descriptor's dtype word: the view came in its rank's eager slot. */
 const IN_SLOT = 0x100;
 
+/** Bytes at the start of an eager slot that hold a view's descriptor, beside a `beside`. */
+const SLOT_HEAD_BYTES = 16;
+
 /** One rank's arrivals. */
 export class ShmArrivals {
   readonly #control: ShmControl;
@@ -28,8 +31,12 @@ export class ShmArrivals {
   #eagerViews: (TypedArray[] | undefined)[] = [];
   /** Every rank's last view each parity's exchange returned. */
   #peerViewCache: (TypedArray | undefined)[][] = [[], []];
-  /** Whether every rank's view in the last exchange came in its eager slot. */
-  #allInSlot = false;
+  /** The dtypes of those views. */
+  #peerDtypes: Dtype[][] = [[], []];
+  /** Every rank's slot head of each parity (see {@linkcode exchangeViewsBeside}). */
+  #heads: Int32Array[][] = [];
+  /** Every rank's `beside` of each parity, kept while calls repeat the shape. */
+  #besideViews: (TypedArray[] | undefined)[] = [];
 
   constructor(control: ShmControl) {
     this.#control = control;
@@ -79,60 +86,18 @@ export class ShmArrivals {
 
   /** See `SharedAccess.exchangeViews`. */
   exchangeViews(view: TypedArray, stamp: number, anyLength = false): (TypedArray | undefined)[] {
-    return this.#exchangeViews(view, stamp, anyLength, -1);
-  }
-
-  /**
-   * Publishes `view` and returns every rank's, as `exchangeViews`; with `slotAt` ≥ 0 this rank's
-   * came in its eager slot at that byte, and so does any peer's whose descriptor says so.
-   */
-  #exchangeViews(
-    view: TypedArray,
-    stamp: number,
-    anyLength: boolean,
-    slotAt: number,
-  ): (TypedArray | undefined)[] {
-    const control = this.#control;
     const ctrl = this.#ctrl;
     const parity = this.#nextParity;
-    const dtype = dtypeOf(view), code = DTYPES.indexOf(dtype);
-    const mine = control.word(this.#rank, RANK_WORD.VIEW_DESC + parity * 3);
-    const inHeap = memoryOf(view.buffer) === control.heaps[this.#rank];
-    ctrl[mine] = slotAt >= 0 ? slotAt : inHeap ? view.byteOffset : 0;
-    ctrl[mine + 1] = view.length;
-    ctrl[mine + 2] = code | (slotAt >= 0 ? IN_SLOT : 0);
+    const mine = this.#control.word(this.#rank, RANK_WORD.VIEW_DESC + parity * 3);
+    const dtype = dtypeOf(view);
+    this.#publishView(ctrl, mine, view, dtype, -1);
     this.barrier(stamp);
     const views = new Array<TypedArray | undefined>(this.#size);
-    this.#allInSlot = true;
     for (let r = 0; r < this.#size; r++) {
       const desc = mine + (r - this.#rank) * CTRL.RANK_WORDS;
-      const at = ctrl[desc] >>> 0, count = ctrl[desc + 1], word = ctrl[desc + 2];
-      if ((!anyLength && count !== view.length) || (word & ~IN_SLOT) !== code) {
-        const ids = control.ids;
-        throw new MismatchError(
-          `Rank ${ids[this.#rank]} exchanged ${view.length} × ${dtype} but rank ${ids[r]} ` +
-            `exchanged ${count} × ${DTYPES[word & ~IN_SLOT]}; every rank must pass the same ` +
-            `count and dtype`,
-          { failedRank: ids[r] },
-        );
-      }
-      if (!(word & IN_SLOT)) this.#allInSlot = false;
-      const offset = word & IN_SLOT ? control.eagerArea(r) + parity * EAGER_BYTES + at : at;
-      // Offset 0 never names a heap buffer: that rank published a view outside its heap.
-      views[r] = offset === 0 ? undefined : this.#peerView(parity, r, dtype, offset, count);
+      views[r] = this.#viewOf(parity, r, ctrl, desc, view, dtype, anyLength);
     }
     return views;
-  }
-
-  /** Rank `r`'s view at `offset` of its heap, reused while calls repeat it (views cost ~100 ns). */
-  #peerView(parity: number, r: number, dtype: Dtype, offset: number, count: number): TypedArray {
-    const buffer = heapBuffer(this.#control.heaps[r]);
-    const cached = this.#peerViewCache[parity][r];
-    if (
-      cached?.buffer === buffer && cached.byteOffset === offset && cached.length === count &&
-      dtypeOf(cached) === dtype
-    ) return cached;
-    return this.#peerViewCache[parity][r] = makeView(dtype, buffer, offset, count);
   }
 
   /** See `SharedAccess.exchangeViewsBeside`. */
@@ -143,7 +108,7 @@ export class ShmArrivals {
     anyLength = false,
     inSlot = false,
   ): { views: (TypedArray | undefined)[]; besides: TypedArray[]; inSlot: boolean } {
-    if (beside.byteLength > EAGER_BYTES) {
+    if (SLOT_HEAD_BYTES + beside.byteLength > EAGER_BYTES) {
       // Past the eager slot (a group of thousands), `beside` takes an arrival of its own.
       const besides = this.exchangeViews(beside, stamp, false);
       if (besides.some((b) => b === undefined)) {
@@ -157,28 +122,104 @@ export class ShmArrivals {
         inSlot: false,
       };
     }
-    // Equal stamps mean equal shapes of `beside`, as eagerExchange's.
+    // Equal stamps mean equal shapes of `beside`, as eagerExchange's. The view's descriptor
+    // heads the slot, so a peer reads it, `beside` and a view carried in the slot from one
+    // stretch of memory (a line, for two ranks' small alltoallv).
     const parity = this.#nextParity;
-    const besides = this.#eagerSlots(parity, dtypeOf(beside), beside.length);
+    const heads = this.#slotHeads(parity);
+    const besides = this.#besideSlots(parity, dtypeOf(beside), beside.length);
     copy(besides[this.#rank], beside);
+    const dtype = dtypeOf(view);
     const at = inSlot && this.fitsSlot(view, beside) ? this.#slotDataAt(beside) : -1;
     if (at >= 0) {
       const area = this.#control.eagerArea(this.#rank) + parity * EAGER_BYTES;
-      copy(this.#peerView(parity, this.#rank, dtypeOf(view), area + at, view.length), view);
+      copy(this.#peerView(parity, this.#rank, dtype, area + at, view.length), view);
     }
-    const views = this.#exchangeViews(view, stamp, anyLength, at);
-    return { views, besides, inSlot: this.#allInSlot };
+    this.#publishView(heads[this.#rank], 0, view, dtype, at);
+    this.barrier(stamp);
+    const views = new Array<TypedArray | undefined>(this.#size);
+    let allInSlot = true;
+    for (let r = 0; r < this.#size; r++) {
+      views[r] = this.#viewOf(parity, r, heads[r], 0, view, dtype, anyLength);
+      if (!(heads[r][2] & IN_SLOT)) allInSlot = false;
+    }
+    return { views, besides, inSlot: allInSlot };
   }
 
   /** See `SharedAccess.fitsSlot`. */
   fitsSlot(view: TypedArray, beside: TypedArray): boolean {
-    return beside.byteLength <= EAGER_BYTES &&
+    return SLOT_HEAD_BYTES + beside.byteLength <= EAGER_BYTES &&
       this.#slotDataAt(beside) + view.byteLength <= EAGER_BYTES;
   }
 
-  /** Where a view carried in an eager slot begins: past `beside` where that lies in the slot. */
+  /** Where a view carried in an eager slot begins: past the head and `beside`. */
   #slotDataAt(beside: TypedArray): number {
-    return beside.byteLength <= EAGER_INLINE_BYTES ? 0 : Math.ceil(beside.byteLength / 8) * 8;
+    return SLOT_HEAD_BYTES + Math.ceil(beside.byteLength / 8) * 8;
+  }
+
+  /**
+   * Writes the descriptor of `view` (of `dtype`) at `words[at]`: where it lies (`slotAt` ≥ 0: at that byte of this
+   * rank's eager slot; else its offset in this rank's heap, or 0 outside it), its length and
+   * its dtype.
+   */
+  #publishView(
+    words: Int32Array,
+    at: number,
+    view: TypedArray,
+    dtype: Dtype,
+    slotAt: number,
+  ): void {
+    const inHeap = memoryOf(view.buffer) === this.#control.heaps[this.#rank];
+    words[at] = slotAt >= 0 ? slotAt : inHeap ? view.byteOffset : 0;
+    words[at + 1] = view.length;
+    words[at + 2] = DTYPES.indexOf(dtype) | (slotAt >= 0 ? IN_SLOT : 0);
+  }
+
+  /**
+   * Rank `r`'s view from its descriptor at `words[at]`, checked against this rank's `view` of
+   * `dtype` (and its length unless `anyLength`): undefined where it published a view outside its
+   * heap.
+   */
+  #viewOf(
+    parity: number,
+    r: number,
+    words: Int32Array,
+    at: number,
+    view: TypedArray,
+    dtype: Dtype,
+    anyLength: boolean,
+  ): TypedArray | undefined {
+    const offset = words[at] >>> 0, count = words[at + 1], word = words[at + 2];
+    if ((!anyLength && count !== view.length) || DTYPES[word & ~IN_SLOT] !== dtype) {
+      const ids = this.#control.ids;
+      throw new MismatchError(
+        `Rank ${ids[this.#rank]} exchanged ${view.length} × ${dtype} but rank ${ids[r]} ` +
+          `exchanged ${count} × ${DTYPES[word & ~IN_SLOT]}; every rank must pass the same ` +
+          `count and dtype`,
+        { failedRank: ids[r] },
+      );
+    }
+    const from = word & IN_SLOT
+      ? this.#control.eagerArea(r) + parity * EAGER_BYTES + offset
+      : offset;
+    // Offset 0 never names a heap buffer: that rank published a view outside its heap.
+    return from === 0 ? undefined : this.#peerView(parity, r, dtype, from, count);
+  }
+
+  /**
+   * Rank `r`'s view at `offset` of its heap, reused while calls repeat it (a view, or the heap's
+   * buffer, costs ~100 ns). A heap that grew keeps its bytes where they were, so a view of its
+   * earlier buffer still shows them.
+   */
+  #peerView(parity: number, r: number, dtype: Dtype, offset: number, count: number): TypedArray {
+    const cached = this.#peerViewCache[parity][r];
+    if (
+      cached?.byteOffset === offset && cached.length === count &&
+      this.#peerDtypes[parity][r] === dtype
+    ) return cached;
+    this.#peerDtypes[parity][r] = dtype;
+    const buffer = heapBuffer(this.#control.heaps[r]);
+    return this.#peerViewCache[parity][r] = makeView(dtype, buffer, offset, count);
   }
 
   /** See `SharedAccess.eagerExchange`. */
@@ -209,7 +250,7 @@ export class ShmArrivals {
     if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
     const control = this.#control;
     const inline = count * DTYPE_INFO[dtype].bytes <= EAGER_INLINE_BYTES;
-    return this.#eagerViews[parity] = control.heaps.map((heap, r) =>
+    return this.#eagerViews[parity] = control.heaps.map((_, r) =>
       inline
         ? makeView(
           dtype,
@@ -217,8 +258,30 @@ export class ShmArrivals {
           control.word(r, RANK_WORD.EAGER_INLINE) * 4 + parity * EAGER_INLINE_BYTES,
           count,
         )
-        : makeView(dtype, heapBuffer(heap), control.eagerArea(r) + parity * EAGER_BYTES, count)
+        : this.#slotView(parity, r, dtype, 0, count)
     );
+  }
+
+  /** Every rank's `beside` of `parity` as `count` × `dtype`, past its slot's head. */
+  #besideSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
+    const cached = this.#besideViews[parity];
+    if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    return this.#besideViews[parity] = this.#control.heaps.map((_, r) =>
+      this.#slotView(parity, r, dtype, SLOT_HEAD_BYTES, count)
+    );
+  }
+
+  /** Every rank's slot head of `parity`: its view's descriptor in an exchange beside. */
+  #slotHeads(parity: number): Int32Array[] {
+    return this.#heads[parity] ??= this.#control.heaps.map((_, r) =>
+      this.#slotView(parity, r, "i32", 0, 3) as Int32Array
+    );
+  }
+
+  /** Rank `r`'s eager slot of `parity` from byte `at`, as `count` × `dtype`. */
+  #slotView(parity: number, r: number, dtype: Dtype, at: number, count: number): TypedArray {
+    const area = this.#control.eagerArea(r) + parity * EAGER_BYTES;
+    return makeView(dtype, heapBuffer(this.#control.heaps[r]), area + at, count);
   }
 
   /** What {@linkcode ShmArrivals.barrier} waits for, in fields so the eager path allocates nothing. */
