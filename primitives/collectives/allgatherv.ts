@@ -70,6 +70,7 @@ export const ALLGATHERV = {
       bytes: total(into.counts) * DTYPE_INFO[r.dtype].bytes,
       stampCount: total(into.counts),
       algorithm: options.algorithm,
+      keep: { kind: "allgatherv", buf: send, recv, options },
       layout: { sendCounts: [], sendDispls: [], recvCounts: into.counts, recvDispls: into.displs },
     };
   },

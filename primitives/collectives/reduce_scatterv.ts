@@ -71,6 +71,7 @@ export const REDUCE_SCATTERV = {
       op,
       reproducible: args.reproducible(options.reproducible, op, s, s.length),
       algorithm: options.algorithm,
+      keep: { kind: "reduceScatterv", buf: send, recv, options },
       layout: { ...NO_LAYOUT, recvCounts: into.counts, recvDispls: into.displs },
     };
   },

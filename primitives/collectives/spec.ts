@@ -92,10 +92,14 @@ export interface Keep {
     | "allgather"
     | "reduceScatter"
     | "alltoall"
-    | "alltoallv";
-  /** The buffer the call was given (`send` where it takes two). */
+    | "alltoallv"
+    | "gather"
+    | "scatter"
+    | "allgatherv"
+    | "reduceScatterv";
+  /** The buffer every rank gives the call (`send` where it takes two; scatter's `recv`). */
   buf: BufferLike;
-  /** The second buffer of a collective that takes two (`recv`). */
+  /** The other buffer of a collective that takes two (`recv`; scatter's `send`), if given. */
   recv?: BufferLike;
   /** The caller's options; a call with per-rank counts, its counts and displacements too. */
   options: ReduceOptions & RootOptions & {

@@ -140,11 +140,12 @@ export class CollectiveRunner {
   repeat(
     kind: Keep["kind"],
     buf: BufferLike,
-    o: Keep["options"],
+    o: Keep["options"] | undefined,
     recv?: BufferLike,
   ): Promise<void> | undefined {
     const r = this.#kept[kind];
     if (r === undefined || r.buf !== buf || r.length !== buf.length) return undefined;
+    if (o === undefined) return undefined; // the checked call says what is missing
     if (r.recv !== recv || (recv !== undefined && r.recvLength !== recv.length)) return undefined;
     const k = r.options;
     if (

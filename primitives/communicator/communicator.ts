@@ -325,7 +325,8 @@ export class Communicator implements AsyncDisposable {
     options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => GATHER.check(this.#args, send, recv, options));
+    return this.#runner.repeat("gather", send, options, recv) ??
+      this.#collective(() => GATHER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -342,7 +343,8 @@ export class Communicator implements AsyncDisposable {
     options?: RootOptions & AlgorithmOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => SCATTER.check(this.#args, send, recv, options));
+    return this.#runner.repeat("scatter", recv, options, send) ??
+      this.#collective(() => SCATTER.check(this.#args, send, recv, options));
   }
 
   /**
@@ -369,7 +371,8 @@ export class Communicator implements AsyncDisposable {
    * @throws {CommError} a peer failed, the counts differ between ranks, or the timeout passed
    */
   allgatherv(send: BufferLike, recv: BufferLike, options: AllgathervOptions): Promise<void> {
-    return this.#collective(() => ALLGATHERV.check(this.#args, send, recv, options));
+    return this.#runner.repeat("allgatherv", send, options, recv) ??
+      this.#collective(() => ALLGATHERV.check(this.#args, send, recv, options));
   }
 
   /**
@@ -419,7 +422,8 @@ export class Communicator implements AsyncDisposable {
     recv: BufferLike,
     options: ReduceScattervOptions,
   ): Promise<void> {
-    return this.#collective(() => REDUCE_SCATTERV.check(this.#args, send, recv, options));
+    return this.#runner.repeat("reduceScatterv", send, options, recv) ??
+      this.#collective(() => REDUCE_SCATTERV.check(this.#args, send, recv, options));
   }
 
   /**
