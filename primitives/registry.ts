@@ -30,7 +30,9 @@ import { SCATTERV_GPU_DIRECT } from "./collectives/scatterv_gpu_direct.ts";
 import { REDUCE_SCATTERV_GPU_DIRECT } from "./collectives/reduce_scatterv_gpu_direct.ts";
 import { ALLGATHERV_RING } from "./collectives/allgatherv_ring.ts";
 import { GATHERV_LINEAR } from "./collectives/gatherv_linear.ts";
+import { GATHERV_SHM_DIRECT } from "./collectives/gatherv_shm_direct.ts";
 import { SCATTERV_LINEAR } from "./collectives/scatterv_linear.ts";
+import { SCATTERV_SHM_DIRECT } from "./collectives/scatterv_shm_direct.ts";
 import { REDUCE_SCATTERV_PAIRWISE } from "./collectives/reduce_scatterv_pairwise.ts";
 import { BCAST_BINOMIAL } from "./collectives/bcast_binomial.ts";
 import { BCAST_CHAIN } from "./collectives/bcast_chain.ts";
@@ -119,8 +121,8 @@ const BY_COLLECTIVE: {
   scatter: [SCATTER_BINOMIAL, SCATTER_LINEAR, SCATTER_SHM_DIRECT, SCATTER_GPU_DIRECT],
   alltoallv: [ALLTOALLV_PAIRWISE, ALLTOALLV_SCATTERED, ALLTOALLV_SHM_DIRECT, ALLTOALLV_GPU_DIRECT],
   allgatherv: [ALLGATHERV_RING, ALLGATHERV_GPU_DIRECT],
-  gatherv: [GATHERV_LINEAR, GATHERV_GPU_DIRECT],
-  scatterv: [SCATTERV_LINEAR, SCATTERV_GPU_DIRECT],
+  gatherv: [GATHERV_LINEAR, GATHERV_SHM_DIRECT, GATHERV_GPU_DIRECT],
+  scatterv: [SCATTERV_LINEAR, SCATTERV_SHM_DIRECT, SCATTERV_GPU_DIRECT],
   reduceScatterv: [REDUCE_SCATTERV_PAIRWISE, REDUCE_SCATTERV_GPU_DIRECT],
 };
 

@@ -101,26 +101,28 @@ Deno.test("v collectives: a bad count or displacement is named before anything i
   for (const [i, re] of expected.entries()) assert_(re.test(messages[i]), messages[i]);
 });
 
-/** Every alltoallv algorithm of `transport` on `memory` fails fast when two ranks disagree. */
+/**
+ * Every alltoallv, gatherv and scatterv algorithm of `transport` on `memory` fails fast when two
+ * ranks disagree on a count.
+ */
 async function assertDisagreementFailsFast(transport: TransportName, memory: MemoryKind) {
   const facts = TRANSPORTS[transport];
-  for (
-    const algorithm of algorithmsFor("alltoallv", {
-      transport: facts,
-      side: sideOfMemory(facts, memory),
-    })
-  ) {
-    const start = performance.now();
-    const err = await launchGroup(new URL("./ranks/v_disagree_rank.ts", import.meta.url), {
-      size: 3,
-      transport,
-      args: { algorithm, memory },
-      timeoutMs: FAIL_FAST_TIMEOUT_MS,
-      onLine: expectedLine,
-    }).results.then(() => undefined, (e) => e);
-    assert_(err !== undefined, `${algorithm}: the group ended well`);
-    assert_(/Mismatch/.test(String(err.message)), `${algorithm}: ${err.message}`);
-    assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, `${algorithm}: ${err.message}`);
+  const side = sideOfMemory(facts, memory);
+  for (const collective of ["alltoallv", "gatherv", "scatterv"] as const) {
+    for (const algorithm of algorithmsFor(collective, { transport: facts, side })) {
+      const what = `${collective} ${algorithm}`;
+      const start = performance.now();
+      const err = await launchGroup(new URL("./ranks/v_disagree_rank.ts", import.meta.url), {
+        size: 3,
+        transport,
+        args: { collective, algorithm, memory },
+        timeoutMs: FAIL_FAST_TIMEOUT_MS,
+        onLine: expectedLine,
+      }).results.then(() => undefined, (e) => e);
+      assert_(err !== undefined, `${what}: the group ended well`);
+      assert_(/Mismatch/.test(String(err.message)), `${what}: ${err.message}`);
+      assertFailedFast(start, FAIL_FAST_TIMEOUT_MS, `${what}: ${err.message}`);
+    }
   }
 }
 

@@ -53,9 +53,7 @@ export function rootBlocks<C extends "gather" | "scatter">(
  * A gatherv's or scatterv's arguments, checked: `block` on every rank, `whole` on the root only,
  * with the root's counts (and displacements) of `whole`'s blocks; `block` is the root's own block
  * or apart from `whole`. Only the root knows every count, so the stamp carries none and each
- * message is checked by its own length. Their repeated calls are not kept: over messages, kept
- * calls let the other ranks run ahead of the root, and from 4 KiB that doubled the mean time
- * (docs/results/2026-12-07-rooted.md).
+ * message is checked by its own length.
  */
 export function rootVBlocks<C extends "gatherv" | "scatterv">(
   args: ArgumentChecks,
@@ -74,6 +72,7 @@ export function rootVBlocks<C extends "gatherv" | "scatterv">(
     stampCount: 0,
     root,
     algorithm: options.algorithm,
+    keep: { kind: collective, buf: block, recv: whole, options },
   };
   if (args.rank !== root) {
     return { ...call, buffers: [[b, !gathers], [b, !gathers]], layout: NO_LAYOUT };

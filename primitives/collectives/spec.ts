@@ -96,7 +96,9 @@ export interface Keep {
     | "gather"
     | "scatter"
     | "allgatherv"
-    | "reduceScatterv";
+    | "reduceScatterv"
+    | "gatherv"
+    | "scatterv";
   /** The buffer every rank gives the call (`send` where it takes two; scatter's `recv`). */
   buf: BufferLike;
   /** The other buffer of a collective that takes two (`recv`; scatter's `send`), if given. */

@@ -389,7 +389,8 @@ export class Communicator implements AsyncDisposable {
     options?: GathervOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => GATHERV.check(this.#args, send, recv, options));
+    return this.#runner.repeat("gatherv", send, options, recv) ??
+      this.#collective(() => GATHERV.check(this.#args, send, recv, options));
   }
 
   /**
@@ -406,7 +407,8 @@ export class Communicator implements AsyncDisposable {
     options?: ScattervOptions,
   ): Promise<void> {
     options ??= {};
-    return this.#collective(() => SCATTERV.check(this.#args, send, recv, options));
+    return this.#runner.repeat("scatterv", recv, options, send) ??
+      this.#collective(() => SCATTERV.check(this.#args, send, recv, options));
   }
 
   /**
