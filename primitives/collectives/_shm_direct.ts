@@ -9,6 +9,7 @@ import { copy } from "../../kernels/copy.ts";
 import type { SharedAccess } from "../transports/transport.ts";
 import type { KernelOp, TypedArray } from "../types.ts";
 import type { CollectiveContext } from "./context.ts";
+import { inputOf } from "./_counts.ts";
 
 /**
  * Up to this many bytes of a rank's send buffer, a small collective runs in one arrival through
@@ -50,6 +51,52 @@ export function readSends(
  */
 export function doneReading(ctx: CollectiveContext, shared: SharedAccess, send: TypedArray): void {
   if (send.byteLength > ONE_ARRIVAL_BYTES) shared.barrier(ctx.stamp);
+}
+
+/**
+ * Publishes `view` with the small `beside` (of one shape on every rank) and returns every rank's
+ * view and `beside`: `view` travels in the eager slot within {@linkcode ONE_ARRIVAL_BYTES}, else
+ * as a view of this rank's heap (of `view`'s copy where it is `recv` itself: in place). End the
+ * call with {@linkcode doneReadingBeside}.
+ */
+export function exchangeBeside(
+  ctx: CollectiveContext,
+  shared: SharedAccess,
+  view: TypedArray,
+  beside: TypedArray,
+  recv?: TypedArray,
+): { views: TypedArray[]; besides: TypedArray[]; inSlot: boolean } {
+  const inSlot = view.byteLength <= ONE_ARRIVAL_BYTES && shared.fitsSlot(view, beside);
+  // In the slot, `view` is copied before any rank writes: in place it needs no copy of its own.
+  const input = inSlot ? view : ctx.staged(recv ? inputOf(ctx, view, recv) : view, 2);
+  const exchanged = shared.exchangeViewsBeside(input, beside, ctx.stamp, true, inSlot);
+  return { ...exchanged, views: requireViews(exchanged.views) };
+}
+
+/**
+ * Ends a call begun by {@linkcode exchangeBeside}: unless every view came in its slot, waits until
+ * every peer has read what it needed of this rank's heap.
+ */
+export function doneReadingBeside(
+  ctx: CollectiveContext,
+  shared: SharedAccess,
+  exchanged: { inSlot: boolean },
+): void {
+  if (!exchanged.inSlot) shared.barrier(ctx.stamp);
+}
+
+/** `counts` then `displs`, in scratch (slot 0): a layout to exchange beside a view. */
+export function layoutOf(
+  ctx: CollectiveContext,
+  counts: ArrayLike<number>,
+  displs: ArrayLike<number>,
+): TypedArray {
+  const size = counts.length, where = ctx.scratch("f64", 2 * size, 0);
+  for (let q = 0; q < size; q++) {
+    where[q] = counts[q];
+    where[size + q] = displs[q];
+  }
+  return where;
 }
 
 /** Every rank's view, asserting that each one is readable (was staged into its heap). */

@@ -1,15 +1,15 @@
 import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
-import { inputOf, requireAgreed } from "./_counts.ts";
+import { requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReadingBeside, exchangeBeside, layoutOf, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
 /**
  * Direct shared-memory alltoallv (`shm` only): every rank publishes its send buffer and, beside it
  * in the same arrival, where its blocks lie; then copies its block from every peer's heap, each
- * byte across memory once. A send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in the eager
+ * byte across memory once. A send buffer within `ONE_ARRIVAL_BYTES` travels in the eager
  * slot beside that layout; when every rank's does, the call is one arrival. A count that differs
  * from what its sender says is a MismatchError naming both ranks.
  */
@@ -21,23 +21,15 @@ export function alltoallvShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
-  const where = ctx.scratch("f64", 2 * size, 0);
-  for (let q = 0; q < size; q++) {
-    where[q] = sendCounts[q];
-    where[size + q] = sendDispls[q];
-  }
-  // A small send buffer travels in the eager slot beside its layout, copied before any
-  // rank writes: in place it needs no copy of its own.
-  const inSlot = send.byteLength <= ONE_ARRIVAL_BYTES && shared.fitsSlot(send, where);
-  const input = inSlot ? send : ctx.staged(inputOf(ctx, send, recv), 2);
-  const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true, inSlot);
-  const views = requireViews(exchanged.views), wheres = exchanged.besides;
+  const where = layoutOf(ctx, sendCounts, sendDispls);
+  const exchanged = exchangeBeside(ctx, shared, send, where, recv);
+  const views = exchanged.views, wheres = exchanged.besides;
   for (let q = 0; q < size; q++) {
     const n = wheres[q][rank], at = wheres[q][size + rank];
     requireAgreed("alltoallv", rank, recvCounts[q], q, n);
     copy(recv, views[q], recvDispls[q], at, n);
   }
-  if (!exchanged.inSlot) shared.barrier(ctx.stamp); // every peer has read this rank's blocks
+  doneReadingBeside(ctx, shared, exchanged); // every peer has read this rank's blocks
 }
 
 /** alltoallv `shm_direct` (see {@linkcode alltoallvShmDirect}). */

@@ -2,7 +2,7 @@ import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReadingBeside, exchangeBeside, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
@@ -12,7 +12,7 @@ const NOTHING = new Float64Array(0);
 /**
  * Direct shared-memory gatherv (`shm` only): every rank publishes its block, and the root copies
  * each from its rank's heap into place, each byte across memory once. A block within
- * {@linkcode ONE_ARRIVAL_BYTES} travels in its rank's eager slot; when every rank's does, the call
+ * `ONE_ARRIVAL_BYTES` travels in its rank's eager slot; when every rank's does, the call
  * is one arrival. A block whose length differs from the root's count for it is a MismatchError
  * naming both ranks.
  */
@@ -24,16 +24,14 @@ export function gathervShmDirect(
   { recvCounts, recvDispls }: Layout,
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
-  const inSlot = send.byteLength <= ONE_ARRIVAL_BYTES && shared.fitsSlot(send, NOTHING);
-  const input = inSlot ? send : ctx.staged(send, 2);
-  const exchanged = shared.exchangeViewsBeside(input, NOTHING, ctx.stamp, true, inSlot);
+  const exchanged = exchangeBeside(ctx, shared, send, NOTHING);
   if (ctx.rank === root) {
-    requireViews(exchanged.views).forEach((v, r) => {
+    exchanged.views.forEach((v, r) => {
       requireAgreed("gatherv", root, recvCounts[r], r, v.length);
       copy(recv, v, recvDispls[r]); // in place, the root's own block onto itself
     });
   }
-  if (!exchanged.inSlot) shared.barrier(ctx.stamp); // the root has read every block
+  doneReadingBeside(ctx, shared, exchanged); // the root has read every block
 }
 
 /** gatherv `shm_direct` (see {@linkcode gathervShmDirect}). */

@@ -2,14 +2,14 @@ import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
-import { ONE_ARRIVAL_BYTES, requireViews, sharedAccess } from "./_shm_direct.ts";
+import { doneReadingBeside, exchangeBeside, layoutOf, sharedAccess } from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
 /**
  * Direct shared-memory scatterv (`shm` only): the root publishes its send buffer and, beside it in
  * the same arrival, where each rank's block lies; every rank copies its block from the root's
- * heap, each byte across memory once. A send buffer within {@linkcode ONE_ARRIVAL_BYTES} travels in
+ * heap, each byte across memory once. A send buffer within `ONE_ARRIVAL_BYTES` travels in
  * the root's eager slot: one arrival. A `recv` whose length differs from the root's count for it
  * is a MismatchError naming both ranks.
  */
@@ -22,25 +22,16 @@ export function scattervShmDirect(
 ): void {
   const shared = sharedAccess(ctx, "shm_direct");
   const { rank, size } = ctx;
-  // Every rank's `where` has the root's shape; only the root's is read.
-  const where = ctx.scratch("f64", 2 * size, 0);
   const isRoot = rank === root;
-  if (isRoot) {
-    for (let q = 0; q < size; q++) {
-      where[q] = sendCounts[q];
-      where[size + q] = sendDispls[q];
-    }
-  }
+  // Every rank's `where` has the root's shape; only the root's is read.
+  const where = isRoot ? layoutOf(ctx, sendCounts, sendDispls) : ctx.scratch("f64", 2 * size, 0);
   // Another rank publishes nothing of its own: an empty view, in its slot.
-  const view = isRoot ? send : recv.subarray(0, 0);
-  const inSlot = view.byteLength <= ONE_ARRIVAL_BYTES && shared.fitsSlot(view, where);
-  const input = inSlot ? view : ctx.staged(view, 2);
-  const exchanged = shared.exchangeViewsBeside(input, where, ctx.stamp, true, inSlot);
-  const from = requireViews(exchanged.views)[root], layout = exchanged.besides[root];
+  const exchanged = exchangeBeside(ctx, shared, isRoot ? send : recv.subarray(0, 0), where);
+  const from = exchanged.views[root], layout = exchanged.besides[root];
   const n = layout[rank], at = layout[size + rank];
   requireAgreed("scatterv", rank, recv.length, root, n);
   copy(recv, from, 0, at, n); // in place, the root's own block onto itself
-  if (!exchanged.inSlot) shared.barrier(ctx.stamp); // every rank has read its block
+  doneReadingBeside(ctx, shared, exchanged); // every rank has read its block
 }
 
 /** scatterv `shm_direct` (see {@linkcode scattervShmDirect}). */
