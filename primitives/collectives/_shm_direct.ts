@@ -70,7 +70,8 @@ export function exchangeBeside(
   // In the slot, `view` is copied before any rank writes: in place it needs no copy of its own.
   const input = inSlot ? view : ctx.staged(recv ? inputOf(ctx, view, recv) : view, 2);
   const exchanged = shared.exchangeViewsBeside(input, beside, ctx.stamp, true, inSlot);
-  return { ...exchanged, views: requireViews(exchanged.views) };
+  requireViews(exchanged.views);
+  return exchanged as { views: TypedArray[]; besides: TypedArray[]; inSlot: boolean };
 }
 
 /**
@@ -91,7 +92,7 @@ export function layoutOf(
   counts: ArrayLike<number>,
   displs: ArrayLike<number>,
 ): TypedArray {
-  const size = counts.length, where = ctx.scratch("f64", 2 * size, 0);
+  const size = counts.length, where = ctx.scratch("i32", 2 * size, 0);
   for (let q = 0; q < size; q++) {
     where[q] = counts[q];
     where[size + q] = displs[q];
@@ -99,12 +100,14 @@ export function layoutOf(
   return where;
 }
 
-/** Every rank's view, asserting that each one is readable (was staged into its heap). */
+/** `views` itself, asserting that each one is readable (was staged into its heap). */
 export function requireViews(views: (TypedArray | undefined)[]): TypedArray[] {
-  return views.map((v, r) => {
-    if (!v) throw new Error(`Internal error: rank ${r} did not stage its buffer into its heap`);
-    return v;
-  });
+  for (let r = 0; r < views.length; r++) {
+    if (!views[r]) {
+      throw new Error(`Internal error: rank ${r} did not stage its buffer into its heap`);
+    }
+  }
+  return views as TypedArray[];
 }
 
 /** `dst = slots[0] op slots[1] op …` in rank order, so every rank computes identical bits. */

@@ -24,7 +24,7 @@ export function scattervShmDirect(
   const { rank, size } = ctx;
   const isRoot = rank === root;
   // Every rank's `where` has the root's shape; only the root's is read.
-  const where = isRoot ? layoutOf(ctx, sendCounts, sendDispls) : ctx.scratch("f64", 2 * size, 0);
+  const where = isRoot ? layoutOf(ctx, sendCounts, sendDispls) : ctx.scratch("i32", 2 * size, 0);
   // Another rank publishes nothing of its own: an empty view, in its slot.
   const exchanged = exchangeBeside(ctx, shared, isRoot ? send : recv.subarray(0, 0), where);
   const from = exchanged.views[root], layout = exchanged.besides[root];

@@ -18,8 +18,15 @@ export const EAGER_BYTES = 16 * 1024;
 /** Set in a view descriptor's dtype word: the view came in its rank's eager slot. */
 const IN_SLOT = 0x100;
 
-/** Bytes at the start of an eager slot that hold a view's descriptor, beside a `beside`. */
-const SLOT_HEAD_BYTES = 16;
+/**
+ * Bytes at the start of an eager slot that head an exchange beside a layout: the view's
+ * descriptor, then the arrival's number, stamp and digest ({@linkcode HEAD}). Peers wait on the
+ * head, so the line that tells them the rank arrived holds what they read next: for two ranks'
+ * small alltoallv, all of it.
+ */
+const SLOT_HEAD_BYTES = 32;
+/** Int32 words of a slot head. */
+const HEAD = { VIEW: 0, SEQ: 3, STAMP: 4, DIGEST: 6, WORDS: 8 } as const;
 
 /** One rank's arrivals. */
 export class ShmArrivals {
@@ -37,6 +44,12 @@ export class ShmArrivals {
   #heads: Int32Array[][] = [];
   /** Every rank's `beside` of each parity, kept while calls repeat the shape. */
   #besideViews: (TypedArray[] | undefined)[] = [];
+  /** What each parity's exchange beside returned, refilled by the next of that parity. */
+  #besideExchanges: {
+    views: (TypedArray | undefined)[];
+    besides: TypedArray[];
+    inSlot: boolean;
+  }[] = [];
 
   constructor(control: ShmControl) {
     this.#control = control;
@@ -50,9 +63,12 @@ export class ShmArrivals {
    * has arrived as far, and checks that all arrived with the same stamp and the same pipelined
    * calls before. Stamp words are written and read with plain accesses (each Atomics op costs
    * ~15 ns): the arrival's publication publishes them, and a parity's words are rewritten only
-   * after every peer has arrived at the next arrival, so they have read them.
+   * after every peer has arrived at the next arrival, so they have read them. With `heads`
+   * (every rank's slot head of this arrival's parity), the number, stamp and digest go there too,
+   * and peers wait on the head; a peer that arrived in another kind of call shows in its arrival
+   * line, which is written either way.
    */
-  barrier(stamp: number): void {
+  barrier(stamp: number, heads?: Int32Array[]): void {
     const control = this.#control;
     const ctrl = this.#ctrl;
     const seq = ++control.arriveSeq;
@@ -60,16 +76,31 @@ export class ShmArrivals {
     storeStamp(ctrl, mine, stamp);
     const digest = control.word(this.#rank, RANK_WORD.DIGEST + (seq & 1));
     ctrl[digest] = control.pipeDigest;
+    if (heads) {
+      const head = heads[this.#rank];
+      storeStamp(head, HEAD.STAMP, stamp);
+      head[HEAD.DIGEST] = control.pipeDigest;
+      control.publish(HEAD.SEQ, seq, head);
+    }
     control.publish(control.word(this.#rank, RANK_WORD.ARRIVE_SEQ), seq);
     control.ringPeers();
     const arrival = this.#arrival;
     arrival.seq = seq;
     arrival.stamp = stamp;
     arrival.next = 0;
+    arrival.heads = heads;
     control.waitUntil(this.#allArrived, this.#describe, this.#firstMissing, this.#stalled);
     if (arrival.gone) throw control.peerGone(arrival.next, this.#describe());
     for (let r = 0; r < this.#size; r++) {
-      const stampOfR = loadStamp(ctrl, mine + (r - this.#rank) * CTRL.RANK_WORDS);
+      // A peer that arrived through its slot head has its stamp and digest there too.
+      const head = heads?.[r];
+      const inHead = head !== undefined && head[HEAD.SEQ] === seq;
+      const stampOfR = inHead
+        ? loadStamp(head, HEAD.STAMP)
+        : loadStamp(ctrl, mine + (r - this.#rank) * CTRL.RANK_WORDS);
+      const digestOfR = inHead
+        ? head[HEAD.DIGEST]
+        : ctrl[digest + (r - this.#rank) * CTRL.RANK_WORDS];
       if (stampOfR !== stamp) {
         throw control.calls?.mismatch(r, stamp, stampOfR) ??
           new MismatchError(
@@ -77,7 +108,7 @@ export class ShmArrivals {
             { failedRank: control.ids[r] },
           );
       }
-      if (ctrl[digest + (r - this.#rank) * CTRL.RANK_WORDS] !== control.pipeDigest) {
+      if (digestOfR !== control.pipeDigest) {
         throw control.pipelineMismatch(r);
       }
     }
@@ -135,15 +166,17 @@ export class ShmArrivals {
       const area = this.#control.eagerArea(this.#rank) + parity * EAGER_BYTES;
       copy(this.#peerView(parity, this.#rank, dtype, area + at, view.length), view);
     }
-    this.#publishView(heads[this.#rank], 0, view, dtype, at);
-    this.barrier(stamp);
-    const views = new Array<TypedArray | undefined>(this.#size);
-    let allInSlot = true;
+    this.#publishView(heads[this.#rank], HEAD.VIEW, view, dtype, at);
+    this.barrier(stamp, heads);
+    // Valid as the slots are (until the next-but-one arrival): a small call allocates nothing.
+    const exchanged = this.#besideExchanges[parity] ??= { views: [], besides, inSlot: true };
+    exchanged.besides = besides;
+    exchanged.inSlot = true;
     for (let r = 0; r < this.#size; r++) {
-      views[r] = this.#viewOf(parity, r, heads[r], 0, view, dtype, anyLength);
-      if (!(heads[r][2] & IN_SLOT)) allInSlot = false;
+      exchanged.views[r] = this.#viewOf(parity, r, heads[r], HEAD.VIEW, view, dtype, anyLength);
+      if (!(heads[r][HEAD.VIEW + 2] & IN_SLOT)) exchanged.inSlot = false;
     }
-    return { views, besides, inSlot: allInSlot };
+    return exchanged;
   }
 
   /** See `SharedAccess.fitsSlot`. */
@@ -271,10 +304,10 @@ export class ShmArrivals {
     );
   }
 
-  /** Every rank's slot head of `parity`: its view's descriptor in an exchange beside. */
+  /** Every rank's slot head of `parity` (see {@linkcode SLOT_HEAD_BYTES}). */
   #slotHeads(parity: number): Int32Array[] {
     return this.#heads[parity] ??= this.#control.heaps.map((_, r) =>
-      this.#slotView(parity, r, "i32", 0, 3) as Int32Array
+      this.#slotView(parity, r, "i32", 0, HEAD.WORDS) as Int32Array
     );
   }
 
@@ -285,13 +318,20 @@ export class ShmArrivals {
   }
 
   /** What {@linkcode ShmArrivals.barrier} waits for, in fields so the eager path allocates nothing. */
-  #arrival = { seq: 0, stamp: 0, next: 0, gone: false };
+  #arrival = {
+    seq: 0,
+    stamp: 0,
+    next: 0,
+    gone: false,
+    heads: undefined as Int32Array[] | undefined,
+  };
   #allArrived = (): boolean => {
     const a = this.#arrival;
     const control = this.#control;
     a.gone = false;
     for (; a.next < this.#size; a.next++) {
       if (a.next === this.#rank) continue;
+      if (a.heads && Atomics.load(a.heads[a.next], HEAD.SEQ) - a.seq >= 0) continue;
       const arrived = control.word(a.next, RANK_WORD.ARRIVE_SEQ);
       if (Atomics.load(this.#ctrl, arrived) - a.seq >= 0) continue;
       // A rank that closed will never arrive: stop waiting, and say so (unless it arrived just

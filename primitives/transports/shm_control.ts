@@ -62,6 +62,8 @@ export class ShmControl {
   /** The failure that ended this rank's part in the group. */
   aborted?: CommError;
 
+  /** Every rank's eager area once published (see {@linkcode eagerArea}). */
+  readonly #eagerAreas: number[] = [];
   readonly #timeoutMs: number;
   readonly #spinMs: number;
   readonly #sched?: SchedulerCalls;
@@ -103,16 +105,19 @@ export class ShmControl {
 
   /** Byte offset in `rank`'s heap of its eager area: two eager slots, then the pipeline slots. */
   eagerArea(rank: number): number {
-    return Atomics.load(this.words, this.word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0;
+    // Published once, at join: kept, so that reading it never pulls the rank's sleep line across.
+    return this.#eagerAreas[rank] ||=
+      Atomics.load(this.words, this.word(rank, RANK_WORD.EAGER_OFFSET)) >>> 0;
   }
 
   /**
-   * Stores `value` at control word `index` for peers polling it: a plain store where the heavy
+   * Stores `value` at control word `index` (or at `words[index]`, words of shared memory
+   * elsewhere) for peers polling it: a plain store where the heavy
    * fence makes that safe (`Platform.heavyFence`), else an atomic one.
    */
-  publish(index: number, value: number): void {
-    if (this.#heavyFence) this.words[index] = value;
-    else Atomics.store(this.words, index, value);
+  publish(index: number, value: number, words: Int32Array = this.words): void {
+    if (this.#heavyFence) words[index] = value;
+    else Atomics.store(words, index, value);
   }
 
   /**
@@ -177,7 +182,10 @@ export class ShmControl {
 
   /** Publishes the CPU this rank runs on, for peers deciding whether to spin (see spinMs). */
   #publishCpu(): void {
-    if (this.#sched) this.words[this.word(this.rank, RANK_WORD.CPU)] = this.#sched.currentCpu() + 1;
+    if (!this.#sched) return;
+    // Rewritten only when it changed: peers read this line on every arrival (ring).
+    const word = this.word(this.rank, RANK_WORD.CPU), cpu = this.#sched.currentCpu() + 1;
+    if (this.words[word] !== cpu) this.words[word] = cpu;
   }
 
   /** Whether `peer` (the rank waited for) last began a wait on the CPU this rank runs on. */
