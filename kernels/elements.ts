@@ -42,9 +42,10 @@ export const DTYPE_INFO: Readonly<
 
 /** The dtype of a typed array. Throws `TypeError` for anything else. */
 export function dtypeOf(view: ArrayBufferView): Dtype {
+  // Most common first: f32 data, then i32 (layouts, counts).
   if (view instanceof Float32Array) return "f32";
-  if (view instanceof Float64Array) return "f64";
   if (view instanceof Int32Array) return "i32";
+  if (view instanceof Float64Array) return "f64";
   if (view instanceof Float16Array) return "f16";
   if (view instanceof Uint16Array) return "bf16";
   throw new TypeError(

@@ -33,6 +33,8 @@ export class CollectiveContext {
   #scratch: (Uint8Array | undefined)[] = [];
   /** The last view of each scratch slot, handed out again while a call repeats. */
   #views: (TypedArray | undefined)[] = [];
+  /** Their dtypes (comparing these is cheaper than asking a view for its dtype). */
+  #viewDtypes: Dtype[] = [];
   /** Contexts over parts of the group (see {@linkcode CollectiveContext.over}). */
   #parts = new Map<Transport, CollectiveContext>();
 
@@ -117,7 +119,8 @@ export class CollectiveContext {
       this.#views[slot] = undefined;
     }
     const last = this.#views[slot];
-    if (last?.length === count && dtypeOf(last) === dtype) return last;
+    if (last?.length === count && this.#viewDtypes[slot] === dtype) return last;
+    this.#viewDtypes[slot] = dtype;
     return this.#views[slot] = makeView(dtype, region.buffer, region.byteOffset, count);
   }
 

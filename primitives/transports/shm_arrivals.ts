@@ -36,10 +36,14 @@ export class ShmArrivals {
   readonly #size: number;
   /** Every rank's eager slot of each parity, kept while calls repeat the shape. */
   #eagerViews: (TypedArray[] | undefined)[] = [];
+  /** The dtypes of those slots' views and of the `beside` views below. */
+  #eagerDtypes: Dtype[] = [];
+  #besideDtypes: Dtype[] = [];
   /** Every rank's last view each parity's exchange returned. */
   #peerViewCache: (TypedArray | undefined)[][] = [[], []];
-  /** The dtypes of those views. */
+  /** The dtypes of those views, and their byte offsets and lengths (pairs), as numbers. */
   #peerDtypes: Dtype[][] = [[], []];
+  #peerAt: number[][] = [[], []];
   /** Every rank's slot head of each parity (see {@linkcode exchangeViewsBeside}). */
   #heads: Int32Array[][] = [];
   /** Every rank's `beside` of each parity, kept while calls repeat the shape. */
@@ -202,8 +206,11 @@ export class ShmArrivals {
     dtype: Dtype,
     slotAt: number,
   ): void {
-    const inHeap = memoryOf(view.buffer) === this.#control.heaps[this.#rank];
-    words[at] = slotAt >= 0 ? slotAt : inHeap ? view.byteOffset : 0;
+    words[at] = slotAt >= 0
+      ? slotAt
+      : memoryOf(view.buffer) === this.#control.heaps[this.#rank]
+      ? view.byteOffset
+      : 0;
     words[at + 1] = view.length;
     words[at + 2] = DTYPES.indexOf(dtype) | (slotAt >= 0 ? IN_SLOT : 0);
   }
@@ -245,11 +252,12 @@ export class ShmArrivals {
    * earlier buffer still shows them.
    */
   #peerView(parity: number, r: number, dtype: Dtype, offset: number, count: number): TypedArray {
-    const cached = this.#peerViewCache[parity][r];
-    if (
-      cached?.byteOffset === offset && cached.length === count &&
-      this.#peerDtypes[parity][r] === dtype
-    ) return cached;
+    const at = this.#peerAt[parity];
+    if (at[2 * r] === offset && at[2 * r + 1] === count && this.#peerDtypes[parity][r] === dtype) {
+      return this.#peerViewCache[parity][r]!;
+    }
+    at[2 * r] = offset;
+    at[2 * r + 1] = count;
     this.#peerDtypes[parity][r] = dtype;
     const buffer = heapBuffer(this.#control.heaps[r]);
     return this.#peerViewCache[parity][r] = makeView(dtype, buffer, offset, count);
@@ -280,7 +288,8 @@ export class ShmArrivals {
    */
   #eagerSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
     const cached = this.#eagerViews[parity];
-    if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    if (cached?.[0].length === count && this.#eagerDtypes[parity] === dtype) return cached;
+    this.#eagerDtypes[parity] = dtype;
     const control = this.#control;
     const inline = count * DTYPE_INFO[dtype].bytes <= EAGER_INLINE_BYTES;
     return this.#eagerViews[parity] = control.heaps.map((_, r) =>
@@ -298,7 +307,8 @@ export class ShmArrivals {
   /** Every rank's `beside` of `parity` as `count` × `dtype`, past its slot's head. */
   #besideSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
     const cached = this.#besideViews[parity];
-    if (cached?.[0].length === count && dtypeOf(cached[0]) === dtype) return cached;
+    if (cached?.[0].length === count && this.#besideDtypes[parity] === dtype) return cached;
+    this.#besideDtypes[parity] = dtype;
     return this.#besideViews[parity] = this.#control.heaps.map((_, r) =>
       this.#slotView(parity, r, dtype, SLOT_HEAD_BYTES, count)
     );
