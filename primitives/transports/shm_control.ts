@@ -111,9 +111,9 @@ export class ShmControl {
   }
 
   /**
-   * Stores `value` at control word `index` (or at `words[index]`, words of shared memory
-   * elsewhere) for peers polling it: a plain store where the heavy
-   * fence makes that safe (`Platform.heavyFence`), else an atomic one.
+   * Stores `value` at control word `index` (or at `words[index]`, shared words elsewhere) for
+   * peers polling it: a plain store where the heavy fence makes that safe
+   * (`Platform.heavyFence`), else an atomic one.
    */
   publish(index: number, value: number, words: Int32Array = this.words): void {
     if (this.#heavyFence) words[index] = value;

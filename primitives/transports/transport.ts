@@ -185,6 +185,7 @@ export interface SharedAccess {
    * `view` that fits the slot beside `beside` ({@linkcode fitsSlot}) is copied there instead,
    * and its peers get that copy, valid as an eager slot is; `inSlot` in the result says every
    * rank's came that way, so no peer reads this rank's heap and the call needs no closing barrier.
+   * The result and its arrays stay valid until the next-but-one arrival, as the slots do.
    */
   exchangeViewsBeside(
     view: TypedArray,
