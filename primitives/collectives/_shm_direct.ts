@@ -86,13 +86,22 @@ export function doneReadingBeside(
   if (!exchanged.inSlot) shared.barrier(ctx.stamp);
 }
 
-/** `counts` then `displs`, in scratch (slot 0): a layout to exchange beside a view. */
+/**
+ * Room in scratch (slot 0) for a layout of the group's counts then displacements, Int32 (they
+ * index a view in a heap or a slot, so they are below 2^31): what {@linkcode layoutOf} fills, and
+ * the same shape for a rank whose layout nobody reads.
+ */
+export function layoutScratch(ctx: CollectiveContext): TypedArray {
+  return ctx.scratch("i32", 2 * ctx.size, 0);
+}
+
+/** `counts` then `displs`, in {@linkcode layoutScratch}: a layout to exchange beside a view. */
 export function layoutOf(
   ctx: CollectiveContext,
   counts: ArrayLike<number>,
   displs: ArrayLike<number>,
 ): TypedArray {
-  const size = counts.length, where = ctx.scratch("i32", 2 * size, 0);
+  const size = counts.length, where = layoutScratch(ctx);
   for (let q = 0; q < size; q++) {
     where[q] = counts[q];
     where[size + q] = displs[q];

@@ -31,10 +31,11 @@ export class CollectiveContext {
   /** Stamp of the call in progress (communicator/stamp.ts): what every message and arrival carries. */
   stamp = 0;
   #scratch: (Uint8Array | undefined)[] = [];
-  /** The last view of each scratch slot, handed out again while a call repeats. */
-  #views: (TypedArray | undefined)[] = [];
-  /** Their dtypes (comparing these is cheaper than asking a view for its dtype). */
-  #viewDtypes: Dtype[] = [];
+  /**
+   * The last view of each scratch slot, handed out again while a call repeats, with its shape
+   * (cheaper to compare than a view's own length and dtype).
+   */
+  #views: ({ view: TypedArray; dtype: Dtype; count: number } | undefined)[] = [];
   /** Contexts over parts of the group (see {@linkcode CollectiveContext.over}). */
   #parts = new Map<Transport, CollectiveContext>();
 
@@ -119,9 +120,10 @@ export class CollectiveContext {
       this.#views[slot] = undefined;
     }
     const last = this.#views[slot];
-    if (last?.length === count && this.#viewDtypes[slot] === dtype) return last;
-    this.#viewDtypes[slot] = dtype;
-    return this.#views[slot] = makeView(dtype, region.buffer, region.byteOffset, count);
+    if (last?.count === count && last.dtype === dtype) return last.view;
+    const view = makeView(dtype, region.buffer, region.byteOffset, count);
+    this.#views[slot] = { view, dtype, count };
+    return view;
   }
 
   /** `src` itself when it lives in this rank's heap, else a scratch copy (a bounce buffer). */

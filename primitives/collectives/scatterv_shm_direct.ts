@@ -2,7 +2,13 @@ import type { TypedArray } from "../types.ts";
 import { copy } from "../../kernels/copy.ts";
 import { requireAgreed } from "./_counts.ts";
 import type { CollectiveContext } from "./context.ts";
-import { doneReadingBeside, exchangeBeside, layoutOf, sharedAccess } from "./_shm_direct.ts";
+import {
+  doneReadingBeside,
+  exchangeBeside,
+  layoutOf,
+  layoutScratch,
+  sharedAccess,
+} from "./_shm_direct.ts";
 import type { HostAlgorithm } from "./algorithm.ts";
 import type { Layout } from "./spec.ts";
 
@@ -24,7 +30,7 @@ export function scattervShmDirect(
   const { rank, size } = ctx;
   const isRoot = rank === root;
   // Every rank's `where` has the root's shape; only the root's is read.
-  const where = isRoot ? layoutOf(ctx, sendCounts, sendDispls) : ctx.scratch("i32", 2 * size, 0);
+  const where = isRoot ? layoutOf(ctx, sendCounts, sendDispls) : layoutScratch(ctx);
   // Another rank publishes nothing of its own: an empty view, in its slot.
   const exchanged = exchangeBeside(ctx, shared, isRoot ? send : recv.subarray(0, 0), where);
   const from = exchanged.views[root], layout = exchanged.besides[root];

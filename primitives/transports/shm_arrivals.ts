@@ -28,6 +28,16 @@ const SLOT_HEAD_BYTES = 32;
 /** Int32 words of a slot head. */
 const HEAD = { VIEW: 0, SEQ: 3, STAMP: 4, DIGEST: 6, WORDS: 8 } as const;
 
+/**
+ * Every rank's views of one shape, kept while calls repeat it, with the shape as plain values
+ * (cheaper to compare than a view's own length and dtype).
+ */
+interface Shaped {
+  views: TypedArray[];
+  dtype: Dtype;
+  count: number;
+}
+
 /** One rank's arrivals. */
 export class ShmArrivals {
   readonly #control: ShmControl;
@@ -35,19 +45,14 @@ export class ShmArrivals {
   readonly #rank: number;
   readonly #size: number;
   /** Every rank's eager slot of each parity, kept while calls repeat the shape. */
-  #eagerViews: (TypedArray[] | undefined)[] = [];
-  /** The dtypes of those slots' views and of the `beside` views below. */
-  #eagerDtypes: Dtype[] = [];
-  #besideDtypes: Dtype[] = [];
-  /** Every rank's last view each parity's exchange returned. */
-  #peerViewCache: (TypedArray | undefined)[][] = [[], []];
-  /** The dtypes of those views, and their byte offsets and lengths (pairs), as numbers. */
-  #peerDtypes: Dtype[][] = [[], []];
-  #peerAt: number[][] = [[], []];
+  #eagerViews: (Shaped | undefined)[] = [];
+  /** Every rank's last view each parity's exchange returned, with where it lies. */
+  #peerViews: ({ view: TypedArray; dtype: Dtype; count: number; offset: number } | undefined)[][] =
+    [[], []];
   /** Every rank's slot head of each parity (see {@linkcode exchangeViewsBeside}). */
   #heads: Int32Array[][] = [];
   /** Every rank's `beside` of each parity, kept while calls repeat the shape. */
-  #besideViews: (TypedArray[] | undefined)[] = [];
+  #besideViews: (Shaped | undefined)[] = [];
   /** What each parity's exchange beside returned, refilled by the next of that parity. */
   #besideExchanges: {
     views: (TypedArray | undefined)[];
@@ -252,15 +257,13 @@ export class ShmArrivals {
    * earlier buffer still shows them.
    */
   #peerView(parity: number, r: number, dtype: Dtype, offset: number, count: number): TypedArray {
-    const at = this.#peerAt[parity];
-    if (at[2 * r] === offset && at[2 * r + 1] === count && this.#peerDtypes[parity][r] === dtype) {
-      return this.#peerViewCache[parity][r]!;
+    const cached = this.#peerViews[parity][r];
+    if (cached?.offset === offset && cached.count === count && cached.dtype === dtype) {
+      return cached.view;
     }
-    at[2 * r] = offset;
-    at[2 * r + 1] = count;
-    this.#peerDtypes[parity][r] = dtype;
-    const buffer = heapBuffer(this.#control.heaps[r]);
-    return this.#peerViewCache[parity][r] = makeView(dtype, buffer, offset, count);
+    const view = makeView(dtype, heapBuffer(this.#control.heaps[r]), offset, count);
+    this.#peerViews[parity][r] = { view, dtype, count, offset };
+    return view;
   }
 
   /** See `SharedAccess.eagerExchange`. */
@@ -288,11 +291,10 @@ export class ShmArrivals {
    */
   #eagerSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
     const cached = this.#eagerViews[parity];
-    if (cached?.[0].length === count && this.#eagerDtypes[parity] === dtype) return cached;
-    this.#eagerDtypes[parity] = dtype;
+    if (cached?.count === count && cached.dtype === dtype) return cached.views;
     const control = this.#control;
     const inline = count * DTYPE_INFO[dtype].bytes <= EAGER_INLINE_BYTES;
-    return this.#eagerViews[parity] = control.heaps.map((_, r) =>
+    const views = control.heaps.map((_, r) =>
       inline
         ? makeView(
           dtype,
@@ -302,16 +304,19 @@ export class ShmArrivals {
         )
         : this.#slotView(parity, r, dtype, 0, count)
     );
+    this.#eagerViews[parity] = { views, dtype, count };
+    return views;
   }
 
   /** Every rank's `beside` of `parity` as `count` × `dtype`, past its slot's head. */
   #besideSlots(parity: number, dtype: Dtype, count: number): TypedArray[] {
     const cached = this.#besideViews[parity];
-    if (cached?.[0].length === count && this.#besideDtypes[parity] === dtype) return cached;
-    this.#besideDtypes[parity] = dtype;
-    return this.#besideViews[parity] = this.#control.heaps.map((_, r) =>
+    if (cached?.count === count && cached.dtype === dtype) return cached.views;
+    const views = this.#control.heaps.map((_, r) =>
       this.#slotView(parity, r, dtype, SLOT_HEAD_BYTES, count)
     );
+    this.#besideViews[parity] = { views, dtype, count };
+    return views;
   }
 
   /** Every rank's slot head of `parity` (see {@linkcode SLOT_HEAD_BYTES}). */

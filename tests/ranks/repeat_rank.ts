@@ -1,10 +1,9 @@
 // Rank program for the kept-call test: the communicator keeps the last checked bcast, allreduce,
-// reduce, allgather, reduceScatter, alltoall, gather, scatter, alltoallv, allgatherv and
-// reduceScatterv and reruns it when a call repeats it (primitives/communicator/collective_runner.ts),
-// so this one calls them on the same buffers again and again, changing one argument at a time (op,
-// out, root, a buffer or its length, avg, counts refilled in the same array), and checks every
-// result; gatherv and scatterv, which are not kept, run between them. Returns the checks that
-// failed, by name.
+// reduce, allgather, reduceScatter, alltoall, gather, scatter and every v collective and reruns it
+// when a call repeats it (primitives/communicator/collective_runner.ts), so this one calls them on
+// the same buffers again and again, changing one argument at a time (op, out, root, a buffer or its
+// length, avg, counts refilled in the same array), and checks every result. Returns the checks
+// that failed, by name.
 import type { Communicator } from "../../mod.ts";
 
 export async function run(comm: Communicator): Promise<string[]> {
