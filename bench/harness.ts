@@ -556,7 +556,12 @@ export interface FootprintQuery
  */
 export function memoryNeeded(
   o: FootprintQuery,
-): { totalBytes: number; heapBytesPerRank: number; groupBytes: number } {
+): {
+  totalBytes: number;
+  heapBytesPerRank: number;
+  groupBytes: number;
+  largestBufferBytes: number;
+} {
   const { procs, maxCount } = o;
   const elementBytes = DTYPE_INFO[o.dtype].bytes;
   const spec = PRIMITIVES[o.primitive];
@@ -588,5 +593,6 @@ export function memoryNeeded(
       groupBytes,
     heapBytesPerRank,
     groupBytes,
+    largestBufferBytes: (spec.largestBuffer?.(maxCount, procs, o) ?? maxCount) * elementBytes,
   };
 }

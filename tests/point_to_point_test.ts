@@ -107,6 +107,8 @@ Deno.test("point-to-point: --pairs and --window as OSU's, refused where they mea
     ["latency", ["--window", "8"], /--window 8 .* applies to bw, bibw, mbw_mr, not latency/],
     ["bw", ["--window", "0"], /--window 0 .* from 1 to 4096/],
     ["sendrecv", ["--procs", "4"], /sendrecv runs on 2 ranks/],
+    // The default --max is said as OSU's 4 MiB, not as the elements it holds.
+    ["latency", ["--min", "1GB"], /--max 4MB is below --min 1GB/],
   ];
   for (const [primitive, argv, message] of refused) {
     assertThrows(() => plan(primitive, argv), UsageError as ErrorConstructor, message as never);

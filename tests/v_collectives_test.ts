@@ -205,3 +205,36 @@ Deno.test("v collectives: alltoallv under a skew and a matrix file, exact, with 
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test("v collectives: a skewed alltoallv's sweep fits its busiest rank's buffers in 1 GiB, and a spreadsheet's matrix reads", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    // The busiest rank of zipf:1.2 on 2 ranks holds 1.39× the mean: at the default's 2^28 floats
+    // its buffers would be 1.5 GB, past what one buffer may hold, and every rank failed.
+    const zipf = ["--procs", "2", "--skew", "zipf:1.2"];
+    const lowered = planRun("alltoallv", parseFlags(BENCHMARK_FLAGS, zipf), {
+      availableBytes: 1e11,
+    });
+    const top = lowered.sweep.counts.at(-1)!;
+    assert_(trafficAt(lowered.sweep.traffic, 2, top).busiest + 2 <= 2 ** 28, `${top}`);
+    assert_(lowered.notes.some((n) => /lowered to \d+ elements: .* busiest rank/.test(n)));
+    assertThrows(
+      () =>
+        planRun("alltoallv", parseFlags(BENCHMARK_FLAGS, [...zipf, "--max", "2^28"]), {
+          availableBytes: 1e11,
+        }),
+      UsageError as ErrorConstructor,
+      /--max 2\^28 does not fit: it needs a 1\.5 GB buffer on its busiest rank/,
+    );
+    // Saved from a spreadsheet: a byte-order mark, CRLF lines.
+    Deno.writeTextFileSync(`${dir}/sheet.csv`, "\ufeff1,2\r\n3,4\r\n");
+    const sheet = planRun(
+      "alltoallv",
+      parseFlags(BENCHMARK_FLAGS, ["--procs", "2", "--matrix", `${dir}/sheet.csv`]),
+      { availableBytes: 1e11 },
+    );
+    assertEquals(sheet.sweep.traffic?.weights, [[1, 2], [3, 4]]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});

@@ -21,14 +21,12 @@ export const ALLTOALLV: PrimitiveSpec = {
   busFactor: (n) => (n - 1) / n,
   work: (n) => ({ copy: n - 1, reduce: 0 }),
   busFormula: "(n-1)/n",
-  // The busiest rank's blocks, and a rounding's slack.
-  footprint: (count, ranks, o) => 2 * (trafficAt(o.traffic, ranks, count).busiest + ranks),
+  footprint: (count, ranks, o) => 2 * busiestBlocks(count, ranks, o),
+  largestBuffer: busiestBlocks,
   fit: multipleOfRanks,
   prepare(comm, maxCount, o) {
-    const { size } = comm;
-    const most = trafficAt(o.traffic, size, maxCount).busiest + size;
-    const sendBuf = alloc(comm, Math.max(most, maxCount), o);
-    const recvBuf = alloc(comm, Math.max(most, maxCount), o);
+    const most = busiestBlocks(maxCount, comm.size, o);
+    const sendBuf = alloc(comm, most, o), recvBuf = alloc(comm, most, o);
     return prepared(comm, o, [sendBuf, recvBuf], (count) => {
       const skewed = sized(comm, o, sendBuf, recvBuf, count, false);
       return o.traffic
@@ -37,6 +35,14 @@ export const ALLTOALLV: PrimitiveSpec = {
     });
   },
 };
+
+/**
+ * Elements the busiest rank's send or receive holds at `count`, and a rounding's slack: what
+ * every rank's buffers are sized to.
+ */
+function busiestBlocks(count: number, ranks: number, o: Pick<CaseOptions, "traffic">): number {
+  return Math.max(count, trafficAt(o.traffic, ranks, count).busiest + ranks);
+}
 
 /** The case at `count` by the options' traffic, or `balanced` whatever it is. */
 function sized(

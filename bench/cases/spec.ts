@@ -146,6 +146,12 @@ export interface PrimitiveSpec {
    */
   footprint(count: number, ranks: number, o: Pick<CaseOptions, "window" | "traffic">): number;
   /**
+   * Elements of the largest buffer a rank allocates for a `count`-element case, where it is more
+   * than `count` (a skewed alltoallv's busiest rank); at most 1 GiB, as every buffer.
+   * @default {count}
+   */
+  largestBuffer?(count: number, ranks: number, o: Pick<CaseOptions, "traffic">): number;
+  /**
    * Largest count not above `count` the primitive can run on `ranks` (allgather and reduce-scatter
    * need a multiple of the rank count).
    */

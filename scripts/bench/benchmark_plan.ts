@@ -37,7 +37,7 @@ const SIM_ITERS = "4", SIM_WARMUP = "1";
 const DEFAULT_MAX = 268_435_456;
 
 /** The point-to-point tests' largest message unless `--max` says, as OSU's: 4 MiB. */
-const OSU_MAX_BYTES = 4 * 2 ** 20;
+const OSU_MAX = "4MB";
 
 /** The layouts of the table (`--format`). */
 export const TABLE_FORMATS = ["nccl-tests", "osu"] as const;
@@ -230,7 +230,7 @@ export function planRun(
     notes.push(`--max lowered to ${widest} elements: the largest ${v.dtype} buffer is 1 GiB`);
   }
   const max = v.max ??
-    String(spec.flow ? OSU_MAX_BYTES / DTYPE_INFO[v.dtype].bytes : Math.min(DEFAULT_MAX, widest));
+    (spec.flow ? OSU_MAX : String(Math.min(DEFAULT_MAX, widest)));
   const { csv, json } = outputFiles(v);
   const simulated = info.simulated ?? false;
   let model: SimModel | undefined;
@@ -369,11 +369,14 @@ function fitMemory(
   }
   const fits = (count: number) => {
     const need = memoryNeeded({ ...shape, maxCount: count });
-    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES;
+    return need.totalBytes <= 0.9 * availableBytes && need.heapBytesPerRank <= HEAP_MAX_BYTES &&
+      need.largestBufferBytes <= MAX_BYTES;
   };
   if (fits(max)) return max;
   const need = memoryNeeded({ ...shape, maxCount: max });
-  const problem = need.heapBytesPerRank > HEAP_MAX_BYTES
+  const problem = need.largestBufferBytes > MAX_BYTES
+    ? `a ${gb(need.largestBufferBytes)} buffer on its busiest rank; a buffer holds at most 1 GiB`
+    : need.heapBytesPerRank > HEAP_MAX_BYTES
     ? `${gb(need.heapBytesPerRank)} per rank heap; a rank heap holds ${gb(HEAP_MAX_BYTES)}`
     : `${gb(need.totalBytes)} for ${procs} ranks (buffers, scratch and the ranks' own ` +
       `${gb(need.groupBytes)}); ${gb(availableBytes)} available`;

@@ -51,7 +51,12 @@ function matrixOf(path: string, procs: number, dtype: Dtype): Traffic {
   }
   let rows: string[][];
   try {
-    rows = parse(text, { comment: "#", skip_empty_lines: true, trim: true }) as string[][];
+    rows = parse(text, {
+      bom: true,
+      comment: "#",
+      skip_empty_lines: true,
+      trim: true,
+    }) as string[][];
   } catch (e) {
     throw new UsageError(`--matrix ${path}: not CSV (${(e as Error).message.split("\n")[0]})`);
   }
