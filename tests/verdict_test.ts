@@ -4,6 +4,8 @@ import { assertEquals } from "./_assert.ts";
 import { GroupEnds, type RankEnd } from "../primitives/launch/blame.ts";
 import { oddCall } from "../primitives/launch/mismatch_blame.ts";
 import { callStamp } from "../primitives/communicator/stamp.ts";
+import { Supervisor } from "../primitives/launch/supervisor.ts";
+import type { RankFailedError } from "../primitives/errors.ts";
 
 type End = Omit<RankEnd, "at">;
 
@@ -118,4 +120,27 @@ Deno.test("verdict: the rank whose call differs from the majority's is blamed, t
   // Two ranks, each its own root: the lowest rank's view.
   assertEquals(blamed([gather(0), gather(1)], 0, 1), [1, 1]);
   assertEquals(oddCall(new Map([[0, [[T, gather(0)]]], [1, [[T, gather(0)]]]])), undefined);
+});
+
+Deno.test("verdict: ranks still closing when the stragglers' deadline ends are named, not settled without results", async () => {
+  // `stragglerMs` is the whole deadline here: no rank ever reports again.
+  const supervise = (returned: number[]) => {
+    const s = new Supervisor<number>(3, { graceMs: 1, stragglerMs: 1 }, {
+      relay() {},
+      stop() {},
+    });
+    for (const r of returned) s.returned(r);
+    s.ended(0, { status: "ok", result: 0 });
+    return s.results.then(() => "settled", (e: RankFailedError) => e.message);
+  };
+  // Ranks 1 and 2 returned and never closed: one of them is named for it.
+  assertEquals(
+    await supervise([0, 1, 2]),
+    "Rank 1 failed: it had not closed its communicator 1 ms after rank 0 finished",
+  );
+  // Rank 1 closes while rank 2 still runs: rank 2 is named.
+  assertEquals(
+    await supervise([0, 1]),
+    "Rank 2 failed: it had not finished 1 ms after rank 0 did",
+  );
 });

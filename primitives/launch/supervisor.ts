@@ -190,19 +190,25 @@ export class Supervisor<T> {
     this.#settle.reject(reason);
   }
 
-  /** Judges after `ms`; with `straggling`, ranks still running then are stuck. */
+  /** Judges after `ms`; after rank `finished` did, ranks still running then are stuck. */
   #wait(ms: number, finished?: number): void {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       if (finished !== undefined) {
-        for (const r of this.#ends.members) {
+        const late = this.#ends.members.filter((r) => !this.#ends.ended(r));
+        // A rank closing its communicator waits for the ranks still running, which are to blame;
+        // where every late rank returned, none of them finished closing: they are.
+        const running = late.some((r) => !this.#returned.has(r));
+        for (const r of late) {
           this.#ends.record(
             r,
-            this.#returned.has(r)
+            running && this.#returned.has(r)
               ? { status: "stopped", reason: "it was closing its communicator" }
               : {
                 status: "stuck",
-                reason: `it had not finished ${ms} ms after rank ${finished} did`,
+                reason: this.#returned.has(r)
+                  ? `it had not closed its communicator ${ms} ms after rank ${finished} finished`
+                  : `it had not finished ${ms} ms after rank ${finished} did`,
               },
           );
         }
