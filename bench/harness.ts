@@ -546,6 +546,8 @@ export interface FootprintQuery
   threads?: number;
   /** The largest count of the sweep. */
   maxCount: number;
+  /** Every rank's buffers alias one rank's (a simulated group's phantom payloads). */
+  phantom?: boolean;
 }
 
 /**
@@ -588,8 +590,10 @@ export function memoryNeeded(
   const early = !algorithm || algorithm.needs !== "shared" ? maxCount * elementBytes : 0;
   const heapBytesPerRank = (inHeap ? buffers : 0) + staging + scratch + bounce;
   const groupBytes = procs * info.rankBytes + info.groupBytes(procs);
+  const holders = o.phantom ? 1 : procs;
   return {
-    totalBytes: procs * (heapBytesPerRank + early + (o.memory === "host" ? buffers : 0) + device) +
+    totalBytes:
+      holders * (heapBytesPerRank + early + (o.memory === "host" ? buffers : 0) + device) +
       groupBytes,
     heapBytesPerRank,
     groupBytes,

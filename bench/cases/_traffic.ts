@@ -19,20 +19,62 @@ export interface TrafficAt {
   busiest: number;
 }
 
-/** `traffic` (balanced when absent) over `size` ranks scaled to `size × count` elements. */
+/**
+ * `traffic` (balanced when absent) over `size` ranks scaled to `size × count` elements. The
+ * answer is shared, not to be changed: a simulated group's ranks, in one process, ask for the
+ * same matrix (N² cells) each, at every size.
+ */
 export function trafficAt(traffic: Traffic | undefined, size: number, count: number): TrafficAt {
-  const weights = traffic?.weights ?? Array.from({ length: size }, () => new Array(size).fill(1));
-  const sum = weights.flat().reduce((s, w) => s + w, 0);
-  const totalCount = size * count;
-  // Largest remainder: the floors, then one more to the cells that lost the most to rounding.
-  const exact = weights.map((row) => row.map((w) => (w / sum) * totalCount));
-  const counts = exact.map((row) => row.map(Math.floor));
-  let missing = totalCount - counts.flat().reduce((s, c) => s + c, 0);
-  const cells = exact.flatMap((row, i) => row.map((x, j) => ({ i, j, left: x - Math.floor(x) })))
-    .sort((a, b) => b.left - a.left || a.i - b.i || a.j - b.j);
-  for (const { i, j } of cells) {
-    if (missing-- <= 0) break;
-    counts[i][j]++;
+  const key = `${size} ${count}`;
+  const kept = traffic ? (scaled.get(traffic) ?? new Map()) : balancedKept;
+  if (traffic) scaled.set(traffic, kept);
+  let at = kept.get(key);
+  if (!at) {
+    at = scale(traffic?.weights ?? balancedWeights(size), size * count);
+    if (kept.size >= KEPT_SIZES) kept.delete(kept.keys().next().value!);
+    kept.set(key, at);
+  }
+  return at;
+}
+
+/** Sizes a traffic keeps scaled (the sweep's current one and the one planned beside it). */
+const KEPT_SIZES = 4;
+const scaled = new WeakMap<Traffic, Map<string, TrafficAt>>();
+const balancedKept = new Map<string, TrafficAt>();
+
+function balancedWeights(size: number): number[][] {
+  return Array.from({ length: size }, () => new Array(size).fill(1));
+}
+
+/**
+ * `weights` scaled to `total` elements by largest remainder: the floors, then one more to the
+ * cells that lost the most to rounding, ties in row-major order.
+ */
+function scale(weights: number[][], total: number): TrafficAt {
+  const size = weights.length, cells = size * size;
+  let sum = 0;
+  for (const row of weights) for (const w of row) sum += w;
+  const counts = weights.map((row) => row.map((w) => Math.floor((w / sum) * total)));
+  const left = new Float64Array(cells);
+  let missing = total;
+  for (let i = 0; i < size; i++) {
+    for (let j = 0; j < size; j++) {
+      left[i * size + j] = (weights[i][j] / sum) * total - counts[i][j];
+      missing -= counts[i][j];
+    }
+  }
+  if (missing > 0) {
+    // The `missing` largest remainders are those above the missing-th largest, t, and the first
+    // cells at t: a typed sort of the remainders finds t without ordering N² cells by hand.
+    const t = Float64Array.from(left).sort()[cells - Math.min(missing, cells)];
+    let ties = missing;
+    for (const r of left) if (r > t) ties--;
+    for (let k = 0; k < cells && missing > 0; k++) {
+      if (left[k] > t || (left[k] === t && ties-- > 0)) {
+        counts[Math.floor(k / size)][k % size]++;
+        missing--;
+      }
+    }
   }
   const column = (j: number) => counts.map((row) => row[j]);
   const sent = counts.map((row) => row.reduce((s, c) => s + c, 0));

@@ -261,11 +261,10 @@ export function planRun(
     refuse: (message) => new UsageError(message),
     fitMax: (max, min, planned) => {
       const shape = { ...planned, facts: info, procs, threads };
-      // A phantom run's buffers alias one rank's: the group needs one rank's memory for them.
       model = planModel(v, info, procs, () => memoryNeeded({ ...shape, maxCount: max }).totalBytes);
-      const phantom = model?.payload === "phantom";
       return fitMemory(max, min, {
-        shape: phantom ? { ...shape, procs: 1 } : shape,
+        // A phantom run's buffers alias one rank's: the group needs one rank's memory for them.
+        shape: { ...shape, phantom: model?.payload === "phantom" },
         availableBytes,
         asked: { max: asked, min: v.min },
         notes,
