@@ -218,6 +218,14 @@ Deno.test("v collectives: a skewed alltoallv's sweep fits its busiest rank's buf
     const top = lowered.sweep.counts.at(-1)!;
     assert_(trafficAt(lowered.sweep.traffic, 2, top).busiest + 2 <= 2 ** 28, `${top}`);
     assert_(lowered.notes.some((n) => /lowered to \d+ elements: .* busiest rank/.test(n)));
+    // So on 64 simulated ranks, whose phantom buffers are one rank's.
+    const sim = planRun(
+      "alltoallv",
+      parseFlags(BENCHMARK_FLAGS, ["--transport", "sim", "--procs", "64", "--skew", "zipf:1.2"]),
+      { availableBytes: 1e11 },
+    );
+    const simTop = sim.sweep.counts.at(-1)!;
+    assert_(trafficAt(sim.sweep.traffic, 64, simTop).busiest + 64 <= 2 ** 28, `${simTop}`);
     assertThrows(
       () =>
         planRun("alltoallv", parseFlags(BENCHMARK_FLAGS, [...zipf, "--max", "2^28"]), {
