@@ -89,7 +89,7 @@ test("cluster: training runs across 2 hosts under the env launcher", async () =>
   );
   assertEquals(run.code, 0, run.stderr);
   assert_(/2 ranks on tcp/.test(run.stdout), run.stdout);
-  assert_(/# trained 1 epochs .* test accuracy \d+\.\d+%/.test(run.stdout), run.stdout);
+  assert_(/# trained 1 epoch in .* test accuracy \d+\.\d+%/.test(run.stdout), run.stdout);
 });
 
 test("cluster: up, down, and one-line errors for what cannot be done", async () => {

@@ -154,12 +154,17 @@ export function epochValues(row: EpochRow): (number | string)[] {
   });
 }
 
+/** `n epochs`, or `1 epoch`. */
+export function epochsName(n: number): string {
+  return `${n} epoch${n === 1 ? "" : "s"}`;
+}
+
 /** The summary's closing lines: throughput, accuracy and the split of a step. */
 export function summaryLines(summary: TrainSummary): string[] {
   const samples = summary.epochs.reduce((s, r) => s + r.samples_per_s * r.time_s, 0);
   const { compute, comm, wait } = summary.step_ms;
   return [
-    `trained ${summary.epochs.length} epochs in ${summary.train_s.toFixed(2)} s ` +
+    `trained ${epochsName(summary.epochs.length)} in ${summary.train_s.toFixed(2)} s ` +
     `(${Math.round(samples / summary.train_s)} samples/s); test accuracy ` +
     `${(100 * summary.final_test_acc).toFixed(2)}%`,
     `per step: compute ${compute.toFixed(3)} ms, communication ${comm.toFixed(3)} ms ` +

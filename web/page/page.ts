@@ -33,7 +33,7 @@ import { type WebTransportName } from "../../core.ts";
 import { DTYPES, REDUCE_OPS } from "../../internal.ts";
 import { fetchMnist } from "../served_mnist.ts";
 import type { TrainConfig } from "../../trainer/config.ts";
-import type { EpochRow, TrainSummary } from "../../trainer/epochs.ts";
+import { type EpochRow, epochsName, type TrainSummary } from "../../trainer/epochs.ts";
 import {
   adapterName,
   limits,
@@ -237,8 +237,8 @@ async function train(config: TrainConfig<WebTransportName>): Promise<TrainSummar
   await draw();
   say(
     "train-status",
-    `trained ${summary.epochs.length} epochs in ${summary.train_s.toFixed(2)} s; test accuracy ` +
-      `${(100 * summary.final_test_acc).toFixed(2)}%`,
+    `trained ${epochsName(summary.epochs.length)} in ${summary.train_s.toFixed(2)} s; ` +
+      `test accuracy ${(100 * summary.final_test_acc).toFixed(2)}%`,
   );
   return summary;
 }
