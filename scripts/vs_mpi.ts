@@ -171,7 +171,7 @@ const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
       const problem = await clusterProblem();
       if (problem) throw new UsageError(`--cluster: ${problem}`);
     }
-    return {
+    const plan: VsMpiPlan = {
       primitives,
       procs,
       transport,
@@ -186,6 +186,16 @@ const VS_MPI: Task<VsMpiPlan, typeof FLAGS> = {
       ],
       out: writableFolder("out", v.out),
     };
+    // dccl's own refusals (a size its buffers cannot hold, say) before either library runs.
+    for (const primitive of primitives) {
+      for (const p of procs) {
+        planRun(
+          primitiveNamed(primitive)!,
+          parseFlags(BENCHMARK_FLAGS, dcclFlags(plan, primitive, p)),
+        );
+      }
+    }
+    return plan;
   },
   async run(plan, signal, argv) {
     Deno.mkdirSync(plan.out, { recursive: true });
@@ -336,6 +346,15 @@ function trafficFile(plan: VsMpiPlan, procs: number, path: string): string {
   return path;
 }
 
+/** The flags of dccl's task for `primitive` in `plan` (on `procs` ranks, where given). */
+function dcclFlags(plan: VsMpiPlan, primitive: Measured, procs?: number): string[] {
+  return [
+    ...["--transport", plan.transport, "--max", String(plan.maxCount)],
+    ...(primitive === "alltoallv" ? plan.traffic : []),
+    ...(procs === undefined ? [] : ["--procs", `${procs}`]),
+  ];
+}
+
 /** dccl's side of one case: in this process's launcher, or as ranks on the cluster's hosts. */
 async function runDccl(o: {
   plan: VsMpiPlan;
@@ -346,12 +365,9 @@ async function runDccl(o: {
   signal: AbortSignal;
   hosts?: Awaited<ReturnType<typeof clusterUp>>;
 }): Promise<void> {
-  const flags = [
-    ...["--transport", o.plan.transport, "--max", String(o.plan.maxCount), "--csv", o.csv],
-    ...(o.primitive === "alltoallv" ? o.plan.traffic : []),
-  ];
   if (o.hosts) {
     const script = new URL(`./${o.primitive}.ts`, import.meta.url).pathname;
+    const flags = [...dcclFlags(o.plan, o.primitive), "--csv", o.csv];
     const ends = await runOnCluster(o.hosts, script, flags, {
       procsPerHost: o.procs / o.hosts.length,
       signal: o.signal,
@@ -363,7 +379,7 @@ async function runDccl(o: {
   }
   const plan = planRun(
     primitiveNamed(o.primitive)!,
-    parseFlags(BENCHMARK_FLAGS, [...flags, "--procs", `${o.procs}`]),
+    parseFlags(BENCHMARK_FLAGS, [...dcclFlags(o.plan, o.primitive, o.procs), "--csv", o.csv]),
   );
   const metadata = await collectMetadata(o.argv, { ...plan.sweep, procs: plan.procs });
   const summary = await runPlan(plan, { table: false, metadata, signal: o.signal });

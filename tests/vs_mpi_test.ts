@@ -85,6 +85,27 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: MISSING
+    ? `vs-mpi: dccl's refusals come first (skipped: ${MISSING})`
+    : "vs-mpi: dccl's refusals come before either library runs, in one line",
+  ignore: MISSING !== undefined,
+  async fn() {
+    const out = `${Deno.makeTempDirSync()}/out`;
+    const r = await vsMpi([
+      ...["--procs", "2", "--primitives", "alltoallv", "--skew", "zipf:1.2", "--max", "2^28"],
+      ...["--out", out],
+    ]);
+    assertEquals(r.code, 2, r.stderr);
+    assert_(
+      /^dccl vs-mpi: --max 268435456 does not fit: .* busiest rank/.test(r.stderr) &&
+        r.stderr.trim().split("\n").length === 1,
+      r.stderr,
+    );
+    assertEquals(await Deno.stat(out).then(() => "made", () => "not made"), "not made");
+  },
+});
+
 Deno.test("vs-mpi: without Open MPI it says how to install it, in one line", async () => {
   const r = await vsMpi(["--max", "1K"], { PATH: "/nonexistent" });
   assertEquals(r.code, 2, r.stderr);
