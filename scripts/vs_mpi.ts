@@ -331,13 +331,7 @@ async function takeDownStaleCluster(): Promise<void> {
 function trafficFile(plan: VsMpiPlan, procs: number, path: string): string {
   const dccl = planRun(
     "alltoallv",
-    parseFlags(BENCHMARK_FLAGS, [
-      "--procs",
-      `${procs}`,
-      "--max",
-      `${plan.maxCount}`,
-      ...plan.traffic,
-    ]),
+    parseFlags(BENCHMARK_FLAGS, dcclFlags(plan, "alltoallv", procs)),
   );
   const lines = dccl.sweep.counts.map((count) =>
     [count, ...trafficAt(dccl.sweep.traffic, procs, count).counts.flat()].join(" ")

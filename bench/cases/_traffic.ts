@@ -37,7 +37,7 @@ export function trafficAt(traffic: Traffic | undefined, size: number, count: num
   return at;
 }
 
-/** Sizes a traffic keeps scaled (the sweep's current one and the one planned beside it). */
+/** Sizes a traffic keeps scaled: a sweep's ranks are a size apart at most. */
 const KEPT_SIZES = 4;
 const scaled = new WeakMap<Traffic, Map<string, TrafficAt>>();
 const balancedKept = new Map<string, TrafficAt>();
