@@ -183,6 +183,12 @@ class Cdp {
   }
 }
 
+/** A binding the page calls (`ChromiumPage.expose`). */
+export interface Binding {
+  /** Resolves once the page's first `n` calls have been handled here. */
+  arrived(n: number, timeoutMs?: number): Promise<void>;
+}
+
 /** A page of the browser, attached to. */
 export class ChromiumPage {
   readonly #cdp: Cdp;
@@ -236,12 +242,28 @@ export class ChromiumPage {
     return result.value as T;
   }
 
-  /** Lets the page call `globalThis[name](text)`, which calls `handler(text)` here. */
-  async expose(name: string, handler: (payload: string) => void): Promise<void> {
+  /**
+   * Lets the page call `globalThis[name](text)`, which calls `handler(text)` here. Chromium may
+   * deliver a call after the answer to an `evaluate` that made it: the page counts its calls, and
+   * `arrived(n)` waits for the first n.
+   */
+  async expose(name: string, handler: (payload: string) => void): Promise<Binding> {
+    let calls = 0;
+    let wake = () => {};
     this.#cdp.on("Runtime.bindingCalled", (p, s) => {
-      if (s === this.#session && p.name === name) handler(String(p.payload));
+      if (s !== this.#session || p.name !== name) return;
+      handler(String(p.payload));
+      calls++;
+      wake();
     });
     await this.#send("Runtime.addBinding", { name });
+    return {
+      arrived: (n, timeoutMs = 30_000) => {
+        if (calls >= n) return Promise.resolve();
+        const all = new Promise<void>((resolve) => wake = () => calls >= n && resolve());
+        return within(all, timeoutMs, `${name}'s ${n} calls`);
+      },
+    };
   }
 
   /** A screenshot of the page, as PNG bytes. */

@@ -125,7 +125,7 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
       window: run.sweep.window,
     });
     let writer: SweepWriter | undefined;
-    await page.expose("dcclSweep", (text) => {
+    const rows = await page.expose("dcclSweep", (text) => {
       const message = JSON.parse(text) as
         | { type: "start"; report: ReportOptions }
         | { type: "row"; result: SizeResult };
@@ -146,10 +146,11 @@ export function sweepInTab(run: TabSweep, signal?: AbortSignal): Promise<number>
       bounds: readAgainst,
     });
     try {
-      const outcome = await page.evaluate<{ wrong: number }>(
-        `dccl.sweep(${request}).then((o) => ({ wrong: o.wrong }))`,
+      const outcome = await page.evaluate<{ wrong: number; sent: number }>(
+        `dccl.sweep(${request}).then((o) => ({ wrong: o.wrong, sent: dccl.forwarded("dcclSweep") }))`,
         24 * 3600_000,
       );
+      await rows.arrived(outcome.sent);
       return outcome.wrong;
     } catch (e) {
       throw new Error(`the tab failed: ${(e as Error).message}`);
@@ -169,7 +170,7 @@ export interface TabTraining {
 export function trainInTab(run: TabTraining, signal?: AbortSignal): Promise<TrainSummary> {
   return withTab(async (page) => {
     const reporter = new TrainReporter({ ...run.report, epochs: run.config.epochs });
-    await page.expose("dcclTrain", (text) => {
+    const epochs = await page.expose("dcclTrain", (text) => {
       const message = JSON.parse(text) as
         | { type: "progress"; epoch: number; step: number; steps: number; loss?: number }
         | { type: "epoch"; row: EpochRow };
@@ -177,10 +178,13 @@ export function trainInTab(run: TabTraining, signal?: AbortSignal): Promise<Trai
       else reporter.progress(message.epoch, message.step, message.steps, () => message.loss);
     });
     reporter.start();
-    const summary = await page.evaluate<TrainSummary>(
-      `dccl.train(${JSON.stringify(run.config)})`,
+    const { summary, sent } = await page.evaluate<{ summary: TrainSummary; sent: number }>(
+      `dccl.train(${
+        JSON.stringify(run.config)
+      }).then((summary) => ({ summary, sent: dccl.forwarded("dcclTrain") }))`,
       24 * 3600_000,
     );
+    await epochs.arrived(sent);
     reporter.finish(summary);
     return summary;
   }, signal);

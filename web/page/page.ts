@@ -63,14 +63,20 @@ import { limitsTable } from "../../bench/limits/limits_table.ts";
 const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const say = (id: string, text: string) => byId(id).textContent = text;
 
+type Forwarded = "dcclSweep" | "dcclTrain";
+
 /**
  * Hands `message` to the DevTools binding `name` where `deno task browser` set one up (it writes
- * the table and files as the CLI does).
+ * the table and files as the CLI does), counting it: a binding's calls can reach the driver after
+ * the answer of the run that made them, so it waits for as many as were sent.
  */
-function forward(name: "dcclSweep" | "dcclTrain", message: unknown): void {
+function forward(name: Forwarded, message: unknown): void {
   const binding = (globalThis as Record<string, unknown>)[name];
-  if (typeof binding === "function") binding(JSON.stringify(message));
+  if (typeof binding !== "function") return;
+  binding(JSON.stringify(message));
+  forwarded[name]++;
 }
+const forwarded: Record<Forwarded, number> = { dcclSweep: 0, dcclTrain: 0 };
 
 /** The values of `form`'s fields (unchecked boxes as "false"). */
 function valuesOf(form: HTMLFormElement): Record<string, string> {
@@ -415,5 +421,7 @@ const dccl = {
   group: runGroup,
   csv: lastCsv,
   json: lastJson,
+  /** Messages handed to binding `name` so far. */
+  forwarded: (name: Forwarded) => forwarded[name],
 };
 Object.assign(globalThis, { dccl });
