@@ -1,6 +1,7 @@
 // The browser driver opens no door and leaves nothing behind (docs/security.md): Chromium is
 // driven over a pipe, so none of its processes listens on a TCP port; and after the driver ends —
-// closed, or SIGKILLed — no process of the run is alive and its profile folder is gone.
+// closed, or SIGKILLed — no process of the run is alive and its profile folder is gone. A page's
+// calls of a binding are all waited for, as `deno task browser` waits for a run's rows.
 import { assert_, assertEquals } from "./_assert.ts";
 import { Chromium, chromiumAvailable } from "../scripts/browser/chromium.ts";
 
@@ -132,5 +133,29 @@ Deno.test({
     assertEquals(await settles(ours, (names) => names.length === 0), [], "left in TMPDIR");
   } finally {
     await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    `browser driver: a binding's calls are waited for, and the wait names the binding${MISSING}`,
+  ignore: !AVAILABLE,
+}, async () => {
+  const chromium = await Chromium.launch();
+  try {
+    const page = await chromium.page("data:text/html,<p>bound</p>");
+    const seen: string[] = [];
+    const binding = await page.expose("driverCalls", (text) => seen.push(text));
+    const sent = await page.evaluate<number>(
+      "(async () => { for (let i = 0; i < 100; i++) { driverCalls(String(i)); await null; } " +
+        "return 100; })()",
+    );
+    await binding.arrived(sent);
+    assertEquals(seen, Array.from({ length: 100 }, (_, i) => String(i)));
+    // One more than were sent never comes: the wait ends, naming what it waited for.
+    const late = await binding.arrived(sent + 1, 200).then(() => "arrived", (e) => e.message);
+    assertEquals(late, "driverCalls's 101 calls took longer than 0.2 s");
+  } finally {
+    await chromium.close();
   }
 });
