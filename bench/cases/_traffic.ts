@@ -26,8 +26,8 @@ export interface TrafficAt {
  */
 export function trafficAt(traffic: Traffic | undefined, size: number, count: number): TrafficAt {
   const key = `${size} ${count}`;
-  const kept = traffic ? (scaled.get(traffic) ?? new Map()) : balancedKept;
-  if (traffic) scaled.set(traffic, kept);
+  let kept = traffic ? scaled.get(traffic) : balancedKept;
+  if (!kept) scaled.set(traffic!, kept = new Map());
   let at = kept.get(key);
   if (!at) {
     at = scale(traffic?.weights ?? balancedWeights(size), size * count);
@@ -54,15 +54,16 @@ function scale(weights: number[][], total: number): TrafficAt {
   const size = weights.length, cells = size * size;
   let sum = 0;
   for (const row of weights) for (const w of row) sum += w;
-  const counts = weights.map((row) => row.map((w) => Math.floor((w / sum) * total)));
   const left = new Float64Array(cells);
   let missing = total;
-  for (let i = 0; i < size; i++) {
-    for (let j = 0; j < size; j++) {
-      left[i * size + j] = (weights[i][j] / sum) * total - counts[i][j];
-      missing -= counts[i][j];
-    }
-  }
+  const counts = weights.map((row, i) =>
+    row.map((w, j) => {
+      const exact = (w / sum) * total, floor = Math.floor(exact);
+      left[i * size + j] = exact - floor;
+      missing -= floor;
+      return floor;
+    })
+  );
   if (missing > 0) {
     // The `missing` largest remainders are those above the missing-th largest, t, and the first
     // cells at t: a typed sort of the remainders finds t without ordering N² cells by hand.

@@ -40,6 +40,8 @@ export class ClosingCheck {
   readonly #taken: (number | undefined)[] = [];
   #calls?: CallCheck;
   #wake?: () => void;
+  /** This rank's calls, summed up for its goodbyes (see {@linkcode ClosingCheck.to}). */
+  #summary?: CallSummary;
 
   /** The group-wide rank of each rank here, for messages (see `ShmControl.ids`). */
   readonly #ids?: readonly number[];
@@ -86,7 +88,6 @@ export class ClosingCheck {
     this.#summary ??= this.#calls?.summary();
     return { summary: this.#summary, taken };
   }
-  #summary?: CallSummary;
 
   /** Whether `peer` said goodbye (or ended without one). */
   heardFrom(peer: number): boolean {

@@ -249,19 +249,25 @@ export class ChromiumPage {
    */
   async expose(name: string, handler: (payload: string) => void): Promise<Binding> {
     let calls = 0;
-    let wake = () => {};
+    const waits = new Set<() => void>();
     this.#cdp.on("Runtime.bindingCalled", (p, s) => {
       if (s !== this.#session || p.name !== name) return;
       handler(String(p.payload));
       calls++;
-      wake();
+      for (const wait of waits) wait();
     });
     await this.#send("Runtime.addBinding", { name });
     return {
-      arrived: (n, timeoutMs = 30_000) => {
-        if (calls >= n) return Promise.resolve();
-        const all = new Promise<void>((resolve) => wake = () => calls >= n && resolve());
-        return within(all, timeoutMs, `${name}'s ${n} calls`);
+      arrived: async (n, timeoutMs = 30_000) => {
+        let wait = () => {};
+        const all = new Promise<void>((resolve) => wait = () => calls >= n && resolve());
+        wait(); // they may all be here already
+        waits.add(wait);
+        try {
+          await within(all, timeoutMs, `${name}'s ${n} calls`);
+        } finally {
+          waits.delete(wait);
+        }
       },
     };
   }

@@ -64,6 +64,8 @@ const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) 
 const say = (id: string, text: string) => byId(id).textContent = text;
 
 type Forwarded = "dcclSweep" | "dcclTrain";
+/** Messages handed to each binding so far (see {@linkcode forward}). */
+const forwarded: Record<Forwarded, number> = { dcclSweep: 0, dcclTrain: 0 };
 
 /**
  * Hands `message` to the DevTools binding `name` where `deno task browser` set one up (it writes
@@ -76,7 +78,6 @@ function forward(name: Forwarded, message: unknown): void {
   binding(JSON.stringify(message));
   forwarded[name]++;
 }
-const forwarded: Record<Forwarded, number> = { dcclSweep: 0, dcclTrain: 0 };
 
 /** The values of `form`'s fields (unchecked boxes as "false"). */
 function valuesOf(form: HTMLFormElement): Record<string, string> {
